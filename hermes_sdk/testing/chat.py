@@ -1,0 +1,288 @@
+"""POST /v1/chat/completions, as Hermes 0.19.0 serves it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from .model import AgentResult, RequestInfo
+from .sse import AgentPump, ClientGone, data_event
+from .state import CachedChat
+from .wire import (
+    DEFAULT_MODEL,
+    ContentError,
+    Headers,
+    JSONDict,
+    bare_error,
+    chat_id,
+    content_text,
+    derive_chat_session_id,
+    fingerprint,
+    openai_error,
+    parse_bool,
+    session_id_problem,
+)
+
+if TYPE_CHECKING:
+    from .server import Exchange
+
+FINGERPRINT_KEYS = ("model", "messages", "tools", "tool_choice", "stream")
+
+
+def rate_limited(ex: Exchange) -> None:
+    cap = ex.state.settings.max_concurrent_runs
+    ex.send_json(
+        429,
+        openai_error(
+            f"Too many concurrent runs (max {cap})",
+            err_type="rate_limit_error",
+            code="rate_limit_exceeded",
+        ),
+        [("Retry-After", "1")],
+    )
+
+
+def handle(ex: Exchange) -> None:
+    # The cap is checked before the body is even parsed (Hermes L2654).
+    if not ex.state.try_acquire_run():
+        return rate_limited(ex)
+    try:
+        _handle(ex)
+    finally:
+        ex.state.release_run()
+
+
+def _handle(ex: Exchange) -> None:
+    body = ex.json_object()
+    if body is None:
+        return ex.send_json(400, openai_error("Invalid JSON in request body"))
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return ex.send_json(400, bare_error("Missing or invalid 'messages' field"))
+    try:
+        system_prompt, conversation = _split_messages(messages)
+    except _BadPart as exc:
+        return ex.send_json(
+            400,
+            openai_error(
+                exc.message,
+                param=f"messages[{exc.index}].content",
+                code="unsupported_content_type",
+            ),
+        )
+    users = [
+        m["content"]
+        for m in conversation
+        if m["role"] == "user" and m["content"].strip()
+    ]
+    if not users:
+        return ex.send_json(400, bare_error("No user message found in messages"))
+    prompt = conversation[-1]["content"]
+    history = conversation[:-1]
+
+    header_sid = ex.header("X-Hermes-Session-Id")
+    if header_sid is not None:
+        problem = session_id_problem(header_sid)
+        if problem:
+            return ex.send_json(400, bare_error(problem))
+        session_id = header_sid
+        # With an explicit session the stored transcript wins over body history.
+        history = ex.state.transcripts.history(session_id)
+    else:
+        session_id = derive_chat_session_id(system_prompt, users[0])
+
+    stream = parse_bool(body.get("stream"))
+    info = RequestInfo(
+        endpoint="chat",
+        prompt=prompt,
+        history=history,
+        system_prompt=system_prompt,
+        session_id=session_id,
+        stream=stream,
+        body=body,
+        headers={k: str(v) for k, v in ex.headers.items()},
+    )
+    model = body.get("model") or DEFAULT_MODEL
+    key_echo: Headers = []
+    session_key = ex.header("X-Hermes-Session-Key")
+    if session_key is not None:
+        key_echo.append(("X-Hermes-Session-Key", session_key))
+    if stream:
+        return _stream(ex, info, str(model), key_echo)
+
+    idem_key = ex.header("Idempotency-Key")
+    if idem_key:
+        cached, _hit = ex.state.idempotency.get_or_compute(
+            idem_key,
+            fingerprint(body, FINGERPRINT_KEYS),
+            lambda: CachedChat(_run(ex, info), session_id),
+        )
+        result, session_id = cached.result, cached.session_id
+    else:
+        result = _run(ex, info)
+    _respond(ex, result, str(model), session_id, key_echo)
+
+
+class _BadPart(Exception):
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.message = message
+
+
+def _split_messages(messages: list[Any]) -> tuple[str, list[dict[str, str]]]:
+    """System text joined by newlines; only user/assistant turns are kept."""
+    system: list[str] = []
+    conversation: list[dict[str, str]] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        try:
+            text = content_text(message.get("content"))
+        except ContentError as exc:
+            raise _BadPart(index, str(exc)) from None
+        if role == "system":
+            system.append(text)
+        elif role in ("user", "assistant"):
+            conversation.append({"role": str(role), "content": text})
+    return "\n".join(system), conversation
+
+
+def _run(ex: Exchange, info: RequestInfo) -> AgentResult:
+    result = ex.state.model.run(info, lambda _piece: None, threading.Event())
+    _persist(ex, info, result)
+    return result
+
+
+def _persist(ex: Exchange, info: RequestInfo, result: AgentResult) -> None:
+    turn = [{"role": "user", "content": info.prompt}]
+    if result.final_response:
+        turn.append({"role": "assistant", "content": result.final_response})
+    ex.state.transcripts.append(info.session_id, turn)
+
+
+def hermes_state(result: AgentResult) -> JSONDict:
+    return {
+        "completed": result.completed,
+        "partial": result.partial,
+        "failed": result.failed,
+        "error": result.error,
+        "error_code": result.error_code,
+    }
+
+
+def _usage(result: AgentResult) -> JSONDict:
+    if not result.completed:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    return {
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "total_tokens": result.prompt_tokens + result.completion_tokens,
+    }
+
+
+def _respond(
+    ex: Exchange, result: AgentResult, model: str, session_id: str, key_echo: Headers
+) -> None:
+    headers: Headers = [("X-Hermes-Session-Id", session_id)] + key_echo
+    text = result.final_response
+    if not text and not result.completed:
+        # No text at all: the hard failure (502 agent_incomplete, no X-Hermes-Error).
+        headers += [
+            ("X-Hermes-Completed", "false"),
+            ("X-Hermes-Partial", "true" if result.partial else "false"),
+        ]
+        err: JSONDict = openai_error(
+            result.error or "Agent did not produce a response",
+            err_type="server_error",
+            code="agent_incomplete",
+        )
+        err["error"]["hermes"] = {
+            "completed": result.completed,
+            "partial": result.partial,
+            "failed": result.failed,
+        }
+        return ex.send_json(502, err, headers)
+    payload: JSONDict = {
+        "id": chat_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text or ""},
+                "finish_reason": result.finish_reason,
+            }
+        ],
+        "usage": _usage(result),
+    }
+    if not result.completed:
+        payload["hermes"] = hermes_state(result)
+        headers += [
+            ("X-Hermes-Completed", "false"),
+            ("X-Hermes-Partial", "true" if result.partial else "false"),
+        ]
+        if result.error:
+            headers.append(("X-Hermes-Error", _header_safe(result.error)[:200]))
+    ex.send_json(200, payload, headers)
+
+
+def _header_safe(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> None:
+    from .server import DropConnection
+
+    state = ex.state
+    base: JSONDict = {
+        "id": chat_id(),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: JSONDict, finish: str | None) -> JSONDict:
+        return dict(
+            base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}]
+        )
+
+    writer = ex.open_sse([("X-Hermes-Session-Id", info.session_id)] + key_echo)
+    cancel = threading.Event()
+    pump: AgentPump | None = None
+    try:
+        # The role chunk goes out before the agent is even started (L3025-3031).
+        writer.event(data_event(chunk({"role": "assistant"}, None)))
+        pump = AgentPump(
+            lambda on_delta, ev: state.model.run(info, on_delta, ev), cancel
+        )
+        for kind, value in pump.items(writer, state.settings.keepalive_seconds):
+            if kind == "delta":
+                if value:
+                    writer.event(data_event(chunk({"content": value}, None)))
+            elif kind == "done":
+                _persist(ex, info, value)
+                final = chunk({}, value.finish_reason)
+                final["usage"] = _usage(value)
+                if not value.completed:
+                    final["error"] = {
+                        "message": value.error or "",
+                        "type": "agent_error",
+                    }
+                    final["hermes"] = hermes_state(value)
+                writer.event(data_event(final))
+            else:
+                final = chunk({}, "error")
+                final["error"] = {"message": str(value), "type": type(value).__name__}
+                writer.event(data_event(final))
+        writer.event(data_event("[DONE]"))
+        writer.finish()
+    except ClientGone:
+        cancel.set()  # Hermes interrupts the agent when the client goes away
+        raise DropConnection() from None
+    finally:
+        if pump is not None:
+            pump.join(0.5)

@@ -1,0 +1,313 @@
+"""``HermesEmulator``: a Hermes 0.19.0-compatible server on loopback for tests."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from .model import Reply, ReplyLike, RequestInfo, Responder
+from .server import HermesHTTPServer
+from .state import FAULT_MODES, EmulatorState, Fault, SeenRequest, Settings
+from .store import ResponseStore
+
+
+class HermesEmulator:
+    """A Hermes-compatible HTTP server with a deterministic scripted model.
+
+    Stdlib only, bound to ``host`` (loopback by default) on an ephemeral port
+    unless ``port`` is given. It must not import ``hermes_sdk`` at module load
+    so it stays usable on its own; ``client()`` imports the SDK lazily.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_key: str = "test-key",
+        *,
+        max_concurrent_runs: int = 10,
+        max_stored_responses: int = 100,
+        keepalive_seconds: float = 30.0,
+        delta_batch_ms: float = 0,
+        framing: str = "chunked",
+        token_delay: float = 0.0,
+        verbose: bool = False,
+    ) -> None:
+        if framing not in ("chunked", "close"):
+            raise ValueError("framing must be 'chunked' or 'close'")
+        self.host = host
+        self._port = port
+        self._verbose = verbose
+        self._state = EmulatorState(
+            Settings(
+                api_key=api_key,
+                max_concurrent_runs=max(0, max_concurrent_runs),
+                keepalive_seconds=keepalive_seconds,
+                delta_batch_ms=delta_batch_ms,
+                framing=framing,
+            ),
+            max_stored_responses=max_stored_responses,
+            token_delay=token_delay,
+        )
+        self._server: HermesHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle --------------------------------------------------------------
+    def start(self) -> HermesEmulator:
+        if self._server is not None:
+            return self
+        self._state.model.stopping.clear()
+        self._server = HermesHTTPServer(
+            (self.host, self._port), self._state, self._verbose
+        )
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name="hermes-emulator",
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        self._state.model.stopping.set()  # interrupt SLOW sleeps and token delays
+        server.shutdown()
+        server.server_close()
+        server.close_all()
+        if thread is not None:
+            thread.join(5.0)
+        self._server = self._thread = None
+
+    def __enter__(self) -> HermesEmulator:  # noqa: PYI034 - no typing.Self on 3.9
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("emulator is not running; call start()")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def api_key(self) -> str:
+        return self._state.settings.api_key
+
+    def client(self, **kwargs: Any) -> Any:
+        """A ``hermes_sdk.HermesClient`` pointed at this emulator."""
+        # Lazy: serving must never need the SDK (which may not even import yet).
+        client_cls = importlib.import_module("hermes_sdk").HermesClient
+
+        kwargs.setdefault("base_url", self.base_url)
+        kwargs.setdefault("api_key", self.api_key)
+        return client_cls(**kwargs)
+
+    # -- model controls -----------------------------------------------------------
+    def script(
+        self, *replies: ReplyLike | Responder, responder: Responder | None = None
+    ) -> None:
+        """Queue replies (``str`` or ``Reply``) for the next executions, FIFO.
+
+        A single callable argument (or ``responder=``) answers every execution
+        once the queue is empty: ``fn(RequestInfo) -> str | Reply``.
+        """
+        queued: list[ReplyLike] = []
+        for reply in replies:
+            if callable(reply) and not isinstance(reply, (str, Reply)):
+                responder = reply
+            else:
+                queued.append(reply)
+        self._state.model.script(queued, responder)
+
+    def fail_next(self, count: int = 1, *, status: int = 500) -> None:
+        """Make the next ``count`` executions fail as an upstream 500/400/401 would."""
+        self._state.model.fail_next(count, status)
+
+    def force_truncation(self, enabled: bool = True, *, empty: bool = False) -> None:
+        """Every execution ends truncated (``ECHO-PART`` x4, or no text if ``empty``)."""
+        self._state.model.force_truncation(enabled, empty)
+
+    @property
+    def token_delay(self) -> float:
+        return self._state.model.token_delay
+
+    @token_delay.setter
+    def token_delay(self, seconds: float) -> None:
+        self._state.model.token_delay = seconds
+
+    # -- server switches ------------------------------------------------------------
+    @property
+    def framing(self) -> str:
+        return self._state.settings.framing
+
+    @framing.setter
+    def framing(self, value: str) -> None:
+        if value not in ("chunked", "close"):
+            raise ValueError("framing must be 'chunked' or 'close'")
+        self._state.settings.framing = value
+
+    @property
+    def keepalive_seconds(self) -> float:
+        return self._state.settings.keepalive_seconds
+
+    @keepalive_seconds.setter
+    def keepalive_seconds(self, value: float) -> None:
+        self._state.settings.keepalive_seconds = value
+
+    @property
+    def delta_batch_ms(self) -> float:
+        return self._state.settings.delta_batch_ms
+
+    @delta_batch_ms.setter
+    def delta_batch_ms(self, value: float) -> None:
+        self._state.settings.delta_batch_ms = value
+
+    @property
+    def max_concurrent_runs(self) -> int:
+        return self._state.settings.max_concurrent_runs
+
+    @max_concurrent_runs.setter
+    def max_concurrent_runs(self, value: int) -> None:
+        self._state.settings.max_concurrent_runs = max(0, value)
+
+    def drop_connection(
+        self,
+        mode: str = "before_response",
+        *,
+        path: str | None = None,
+        count: int = 1,
+        after_events: int = 1,
+        after_execution: bool = True,
+    ) -> None:
+        """Arm a connection fault for the next ``count`` matching requests.
+
+        ``mode``: ``"before_response"`` (no response bytes at all; the model
+        still runs unless ``after_execution=False``), ``"mid_body"`` (headers
+        and part of the JSON body; for SSE, headers only) or ``"mid_stream"``
+        (SSE cut after ``after_events`` events; for JSON same as mid_body).
+        ``path`` defaults to the two agent POST routes.
+        """
+        if mode not in FAULT_MODES:
+            raise ValueError(f"mode must be one of {FAULT_MODES}")
+        self._state.arm(
+            Fault(
+                mode=mode,
+                path=path,
+                count=count,
+                after_events=after_events,
+                after_execution=after_execution,
+            )
+        )
+
+    # -- observation --------------------------------------------------------------------
+    @property
+    def executions(self) -> int:
+        """Model executions so far (idempotency-cache hits do not count)."""
+        return self._state.model.executions
+
+    @property
+    def requests_seen(self) -> list[SeenRequest]:
+        return self._state.requests
+
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted (keep-alive reuse keeps this low)."""
+        return self._state.connections
+
+    @property
+    def active_runs(self) -> int:
+        return self._state.active_runs
+
+    @property
+    def store(self) -> ResponseStore:
+        """The response store: ``ids()``, ``peek(id)``, ``conversations()``, ``len()``, ``in``."""
+        return self._state.store
+
+    def stored_response(self, response_id: str) -> dict[str, Any] | None:
+        return self._state.store.peek(response_id)
+
+    def session_messages(self, session_id: str) -> list[dict[str, str]]:
+        """The chat transcript kept for ``session_id`` (Hermes' state.db)."""
+        return self._state.transcripts.history(session_id)
+
+    def reset(self) -> None:
+        """Clear scripts, faults, counters, stores and restore constructor settings."""
+        self._state.reset()
+
+    def __repr__(self) -> str:
+        where = self.base_url if self.running else "stopped"
+        return f"<HermesEmulator {where}>"
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8642,
+    api_key: str = "test-key",
+    *,
+    ready: Callable[[str], None] | None = None,
+    **options: Any,
+) -> None:
+    """Run an emulator in the foreground until KeyboardInterrupt; print its base URL."""
+    emulator = HermesEmulator(host, port, api_key, **options).start()
+    announce = ready or (lambda url: print(url, flush=True))
+    announce(emulator.base_url)
+    try:
+        while emulator.running:
+            threading.Event().wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m hermes_sdk.testing",
+        description="Run the Hermes emulator on loopback.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8642)
+    parser.add_argument("--api-key", default="test-key")
+    parser.add_argument("--max-concurrent-runs", type=int, default=10)
+    parser.add_argument("--framing", choices=("chunked", "close"), default="chunked")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    print(
+        f"Hermes emulator (API key {args.api_key!r}); Ctrl-C to stop", file=sys.stderr
+    )
+    serve(
+        args.host,
+        args.port,
+        args.api_key,
+        max_concurrent_runs=args.max_concurrent_runs,
+        framing=args.framing,
+        verbose=args.verbose,
+    )
+    return 0
+
+
+__all__ = ["HermesEmulator", "Reply", "RequestInfo", "main", "serve"]

@@ -1,0 +1,314 @@
+"""The deterministic scripted "agent" behind the emulator.
+
+By default it reproduces the fake upstream LLM that served the real Hermes
+server in the recorded transcripts, *as seen through Hermes* (retry text,
+truncation continuations, zeroed usage), so one suite can run against both:
+
+- ``ECHO: <last user message>``, streamed in groups of three words;
+- ``SLOW:<sec>`` in the last user message sleeps first;
+- ``FAIL500`` / ``FAIL400`` / ``FAIL401`` in the last user message fail the run;
+- ``TRUNCATE`` in any user message gives ``ECHO-PART`` x4 with an
+  ``output_truncated`` partial state; ``TRUNCEMPTY`` gives no text at all.
+
+Tests steer it further with queued replies, a responder callable, forced
+failures and truncation (see ``HermesEmulator``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .wire import word_count
+
+PROMPT_OVERHEAD_TOKENS = 251  # Hermes' own system prompt, as counted by the fake LLM
+TRUNCATION_ERROR = "Response remained truncated after 4 continuation attempts"
+_CONTINUATIONS = 4
+_UPSTREAM_FAILURES = {
+    500: ("HTTP 500: fake upstream exploded (FAIL500)", True),
+    400: ("HTTP 400: fake upstream bad request (FAIL400)", False),
+    401: ("HTTP 401: fake upstream unauthorized (FAIL401)", False),
+}
+_SLOW = re.compile(r"SLOW:(\d+(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """What the agent was asked to do; handed to responder callables."""
+
+    endpoint: str  # "chat" or "responses"
+    prompt: str
+    history: list[dict[str, str]]
+    system_prompt: str
+    session_id: str
+    stream: bool
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+    @property
+    def user_messages(self) -> list[str]:
+        return [m["content"] for m in self.history if m.get("role") == "user"] + [
+            self.prompt
+        ]
+
+
+@dataclass
+class Reply:
+    """A scripted agent outcome.
+
+    ``finish="stop"`` is a completed run; ``"length"`` a truncated partial run
+    (``text`` may be empty, which Hermes turns into a hard failure);
+    ``"error"`` an agent failure whose ``text`` becomes the final response.
+    """
+
+    text: str | None = None
+    deltas: Sequence[str] | None = None
+    finish: str = "stop"
+    error: str | None = None
+    delay: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+ReplyLike = Union[str, Reply]  # noqa: UP007 - runtime alias, must work on 3.9
+Responder = Callable[[RequestInfo], ReplyLike]
+
+
+@dataclass
+class AgentResult:
+    """The agent's outcome, shaped like Hermes' ``_run_agent`` result."""
+
+    final_response: str | None
+    completed: bool = True
+    partial: bool = False
+    failed: bool = False
+    error: str | None = None
+    error_code: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    streamed: list[str] = field(default_factory=list)
+
+    @property
+    def finish_reason(self) -> str:
+        """Hermes' rule (L2921-2926): length, then error, then stop."""
+        if self.partial and self.error and "truncat" in self.error.lower():
+            return "length"
+        if self.failed or (not self.completed and self.error):
+            return "error"
+        return "stop"
+
+
+def word_groups(text: str, size: int = 3) -> list[str]:
+    """Split into runs of ``size`` words, keeping the original whitespace."""
+    tokens = re.findall(r"\s*\S+", text)
+    if not tokens:
+        return [text] if text else []
+    groups = ["".join(tokens[i : i + size]) for i in range(0, len(tokens), size)]
+    trailing = text[len("".join(tokens)) :]
+    if trailing:
+        groups[-1] += trailing
+    return groups
+
+
+class Cancelled(Exception):
+    """The client went away or the emulator is stopping."""
+
+
+class ScriptedModel:
+    """Thread-safe source of agent results plus the knobs tests turn."""
+
+    def __init__(self, token_delay: float = 0.0) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[ReplyLike] = deque()
+        self._responder: Responder | None = None
+        self._fail_next: deque[int] = deque()
+        self._truncation: bool | None = None  # None: off; False: with text; True: empty
+        self._executions = 0
+        self.stopping = threading.Event()
+        self.default_token_delay = token_delay
+        self.token_delay = token_delay
+
+    # -- controls -------------------------------------------------------
+    def script(self, replies: Sequence[ReplyLike], responder: Responder | None) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+            if responder is not None:
+                self._responder = responder
+
+    def fail_next(self, count: int, status: int) -> None:
+        if status not in _UPSTREAM_FAILURES:
+            raise ValueError(f"status must be one of {sorted(_UPSTREAM_FAILURES)}")
+        with self._lock:
+            self._fail_next.extend([status] * count)
+
+    def force_truncation(self, enabled: bool, empty: bool) -> None:
+        with self._lock:
+            self._truncation = empty if enabled else None
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._responder = None
+            self._fail_next.clear()
+            self._truncation = None
+            self._executions = 0
+            self.token_delay = self.default_token_delay
+
+    @property
+    def executions(self) -> int:
+        with self._lock:
+            return self._executions
+
+    # -- execution ------------------------------------------------------
+    def run(
+        self,
+        info: RequestInfo,
+        on_delta: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> AgentResult:
+        """Run one agent turn, calling ``on_delta`` for each streamed piece."""
+        with self._lock:
+            self._executions += 1
+            failure = self._fail_next.popleft() if self._fail_next else None
+            truncation = self._truncation
+            scripted: ReplyLike | None = self._queue.popleft() if self._queue else None
+            responder = self._responder
+        if scripted is None and responder is not None and failure is None:
+            scripted = responder(info)
+        slow = _SLOW.search(info.prompt)
+        if slow and scripted is None:
+            self._sleep(float(slow.group(1)), cancel)
+        if failure is not None:
+            return self._upstream_failure(failure)
+        if truncation is not None:
+            return self._truncated(info, on_delta, cancel, empty=truncation)
+        if scripted is not None:
+            reply = Reply(text=scripted) if isinstance(scripted, str) else scripted
+            return self._scripted(info, reply, on_delta, cancel)
+        return self._default(info, on_delta, cancel)
+
+    def _default(
+        self,
+        info: RequestInfo,
+        on_delta: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> AgentResult:
+        for status in (500, 400, 401):
+            if f"FAIL{status}" in info.prompt:
+                return self._upstream_failure(status)
+        users = info.user_messages
+        if any("TRUNCEMPTY" in u for u in users):
+            return self._truncated(info, on_delta, cancel, empty=True)
+        if any("TRUNCATE" in u for u in users):
+            return self._truncated(info, on_delta, cancel, empty=False)
+        return self._scripted(
+            info, Reply(text="ECHO: " + info.prompt), on_delta, cancel
+        )
+
+    def _scripted(
+        self,
+        info: RequestInfo,
+        reply: Reply,
+        on_delta: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> AgentResult:
+        if reply.delay:
+            self._sleep(reply.delay, cancel)
+        text = reply.text or ""
+        deltas = list(reply.deltas) if reply.deltas is not None else word_groups(text)
+        if reply.text is None and reply.deltas is not None:
+            text = "".join(deltas)
+        if reply.finish == "error":
+            # An upstream error: nothing is streamed, the text is Hermes' final response.
+            error = reply.error or "HTTP 500: scripted failure"
+            return AgentResult(
+                final_response=text or None,
+                completed=False,
+                failed=True,
+                error=error,
+                error_code="agent_error",
+            )
+        streamed = self._emit(deltas, on_delta, cancel)
+        if reply.finish == "length":
+            return AgentResult(
+                final_response=text or None,
+                completed=False,
+                partial=True,
+                error=reply.error or TRUNCATION_ERROR,
+                error_code="output_truncated",
+                streamed=streamed,
+            )
+        prompt_tokens = reply.prompt_tokens
+        if prompt_tokens is None:
+            prompt_tokens = prompt_token_count(info)
+        completion = reply.completion_tokens
+        if completion is None:
+            completion = word_count(text)
+        return AgentResult(
+            final_response=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion,
+            streamed=streamed,
+        )
+
+    def _truncated(
+        self,
+        info: RequestInfo,
+        on_delta: Callable[[str], None],
+        cancel: threading.Event,
+        *,
+        empty: bool,
+    ) -> AgentResult:
+        deltas = [] if empty else ["ECHO-PART"] * _CONTINUATIONS
+        reply = Reply(deltas=deltas, finish="length")
+        return self._scripted(info, reply, on_delta, cancel)
+
+    @staticmethod
+    def _upstream_failure(status: int) -> AgentResult:
+        error, retryable = _UPSTREAM_FAILURES[status]
+        final = f"API call failed after 1 retries: {error}" if retryable else error
+        return AgentResult(
+            final_response=final,
+            completed=False,
+            failed=True,
+            error=error,
+            error_code="agent_error",
+        )
+
+    def _emit(
+        self,
+        deltas: list[str],
+        on_delta: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> list[str]:
+        streamed: list[str] = []
+        for piece in deltas:
+            if self.token_delay:
+                self._sleep(self.token_delay, cancel)
+            if cancel.is_set():
+                raise Cancelled()
+            on_delta(piece)
+            streamed.append(piece)
+        return streamed
+
+    def _sleep(self, seconds: float, cancel: threading.Event) -> None:
+        # Sliced so that both the request's cancel and emulator shutdown interrupt it.
+        deadline = time.monotonic() + seconds
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if cancel.wait(min(remaining, 0.05)) or self.stopping.is_set():
+                raise Cancelled()
+
+
+def prompt_token_count(info: RequestInfo) -> int:
+    """The fake LLM counts whitespace words on top of Hermes' system prompt."""
+    words = word_count(info.system_prompt) + word_count(info.prompt)
+    words += sum(word_count(m.get("content", "")) for m in info.history)
+    return PROMPT_OVERHEAD_TOKENS + words

@@ -1,0 +1,49 @@
+"""pytest plugin (entry point ``hermes_sdk``): emulator fixtures.
+
+``hermes_emulator`` is function-scoped but backed by one server per session:
+starting sockets per test is slow, and ``reset()`` gives each test a clean
+emulator (scripts, faults, counters, stores and settings restored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from .emulator import HermesEmulator
+
+
+@pytest.fixture(scope="session")
+def _hermes_emulator_session() -> Iterator[HermesEmulator]:
+    emulator = HermesEmulator().start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+def hermes_emulator(
+    _hermes_emulator_session: HermesEmulator,
+) -> Iterator[HermesEmulator]:
+    """A started, freshly reset emulator (shared server, reset between tests)."""
+    _hermes_emulator_session.reset()
+    yield _hermes_emulator_session
+    _hermes_emulator_session.reset()
+
+
+@pytest.fixture
+def hermes_emulator_factory() -> Iterator[Callable[..., HermesEmulator]]:
+    """Start extra emulators with custom options; all are stopped after the test."""
+    started: list[HermesEmulator] = []
+
+    def make(**options: Any) -> HermesEmulator:
+        emulator = HermesEmulator(**options).start()
+        started.append(emulator)
+        return emulator
+
+    yield make
+    for emulator in started:
+        emulator.stop()

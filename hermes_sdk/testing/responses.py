@@ -1,0 +1,410 @@
+"""POST /v1/responses and GET/DELETE /v1/responses/{id}, as Hermes 0.19.0 serves them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .chat import rate_limited
+from .model import AgentResult, RequestInfo
+from .sse import AgentPump, ClientGone, named_event
+from .store import StoredResponse
+from .wire import (
+    DEFAULT_MODEL,
+    ContentError,
+    Headers,
+    JSONDict,
+    bare_error,
+    content_text,
+    fingerprint,
+    message_item_id,
+    new_session_uuid,
+    openai_error,
+    parse_bool,
+    response_id,
+)
+
+if TYPE_CHECKING:
+    from .server import Exchange
+
+FINGERPRINT_KEYS = (
+    "input",
+    "instructions",
+    "previous_response_id",
+    "conversation",
+    "model",
+    "tools",
+)
+TRUNCATION_AUTO_KEEP = 100
+
+
+class _Invalid(Exception):
+    def __init__(self, status: int, payload: JSONDict) -> None:
+        super().__init__(str(payload))
+        self.status = status
+        self.payload = payload
+
+
+@dataclass
+class _Turn:
+    info: RequestInfo
+    model: str
+    instructions: str | None
+    conversation: str | None
+    store: bool
+
+
+def handle_create(ex: Exchange) -> None:
+    if not ex.state.try_acquire_run():
+        return rate_limited(ex)
+    try:
+        try:
+            turn = _prepare(ex)
+        except _Invalid as exc:
+            return ex.send_json(exc.status, exc.payload)
+        key_echo: Headers = []
+        session_key = ex.header("X-Hermes-Session-Key")
+        if session_key is not None:
+            key_echo.append(("X-Hermes-Session-Key", session_key))
+        if turn.info.stream:
+            return _stream(ex, turn, key_echo)
+        idem_key = ex.header("Idempotency-Key")
+        if idem_key:
+            # A hit reuses the agent result only: a new id is minted and stored again.
+            result, _hit = ex.state.idempotency.get_or_compute(
+                idem_key,
+                fingerprint(turn.info.body, FINGERPRINT_KEYS),
+                lambda: _run(ex, turn),
+            )
+        else:
+            result = _run(ex, turn)
+        envelope = _envelope(response_id(), int(time.time()), turn.model, result)
+        _save(ex, turn, envelope, result)
+        ex.send_json(
+            200, envelope, [("X-Hermes-Session-Id", turn.info.session_id)] + key_echo
+        )
+    finally:
+        ex.state.release_run()
+
+
+def handle_get(ex: Exchange, rid: str) -> None:
+    item = ex.state.store.get(rid)
+    if item is None:
+        return ex.send_json(404, openai_error(f"Response not found: {rid}"))
+    ex.send_json(200, item.response)
+
+
+def handle_delete(ex: Exchange, rid: str) -> None:
+    if not ex.state.store.delete(rid):
+        return ex.send_json(404, openai_error(f"Response not found: {rid}"))
+    ex.send_json(200, {"id": rid, "object": "response", "deleted": True})
+
+
+# -- request preparation -------------------------------------------------------
+def _prepare(ex: Exchange) -> _Turn:
+    body = ex.json_object()
+    if body is None:
+        raise _Invalid(400, bare_error("Invalid JSON in request body"))
+    raw_input = body.get("input")
+    if raw_input is None:
+        raise _Invalid(400, openai_error("Missing 'input' field"))
+    conversation = body.get("conversation")
+    previous_id = body.get("previous_response_id")
+    if conversation and previous_id:
+        raise _Invalid(
+            400,
+            openai_error("Cannot use both 'conversation' and 'previous_response_id'"),
+        )
+    items = _input_items(raw_input)
+    history = _explicit_history(body.get("conversation_history"))
+    instructions = body.get("instructions")
+    session_id: str | None = None
+    if history is None:
+        history = []
+        if conversation and not previous_id:
+            # An unknown name simply starts a new conversation.
+            previous_id = ex.state.store.conversation_head(str(conversation))
+        if previous_id:
+            stored = ex.state.store.get(str(previous_id))
+            if stored is None:
+                raise _Invalid(
+                    404, openai_error(f"Previous response not found: {previous_id}")
+                )
+            history = stored.conversation_history
+            session_id = stored.session_id
+            if instructions is None:
+                instructions = stored.instructions
+    history = history + items[:-1]
+    if body.get("truncation") == "auto":
+        history = history[-TRUNCATION_AUTO_KEEP:]
+    info = RequestInfo(
+        endpoint="responses",
+        prompt=items[-1]["content"],
+        history=history,
+        system_prompt=str(instructions or ""),
+        session_id=session_id or new_session_uuid(),
+        stream=parse_bool(body.get("stream")),
+        body=body,
+        headers={k: str(v) for k, v in ex.headers.items()},
+    )
+    return _Turn(
+        info=info,
+        model=str(body.get("model") or DEFAULT_MODEL),
+        instructions=None if instructions is None else str(instructions),
+        conversation=str(conversation) if conversation else None,
+        store=bool(body.get("store", True)),
+    )
+
+
+def _input_items(raw: Any) -> list[dict[str, str]]:
+    if isinstance(raw, str):
+        items = [{"role": "user", "content": raw}]
+    elif isinstance(raw, list):
+        items = []
+        for index, entry in enumerate(raw):
+            if isinstance(entry, str):
+                items.append({"role": "user", "content": entry})
+            elif isinstance(entry, dict):
+                try:
+                    text = content_text(entry.get("content"))
+                except ContentError as exc:
+                    raise _Invalid(
+                        400,
+                        openai_error(
+                            str(exc),
+                            param=f"input[{index}].content",
+                            code="unsupported_content_type",
+                        ),
+                    ) from None
+                items.append(
+                    {"role": str(entry.get("role") or "user"), "content": text}
+                )
+    else:
+        raise _Invalid(400, openai_error("'input' must be a string or array"))
+    if not items or not items[-1]["content"].strip():
+        raise _Invalid(400, openai_error("No user message found in input"))
+    return items
+
+
+def _explicit_history(raw: Any) -> list[dict[str, str]] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise _Invalid(
+            400,
+            openai_error("'conversation_history' must be an array of message objects"),
+        )
+    history: list[dict[str, str]] = []
+    for index, entry in enumerate(raw):
+        if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
+            raise _Invalid(
+                400,
+                openai_error(
+                    f"conversation_history[{index}] must have 'role' and 'content' fields"
+                ),
+            )
+        try:
+            text = content_text(entry["content"])
+        except ContentError:
+            text = ""
+        history.append({"role": str(entry["role"]), "content": text})
+    return history
+
+
+# -- execution and envelopes ---------------------------------------------------
+def _run(ex: Exchange, turn: _Turn) -> AgentResult:
+    return ex.state.model.run(turn.info, lambda _piece: None, threading.Event())
+
+
+def _output_text(result: AgentResult) -> str:
+    return result.final_response or result.error or ""
+
+
+def _usage(result: AgentResult) -> JSONDict:
+    if not result.completed:
+        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    return {
+        "input_tokens": result.prompt_tokens,
+        "output_tokens": result.completion_tokens,
+        "total_tokens": result.prompt_tokens + result.completion_tokens,
+    }
+
+
+def _message(text: str) -> JSONDict:
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
+
+
+def _envelope(rid: str, created_at: int, model: str, result: AgentResult) -> JSONDict:
+    # Non-streaming Responses never signal failure: completed, error text, zero usage.
+    return {
+        "id": rid,
+        "object": "response",
+        "status": "completed",
+        "created_at": created_at,
+        "model": model,
+        "output": [_message(_output_text(result))],
+        "usage": _usage(result),
+    }
+
+
+def _save(
+    ex: Exchange, turn: _Turn, envelope: JSONDict, result: AgentResult | None
+) -> None:
+    if not turn.store:
+        return
+    history = turn.info.history + [{"role": "user", "content": turn.info.prompt}]
+    if result is not None and result.final_response:
+        history.append({"role": "assistant", "content": result.final_response})
+    ex.state.store.put(
+        envelope["id"],
+        StoredResponse(
+            response=envelope,
+            conversation_history=history,
+            instructions=turn.instructions,
+            session_id=turn.info.session_id,
+        ),
+        turn.conversation,
+    )
+
+
+def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
+    from .server import DropConnection
+
+    state = ex.state
+    rid, created_at = response_id(), int(time.time())
+    head: JSONDict = {
+        "id": rid,
+        "object": "response",
+        "status": "in_progress",
+        "created_at": created_at,
+        "model": turn.model,
+        "output": [],
+    }
+    seq = [0]
+    text: list[str] = []
+    item_id: list[str] = []
+    final_saved = [False]
+
+    writer = ex.open_sse([("X-Hermes-Session-Id", turn.info.session_id)] + key_echo)
+
+    def emit(event_type: str, fields: JSONDict) -> None:
+        payload: JSONDict = {"type": event_type}
+        payload.update(fields)
+        payload["sequence_number"] = seq[0]
+        seq[0] += 1
+        writer.event(named_event(event_type, payload))
+
+    def delta(piece: str) -> None:
+        if not item_id:
+            item_id.append(message_item_id())
+            emit(
+                "response.output_item.added",
+                {
+                    "output_index": 0,
+                    "item": {
+                        "id": item_id[0],
+                        "type": "message",
+                        "status": "in_progress",
+                        "role": "assistant",
+                        "content": [],
+                    },
+                },
+            )
+        text.append(piece)
+        emit(
+            "response.output_text.delta",
+            {
+                "item_id": item_id[0],
+                "output_index": 0,
+                "content_index": 0,
+                "delta": piece,
+                "logprobs": [],
+            },
+        )
+
+    def finish(result: AgentResult | None, error: str | None) -> None:
+        if result is not None and not text and result.final_response:
+            delta(result.final_response)  # e.g. retry text after an upstream 500
+        full = "".join(text)
+        if full:
+            emit(
+                "response.output_text.done",
+                {
+                    "item_id": item_id[0],
+                    "output_index": 0,
+                    "content_index": 0,
+                    "text": full,
+                    "logprobs": [],
+                },
+            )
+            emit(
+                "response.output_item.done",
+                {
+                    "output_index": 0,
+                    "item": {
+                        "id": item_id[0],
+                        "type": "message",
+                        "status": "completed",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": full}],
+                    },
+                },
+            )
+        failure = error if error is not None else (result.error if result else None)
+        if not full and failure:
+            envelope: JSONDict = dict(
+                head,
+                status="failed",
+                output=[_message(failure)],
+                error={"message": failure, "type": "server_error"},
+                usage=_usage(AgentResult(None, completed=False)),
+            )
+            event_type = "response.failed"
+        else:
+            usage = (
+                _usage(result) if result else _usage(AgentResult(None, completed=False))
+            )
+            envelope = dict(
+                head,
+                status="completed",
+                output=[_message(full)] if full else [],
+                usage=usage,
+            )
+            event_type = "response.completed"
+        _save(ex, turn, envelope, result)
+        final_saved[0] = True
+        emit(event_type, {"response": envelope})
+
+    cancel = threading.Event()
+    pump: AgentPump | None = None
+    try:
+        emit("response.created", {"response": head})
+        _save(ex, turn, dict(head), None)  # the in-progress snapshot (L3351-3357)
+        pump = AgentPump(
+            lambda on_delta, ev: state.model.run(turn.info, on_delta, ev), cancel
+        )
+        batch = max(0.0, float(state.settings.delta_batch_ms)) / 1000.0
+        for kind, value in pump.items(writer, state.settings.keepalive_seconds, batch):
+            if kind == "delta":
+                if value:
+                    delta(value)
+            elif kind == "done":
+                finish(value, None)
+            else:
+                finish(None, str(value) or type(value).__name__)
+        writer.finish()
+    except ClientGone:
+        cancel.set()
+        if not final_saved[0]:
+            output = [_message("".join(text))] if text else []
+            _save(ex, turn, dict(head, status="incomplete", output=output), None)
+        raise DropConnection() from None
+    finally:
+        if pump is not None:
+            pump.join(0.5)

@@ -1,0 +1,487 @@
+"""HTTP plumbing: a stdlib HTTP/1.1 server that frames bytes the way Hermes does.
+
+The order of checks follows Hermes' middleware chain: Origin (CORS 403), body
+size from Content-Length (413, before auth), route resolution (aiohttp's plain
+404/405), auth (401), then the endpoint handler (429 before the body is
+parsed, then 400 validation).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional
+
+from . import chat, responses
+from .sse import SSEWriter
+from .state import EmulatorState, Fault, SeenRequest
+from .wire import (
+    HERMES_VERSION,
+    JSON_CONTENT_TYPE,
+    MAX_REQUEST_BYTES,
+    SECURITY_HEADERS,
+    SSE_HEADERS,
+    TEXT_CONTENT_TYPE,
+    Headers,
+    auth_error,
+    dumps,
+    openai_error,
+)
+
+SERVER_HEADER = (
+    f"Python/{sys.version_info[0]}.{sys.version_info[1]} hermes-sdk-emulator"
+)
+
+
+class DropConnection(Exception):
+    """Raised to abandon a request without (finishing) a response."""
+
+
+class Exchange:
+    """One request/response as seen by the endpoint handlers."""
+
+    def __init__(
+        self,
+        handler: HermesHandler,
+        path: str,
+        raw_body: bytes,
+        oversize: bool,
+        fault: Fault | None,
+    ) -> None:
+        self._handler = handler
+        self.state: EmulatorState = handler.server.state
+        self.method = handler.command
+        self.path = path
+        self.headers = handler.headers
+        self.raw_body = raw_body
+        self.oversize = oversize
+        self.fault = fault
+
+    def header(self, name: str) -> str | None:
+        value = self.headers.get(name)
+        return None if value is None else str(value)
+
+    def json_object(self) -> dict[str, Any] | None:
+        """The body as a JSON object, or None (a chunked oversize body ends here too)."""
+        if self.oversize:
+            return None
+        try:
+            body = json.loads(self.raw_body.decode("utf-8"))
+        except ValueError:
+            return None
+        return body if isinstance(body, dict) else None
+
+    def send_json(
+        self, status: int, payload: Any, headers: Headers | None = None
+    ) -> None:
+        self._handler.send_body(
+            status,
+            dumps(payload),
+            JSON_CONTENT_TYPE,
+            headers or [],
+            security=True,
+            fault=self.fault,
+        )
+
+    def open_sse(self, headers: Headers) -> SSEWriter:
+        return self._handler.open_sse(headers, self.fault)
+
+
+class HermesHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: HermesHTTPServer
+
+    # Quiet by default: the emulator lives inside test runs.
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def do_HEAD(self) -> None:
+        self._dispatch()
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch()
+
+    # -- dispatch ---------------------------------------------------------------
+    def _dispatch(self) -> None:
+        state = self.server.state
+        path = _strip_profile(self.path.split("?", 1)[0])
+        length_header = self.headers.get("Content-Length")
+        if self.headers.get("Origin") is not None:
+            self._read_body(length_header)
+            return self._send_raw(403, b"", None, [])
+        if length_header is not None:
+            try:
+                length = int(length_header)
+                if length < 0:
+                    raise ValueError(length_header)
+            except ValueError:
+                self.close_connection = True
+                return self.send_body(
+                    400,
+                    dumps(
+                        openai_error(
+                            "Invalid Content-Length header.",
+                            code="invalid_content_length",
+                        )
+                    ),
+                    JSON_CONTENT_TYPE,
+                    [],
+                    security=False,
+                )
+            if length > MAX_REQUEST_BYTES:
+                state.record(SeenRequest(self.command, path, _headers(self), None))
+                self.send_body(
+                    413,
+                    dumps(
+                        openai_error("Request body too large.", code="body_too_large")
+                    ),
+                    JSON_CONTENT_TYPE,
+                    [],
+                    security=False,
+                )
+                self._drain(length)
+                self.close_connection = True
+                return None
+        raw_body, oversize = self._read_body(length_header)
+        parsed: Any = None
+        if raw_body and not oversize:
+            try:
+                parsed = json.loads(raw_body.decode("utf-8"))
+            except ValueError:
+                parsed = None
+        state.record(
+            SeenRequest(
+                self.command,
+                path,
+                _headers(self),
+                parsed,
+                b"" if oversize else raw_body,
+            )
+        )
+        route = _resolve(self.command, path)
+        if isinstance(route, int):
+            return self._plain_error(route, path)
+        name, arg = route
+        if name not in ("health",) and not self._authorised():
+            return self.send_body(
+                401, dumps(auth_error()), JSON_CONTENT_TYPE, [], security=True
+            )
+        fault = state.take_fault(self.command, path)
+        if (
+            fault is not None
+            and fault.mode == "before_response"
+            and not fault.after_execution
+        ):
+            self._abort()
+            return None
+        ex = Exchange(self, path, raw_body, oversize, fault)
+        try:
+            _HANDLERS[name](ex, arg)
+        except DropConnection:
+            self._abort()
+
+    def _authorised(self) -> bool:
+        header = self.headers.get("Authorization") or ""
+        if not header.startswith("Bearer "):
+            return False
+        token = header[len("Bearer ") :].strip()
+        return hmac.compare_digest(
+            token.encode("utf-8"), self.server.state.settings.api_key.encode("utf-8")
+        )
+
+    def _plain_error(self, status: int, path: str) -> None:
+        if status == 404:
+            return self._send_raw(404, b"404: Not Found", TEXT_CONTENT_TYPE, [])
+        allow = _allowed_methods(path)
+        return self._send_raw(
+            405, b"405: Method Not Allowed", TEXT_CONTENT_TYPE, [("Allow", allow)]
+        )
+
+    # -- body reading -------------------------------------------------------------
+    def _read_body(self, length_header: str | None) -> tuple[bytes, bool]:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
+        if length_header is None:
+            return b"", False
+        try:
+            length = int(length_header)
+        except ValueError:
+            return b"", False
+        return self.rfile.read(length) if length > 0 else b"", False
+
+    def _read_chunked(self) -> tuple[bytes, bool]:
+        """Decode a chunked body; past the limit keep draining but flag oversize."""
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(65537)
+            if not line:
+                break
+            size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                break
+            data = self.rfile.read(size)
+            self.rfile.readline(3)
+            total += len(data)
+            if total <= MAX_REQUEST_BYTES:
+                parts.append(data)
+        return b"".join(parts), total > MAX_REQUEST_BYTES
+
+    def _drain(self, length: int) -> None:
+        """Swallow an unread oversize body so the client can read our 413."""
+        try:
+            self.connection.settimeout(2.0)
+            remaining = length
+            while remaining > 0:
+                chunk = self.rfile.read(min(remaining, 1 << 20))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+        except OSError:
+            pass
+
+    # -- writing --------------------------------------------------------------------
+    def _status_line(self, status: int) -> None:
+        self.send_response_only(status)
+
+    def _send_raw(
+        self, status: int, body: bytes, content_type: str | None, headers: Headers
+    ) -> None:
+        self._status_line(status)
+        if content_type is not None:
+            self.send_header("Content-Type", content_type)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self._trailing_headers()
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def send_body(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        headers: Headers,
+        *,
+        security: bool,
+        fault: Fault | None = None,
+    ) -> None:
+        """Headers in Hermes' order: handler headers, type, security, length."""
+        if fault is not None and fault.mode == "before_response":
+            raise DropConnection()
+        self._status_line(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Type", content_type)
+        if security:
+            for key, value in SECURITY_HEADERS:
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self._trailing_headers()
+        self.end_headers()
+        if fault is not None and fault.mode in ("mid_body", "mid_stream"):
+            self.wfile.write(body[: max(1, len(body) // 2)])
+            raise DropConnection()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def open_sse(self, headers: Headers, fault: Fault | None) -> SSEWriter:
+        framing = self.server.state.settings.framing
+        if fault is not None and fault.mode == "before_response":
+            # The agent still runs; the client just never hears about it.
+            return SSEWriter(_NullFile(), self.connection, framing, discard=True)
+        self._status_line(200)
+        for key, value in SSE_HEADERS:
+            self.send_header(key, value)
+        for key, value in headers:
+            self.send_header(key, value)
+        if framing == "close":
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
+        self._trailing_headers()
+        self.end_headers()
+        self.wfile.flush()
+        drop_after: int | None = None
+        if fault is not None:
+            drop_after = 0 if fault.mode == "mid_body" else fault.after_events
+        return SSEWriter(
+            self.wfile, self.connection, framing, drop_after_events=drop_after
+        )
+
+    def _trailing_headers(self) -> None:
+        self.send_header("Date", formatdate(usegmt=True))
+        self.send_header("Server", SERVER_HEADER)
+
+    def _abort(self) -> None:
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+        except OSError:
+            pass
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _NullFile:
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+    def flush(self) -> None:
+        return None
+
+
+class HermesHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self, address: tuple[str, int], state: EmulatorState, verbose: bool = False
+    ) -> None:
+        self.state = state
+        self.verbose = verbose
+        self._open: dict[int, socket.socket] = {}
+        self._conn_threads: list[threading.Thread] = []
+        self._track_lock = threading.Lock()
+        super().__init__(address, HermesHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.state.count_connection()
+        with self._track_lock:
+            self._open[id(request)] = request
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            daemon=True,
+            name="hermes-emulator-conn",
+        )
+        with self._track_lock:
+            self._conn_threads = [t for t in self._conn_threads if t.is_alive()]
+            self._conn_threads.append(thread)
+        thread.start()
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._track_lock:
+            self._open.pop(id(request), None)
+        super().shutdown_request(request)
+
+    def close_all(self, timeout: float = 5.0) -> None:
+        """Close idle keep-alive sockets and join connection threads."""
+        with self._track_lock:
+            sockets = list(self._open.values())
+            threads = list(self._conn_threads)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for thread in threads:
+            thread.join(timeout)
+
+
+Route = tuple[str, Optional[str]]  # noqa: UP045 - runtime alias, must work on 3.9
+_HANDLERS: dict[str, Callable[[Exchange, str | None], None]] = {
+    "health": lambda ex, _arg: ex.send_json(
+        200, {"status": "ok", "platform": "hermes-agent", "version": HERMES_VERSION}
+    ),
+    "models": lambda ex, _arg: ex.send_json(200, _models_payload()),
+    "chat": lambda ex, _arg: chat.handle(ex),
+    "responses": lambda ex, _arg: responses.handle_create(ex),
+    "response_get": lambda ex, arg: responses.handle_get(ex, arg or ""),
+    "response_delete": lambda ex, arg: responses.handle_delete(ex, arg or ""),
+}
+
+_STATIC_ROUTES: dict[str, dict[str, str]] = {
+    "/health": {"GET": "health", "HEAD": "health"},
+    "/v1/health": {"GET": "health", "HEAD": "health"},
+    "/v1/models": {"GET": "models", "HEAD": "models"},
+    "/v1/chat/completions": {"POST": "chat"},
+    "/v1/responses": {"POST": "responses"},
+}
+_ITEM_ROUTE = {
+    "GET": "response_get",
+    "HEAD": "response_get",
+    "DELETE": "response_delete",
+}
+
+
+def _resolve(method: str, path: str) -> Route | int:
+    table = _STATIC_ROUTES.get(path)
+    arg: str | None = None
+    if table is None and path.startswith("/v1/responses/"):
+        arg = path[len("/v1/responses/") :]
+        if arg and "/" not in arg:
+            table = _ITEM_ROUTE
+    if table is None:
+        return 404
+    name = table.get(method)
+    if name is None:
+        return 405
+    return name, arg
+
+
+def _allowed_methods(path: str) -> str:
+    table = _STATIC_ROUTES.get(path) or _ITEM_ROUTE
+    return ",".join(sorted(table))
+
+
+def _strip_profile(path: str) -> str:
+    # /p/<profile>/... mirrors every route; the prefix is ignored without multiplexing.
+    if path.startswith("/p/"):
+        rest = path[3:]
+        slash = rest.find("/")
+        if slash > 0:
+            return rest[slash:]
+    return path
+
+
+def _headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
+    return {key: str(value) for key, value in handler.headers.items()}
+
+
+def _models_payload() -> dict[str, Any]:
+    import time
+
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": "hermes-agent",
+                "object": "model",
+                "created": int(time.time()),
+                "owned_by": "hermes",
+                "permission": [],
+                "root": "hermes-agent",
+                "parent": None,
+            }
+        ],
+    }

@@ -1,0 +1,158 @@
+"""Shared mutable state of one emulator: config, stores, counters, faults."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .model import AgentResult, ScriptedModel
+from .store import IdempotencyCache, ResponseStore, SessionTranscripts
+
+FAULT_MODES = ("before_response", "mid_body", "mid_stream")
+
+
+@dataclass(frozen=True)
+class SeenRequest:
+    """One request as the emulator received it (for assertions)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or None when absent/invalid
+    raw_body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        lowered = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == lowered:
+                return value
+        return None
+
+
+@dataclass
+class Fault:
+    """A connection-drop switch armed by ``HermesEmulator.drop_connection``."""
+
+    mode: str
+    path: str | None = None
+    count: int = 1
+    after_events: int = 1
+    after_execution: bool = True
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.path is None:
+            return method == "POST" and path in (
+                "/v1/chat/completions",
+                "/v1/responses",
+            )
+        return path == self.path or path.startswith(self.path.rstrip("/") + "/")
+
+
+@dataclass
+class CachedChat:
+    result: AgentResult
+    session_id: str
+
+
+@dataclass
+class Settings:
+    api_key: str
+    max_concurrent_runs: int
+    keepalive_seconds: float
+    delta_batch_ms: float
+    framing: str
+
+
+class EmulatorState:
+    def __init__(
+        self, settings: Settings, max_stored_responses: int, token_delay: float
+    ) -> None:
+        self.defaults = Settings(**vars(settings))
+        self.settings = settings
+        self.model = ScriptedModel(token_delay=token_delay)
+        self.store = ResponseStore(max_stored_responses)
+        self._default_store_size = max_stored_responses
+        self.idempotency: IdempotencyCache[Any] = IdempotencyCache()
+        self.transcripts = SessionTranscripts()
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._active_runs = 0
+        self._connections = 0
+        self._requests: list[SeenRequest] = []
+        self._faults: list[Fault] = []
+
+    # -- concurrency cap ------------------------------------------------------
+    def try_acquire_run(self) -> bool:
+        with self._lock:
+            cap = self.settings.max_concurrent_runs
+            if cap > 0 and self._active_runs >= cap:
+                return False
+            self._active_runs += 1
+            return True
+
+    def release_run(self) -> None:
+        with self._lock:
+            self._active_runs -= 1
+
+    @property
+    def active_runs(self) -> int:
+        with self._lock:
+            return self._active_runs
+
+    # -- counters and records ---------------------------------------------------
+    def count_connection(self) -> None:
+        with self._lock:
+            self._connections += 1
+
+    @property
+    def connections(self) -> int:
+        with self._lock:
+            return self._connections
+
+    def record(self, request: SeenRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    @property
+    def requests(self) -> list[SeenRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    # -- faults -------------------------------------------------------------------
+    def arm(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.append(fault)
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(method, path):
+                    fault.count -= 1
+                    if fault.count <= 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def reset(self) -> None:
+        self.model.reset()
+        self.store.clear()
+        self.idempotency.clear()
+        self.transcripts.clear()
+        with self._lock:
+            self._connections = 0
+            self._requests.clear()
+            self._faults.clear()
+            self.settings = Settings(**vars(self.defaults))
+            self.store.max_items = self._default_store_size
+        # Active runs are left alone: they belong to requests still in flight.
+
+
+__all__ = [
+    "FAULT_MODES",
+    "CachedChat",
+    "EmulatorState",
+    "Fault",
+    "SeenRequest",
+    "Settings",
+]
