@@ -114,22 +114,15 @@ def find_python() -> str:
 
 def install_venv(venv: Path, python: str) -> None:
     shutil.rmtree(venv, ignore_errors=True)
-    run_checked([python, "-m", "venv", str(venv)], "cannot create the Hermes venv")
-    pip = [
-        str(venv / "bin" / "python"),
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-    ]
     try:
-        run_checked(
-            pip + [f"hermes-agent=={HERMES_VERSION}", "aiohttp"], "pip install failed"
-        )
+        run_checked([python, "-m", "venv", str(venv)], "cannot create the Hermes venv")
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        run_checked([*pip, f"hermes-agent=={HERMES_VERSION}", "aiohttp"], "pip")
     except HermesServerError as exc:
+        shutil.rmtree(venv, ignore_errors=True)  # never leave a half-built venv behind
         raise HermesServerError(
-            f"cannot install hermes-agent=={HERMES_VERSION}: package registry unreachable ({exc})"
+            f"cannot install hermes-agent=={HERMES_VERSION}: "
+            f"package registry unreachable ({exc})"
         ) from None
     (venv / READY_MARKER).write_text(f"hermes-agent=={HERMES_VERSION}\n")
 
@@ -139,9 +132,10 @@ def run_checked(cmd: list[str], what: str) -> None:
         cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     if proc.returncode != 0:
-        raise HermesServerError(
-            f"{what}: exit {proc.returncode}: {tail(proc.stdout, 15)}"
-        )
+        # pip's ERROR lines say why; its WARNING noise would crowd them out of a tail.
+        errors = [ln for ln in proc.stdout.splitlines() if ln.startswith("ERROR")]
+        why = "\n".join(errors[-5:]) if errors else tail(proc.stdout, 10)
+        raise HermesServerError(f"{what} exited {proc.returncode}: {why}")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -197,30 +191,21 @@ def die_with_parent() -> None:
 def stop_process(
     proc: subprocess.Popen | None, grace: float = STOP_GRACE_SECONDS
 ) -> int | None:
-    """SIGTERM the process group led by ``proc`` (our child), then SIGKILL after ``grace``."""
+    """SIGTERM the process group led by our child ``proc``; SIGKILL after ``grace`` s.
+
+    The group is signalled only while its leader (our PID) is alive and unreaped,
+    so the id can never belong to someone else's processes.
+    """
     if proc is None:
         return None
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         if proc.poll() is not None:
             break
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)  # group id == our child's PID (new session)
-        except ProcessLookupError:
-            break
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    kill_group_leftovers(proc.pid)
     return proc.wait()
-
-
-def kill_group_leftovers(pgid: int) -> None:
-    # Grandchildren that outlive the leader keep its group id; reap them too.
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 _LIVE: set[HermesServer] = set()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import time
 import uuid
+from typing import TYPE_CHECKING
 
 import requests
-from hermes_server import HermesServer
+
+if TYPE_CHECKING:  # the harness is imported by conftest.py; tests only annotate with it
+    from hermes_server import HermesServer
 
 
 def _session() -> requests.Session:
@@ -52,3 +57,44 @@ def test_wrong_key_is_401(hermes_live: HermesServer) -> None:
     )
     assert reply.status_code == 401
     assert reply.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_cap1_instance_rejects_a_second_run_with_429(
+    hermes_live_cap1: HermesServer,
+) -> None:
+    url = f"{hermes_live_cap1.base_url}/v1/chat/completions"
+    slow = {"messages": [{"role": "user", "content": "SLOW:3 hold the only slot"}]}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(
+            _session().post,
+            url,
+            json=slow,
+            headers=hermes_live_cap1.headers(),
+            timeout=30,
+        )
+        time.sleep(1.0)  # let the slow run take the slot
+        second = _session().post(
+            url,
+            json={"messages": [{"role": "user", "content": "second"}]},
+            headers=hermes_live_cap1.headers(),
+            timeout=10,
+        )
+        assert first.result().status_code == 200
+    assert second.status_code == 429
+    assert second.headers["Retry-After"] == "1"
+    assert second.json()["error"]["code"] == "rate_limit_exceeded"
+
+
+def test_cap1_instance_retries_upstream_three_times(
+    hermes_live_cap1: HermesServer,
+) -> None:
+    mark = hermes_live_cap1.mark()
+    reply = _session().post(
+        f"{hermes_live_cap1.base_url}/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": f"FAIL500 {uuid.uuid4().hex}"}]},
+        headers=hermes_live_cap1.headers(),
+        timeout=60,
+    )
+    assert reply.status_code == 200  # Hermes reports upstream failure as a soft 200
+    assert reply.json()["choices"][0]["finish_reason"] == "error"
+    assert len(hermes_live_cap1.upstream_calls(since=mark)) == 3
