@@ -1,0 +1,61 @@
+"""hermes-sdk: a synchronous client for the Hermes Agent chat and Responses capabilities of AIP."""
+
+from .approval import ApprovalDecision, ApprovalRequest, CallbackProvider, DenyAll, PolicyRule, StaticPolicyProvider
+from .capabilities import CONTRACTS, Contract, capability_id, parse_capability_id
+from .client import HermesClient
+from .endpoints import Endpoint, ExecutionContext
+from .errors import (
+    AgentIncompleteError,
+    ApprovalDeniedError,
+    ApprovalRequiredError,
+    AuthenticationError,
+    BadRequestError,
+    CancelledError,
+    DeadlineExceededError,
+    HermesError,
+    IdempotencyConflictError,
+    InvalidInputError,
+    InvalidResponseError,
+    MissingCredentialError,
+    NotFoundError,
+    OutcomeUnknownError,
+    PayloadTooLargeError,
+    PluginError,
+    RateLimitedError,
+    RemoteRejectedError,
+    RemoteTemporaryError,
+    ServerError,
+    StreamError,
+    TenantMismatchError,
+    TransportError,
+)
+from .hookspecs import hookimpl
+from .idempotency import IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
+from .invocation import Attempt, Invocation
+from .models import (
+    ActionResult,
+    ChatCompletion,
+    ChatMessage,
+    Choice,
+    DeletionReceipt,
+    Response,
+    StreamEvent,
+    StreamResult,
+)
+from .redaction import Redactor
+from .streaming import ChatStream, ReplayedStream, ResponseStream
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalRequest",
+    "ApprovalRequiredError", "Attempt", "AuthenticationError", "BadRequestError", "CONTRACTS", "CallbackProvider",
+    "CancelledError", "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "Contract", "DeadlineExceededError",
+    "DeletionReceipt", "DenyAll", "Endpoint", "ExecutionContext", "HermesClient", "HermesError",
+    "IdempotencyConflictError", "IdempotencyRecord", "IdempotencyStore", "InvalidInputError",
+    "InvalidResponseError", "Invocation", "MemoryStore", "MissingCredentialError", "NotFoundError",
+    "OutcomeUnknownError", "PayloadTooLargeError", "PluginError", "PolicyRule", "RateLimitedError", "Redactor",
+    "RemoteRejectedError", "RemoteTemporaryError", "ReplayedStream", "Response", "ResponseStream",
+    "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamError", "StreamEvent", "StreamResult",
+    "TenantMismatchError", "TransportError", "capability_id", "hookimpl", "parse_capability_id",
+]

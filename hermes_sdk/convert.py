@@ -1,0 +1,85 @@
+"""The one cattrs converter: provider JSON in, result types out; results to JSON for durable records."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+import cattrs
+
+from .errors import HermesError, InvalidResponseError
+from .models import ActionResult, ChatCompletion, DeletionReceipt, Response, StreamEvent, StreamResult
+
+converter = cattrs.Converter()
+converter.register_unstructure_hook(HermesError, lambda e: e.to_dict())
+converter.register_structure_hook(HermesError, lambda d, _: HermesError.from_dict(d))
+
+
+def _optional_error(value: Any, _: Any) -> Optional[HermesError]:
+    return None if value is None else HermesError.from_dict(value)
+
+
+converter.register_structure_hook(Optional[HermesError], _optional_error)
+
+
+def _object(data: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise InvalidResponseError(f"Hermes returned a {type(data).__name__} where a {what} object was expected")
+    return data
+
+
+def chat_completion(data: Any, session_id: Optional[str]) -> ChatCompletion:
+    obj = _object(data, "chat completion")
+    try:
+        return converter.structure(
+            {
+                "id": obj.get("id", ""), "model": obj.get("model"), "created": obj.get("created"),
+                "choices": obj.get("choices") or [], "usage": obj.get("usage"), "hermes": obj.get("hermes"),
+                "session_id": session_id, "raw": dict(obj),
+            },
+            ChatCompletion,
+        )
+    except (cattrs.BaseValidationError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidResponseError(f"malformed chat completion: {type(exc).__name__}") from None
+
+
+def response(data: Any, session_id: Optional[str]) -> Response:
+    obj = _object(data, "response")
+    try:
+        return converter.structure(
+            {
+                "id": obj.get("id", ""), "status": obj.get("status"), "model": obj.get("model"),
+                "created_at": obj.get("created_at"), "output": obj.get("output") or [],
+                "usage": obj.get("usage"), "session_id": session_id, "raw": dict(obj),
+            },
+            Response,
+        )
+    except (cattrs.BaseValidationError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidResponseError(f"malformed response object: {type(exc).__name__}") from None
+
+
+def deletion_receipt(data: Any) -> DeletionReceipt:
+    obj = _object(data, "deletion receipt")
+    if not isinstance(obj.get("id"), str) or obj.get("deleted") is not True:
+        raise InvalidResponseError("malformed deletion receipt")
+    return DeletionReceipt(id=obj["id"], object=str(obj.get("object", "response")), deleted=True)
+
+
+def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
+    out: dict[str, Any] = converter.unstructure(result)
+    return out
+
+
+def stream_result_from_json(data: Mapping[str, Any]) -> StreamResult:
+    return converter.structure(dict(data), StreamResult)
+
+
+def action_result_to_json(result: ActionResult) -> dict[str, Any]:
+    out: dict[str, Any] = converter.unstructure(result)
+    return out
+
+
+def action_result_from_json(data: Mapping[str, Any]) -> ActionResult:
+    return converter.structure(dict(data), ActionResult)
+
+
+__all__ = ["converter", "chat_completion", "response", "deletion_receipt", "StreamEvent"]

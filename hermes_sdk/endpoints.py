@@ -1,0 +1,175 @@
+"""Endpoints and the trusted execution context: validated once, at construction."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from typing import Any, Optional, Sequence, Tuple, Union
+from urllib.parse import urlsplit
+
+import attrs
+
+from ._constants import (
+    MAX_API_KEY_BYTES,
+    MAX_ENDPOINT_ID_CHARS,
+    MAX_HEADER_VALUE_BYTES,
+    MAX_TENANT_ID_CHARS,
+)
+from .errors import InvalidInputError, MissingCredentialError
+
+_ENDPOINT_ID = re.compile(r"[A-Za-z0-9_-]+\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+Deadline = Union[float, int, _dt.datetime, None]
+
+
+def _bad(field: str, message: str) -> InvalidInputError:
+    return InvalidInputError(message, details={"field": field})
+
+
+def normalize_endpoint_id(value: object) -> str:
+    """Trim, check 1..128 of ``[A-Za-z0-9_-]``, lower-case: the connector's rule."""
+    if not isinstance(value, str):
+        raise _bad("endpoint_id", "endpoint id must be a string")
+    text = value.strip()
+    if not 1 <= len(text) <= MAX_ENDPOINT_ID_CHARS or not _ENDPOINT_ID.match(text):
+        raise _bad("endpoint_id", "endpoint id must be 1-128 ASCII letters, digits, '-' or '_'")
+    return text.lower()
+
+
+def normalize_base_url(value: object) -> str:
+    """Accept only a bare http(s) origin, so no input can smuggle a path or credentials."""
+    if not isinstance(value, str) or not value.strip():
+        raise _bad("base_url", "base_url is required (or set HERMES_BASE_URL)")
+    text = value.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise _bad("base_url", f"base_url is not a valid URL: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise _bad("base_url", "base_url must use http or https")
+    if not parts.hostname:
+        raise _bad("base_url", "base_url needs a host")
+    if parts.username is not None or parts.password is not None:
+        raise _bad("base_url", "base_url must not contain credentials")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or text.endswith(("?", "#")):
+        raise _bad("base_url", "base_url must be a bare origin (no path, query or fragment)")
+    host = parts.hostname
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port is not None else "")
+
+
+def validate_api_key(value: object) -> Optional[str]:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _bad("api_key", "api_key must be a string")
+    if len(value.encode("utf-8")) > MAX_API_KEY_BYTES or any(c.isspace() for c in value) or _CONTROL.search(value):
+        raise _bad("api_key", "api_key must be at most 16 KiB with no whitespace or control characters")
+    return value
+
+
+def validate_tenant_id(value: object, field: str = "tenant_id") -> Optional[str]:
+    if value is None:
+        return None
+    if (not isinstance(value, str) or not value or value != value.strip()
+            or len(value) > MAX_TENANT_ID_CHARS or _CONTROL.search(value)):
+        raise _bad(field, f"{field} must be non-empty, at most 512 characters, without surrounding "
+                          "whitespace or control characters")
+    return value
+
+
+def validate_header_value(field: str, value: object) -> str:
+    """A header value must be non-empty, at most 16 KiB, and encodable without CR/LF/NUL."""
+    if not isinstance(value, str) or not value:
+        raise _bad(field, f"{field} must be a non-empty string")
+    if len(value.encode("utf-8")) > MAX_HEADER_VALUE_BYTES:
+        raise _bad(field, f"{field} is longer than 16 KiB")
+    if _CONTROL.search(value.replace("\t", "")) or value != value.strip():
+        raise _bad(field, f"{field} is not a valid header value")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise _bad(field, f"{field} must be a latin-1 header value") from None
+    return value
+
+
+def _repr_secret(value: Optional[str]) -> str:
+    return "None" if value is None else "'***'"
+
+
+@attrs.frozen(repr=False)
+class Endpoint:
+    """One admitted Hermes endpoint: its normalised id, bare origin, Bearer key and owning tenant."""
+
+    id: str = attrs.field(converter=normalize_endpoint_id)
+    base_url: str = attrs.field(converter=normalize_base_url)
+    api_key: Optional[str] = attrs.field(default=None, converter=validate_api_key)
+    tenant_id: Optional[str] = attrs.field(default=None, converter=validate_tenant_id)
+
+    def __repr__(self) -> str:
+        return (f"Endpoint(id={self.id!r}, base_url={self.base_url!r}, api_key={_repr_secret(self.api_key)}, "
+                f"tenant_id={self.tenant_id!r})")
+
+    def require_key(self) -> str:
+        if not self.api_key:
+            raise MissingCredentialError(f"endpoint {self.id!r} has no API key (set HERMES_API_KEY)",
+                                         details={"endpoint_id": self.id})
+        return self.api_key
+
+
+def deadline_epoch(value: Deadline) -> Optional[float]:
+    """Absolute deadline as epoch seconds; a naive datetime is taken as local time."""
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad("deadline", "deadline must be epoch seconds or a datetime")
+    return float(value)
+
+
+def _optional_header(field: str):  # type: ignore[no-untyped-def]
+    def check(_: Any, attribute: Any, value: Optional[str]) -> None:
+        if value is not None:
+            validate_header_value(field, value)
+    return check
+
+
+@attrs.frozen
+class ExecutionContext:
+    """Trusted AIP execution context; each set value becomes an ``X-AIP-*`` header."""
+
+    principal_id: Optional[str] = attrs.field(default=None, validator=_optional_header("principal_id"))
+    tenant_id: Optional[str] = attrs.field(default=None, validator=_optional_header("tenant_id"))
+    authentication_issuer: Optional[str] = attrs.field(
+        default=None, validator=_optional_header("authentication_issuer"))
+    trace_id: Optional[str] = attrs.field(default=None, validator=_optional_header("trace_id"))
+    correlation_id: Optional[str] = attrs.field(default=None, validator=_optional_header("correlation_id"))
+    delegation_chain: Tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    aip_session_id: Optional[str] = attrs.field(default=None, validator=_optional_header("aip_session_id"))
+    deadline: Optional[float] = attrs.field(default=None, converter=deadline_epoch)
+
+    def headers(self, deadline: Optional[float]) -> dict[str, str]:
+        """The context headers; the AIP session id is never copied into X-Hermes-Session-Id."""
+        out: dict[str, str] = {}
+        pairs: Sequence[Tuple[str, Optional[str]]] = (
+            ("X-AIP-Session-Id", self.aip_session_id),
+            ("X-AIP-Correlation-Id", self.correlation_id or self.trace_id),
+            ("X-AIP-Principal-Id", self.principal_id),
+            ("X-AIP-Tenant-Id", self.tenant_id),
+            ("X-AIP-Authentication-Issuer", self.authentication_issuer),
+            ("X-AIP-Trace-Id", self.trace_id),
+        )
+        for name, value in pairs:
+            if value is not None:
+                out[name] = value
+        if self.delegation_chain:
+            out["X-AIP-Delegation-Chain"] = validate_header_value(
+                "delegation_chain", json.dumps(list(self.delegation_chain), separators=(",", ":")))
+        if deadline is not None:
+            out["X-AIP-Deadline-Unix-Ms"] = str(int(deadline * 1000))
+        return out

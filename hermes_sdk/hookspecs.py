@@ -1,0 +1,74 @@
+"""Every hook of hermes-sdk. Hook names start with ``hermes_``; the SDK always calls them by keyword.
+
+Plugin authors mark implementations with ``hermes_sdk.hookimpl`` and publish them under the
+``hermes_sdk`` entry-point group (or pass them as ``HermesClient(plugins=[...])``).
+
+* "Provide one thing" hooks are first-result: the first non-None answer wins.
+* ``hermes_invocation`` and ``hermes_http_attempt`` are around-hooks: implement them with
+  ``@hookimpl(wrapper=True)`` as a generator that yields once (tracing, timing, metrics).
+  The objects they receive carry only redacted attributes.
+* Observer hooks (``hermes_stream_event``, ``hermes_action_result``) must not raise; if one does, the
+  failure is logged and the call goes on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .approval import ApprovalProvider
+    from .client import HermesClient
+    from .idempotency import IdempotencyStore
+    from .invocation import Attempt, Invocation
+    from .redaction import FilterFn
+
+hookspec = pluggy.HookspecMarker("hermes_sdk")
+hookimpl = pluggy.HookimplMarker("hermes_sdk")
+
+
+@hookspec(firstresult=True)
+def hermes_idempotency_store(url: str, client: "HermesClient") -> "Optional[IdempotencyStore]":
+    """Return a store for ``url`` if this plugin claims its scheme (e.g. ``redis://``), else None.
+
+    Built in: ``memory:`` and ``sqlite:///path``.
+    """
+
+
+@hookspec(firstresult=True)
+def hermes_approval_provider(client: "HermesClient") -> "Optional[ApprovalProvider]":
+    """Return the approval provider for ``response_delete`` (callable or ``request_approval`` object).
+
+    Used when the client was not given ``approval_provider=``. Built in: none (deny by default).
+    """
+
+
+@hookspec
+def hermes_redaction_filters(client: "HermesClient") -> "Optional[Sequence[FilterFn]]":
+    """Return extra text filters ``fn(key, text) -> text``; every plugin's filters are applied."""
+
+
+@hookspec(firstresult=True)
+def hermes_invocation(invocation: "Invocation") -> Any:
+    """Around each capability invocation (after validation, policy and the idempotency check).
+
+    Wrappers see ``invocation.attributes`` (redacted) and may add their own with ``set_attribute``.
+    The built-in innermost implementation executes the call; for streams it returns once the
+    response headers arrived, and ``invocation.stream_settled`` tells when the stream ended.
+    """
+
+
+@hookspec(firstresult=True)
+def hermes_http_attempt(attempt: "Attempt") -> Any:
+    """Around each HTTP attempt; ``attempt.attributes`` holds method, path template and attempt number."""
+
+
+@hookspec
+def hermes_stream_event(invocation: "Invocation", event: dict[str, Any]) -> None:
+    """Observe each stream event as it arrives (``event`` is redacted: names and numbers only)."""
+
+
+@hookspec
+def hermes_action_result(invocation: "Invocation", result: dict[str, Any]) -> None:
+    """Observe each final action result (redacted), executed or replayed."""

@@ -1,0 +1,240 @@
+"""Durable, capability-scoped idempotency records (``return_original_result``).
+
+A call with a key first *reserves* a pending record atomically. Only the reserving caller
+executes; it then *completes* the record with the ActionResult. A pending record that is never
+completed (the process died mid-call) stops every later call with that key: the outcome is
+unknown and the model work is never replayed blindly. Operators reconcile with ``resolve()`` or
+``forget()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from typing import Any, Mapping, Optional, Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
+
+import attrs
+
+PENDING = "pending"
+COMPLETED = "completed"
+
+
+@attrs.frozen
+class IdempotencyRecord:
+    capability_id: str
+    key: str
+    action_id: str
+    input_hash: str
+    state: str  # pending | completed
+    created_at: float
+    expires_at: Optional[float]
+    result: Optional[dict[str, Any]] = None  # the ActionResult as JSON
+    completed_at: Optional[float] = None
+
+    def expired(self, now: Optional[float] = None) -> bool:
+        return self.expires_at is not None and (now or time.time()) >= self.expires_at
+
+
+@runtime_checkable
+class IdempotencyStore(Protocol):
+    """What a store must do. ``reserve`` is the one atomic step every backend must get right."""
+
+    def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
+        """Insert ``record`` (pending) unless a live record holds its (capability_id, key).
+
+        Return None when this caller now owns the key, else the existing record.
+        """
+
+    def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+        """Store the ActionResult JSON and mark the record completed."""
+
+    def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
+        """The live record for the key, or None."""
+
+    def get_by_action(self, action_id: str) -> Optional[IdempotencyRecord]:
+        """The live record created by that action, or None."""
+
+    def forget(self, capability_id: str, key: str) -> bool:
+        """Delete the record; return whether one existed."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+def _rec_json(record: IdempotencyRecord) -> str:
+    return json.dumps(attrs.asdict(record), separators=(",", ":"))
+
+
+def _rec_load(text: str) -> IdempotencyRecord:
+    return IdempotencyRecord(**json.loads(text))
+
+
+class MemoryStore:
+    """Per-process store: durable only for the life of the process (the default)."""
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[str, str], IdempotencyRecord] = {}
+        self._by_action: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
+        slot = (record.capability_id, record.key)
+        with self._lock:
+            existing = self._records.get(slot)
+            if existing is not None and not existing.expired():
+                return existing
+            self._records[slot] = record
+            self._by_action[record.action_id] = slot
+            return None
+
+    def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+        with self._lock:
+            existing = self._records.get((capability_id, key))
+            if existing is not None:
+                self._records[(capability_id, key)] = attrs.evolve(
+                    existing, state=COMPLETED, result=dict(result), completed_at=time.time())
+
+    def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
+        record = self._records.get((capability_id, key))
+        return None if record is None or record.expired() else record
+
+    def get_by_action(self, action_id: str) -> Optional[IdempotencyRecord]:
+        slot = self._by_action.get(action_id)
+        record = self._records.get(slot) if slot else None
+        return record if record is not None and record.action_id == action_id and not record.expired() else None
+
+    def forget(self, capability_id: str, key: str) -> bool:
+        with self._lock:
+            record = self._records.pop((capability_id, key), None)
+            if record is not None:
+                self._by_action.pop(record.action_id, None)
+            return record is not None
+
+    def close(self) -> None:
+        pass
+
+
+class SQLiteStore:
+    """A file-backed store, safe across threads and processes (WAL, one atomic INSERT to reserve)."""
+
+    def __init__(self, path: str, timeout: float = 30.0) -> None:
+        self.path = path
+        self._timeout = timeout
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        conn = self._conn()
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS hermes_idempotency ("
+            " capability_id TEXT NOT NULL, key TEXT NOT NULL, action_id TEXT NOT NULL,"
+            " state TEXT NOT NULL, expires_at REAL, record TEXT NOT NULL,"
+            " PRIMARY KEY (capability_id, key))")
+        conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
+        try:
+            os.chmod(path, 0o600)  # records hold confidential model output
+        except OSError:
+            pass
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=%d" % int(self._timeout * 1000))
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
+        conn = self._conn()
+        now = time.time()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # An expired record gives its key back.
+            conn.execute("DELETE FROM hermes_idempotency WHERE capability_id=? AND key=? AND expires_at IS NOT NULL"
+                         " AND expires_at<=?", (record.capability_id, record.key, now))
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO hermes_idempotency(capability_id, key, action_id, state, expires_at, record)"
+                " VALUES (?,?,?,?,?,?)",
+                (record.capability_id, record.key, record.action_id, record.state, record.expires_at,
+                 _rec_json(record)))
+            if cur.rowcount == 1:
+                conn.execute("COMMIT")
+                return None
+            row = conn.execute("SELECT record FROM hermes_idempotency WHERE capability_id=? AND key=?",
+                               (record.capability_id, record.key)).fetchone()
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return _rec_load(row[0]) if row else None
+
+    def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT record FROM hermes_idempotency WHERE capability_id=? AND key=?",
+                               (capability_id, key)).fetchone()
+            if row is not None:
+                record = attrs.evolve(_rec_load(row[0]), state=COMPLETED, result=dict(result),
+                                      completed_at=time.time())
+                conn.execute("UPDATE hermes_idempotency SET state=?, record=? WHERE capability_id=? AND key=?",
+                             (COMPLETED, _rec_json(record), capability_id, key))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _one(self, sql: str, args: tuple[Any, ...]) -> Optional[IdempotencyRecord]:
+        row = self._conn().execute(sql, args).fetchone()
+        if row is None:
+            return None
+        record = _rec_load(row[0])
+        return None if record.expired() else record
+
+    def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
+        return self._one("SELECT record FROM hermes_idempotency WHERE capability_id=? AND key=?",
+                         (capability_id, key))
+
+    def get_by_action(self, action_id: str) -> Optional[IdempotencyRecord]:
+        return self._one("SELECT record FROM hermes_idempotency WHERE action_id=?", (action_id,))
+
+    def forget(self, capability_id: str, key: str) -> bool:
+        cur = self._conn().execute("DELETE FROM hermes_idempotency WHERE capability_id=? AND key=?",
+                                   (capability_id, key))
+        return cur.rowcount > 0
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._conns:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._conns.clear()
+        self._local = threading.local()
+
+
+def store_from_url(url: str) -> Optional[IdempotencyStore]:
+    """The built-in schemes: ``memory:`` and ``sqlite:///path`` (``sqlite:////abs/path``)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "memory":
+        return MemoryStore()
+    if scheme == "sqlite":
+        path = unquote((parts.netloc or "") + parts.path)
+        if path.startswith("/") and not parts.netloc:
+            path = path[1:]  # sqlite:///rel.db is relative, sqlite:////abs.db absolute (SQLAlchemy's rule)
+        if not path:
+            return None
+        return SQLiteStore(path)
+    return None

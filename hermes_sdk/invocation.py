@@ -1,0 +1,66 @@
+"""The objects that hooks receive: redacted views of one invocation and one HTTP attempt."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+from .capabilities import Contract
+
+
+class Invocation:
+    """One capability invocation as hooks see it. ``attributes`` are already redacted."""
+
+    __slots__ = ("capability_id", "endpoint_id", "operation", "action_id", "contract", "attributes",
+                 "started_at", "stream_settled", "_run", "_on_settle")
+
+    def __init__(self, capability_id: str, endpoint_id: str, action_id: str, contract: Contract,
+                 run: Callable[["Invocation"], Any], has_key: bool) -> None:
+        self.capability_id = capability_id
+        self.endpoint_id = endpoint_id
+        self.operation = contract.operation
+        self.action_id = action_id
+        self.contract = contract
+        self.started_at = time.time()
+        self.stream_settled = False
+        self.attributes: dict[str, Any] = {
+            "capability_id": capability_id, "endpoint_id": endpoint_id, "operation": contract.operation,
+            "streaming": contract.streaming, "idempotency": has_key,
+        }
+        self._run = run
+        self._on_settle: list[Callable[[dict[str, Any]], None]] = []
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[key] = value
+
+    def on_stream_settled(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        """Register ``callback(redacted_result)`` for when a stream ends (tracing spans end there)."""
+        self._on_settle.append(callback)
+
+    def execute(self) -> Any:
+        """Run the call (the built-in innermost hook implementation calls this)."""
+        return self._run(self)
+
+    def settle(self, redacted: dict[str, Any]) -> None:
+        self.stream_settled = True
+        for callback in self._on_settle:
+            callback(redacted)
+
+
+class Attempt:
+    """One HTTP attempt as hooks see it."""
+
+    __slots__ = ("invocation", "number", "attributes", "_send")
+
+    def __init__(self, invocation: Optional[Invocation], number: int, method: str, path_template: str,
+                 send: Callable[[], Any]) -> None:
+        self.invocation = invocation
+        self.number = number
+        self.attributes: dict[str, Any] = {"method": method, "path": path_template, "attempt": number}
+        self._send = send
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[key] = value
+
+    def execute(self) -> Any:
+        return self._send()

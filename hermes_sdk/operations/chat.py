@@ -1,0 +1,104 @@
+"""chat / chat_stream: POST /v1/chat/completions."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
+from .common import (
+    ProviderRequest,
+    bad,
+    check_message,
+    encode_body,
+    idempotency_value,
+    is_number,
+    max_events_value,
+    require_mapping,
+    session_value,
+    visible_text,
+)
+
+# Control fields travel as headers or steer the SDK; they never reach the provider JSON body.
+CONTROL_FIELDS = ("session_id", "session_key", "idempotency_key", "max_events", "_aip", "stream")
+HISTORY_ROLES = ("user", "assistant")
+
+
+def _branch(data: Mapping[str, Any]) -> list[Any]:
+    given = [name for name in ("prompt", "query", "messages") if data.get(name) is not None]
+    if len(given) != 1:
+        raise bad("input", "give exactly one of 'prompt', 'query' or 'messages'", given=given)
+    name = given[0]
+    value = data[name]
+    if name != "messages":
+        if not isinstance(value, str) or not value.strip():
+            raise bad(name, f"'{name}' must be a non-empty string")
+        return [{"role": "user", "content": value}]
+    if not isinstance(value, list) or not value:
+        raise bad("messages", "'messages' must be a non-empty list of role/content objects")
+    for i, message in enumerate(value):
+        check_message(f"messages[{i}]", message)
+    turns = [m for m in value if m.get("role") in HISTORY_ROLES]
+    if not turns:
+        raise bad("messages", "'messages' has no user message")
+    last = turns[-1]
+    # Hermes takes the last user-or-assistant message as the user's input without checking its role.
+    if last.get("role") != "user":
+        raise bad("messages", "the last user or assistant message must be a user message",
+                  last_role=last.get("role"))
+    if not visible_text(last.get("content")):
+        raise bad("messages", "the last user message has no visible content")
+    return list(value)
+
+
+def _check_fields(data: Mapping[str, Any]) -> None:
+    model = data.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise bad("model", "'model' must be a non-empty string")
+    for name in ("temperature", "top_p"):
+        if data.get(name) is not None and not is_number(data[name]):
+            raise bad(name, f"'{name}' must be a finite number")
+    max_tokens = data.get("max_tokens")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                   or max_tokens < 0):
+        raise bad("max_tokens", "'max_tokens' must be a non-negative integer")
+    stop = data.get("stop")
+    if stop is not None and not isinstance(stop, str) and not (
+            isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
+        raise bad("stop", "'stop' must be a string or a list of strings")
+    tools = data.get("tools")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, Mapping) for t in tools)):
+        raise bad("tools", "'tools' must be a list of tool objects")
+    choice = data.get("tool_choice")
+    if choice is not None and not isinstance(choice, (str, Mapping)):
+        raise bad("tool_choice", "'tool_choice' must be a string or an object")
+    for name in ("response_format", "metadata"):
+        if data.get(name) is not None and not isinstance(data[name], Mapping):
+            raise bad(name, f"'{name}' must be an object")
+    if data.get("user") is not None and not isinstance(data["user"], str):
+        raise bad("user", "'user' must be a string")
+
+
+def build(operation: str, raw: object) -> ProviderRequest:
+    data = require_mapping(raw)
+    streaming = operation == "chat_stream"
+    messages = _branch(data)
+    _check_fields(data)
+    headers: dict[str, str] = {}
+    session_id = session_value("session_id", data.get("session_id"))
+    session_key = session_value("session_key", data.get("session_key"))
+    key = idempotency_value(data.get("idempotency_key"))
+    if session_id is not None:
+        headers["X-Hermes-Session-Id"] = session_id
+    if session_key is not None:
+        headers["X-Hermes-Session-Key"] = session_key
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    max_events = max_events_value(data.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0
+    if not streaming and data.get("max_events") is not None:
+        raise bad("max_events", "'max_events' applies only to chat_stream")
+    body = {k: v for k, v in data.items()
+            if k not in CONTROL_FIELDS and k not in ("prompt", "query", "messages") and v is not None}
+    body["messages"] = messages
+    body.setdefault("model", DEFAULT_MODEL)
+    body["stream"] = streaming
+    return ProviderRequest("POST", "/v1/chat/completions", headers, encode_body(body), streaming, max_events)

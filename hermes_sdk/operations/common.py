@@ -1,0 +1,113 @@
+"""Shared pieces of input validation and request mapping."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Mapping, Optional
+
+import attrs
+
+from .._constants import MAX_MAX_EVENTS, MAX_REQUEST_BODY_BYTES, MAX_SESSION_VALUE_CHARS
+from ..errors import InvalidInputError, PayloadTooLargeError
+
+
+@attrs.frozen
+class ProviderRequest:
+    """What one capability invocation sends: built once, before any I/O."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Optional[bytes] = None
+    stream: bool = False
+    max_events: int = 0
+
+
+def bad(field: str, message: str, **details: Any) -> InvalidInputError:
+    return InvalidInputError(message, details={"field": field, **details})
+
+
+def require_mapping(value: object, field: str = "input") -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise bad(field, f"{field} must be a JSON object")
+    return value
+
+
+def is_number(value: object) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(float(value)))
+
+
+def session_value(field: str, value: object) -> Optional[str]:
+    """Hermes session headers: at most 256 characters, no CR, LF or NUL."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise bad(field, f"{field} must be a non-empty string")
+    if len(value) > MAX_SESSION_VALUE_CHARS:
+        raise bad(field, f"{field} is longer than {MAX_SESSION_VALUE_CHARS} characters")
+    if any(c in value for c in "\r\n\x00"):
+        raise bad(field, f"{field} must not contain CR, LF or NUL")
+    return value
+
+
+def idempotency_value(value: object) -> Optional[str]:
+    from ..endpoints import validate_header_value
+
+    if value is None:
+        return None
+    return validate_header_value("idempotency_key", value)
+
+
+def max_events_value(value: object, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_MAX_EVENTS:
+        raise bad("max_events", f"max_events must be an integer from 1 to {MAX_MAX_EVENTS}")
+    return value
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """Encode once; refuse locally what Hermes would refuse with 413, so nothing is sent."""
+    try:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise bad("input", f"input is not JSON-serialisable: {exc}") from None
+    if len(data) > MAX_REQUEST_BODY_BYTES:
+        raise PayloadTooLargeError(
+            f"provider request body is {len(data)} bytes; Hermes accepts at most {MAX_REQUEST_BODY_BYTES}",
+            details={"field": "input", "body_bytes": len(data), "limit_bytes": MAX_REQUEST_BODY_BYTES},
+        )
+    return data
+
+
+def visible_text(content: object) -> bool:
+    """Whether a message content carries something Hermes treats as a visible payload."""
+    if isinstance(content, str):
+        return bool(content.strip())
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str) and part.strip():
+                return True
+            if isinstance(part, Mapping):
+                text = part.get("text")
+                if isinstance(text, str) and text.strip():
+                    return True
+                if part.get("type") in ("image_url", "input_image"):
+                    return True
+    return False
+
+
+def check_message(field: str, message: object) -> Mapping[str, Any]:
+    if not isinstance(message, Mapping):
+        raise bad(field, f"{field} must be an object with 'role' and 'content'")
+    role = message.get("role")
+    if not isinstance(role, str) or not role:
+        raise bad(field, f"{field} needs a string 'role'")
+    if "content" not in message:
+        raise bad(field, f"{field} needs a 'content'")
+    content = message["content"]
+    if content is not None and not isinstance(content, (str, list)):
+        raise bad(field, f"{field}.content must be a string or a list of content parts")
+    return message

@@ -1,0 +1,39 @@
+"""response_get / response_delete: one stored Responses object by id."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+from .._constants import MAX_RESPONSE_ID_BYTES
+from .common import ProviderRequest, bad, idempotency_value, require_mapping, session_value
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def response_id_value(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise bad("response_id", "'response_id' must be a non-empty string")
+    if len(value.encode("utf-8")) > MAX_RESPONSE_ID_BYTES:
+        raise bad("response_id", f"'response_id' is longer than {MAX_RESPONSE_ID_BYTES} bytes")
+    if _CONTROL.search(value):
+        raise bad("response_id", "'response_id' must not contain control characters")
+    return value
+
+
+def build(operation: str, raw: object) -> ProviderRequest:
+    data = require_mapping(raw)
+    value = data.get("response_id")
+    if value is None and isinstance(data.get("body"), dict):
+        value = data["body"].get("response_id")
+    response_id = response_id_value(value)
+    headers: dict[str, str] = {}
+    session_key = session_value("session_key", data.get("session_key"))
+    key = idempotency_value(data.get("idempotency_key"))
+    if session_key is not None:
+        headers["X-Hermes-Session-Key"] = session_key
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    # One path segment: a space is %20 (not '+'), '/' is %2F.
+    path = "/v1/responses/" + quote(response_id, safe="")
+    return ProviderRequest("DELETE" if operation == "response_delete" else "GET", path, headers)

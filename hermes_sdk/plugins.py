@@ -1,0 +1,215 @@
+"""The plugin manager: built-ins first, then installed entry points, then the client's own plugins.
+
+Environment switches (the escape hatch when an installed plugin breaks):
+
+* ``HERMES_SDK_PLUGINS=a,b`` loads only those entry points (empty: none);
+* ``HERMES_SDK_DISABLE_PLUGINS=a,b`` blocks plugins by name, built-ins included.
+
+Run ``python -m hermes_sdk.plugins`` (or ``hermes-sdk plugins``) to print what loads, as JSON.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+from typing import Any, Iterable, Optional
+
+import pluggy
+
+from . import hookspecs
+from .errors import HermesError, PluginError
+from .hookspecs import hookimpl
+from .idempotency import IdempotencyStore, store_from_url
+from .invocation import Attempt, Invocation
+
+log = logging.getLogger("hermes_sdk")
+ENTRY_POINT_GROUP = "hermes_sdk"
+
+
+class CorePlugin:
+    """The innermost implementations: actually execute invocations and attempts; built-in stores."""
+
+    @hookimpl(trylast=True)
+    def hermes_invocation(self, invocation: Invocation) -> Any:
+        return invocation.execute()
+
+    @hookimpl(trylast=True)
+    def hermes_http_attempt(self, attempt: Attempt) -> Any:
+        return attempt.execute()
+
+    @hookimpl(trylast=True)
+    def hermes_idempotency_store(self, url: str) -> Optional[IdempotencyStore]:
+        return store_from_url(url)
+
+
+class LoggingPlugin:
+    """One redacted DEBUG line per HTTP attempt and per action result on the ``hermes_sdk`` logger."""
+
+    @hookimpl(wrapper=True)
+    def hermes_http_attempt(self, attempt: Attempt) -> Any:
+        if not log.isEnabledFor(logging.DEBUG):
+            return (yield)
+        start = time.perf_counter()
+        try:
+            result = yield
+        except HermesError as exc:
+            log.debug("hermes_sdk.attempt %s", json.dumps({**attempt.attributes, "outcome": "error",
+                                                           "code": exc.code, "http_status": exc.http_status,
+                                                           "duration_ms": _ms(start)}))
+            raise
+        log.debug("hermes_sdk.attempt %s", json.dumps({**attempt.attributes, "outcome": "response",
+                                                       "duration_ms": _ms(start)}))
+        return result
+
+    @hookimpl
+    def hermes_action_result(self, invocation: Invocation, result: dict[str, Any]) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            error = result.get("error") or {}
+            log.debug("hermes_sdk.action %s", json.dumps({
+                **invocation.attributes, "status": result.get("status"), "replayed": result.get("replayed"),
+                "code": error.get("code"), "http_status": result.get("http_status"),
+                "duration_ms": round((time.time() - invocation.started_at) * 1000, 3)}))
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+BUILTINS = (("hermes_sdk.core", CorePlugin), ("hermes_sdk.logging", LoggingPlugin))
+
+
+def _names(var: str) -> Optional[set[str]]:
+    value = os.environ.get(var)
+    if value is None:
+        return None
+    return {n.strip() for n in value.split(",") if n.strip()}
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_points() -> tuple[Any, ...]:
+    """Discovered once per process: scanning installed distributions is slow."""
+    eps = importlib.metadata.entry_points()
+    if hasattr(eps, "select"):
+        return tuple(eps.select(group=ENTRY_POINT_GROUP))
+    return tuple(eps.get(ENTRY_POINT_GROUP, ()))  # type: ignore[attr-defined]
+
+
+_loaded: dict[str, Any] = {}
+
+
+def _load(ep: Any) -> Any:
+    if ep.name not in _loaded:
+        try:
+            _loaded[ep.name] = ep.load()
+        except Exception as exc:
+            raise PluginError(f"plugin {ep.name!r} failed to load: {type(exc).__name__}: {exc}",
+                              details={"plugin": ep.name}) from exc
+    return _loaded[ep.name]
+
+
+def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) -> pluggy.PluginManager:
+    """A plugin manager for one client. A misspelt hook or bad signature fails here, naming the plugin."""
+    pm = pluggy.PluginManager("hermes_sdk")
+    pm.add_hookspecs(hookspecs)
+    blocked = _names("HERMES_SDK_DISABLE_PLUGINS") or set()
+    for name in blocked:
+        pm.set_blocked(name)
+    candidates: list[tuple[str, Any]] = [(name, klass()) for name, klass in BUILTINS]
+    if load_entrypoints:
+        only = _names("HERMES_SDK_PLUGINS")
+        for ep in _entry_points():
+            if ep.name in blocked or (only is not None and ep.name not in only):
+                continue
+            obj = _load(ep)
+            candidates.append((ep.name, obj() if isinstance(obj, type) else obj))
+    for i, plugin in enumerate(plugins):
+        name = getattr(plugin, "name", None) or getattr(plugin, "__name__", None) or type(plugin).__name__
+        candidates.append((f"{name}" if not pm.has_plugin(name) else f"{name}-{i}", plugin))
+    for name, plugin in candidates:
+        if pm.is_blocked(name):
+            continue
+        try:
+            pm.register(plugin, name=name)
+        except (pluggy.PluginValidationError, ValueError) as exc:
+            raise PluginError(f"plugin {name!r} is invalid: {exc}", details={"plugin": name}) from exc
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        plugin_name = pm.get_name(exc.plugin) if exc.plugin is not None else "unknown"
+        raise PluginError(f"plugin {plugin_name!r} implements an unknown hook: {exc}",
+                          details={"plugin": plugin_name}) from exc
+    return pm
+
+
+def plugin_name_for(pm: pluggy.PluginManager, exc: BaseException) -> str:
+    """Find which plugin's code raised, from the traceback (only on the failure path)."""
+    codes = {}
+    for name, plugin in pm.list_name_plugin():
+        for hook_caller in pm.get_hookcallers(plugin) or ():
+            for impl in hook_caller.get_hookimpls():
+                if impl.plugin is plugin:
+                    codes[getattr(impl.function, "__code__", None)] = name
+    for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        if frame.f_code in codes:
+            return codes[frame.f_code]
+    return "unknown"
+
+
+def call_pipeline(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> Any:
+    """Call a pipeline hook; a plugin's own failure becomes a PluginError that names it."""
+    try:
+        return getattr(pm.hook, hook)(**kwargs)
+    except HermesError:
+        raise
+    except Exception as exc:
+        name = plugin_name_for(pm, exc)
+        raise PluginError(f"plugin {name!r} failed in {hook}: {type(exc).__name__}",
+                          details={"plugin": name, "hook": hook, "exception": type(exc).__name__}) from exc
+
+
+def notify(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> None:
+    """Call an observer hook; each failing observer is logged and skipped."""
+    for impl in getattr(pm.hook, hook).get_hookimpls():
+        try:
+            impl.function(**{k: kwargs[k] for k in impl.argnames})
+        except Exception as exc:
+            log.warning("hermes_sdk plugin %r failed in %s: %s", impl.plugin_name, hook, type(exc).__name__)
+
+
+def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
+    """The loaded plugins and their hooks, for ``hermes-sdk plugins``."""
+    dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
+    out = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None:
+            continue
+        hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or ())
+        entry: dict[str, Any] = {"name": name, "hooks": hooks}
+        dist = dists.get(id(plugin))
+        if dist is not None:
+            entry["distribution"] = getattr(dist, "project_name", None)
+        ep_names = {ep.name: ep for ep in _entry_points()}
+        if name in ep_names:
+            entry["entry_point"] = ep_names[name].value
+            entry["builtin"] = False
+        else:
+            entry["builtin"] = name.startswith("hermes_sdk.")
+        out.append(entry)
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    pm = build_manager()
+    json.dump(describe(pm), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

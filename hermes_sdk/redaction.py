@@ -1,0 +1,131 @@
+"""Redaction by allowlist: only operational fields survive; every other string is replaced.
+
+Everything the SDK logs (logger ``hermes_sdk``) or hands to tracing passes through a Redactor.
+Prompts, outputs, tool data, ids, session values, keys and credentials are not on the allowlist,
+so a new provider field is redacted until someone decides it is safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Any, Callable, Iterable, Optional, Pattern
+
+REDACTED = "[REDACTED]"
+
+# Operational fields whose string values may be shown (after the pattern filters).
+ALLOWED_KEYS = frozenset({
+    "capability_id", "endpoint_id", "operation", "method", "path", "status", "code", "category",
+    "type", "event", "http_status", "remote_status", "retryable", "uncertain_outcome", "replayed",
+    "finish_reason", "object", "model", "outcome", "kind", "plugin", "hook", "exception",
+    "decision", "stability", "risk", "framing", "reason_code", "attempt", "attempts", "terminal",
+    "truncated", "streaming", "idempotency", "content_type",
+})
+
+FilterFn = Callable[[Optional[str], str], str]
+
+# Identifiers and credentials that must not survive even inside an allowed field.
+DEFAULT_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
+    r"(?i)bearer\s+[^\s,;\"']+",
+    r"(?i)(api[_-]?key|authorization|token|secret|password)([\"']?\s*[:=]\s*[\"']?)[^\s,;\"']+",
+    r"\bresp_[A-Za-z0-9]+",
+    r"\bchatcmpl-[A-Za-z0-9]+",
+    r"\b(?:msg|fc|fco|run)_[A-Za-z0-9]{8,}",
+    r"\bapi-[0-9a-f]{16}\b",
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+    r"\bsk-[A-Za-z0-9_-]{8,}",
+    r"(/v1/responses/)[^\s\"?#]+",
+))
+
+_secrets: set[str] = set()
+_secrets_lock = threading.Lock()
+
+
+def register_secret(value: Optional[str]) -> None:
+    """Exact values (API keys) that every redactor and the logging filter scrub wherever they appear."""
+    if value and len(value) >= 4:
+        with _secrets_lock:
+            _secrets.add(value)
+
+
+def _sub(pattern: Pattern[str], text: str) -> str:
+    def repl(match: "re.Match[str]") -> str:
+        if pattern.groups >= 2:
+            return match.group(1) + match.group(2) + REDACTED
+        if pattern.groups == 1:
+            return match.group(1) + REDACTED
+        return REDACTED
+    return pattern.sub(repl, text)
+
+
+class Redactor:
+    """Applies the allowlist to structures and the pattern/secret/plugin filters to text."""
+
+    def __init__(self, filters: Iterable[FilterFn] = (), patterns: Iterable[str] = (),
+                 allowed_keys: Iterable[str] = ()) -> None:
+        self.filters = tuple(filters)
+        self.patterns = DEFAULT_PATTERNS + tuple(re.compile(p) for p in patterns)
+        self.allowed = ALLOWED_KEYS | frozenset(allowed_keys)
+
+    def text(self, value: str, key: Optional[str] = None) -> str:
+        """Scrub a string that is allowed to be shown."""
+        for secret in tuple(_secrets):
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        for pattern in self.patterns:
+            value = _sub(pattern, value)
+        for fn in self.filters:
+            value = fn(key, value)
+        return value
+
+    def redact(self, value: Any, key: Optional[str] = None) -> Any:
+        """Return a redacted copy: strings survive only under allowed keys; numbers and bools stay."""
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, str):
+            return self.text(value, key) if key in self.allowed else REDACTED
+        if isinstance(value, dict):
+            return {str(k): self.redact(v, str(k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.redact(v, key) for v in value]
+        return REDACTED
+
+
+class RedactingLogFilter(logging.Filter):
+    """Defense in depth on log records: renders the message and scrubs it with the text filters.
+
+    Installed on the ``hermes_sdk`` logger, and on ``urllib3.connectionpool`` whose DEBUG lines
+    carry request paths (a response id is part of the path).
+    """
+
+    def __init__(self, redactor: Optional[Redactor] = None) -> None:
+        super().__init__()
+        self.redactor = redactor or Redactor()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            message = str(record.msg)
+        record.msg = self.redactor.text(message)
+        record.args = None
+        return True
+
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install_log_filters() -> None:
+    """Attach the redacting filter once per process to the loggers that could carry sensitive text."""
+    global _installed
+    if _installed:
+        return
+    with _install_lock:
+        if _installed:
+            return
+        filt = RedactingLogFilter()
+        for name in ("hermes_sdk", "urllib3.connectionpool"):
+            logging.getLogger(name).addFilter(filt)
+        _installed = True

@@ -1,0 +1,393 @@
+"""SSE streams: live events, the connector's aggregate (with its gaps fixed), and early cancel.
+
+sseclient-py is fed from ``raw.read1()``: iterating a response reads 128-byte chunks, and
+``iter_content(None)`` holds every event back on a close-delimited stream.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable, Iterator, Optional
+
+import requests
+import sseclient
+
+from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
+from .errors import (
+    STREAM_FAILED,
+    STREAM_INCOMPLETE,
+    STREAM_TRUNCATED,
+    CancelledError,
+    DeadlineExceededError,
+    HermesError,
+    InvalidResponseError,
+    StreamError,
+    TransportError,
+)
+from .models import StreamEvent, StreamResult
+
+TERMINAL_NAMES = frozenset({"done", "run.completed", "run.failed", "run.cancelled", "response.completed",
+                            "response.failed", "response.incomplete", "error"})
+FAILED_NAMES = frozenset({"run.failed", "response.failed", "response.incomplete", "error"})
+_BOUNDARIES = (b"\n\n", b"\r\n\r\n", b"\r\r")
+
+
+def _chunks(response: requests.Response) -> Iterator[bytes]:
+    """Yield body bytes as they arrive, enforcing the frame and stream size limits."""
+    raw = response.raw
+    read1 = getattr(raw, "read1", None)
+    source: Iterator[bytes]
+    if read1 is not None:
+        source = iter(lambda: read1(READ_CHUNK_BYTES, decode_content=True), b"")
+    else:  # urllib3 1.x: no read1; chunked streams still arrive live this way
+        source = response.iter_content(chunk_size=None)
+    total = 0
+    frame = 0
+    for chunk in source:
+        total += len(chunk)
+        if total > MAX_STREAM_BYTES:
+            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit",
+                                       details={"limit_bytes": MAX_STREAM_BYTES})
+        cut = max(chunk.rfind(b) + len(b) if chunk.rfind(b) >= 0 else -1 for b in _BOUNDARIES)
+        frame = len(chunk) - cut if cut >= 0 else frame + len(chunk)
+        if frame > MAX_SSE_FRAME_BYTES:
+            raise InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
+                                       details={"limit_bytes": MAX_SSE_FRAME_BYTES})
+        yield chunk
+
+
+def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEvent:
+    """Parse one event the connector's way: ``[DONE]``, blank → None, JSON, else the raw string."""
+    data: Any
+    if raw_data == "[DONE]":
+        data = "[DONE]"
+    elif not raw_data.strip():
+        data = None
+    else:
+        try:
+            data = json.loads(raw_data)
+        except ValueError:
+            data = raw_data
+    event = None if name == "message" else name
+    terminal = data == "[DONE]" or event_name(event, data) in TERMINAL_NAMES
+    return StreamEvent(event=event, id=event_id or None, data=data, raw_data=raw_data, terminal=terminal)
+
+
+def event_name(event: Optional[str], data: Any) -> Optional[str]:
+    if event:
+        return event
+    if isinstance(data, dict):
+        name = data.get("event")
+        if isinstance(name, str):
+            return name
+    return None
+
+
+class Aggregate:
+    """Folds events into the stream result, one event at a time, so iteration stays live."""
+
+    def __init__(self, endpoint_id: str, operation: str, http_status: int, max_events: int,
+                 session_id: Optional[str], keep_events: bool = True) -> None:
+        self.endpoint_id = endpoint_id
+        self.operation = operation
+        self.http_status = http_status
+        self.max_events = max_events
+        self.session_id = session_id
+        self.keep_events = keep_events
+        self.events: list[StreamEvent] = []
+        self.count = 0
+        self.parts: list[str] = []
+        self.terminal = False
+        self.truncated = False
+        self.last_name: Optional[str] = None
+        self.last_data: Any = None
+        self.finish_reason: Optional[str] = None
+        self.chat_error: Any = None
+        self.hermes: Any = None
+        self.usage: Optional[dict[str, Any]] = None
+        self.final: Optional[dict[str, Any]] = None
+
+    def add(self, event: StreamEvent) -> Optional[str]:
+        """Fold one event in; return the text it adds (or None)."""
+        self.count += 1
+        if self.keep_events:
+            self.events.append(event)
+        data = event.data
+        name = event_name(event.event, data)
+        if name is not None:
+            self.last_name = name
+            self.last_data = data
+        piece = None
+        if isinstance(data, dict):
+            piece = self._fold(name, data)
+        if event.terminal:
+            self.terminal = True
+        elif self.count >= self.max_events:
+            # The seed page: max_events stops collection *before* a terminal event.
+            self.truncated = True
+        return piece
+
+    def _fold(self, name: Optional[str], data: dict[str, Any]) -> Optional[str]:
+        choices = data.get("choices")
+        if isinstance(choices, list):
+            first = choices[0] if choices and isinstance(choices[0], dict) else {}
+            delta = first.get("delta")
+            if first.get("finish_reason"):
+                self.finish_reason = first["finish_reason"]
+                self.final = data
+            if data.get("usage") is not None:
+                self.usage = data["usage"]
+            if data.get("error") is not None:
+                self.chat_error = data["error"]
+            if data.get("hermes") is not None:
+                self.hermes = data["hermes"]
+            # Only visible content: reasoning deltas never enter the text.
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(content, str) and content:
+                self.parts.append(content)
+                return content
+            return None
+        if name == "response.output_text.delta":
+            piece = data.get("delta")
+            if isinstance(piece, str) and piece:
+                self.parts.append(piece)
+                return piece
+        elif name in ("response.completed", "response.failed", "response.incomplete"):
+            envelope = data.get("response")
+            if isinstance(envelope, dict):
+                self.final = envelope
+                if isinstance(envelope.get("usage"), dict):
+                    self.usage = envelope["usage"]
+        return None
+
+    @property
+    def done(self) -> bool:
+        return self.terminal or self.truncated
+
+    def result(self, error: Optional[HermesError] = None, cancelled: bool = False) -> StreamResult:
+        status, error = self._outcome(error, cancelled)
+        return StreamResult(
+            endpoint_id=self.endpoint_id, operation=self.operation, http_status=self.http_status,
+            events=self.events, text="".join(self.parts), terminal=self.terminal, truncated=self.truncated,
+            status=status, error=error, session_id=self.session_id, event_count=self.count,
+            finish_reason=self.finish_reason, usage=self.usage, final=self.final,
+        )
+
+    def _outcome(self, error: Optional[HermesError], cancelled: bool) -> tuple[str, Optional[HermesError]]:
+        op = {"operation": self.operation}
+        if self.terminal:
+            if self.last_name == "run.cancelled":
+                return "cancelled", None
+            if self.last_name in FAILED_NAMES:
+                return "failed", StreamError("the stream ended with a failure event", code=STREAM_FAILED,
+                                             uncertain_outcome=True,
+                                             details={**op, "event": self.last_name, "data": self.last_data})
+            # The connector calls these chat streams completed; their final chunk says otherwise.
+            if self.finish_reason in ("error", "length") or self.chat_error is not None:
+                return "failed", StreamError(
+                    f"the chat stream finished with finish_reason {self.finish_reason!r}", code=STREAM_FAILED,
+                    uncertain_outcome=True, details={**op, "finish_reason": self.finish_reason,
+                                                     "error": self.chat_error, "hermes": self.hermes})
+            return "completed", None
+        if cancelled:
+            return "cancelled", CancelledError("the stream was closed before its terminal event",
+                                               uncertain_outcome=True, details=op)
+        if error is not None:
+            return "failed", error
+        if self.truncated:
+            return "failed", StreamError(f"the stream reached max_events={self.max_events} before a terminal event",
+                                         code=STREAM_TRUNCATED, uncertain_outcome=True, details=op)
+        return "failed", StreamError("the stream closed without a terminal event", code=STREAM_INCOMPLETE,
+                                     uncertain_outcome=True,
+                                     details={**op, "reason": "upstream_stream_closed_without_terminal_event"})
+
+
+class HermesStream:
+    """A live stream: iterate for events, ``text_deltas()`` for text, ``result()`` for the aggregate.
+
+    Closing before the terminal event cancels the call (the connection is dropped, so Hermes
+    interrupts the agent); a stream read to its end leaves the connection in the pool for reuse.
+    """
+
+    replayed = False
+
+    def __init__(self, response: requests.Response, aggregate: Aggregate, *,
+                 deadline: Optional[float] = None,
+                 on_event: Optional[Callable[[StreamEvent], None]] = None,
+                 on_settle: Optional[Callable[[StreamResult], None]] = None) -> None:
+        self._response = response
+        self._agg = aggregate
+        self._deadline = deadline
+        self._on_event = on_event
+        self._on_settle = on_settle
+        self._events = sseclient.SSEClient(_chunks(response)).events()
+        self._result: Optional[StreamResult] = None
+        self._pending_piece: Optional[str] = None
+
+    @property
+    def session_id(self) -> Optional[str]:
+        return self._agg.session_id
+
+    @property
+    def http_status(self) -> int:
+        return self._agg.http_status
+
+    @property
+    def closed(self) -> bool:
+        return self._result is not None
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        while self._result is None:
+            event = self._next()
+            if event is None:
+                return
+            yield event
+
+    def _next(self) -> Optional[StreamEvent]:
+        agg = self._agg
+        if agg.done:
+            self._settle()
+            return None
+        try:
+            if self._deadline is not None and time.time() > self._deadline:
+                raise DeadlineExceededError("the call's deadline passed during the stream",
+                                            uncertain_outcome=True, details={"operation": agg.operation})
+            sse = next(self._events, None)
+        except HermesError as exc:
+            self._fail(exc)
+            raise
+        except (requests.RequestException, OSError, ValueError) as exc:
+            # Transport failures and undecodable bytes mid-stream are typed, never raw.
+            typed: HermesError
+            if isinstance(exc, UnicodeDecodeError):
+                typed = InvalidResponseError("the stream is not valid UTF-8", uncertain_outcome=True,
+                                             details={"operation": agg.operation})
+            else:
+                typed = TransportError(f"the stream broke ({type(exc).__name__})", uncertain_outcome=True,
+                                       details={"operation": agg.operation, "exception": type(exc).__name__})
+            self._fail(typed)
+            raise typed from None
+        if sse is None:
+            self._settle()
+            return None
+        event = decode_event(sse.event, sse.id, sse.data)
+        self._pending_piece = agg.add(event)
+        if self._on_event is not None:
+            self._on_event(event)
+        return event
+
+    def text_deltas(self) -> Iterator[str]:
+        """Yield visible text pieces as they arrive (reasoning never included)."""
+        for _ in self:
+            if self._pending_piece:
+                yield self._pending_piece
+
+    def result(self) -> StreamResult:
+        """Read to the end and return the aggregate; never raises for a stream-level outcome."""
+        while self._result is None:
+            try:
+                if self._next() is None:
+                    break
+            except HermesError:
+                break
+        assert self._result is not None
+        return self._result
+
+    def close(self) -> None:
+        """Cancel the stream if it has not ended; idempotent."""
+        if self._result is None:
+            self._response.close()
+            self._finish(self._agg.result(cancelled=True))
+
+    def _fail(self, error: HermesError) -> None:
+        self._response.close()
+        self._finish(self._agg.result(error=error))
+
+    def _settle(self) -> None:
+        if self._agg.terminal:
+            self._drain()
+        else:
+            self._response.close()
+        self._finish(self._agg.result())
+
+    def _drain(self) -> None:
+        """After the terminal event, read the (tiny) rest so the connection can be reused."""
+        raw = self._response.raw
+        read1 = getattr(raw, "read1", None)
+        try:
+            left = 65_536
+            while read1 is not None and left > 0:
+                data = read1(READ_CHUNK_BYTES, decode_content=True)
+                if not data:
+                    raw.release_conn()
+                    return
+                left -= len(data)
+        except (requests.RequestException, OSError, ValueError):
+            pass
+        self._response.close()
+
+    def _finish(self, result: StreamResult) -> None:
+        self._result = result
+        if self._on_settle is not None:
+            self._on_settle(result)
+
+    def __enter__(self) -> "HermesStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # An abandoned stream must not hold its connection open.
+        try:
+            if self._result is None:
+                self._response.close()
+        except Exception:
+            pass
+
+
+class ChatStream(HermesStream):
+    """A ``chat_stream`` call."""
+
+
+class ResponseStream(HermesStream):
+    """A ``responses_stream`` call; ``result().final`` is the terminal Responses envelope."""
+
+
+class ReplayedStream:
+    """A stream answered from the idempotency record: its recorded events, nothing executed."""
+
+    replayed = True
+
+    def __init__(self, result: StreamResult) -> None:
+        self._result = result
+
+    @property
+    def session_id(self) -> Optional[str]:
+        return self._result.session_id
+
+    @property
+    def http_status(self) -> int:
+        return self._result.http_status
+
+    closed = True
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        return iter(self._result.events)
+
+    def text_deltas(self) -> Iterator[str]:
+        if self._result.text:
+            yield self._result.text
+
+    def result(self) -> StreamResult:
+        return self._result
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "ReplayedStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass

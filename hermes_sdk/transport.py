@@ -1,0 +1,236 @@
+"""HTTP for one endpoint call: prepared once, sent without redirects, every failure typed.
+
+Per-call work is kept small: proxy and CA settings are resolved once per origin (requests would
+re-read the environment on every request), headers are merged from a prepared base, and the JSON
+body is encoded once by the operation mapper.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from typing import Any, Mapping, Optional, Tuple
+
+import requests
+from requests.adapters import HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+
+from ._constants import (
+    CONNECT_TIMEOUT,
+    MAX_JSON_RESPONSE_BYTES,
+    RETRY_AFTER_CAP,
+    RETRY_BASE_DELAY,
+    RETRY_MAX_DELAY,
+    USER_AGENT,
+)
+from .capabilities import Contract
+from .endpoints import Endpoint
+from .errors import (
+    AgentIncompleteError,
+    AuthenticationError,
+    BadRequestError,
+    DeadlineExceededError,
+    HermesError,
+    InvalidResponseError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RateLimitedError,
+    RemoteRejectedError,
+    ServerError,
+    TransportError,
+)
+
+# Statuses Hermes returns before any agent work starts: the outcome is certain (nothing ran).
+_BEFORE_EXECUTION = {429: True}
+
+
+class Transport:
+    """Owns the requests session and the per-origin settings resolved once."""
+
+    def __init__(self, session: Optional[requests.Session] = None, pool_maxsize: int = 32) -> None:
+        self._own_session = session is None
+        if session is None:
+            session = requests.Session()
+            # The environment is read once per origin below, not on every request.
+            session.trust_env = False
+            adapter = HTTPAdapter(pool_connections=8, pool_maxsize=pool_maxsize, max_retries=0)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+        self.session = session
+        self._settings: dict[str, Tuple[dict[str, str], Any]] = {}
+        self._lock = threading.Lock()
+
+    def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any]:
+        settings = self._settings.get(base_url)
+        if settings is None:
+            with self._lock:
+                env = requests.Session().merge_environment_settings(base_url, {}, None, None, None)
+                proxies = {k: v for k, v in (env.get("proxies") or {}).items() if v}
+                settings = (proxies, env.get("verify", True))
+                self._settings[base_url] = settings
+        return settings
+
+    def send(self, endpoint: Endpoint, method: str, path: str, headers: Mapping[str, str],
+             body: Optional[bytes], timeout: float) -> requests.Response:
+        """Send one attempt and return the response with its body unread (stream=True)."""
+        prepared = requests.PreparedRequest()
+        prepared.method = method
+        prepared.url = endpoint.base_url + path
+        merged: CaseInsensitiveDict[str] = CaseInsensitiveDict(
+            {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"})
+        merged.update(headers)
+        if body is not None:
+            merged["Content-Type"] = "application/json"
+            merged["Content-Length"] = str(len(body))
+        elif method in ("POST", "PUT", "PATCH", "DELETE"):
+            merged["Content-Length"] = "0"
+        prepared.headers = merged
+        prepared.body = body
+        prepared.hooks = {"response": []}
+        prepared._cookies = None  # type: ignore[attr-defined]
+        proxies, verify = self._origin_settings(endpoint.base_url)
+        return self.session.send(
+            prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify,
+            timeout=(min(CONNECT_TIMEOUT, timeout), timeout),
+        )
+
+    def close(self) -> None:
+        if self._own_session:
+            self.session.close()
+
+
+def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES) -> bytes:
+    """Read a whole (non-SSE) body, refusing more than ``limit`` bytes, then free the connection."""
+    length = response.headers.get("Content-Length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        response.close()
+        raise InvalidResponseError(f"response body of {length} bytes exceeds the {limit}-byte limit",
+                                   details={"limit_bytes": limit})
+    data = response.raw.read(limit + 1, decode_content=True)
+    if len(data) > limit:
+        response.close()
+        raise InvalidResponseError(f"response body exceeds the {limit}-byte limit",
+                                   details={"limit_bytes": limit})
+    # Fully read: hand the connection back to the pool for reuse.
+    response.raw.release_conn()
+    return data
+
+
+def decode_json(data: bytes) -> Any:
+    """The connector's decoding: blank is None, non-JSON becomes ``{"text": raw}``."""
+    if not data.strip():
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        try:
+            return {"text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            raise InvalidResponseError("response body is neither JSON nor UTF-8 text") from None
+
+
+def retry_after_ms(response: requests.Response) -> Optional[int]:
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return max(0, int(float(value.strip()) * 1000))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return max(0, int((parsedate_to_datetime(value).timestamp() - time.time()) * 1000))
+        except (TypeError, ValueError):
+            return None
+
+
+def error_for_status(response: requests.Response, contract: Contract) -> HermesError:
+    """Map a non-2xx provider response to a typed error, keeping what the connector drops."""
+    status = response.status_code
+    try:
+        payload = decode_json(read_body(response))
+    except HermesError:
+        payload = None
+    err = payload.get("error") if isinstance(payload, dict) else None
+    provider: dict[str, Any] = {}
+    if isinstance(err, dict):
+        provider = {k: err.get(k) for k in ("type", "code", "param") if err.get(k) is not None}
+        message = str(err.get("message") or "")
+    elif isinstance(err, str):
+        message = err
+    else:
+        message = (payload.get("text") if isinstance(payload, dict) else None) or response.reason or ""
+    details: dict[str, Any] = {"operation": contract.operation, "remote_status": status}
+    if provider:
+        details["provider_error"] = provider
+    if isinstance(err, dict) and isinstance(err.get("hermes"), dict):
+        details["hermes"] = err["hermes"]
+    text = f"Hermes returned HTTP {status}" + (f": {message}" if message else "")
+    read_only = contract.read_only
+    kwargs: dict[str, Any] = {"http_status": status, "details": details}
+    if status in (401, 403):
+        return AuthenticationError(text, **kwargs)
+    if 300 <= status < 400:
+        details["redirect_not_followed"] = True
+        return RemoteRejectedError(text, **kwargs)
+    if status == 404:
+        return NotFoundError(text, **kwargs)
+    if status == 413:
+        return PayloadTooLargeError(text, **kwargs)
+    if status == 429 or (status == 503 and provider.get("code") == "gateway_draining"):
+        # Hermes refuses these before any agent work: certain outcome, retry later.
+        return RateLimitedError(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
+                                uncertain_outcome=False, **kwargs) if status == 429 else ServerError(
+            text, retryable=read_only, retry_after_ms=retry_after_ms(response), uncertain_outcome=False, **kwargs)
+    if status >= 500:
+        klass = AgentIncompleteError if provider.get("code") == "agent_incomplete" else ServerError
+        return klass(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
+                     uncertain_outcome=not read_only, **kwargs)
+    if status == 400:
+        return BadRequestError(text, **kwargs)
+    return RemoteRejectedError(text, **kwargs)
+
+
+def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit: bool = False) -> HermesError:
+    """Map a requests/urllib3 failure. A connect failure sent nothing; a read failure may have."""
+    read_only = contract.read_only
+    connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
+        isinstance(exc, requests.exceptions.ConnectTimeout) or _is_connect_failure(exc))
+    uncertain = not read_only and not connect
+    details = {"operation": contract.operation, "exception": type(exc).__name__, "connect_failure": connect}
+    if deadline_hit:
+        return DeadlineExceededError("the call's deadline passed while waiting for Hermes",
+                                     uncertain_outcome=uncertain, details=details)
+    if isinstance(exc, HermesError):
+        return exc
+    if isinstance(exc, requests.exceptions.Timeout):
+        message = "timed out waiting for Hermes"
+    else:
+        message = f"transport failure talking to Hermes ({type(exc).__name__})"
+    return TransportError(message, retryable=read_only, uncertain_outcome=uncertain, details=details)
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    import urllib3.exceptions as u3
+
+    seen = set()
+    cur: Optional[BaseException] = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, (u3.NewConnectionError, u3.ConnectTimeoutError, ConnectionRefusedError)):
+            return True
+        if isinstance(cur, u3.MaxRetryError) and cur.reason is not None:
+            cur = cur.reason
+            continue
+        cur = (cur.args[0] if cur.args and isinstance(cur.args[0], BaseException) else None) or cur.__cause__
+    return False
+
+
+def backoff_delay(attempt: int, error: HermesError) -> float:
+    """Full-jitter exponential backoff, but never sooner than the server's Retry-After (capped)."""
+    delay = random.uniform(0, min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * (2 ** (attempt - 1))))
+    if error.retry_after_ms is not None:
+        delay = max(delay, min(error.retry_after_ms / 1000.0, RETRY_AFTER_CAP))
+    return delay
