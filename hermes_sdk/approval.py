@@ -130,17 +130,20 @@ class CallbackProvider:
         return self._callback(request)
 
 
+def _names(value: Optional[Iterable[str]]) -> Optional[frozenset[str]]:
+    if value is None:
+        return None
+    return frozenset([value]) if isinstance(value, str) else frozenset(value)
+
+
 @attrs.frozen
 class PolicyRule:
     """Approve when principal and tenant match (None matches any); the rule names its policy decision."""
 
     policy_decision_id: str
-    principals: Optional[frozenset[str]] = attrs.field(default=None, converter=lambda v: None if v is None
-                                                       else frozenset(v))
-    tenants: Optional[frozenset[str]] = attrs.field(default=None, converter=lambda v: None if v is None
-                                                    else frozenset(v))
-    capabilities: Optional[frozenset[str]] = attrs.field(default=None, converter=lambda v: None if v is None
-                                                         else frozenset(v))
+    principals: Optional[frozenset[str]] = attrs.field(default=None, converter=_names)
+    tenants: Optional[frozenset[str]] = attrs.field(default=None, converter=_names)
+    capabilities: Optional[frozenset[str]] = attrs.field(default=None, converter=_names)
 
     def matches(self, request: ApprovalRequest) -> bool:
         return all(allowed is None or value in allowed for allowed, value in (

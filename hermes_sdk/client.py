@@ -518,9 +518,10 @@ class HermesClient:
                  decision: Optional[ApprovalDecision]) -> tuple[ActionResult, Any]:
         response = self._attempts(invocation, ep, contract, request, headers, deadline)
         session_id = response.headers.get("X-Hermes-Session-Id")
-        base = dict(action_id=invocation.action_id, capability_id=invocation.capability_id, idempotency_key=key,
-                    session_id=session_id, http_status=response.status_code,
-                    approval=decision.evidence() if decision else None)
+        base: dict[str, Any] = dict(
+            action_id=invocation.action_id, capability_id=invocation.capability_id, idempotency_key=key,
+            session_id=session_id, http_status=response.status_code,
+            approval=decision.evidence() if decision else None)
         invocation.set_attribute("http_status", response.status_code)
         if request.stream:
             return self._open_stream(invocation, ep, contract, request, response, deadline, keep_events, key, base)
