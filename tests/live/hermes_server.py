@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,9 +47,8 @@ CHAT_PATH = "/v1/chat/completions"
 STOP_GRACE_SECONDS = 8.0
 # Env vars inherited by the server; everything else (API keys, HERMES_*, proxies) is dropped.
 INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
-DEAD_PROXY = (
-    "http://127.0.0.1:9"  # discard port: any proxied egress fails at once, locally
-)
+# The discard port: any egress that slips through a proxy fails at once, locally.
+DEAD_PROXY = "http://127.0.0.1:9"
 
 CONFIG_TEMPLATE = """\
 model:
@@ -107,9 +105,7 @@ def find_python() -> str:
         return found
     if sys.version_info[:2] == (3, 11):
         return sys.executable
-    raise HermesServerError(
-        f"cannot create the Hermes venv: {VENV_PYTHON} not found on PATH"
-    )
+    raise HermesServerError(f"cannot create the Hermes venv: {VENV_PYTHON} not found on PATH")
 
 
 def install_venv(venv: Path, python: str) -> None:
@@ -121,16 +117,13 @@ def install_venv(venv: Path, python: str) -> None:
     except HermesServerError as exc:
         shutil.rmtree(venv, ignore_errors=True)  # never leave a half-built venv behind
         raise HermesServerError(
-            f"cannot install hermes-agent=={HERMES_VERSION}: "
-            f"package registry unreachable ({exc})"
+            f"cannot install hermes-agent=={HERMES_VERSION}: package registry unreachable ({exc})"
         ) from None
     (venv / READY_MARKER).write_text(f"hermes-agent=={HERMES_VERSION}\n")
 
 
 def run_checked(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(
-        cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
         # pip's ERROR lines say why; its WARNING noise would crowd them out of a tail.
         errors = [ln for ln in proc.stdout.splitlines() if ln.startswith("ERROR")]
@@ -188,9 +181,7 @@ def die_with_parent() -> None:
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def stop_process(
-    proc: subprocess.Popen | None, grace: float = STOP_GRACE_SECONDS
-) -> int | None:
+def stop_process(proc: subprocess.Popen | None, grace: float = STOP_GRACE_SECONDS) -> int | None:
     """SIGTERM the process group led by our child ``proc``; SIGKILL after ``grace`` s.
 
     The group is signalled only while its leader (our PID) is alive and unreaped,
@@ -245,11 +236,7 @@ class HermesServer:
         self.venv = venv
         self.startup_timeout = startup_timeout
         self.warmup = warmup
-        self.keep_state = (
-            os.environ.get("HERMES_LIVE_KEEP") == "1"
-            if keep_state is None
-            else keep_state
-        )
+        self.keep_state = os.environ.get("HERMES_LIVE_KEEP") == "1" if keep_state is None else keep_state
         self.state_dir: Path | None = None
         self.port = 0
         self.fake_llm_port = 0
@@ -306,12 +293,8 @@ class HermesServer:
     def stop(self) -> None:
         """Stop both processes we started (by PID), always; idempotent."""
         began = time.monotonic()
-        gateway, fake, self._gateway, self._fake_llm = (
-            self._gateway,
-            self._fake_llm,
-            None,
-            None,
-        )
+        gateway, self._gateway = self._gateway, None
+        fake, self._fake_llm = self._fake_llm, None
         if gateway is not None:
             # Hermes exits 1 on SIGTERM on purpose ("signal-initiated shutdown").
             self.exit_codes["gateway"] = stop_process(gateway)
@@ -333,11 +316,7 @@ class HermesServer:
 
     def upstream_calls(self, since: int | None = None) -> list[dict[str, Any]]:
         """Model calls (POST /v1/chat/completions) after the warm-up, or after mark ``since``."""
-        calls = [
-            r
-            for r in self.upstream_requests()
-            if r.get("method") == "POST" and r.get("path") == CHAT_PATH
-        ]
+        calls = [r for r in self.upstream_requests() if r.get("method") == "POST" and r.get("path") == CHAT_PATH]
         return calls[self._baseline if since is None else since :]
 
     def mark(self) -> int:
@@ -358,9 +337,7 @@ class HermesServer:
         env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
         env.update(
             {
-                "HOME": str(
-                    self._state()
-                ),  # nothing from the developer's ~ (keys, ~/.hermes) leaks in
+                "HOME": str(self._state()),  # nothing from the developer's ~ (keys, ~/.hermes) leaks in
                 "HERMES_HOME": str(self.home),
                 "API_SERVER_ENABLED": "true",
                 "API_SERVER_KEY": self.api_key,
@@ -374,9 +351,7 @@ class HermesServer:
             }
         )
         for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-            env[var] = env[var.lower()] = (
-                DEAD_PROXY  # second line of defence against egress
-            )
+            env[var] = env[var.lower()] = DEAD_PROXY  # second line of defence against egress
         return env
 
     def __enter__(self) -> Self:
@@ -397,9 +372,7 @@ class HermesServer:
         yield
         self.timings[name] = round(time.monotonic() - began, 2)
 
-    def _spawn(
-        self, cmd: list[str], log: Path, env: dict[str, str] | None = None
-    ) -> subprocess.Popen:
+    def _spawn(self, cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
         with open(log, "ab") as out:
             return subprocess.Popen(
                 cmd,
@@ -428,9 +401,7 @@ class HermesServer:
         deadline = time.monotonic() + 15
         while not port_file.exists():
             if self._fake_llm.poll() is not None or time.monotonic() > deadline:
-                raise HermesServerError(
-                    f"fake LLM did not start:\n{tail_file(self._state() / 'fake_llm.out')}"
-                )
+                raise HermesServerError(f"fake LLM did not start:\n{tail_file(self._state() / 'fake_llm.out')}")
             time.sleep(0.05)
         self.fake_llm_port = int(port_file.read_text())
 
@@ -445,27 +416,20 @@ class HermesServer:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._gateway.poll() is not None:
-                self._fail(
-                    f"hermes gateway exited with {self._gateway.returncode} before /health"
-                )
+                self._fail(f"hermes gateway exited with {self._gateway.returncode} before /health")
             try:
-                if (
-                    http_json(f"{self.base_url}/health", timeout=2).get("status")
-                    == "ok"
-                ):
+                if http_json(f"{self.base_url}/health", timeout=2).get("status") == "ok":
                     return
             except (OSError, ValueError):
                 pass  # not listening yet
             time.sleep(0.1)
-        self._fail(f"hermes gateway not healthy after {self.startup_timeout:.0f}s")
+        self._fail(f"hermes gateway not healthy after {self.startup_timeout:g}s")
 
     def _warm_up(self) -> None:
         # The first agent run pays ~3 s of lazy imports; pay it here, not in a test's timing.
         body = {"messages": [{"role": "user", "content": "warm-up"}]}
         try:
-            reply = http_json(
-                f"{self.base_url}{CHAT_PATH}", body, key=self.api_key, timeout=60
-            )
+            reply = http_json(f"{self.base_url}{CHAT_PATH}", body, key=self.api_key, timeout=60)
         except (OSError, ValueError) as exc:
             self._fail(f"warm-up chat request failed: {exc}")
         content = reply.get("choices", [{}])[0].get("message", {}).get("content")
@@ -475,7 +439,7 @@ class HermesServer:
 
     def _fail(self, why: str) -> None:
         raise HermesServerError(
-            f"{why}; gateway log tail ({self.gateway_log}):\n{tail_file(self.gateway_log)}"
+            f"{why} (HERMES_LIVE_KEEP=1 keeps {self.state_dir}); gateway log tail:\n{tail_file(self.gateway_log)}"
         )
 
 
@@ -483,15 +447,9 @@ class HermesServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="Run the real Hermes API server with a fake LLM on loopback."
-    )
-    parser.add_argument(
-        "--ensure-venv-only", action="store_true", help="create/reuse the venv and exit"
-    )
-    parser.add_argument(
-        "--cap", type=int, default=10, help="gateway.api_server.max_concurrent_runs"
-    )
+    parser = argparse.ArgumentParser(description="Run the real Hermes API server with a fake LLM on loopback.")
+    parser.add_argument("--ensure-venv-only", action="store_true", help="create/reuse the venv and exit")
+    parser.add_argument("--cap", type=int, default=10, help="gateway.api_server.max_concurrent_runs")
     parser.add_argument("--retries", type=int, default=1, help="agent.api_max_retries")
     parser.add_argument("--api-key", default=None)
     args = parser.parse_args(argv)
