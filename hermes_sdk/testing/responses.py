@@ -384,8 +384,10 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
     cancel = threading.Event()
     pump: AgentPump | None = None
     try:
+        # The in-progress snapshot (L3351-3357); saved just before the event is
+        # written so a client that saw response.created can always GET it.
+        _save(ex, turn, dict(head), None)
         emit("response.created", {"response": head})
-        _save(ex, turn, dict(head), None)  # the in-progress snapshot (L3351-3357)
         pump = AgentPump(
             lambda on_delta, ev: state.model.run(turn.info, on_delta, ev), cancel
         )
