@@ -88,9 +88,9 @@ def sse_events(text: str) -> list[dict[str, Any]]:
             if line.startswith(":"):
                 event.setdefault("comment", line)
             elif line.startswith("event: "):
-                event["event"] = line[len("event: "):]
+                event["event"] = line[len("event: ") :]
             elif line.startswith("data: "):
-                raw = line[len("data: "):]
+                raw = line[len("data: ") :]
                 event["data"] = raw if raw == "[DONE]" else json.loads(raw)
         events.append(event)
     return events
@@ -112,9 +112,11 @@ def raw_exchange(emu: HermesEmulator, request: bytes, timeout: float = 10.0) -> 
 
 
 def raw_post(path: str, body: bytes, extra: str = "") -> bytes:
-    head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-            f"Connection: close\r\n{extra}\r\n")
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        f"Connection: close\r\n{extra}\r\n"
+    )
     return head.encode() + body
 
 
@@ -126,17 +128,23 @@ def assert_json_headers(resp: requests.Response) -> None:
 
 # -- chat completions -------------------------------------------------------------
 def test_chat_nonstream_matches_transcript_01(emu: HermesEmulator) -> None:
-    resp = post(emu, CHAT, {"model": "hermes-agent", "messages": [
-        {"role": "system", "content": "You are terse."},
-        {"role": "user", "content": "hello there"}]})
+    resp = post(
+        emu,
+        CHAT,
+        {
+            "model": "hermes-agent",
+            "messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "hello there"}],
+        },
+    )
     assert resp.status_code == 200
     assert_json_headers(resp)
     assert resp.headers["X-Hermes-Session-Id"] == "api-28583305a84a8260"
     body = resp.json()
     assert re.fullmatch(r"chatcmpl-[0-9a-f]{29}", body["id"])
     assert list(body) == ["id", "object", "created", "model", "choices", "usage"]
-    assert body["choices"] == [{"index": 0, "message": {"role": "assistant",
-                                "content": "ECHO: hello there"}, "finish_reason": "stop"}]
+    assert body["choices"] == [
+        {"index": 0, "message": {"role": "assistant", "content": "ECHO: hello there"}, "finish_reason": "stop"}
+    ]
     assert body["usage"] == {"prompt_tokens": 256, "completion_tokens": 3, "total_tokens": 259}
     assert resp.content.startswith(b'{"id": "chatcmpl-')  # json.dumps default separators
     assert b'"object": "chat.completion", "created": ' in resp.content
@@ -145,12 +153,19 @@ def test_chat_nonstream_matches_transcript_01(emu: HermesEmulator) -> None:
 def test_chat_stateless_history_keeps_derived_session(emu: HermesEmulator) -> None:
     seen: list[RequestInfo] = []
     emu.script(lambda info: seen.append(info) or "ECHO: " + info.prompt)
-    resp = post(emu, CHAT, {"messages": [
-        {"role": "system", "content": "You are terse."},
-        {"role": "user", "content": "hello there"},
-        {"role": "assistant", "content": "ECHO: hello there"},
-        {"role": "tool", "content": "dropped"},
-        {"role": "user", "content": "second turn"}]})
+    resp = post(
+        emu,
+        CHAT,
+        {
+            "messages": [
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "hello there"},
+                {"role": "assistant", "content": "ECHO: hello there"},
+                {"role": "tool", "content": "dropped"},
+                {"role": "user", "content": "second turn"},
+            ]
+        },
+    )
     assert resp.headers["X-Hermes-Session-Id"] == "api-28583305a84a8260"
     assert resp.json()["choices"][0]["message"]["content"] == "ECHO: second turn"
     assert [m["role"] for m in seen[0].history] == ["user", "assistant"]
@@ -158,9 +173,17 @@ def test_chat_stateless_history_keeps_derived_session(emu: HermesEmulator) -> No
 
 
 def test_chat_stream_string_and_parts_and_model_echo(emu: HermesEmulator) -> None:
-    resp = post(emu, CHAT, {"model": "my-client-model", "stream": "false", "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "parts"},
-                                     {"type": "text", "text": "array"}]}]})
+    resp = post(
+        emu,
+        CHAT,
+        {
+            "model": "my-client-model",
+            "stream": "false",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "parts"}, {"type": "text", "text": "array"}]}
+            ],
+        },
+    )
     body = resp.json()
     assert body["model"] == "my-client-model"
     assert body["choices"][0]["message"]["content"] == "ECHO: parts\narray"
@@ -168,17 +191,24 @@ def test_chat_stream_string_and_parts_and_model_echo(emu: HermesEmulator) -> Non
     no_model = post(emu, CHAT, {"messages": [{"role": "user", "content": "x"}]}).json()
     assert no_model["model"] == "hermes-agent"
     for value in ("true", "1", "yes", "on", True):
-        streamed = post(emu, CHAT, {"stream": value, "messages": [
-            {"role": "user", "content": "x"}]})
+        streamed = post(emu, CHAT, {"stream": value, "messages": [{"role": "user", "content": "x"}]})
         assert streamed.headers["Content-Type"] == "text/event-stream"
 
 
 def test_chat_system_messages_joined(emu: HermesEmulator) -> None:
     seen: list[RequestInfo] = []
     emu.script(lambda info: seen.append(info) or "ok")
-    post(emu, CHAT, {"messages": [{"role": "system", "content": "a"},
-                                  {"role": "system", "content": "b"},
-                                  {"role": "user", "content": "q"}]})
+    post(
+        emu,
+        CHAT,
+        {
+            "messages": [
+                {"role": "system", "content": "a"},
+                {"role": "system", "content": "b"},
+                {"role": "user", "content": "q"},
+            ]
+        },
+    )
     assert seen[0].system_prompt == "a\nb"
 
 
@@ -189,13 +219,21 @@ def test_chat_session_header_loads_history_and_ignores_body(emu: HermesEmulator)
     r1 = chat(emu, "my name is Ada", headers=sid)
     assert r1.headers["X-Hermes-Session-Id"] == "sdk-sess-001"
     chat(emu, "what is my name?", headers=sid)
-    post(emu, CHAT, {"messages": [{"role": "user", "content": "IGNORED-OLD"},
-                                  {"role": "assistant", "content": "IGNORED-OLD-REPLY"},
-                                  {"role": "user", "content": "third"}]}, **sid)
+    post(
+        emu,
+        CHAT,
+        {
+            "messages": [
+                {"role": "user", "content": "IGNORED-OLD"},
+                {"role": "assistant", "content": "IGNORED-OLD-REPLY"},
+                {"role": "user", "content": "third"},
+            ]
+        },
+        **sid,
+    )
     assert [len(i.history) for i in seen] == [0, 2, 4]
     assert "IGNORED-OLD" not in json.dumps(seen[2].history)
-    assert emu.session_messages("sdk-sess-001")[-1] == {"role": "assistant",
-                                                        "content": "ECHO: third"}
+    assert emu.session_messages("sdk-sess-001")[-1] == {"role": "assistant", "content": "ECHO: third"}
     unknown = chat(emu, "fresh", headers={"X-Hermes-Session-Id": "never-seen"})
     assert unknown.status_code == 200 and seen[-1].history == []
 
@@ -208,11 +246,14 @@ def test_chat_session_key_echo(emu: HermesEmulator) -> None:
     assert names.index("X-Hermes-Session-Key") < names.index("Content-Type")
 
 
-@pytest.mark.parametrize("sid,message", [
-    ("../../etc", "Invalid session ID"),
-    ("a/b", "Invalid session ID"),
-    ("x" * 257, "Session ID too long"),
-])
+@pytest.mark.parametrize(
+    "sid,message",
+    [
+        ("../../etc", "Invalid session ID"),
+        ("a/b", "Invalid session ID"),
+        ("x" * 257, "Session ID too long"),
+    ],
+)
 def test_chat_bad_session_header(emu: HermesEmulator, sid: str, message: str) -> None:
     resp = chat(emu, "x", headers={"X-Hermes-Session-Id": sid})
     assert resp.status_code == 400
@@ -221,15 +262,24 @@ def test_chat_bad_session_header(emu: HermesEmulator, sid: str, message: str) ->
 
 
 def test_chat_bad_session_header_control_chars(emu: HermesEmulator) -> None:
-    raw = raw_post(CHAT, b'{"messages":[{"role":"user","content":"x"}]}',
-                   "X-Hermes-Session-Id: a\x00b\r\n")
+    raw = raw_post(CHAT, b'{"messages":[{"role":"user","content":"x"}]}', "X-Hermes-Session-Id: a\x00b\r\n")
     assert b"Invalid session ID" in raw_exchange(emu, raw)
 
 
 def test_chat_stream_matches_transcript_03(emu: HermesEmulator) -> None:
-    raw = raw_exchange(emu, raw_post(CHAT, json.dumps({"model": "hermes-agent", "stream": True,
-        "messages": [{"role": "user",
-                      "content": "stream me one two three four five six seven"}]}).encode()))
+    raw = raw_exchange(
+        emu,
+        raw_post(
+            CHAT,
+            json.dumps(
+                {
+                    "model": "hermes-agent",
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "stream me one two three four five six seven"}],
+                }
+            ).encode(),
+        ),
+    )
     head, _, body = raw.partition(b"\r\n\r\n")
     assert b"Transfer-Encoding: chunked" in head
     assert b"Content-Type: text/event-stream" in head
@@ -242,13 +292,11 @@ def test_chat_stream_matches_transcript_03(emu: HermesEmulator) -> None:
     events = sse_events(text)
     assert events[-1]["data"] == "[DONE]"
     chunks = [e["data"] for e in events[:-1]]
-    assert chunks[0]["choices"] == [{"index": 0, "delta": {"role": "assistant"},
-                                     "finish_reason": None}]
+    assert chunks[0]["choices"] == [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]
     contents = [c["choices"][0]["delta"]["content"] for c in chunks[1:-1]]
     assert contents == ["ECHO: stream me", " one two three", " four five six", " seven"]
     assert chunks[-1]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "stop"}
-    assert chunks[-1]["usage"] == {"prompt_tokens": 260, "completion_tokens": 10,
-                                   "total_tokens": 270}
+    assert chunks[-1]["usage"] == {"prompt_tokens": 260, "completion_tokens": 10, "total_tokens": 270}
     assert len({(c["id"], c["created"], c["model"], c["object"]) for c in chunks}) == 1
 
 
@@ -260,14 +308,21 @@ def _dechunk(body: bytes) -> bytes:
         if size == 0:
             break
         out += rest[:size]
-        rest = rest[size + 2:]
+        rest = rest[size + 2 :]
     return out
 
 
 def test_chat_stream_session_header_and_include_usage_ignored(emu: HermesEmulator) -> None:
-    resp = post(emu, CHAT, {"stream": True, "stream_options": {"include_usage": True},
-                            "messages": [{"role": "user", "content": "streamed turn"}]},
-                X_Hermes_Session_Id="sdk-sess-stream")
+    resp = post(
+        emu,
+        CHAT,
+        {
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "streamed turn"}],
+        },
+        X_Hermes_Session_Id="sdk-sess-stream",
+    )
     assert resp.headers["X-Hermes-Session-Id"] == "sdk-sess-stream"
     events = sse_events(resp.text)
     assert [e["data"] == "[DONE]" for e in events].count(True) == 1
@@ -276,16 +331,24 @@ def test_chat_stream_session_header_and_include_usage_ignored(emu: HermesEmulato
 
 # -- responses ----------------------------------------------------------------------
 def test_responses_nonstream_and_get(emu: HermesEmulator) -> None:
-    resp = post(emu, RESP, {"model": "hermes-agent", "input": "first responses turn",
-                            "instructions": "Be brief.", "store": True})
+    resp = post(
+        emu,
+        RESP,
+        {"model": "hermes-agent", "input": "first responses turn", "instructions": "Be brief.", "store": True},
+    )
     assert resp.status_code == 200
     assert_json_headers(resp)
     uuid.UUID(resp.headers["X-Hermes-Session-Id"], version=4)
     body = resp.json()
     assert re.fullmatch(r"resp_[0-9a-f]{28}", body["id"])
     assert list(body) == ["id", "object", "status", "created_at", "model", "output", "usage"]
-    assert body["output"] == [{"type": "message", "role": "assistant", "content": [
-        {"type": "output_text", "text": "ECHO: first responses turn"}]}]
+    assert body["output"] == [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "ECHO: first responses turn"}],
+        }
+    ]
     assert body["usage"] == {"input_tokens": 256, "output_tokens": 4, "total_tokens": 260}
     got = requests.get(f"{emu.base_url}{RESP}/{body['id']}", headers=AUTH, timeout=10)
     assert got.status_code == 200 and got.content == resp.content
@@ -296,12 +359,19 @@ def test_responses_nonstream_and_get(emu: HermesEmulator) -> None:
 def test_responses_array_input_history(emu: HermesEmulator) -> None:
     seen: list[RequestInfo] = []
     emu.script(lambda info: seen.append(info) or "ECHO: " + info.prompt)
-    body = post(emu, RESP, {"input": [
-        {"role": "user", "content": "earlier q"}, {"role": "assistant", "content": "earlier a"},
-        {"role": "user", "content": [{"type": "input_text", "text": "array input"}]}]}).json()
+    body = post(
+        emu,
+        RESP,
+        {
+            "input": [
+                {"role": "user", "content": "earlier q"},
+                {"role": "assistant", "content": "earlier a"},
+                {"role": "user", "content": [{"type": "input_text", "text": "array input"}]},
+            ]
+        },
+    ).json()
     assert body["output"][0]["content"][0]["text"] == "ECHO: array input"
-    assert seen[0].history == [{"role": "user", "content": "earlier q"},
-                               {"role": "assistant", "content": "earlier a"}]
+    assert seen[0].history == [{"role": "user", "content": "earlier q"}, {"role": "assistant", "content": "earlier a"}]
 
 
 def test_responses_previous_response_chain(emu: HermesEmulator) -> None:
@@ -316,9 +386,14 @@ def test_responses_previous_response_chain(emu: HermesEmulator) -> None:
     assert [i.system_prompt for i in seen] == ["Be brief."] * 3  # carried forward
     missing = post(emu, RESP, {"input": "x", "previous_response_id": "resp_doesnotexist"})
     assert missing.status_code == 404
-    assert missing.json() == {"error": {
-        "message": "Previous response not found: resp_doesnotexist",
-        "type": "invalid_request_error", "param": None, "code": None}}
+    assert missing.json() == {
+        "error": {
+            "message": "Previous response not found: resp_doesnotexist",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }
+    }
 
 
 def test_responses_conversation_and_delete_head(emu: HermesEmulator) -> None:
@@ -328,44 +403,56 @@ def test_responses_conversation_and_delete_head(emu: HermesEmulator) -> None:
     r2 = post(emu, RESP, {"input": "conv turn two", "conversation": "sdk-conv-1"})
     assert r1.headers["X-Hermes-Session-Id"] == r2.headers["X-Hermes-Session-Id"]
     assert emu.store.conversations() == {"sdk-conv-1": r2.json()["id"]}
-    deleted = requests.delete(f"{emu.base_url}{RESP}/{r2.json()['id']}", headers=AUTH,
-                              timeout=10)
+    deleted = requests.delete(f"{emu.base_url}{RESP}/{r2.json()['id']}", headers=AUTH, timeout=10)
     assert deleted.json() == {"id": r2.json()["id"], "object": "response", "deleted": True}
     r3 = post(emu, RESP, {"input": "conv turn three", "conversation": "sdk-conv-1"})
     assert [len(i.history) for i in seen] == [0, 2, 0]
     assert r3.headers["X-Hermes-Session-Id"] != r1.headers["X-Hermes-Session-Id"]
-    both = post(emu, RESP, {"input": "x", "conversation": "sdk-conv-1",
-                            "previous_response_id": r1.json()["id"]})
+    both = post(emu, RESP, {"input": "x", "conversation": "sdk-conv-1", "previous_response_id": r1.json()["id"]})
     assert both.status_code == 400
     assert both.json()["error"] == {
         "message": "Cannot use both 'conversation' and 'previous_response_id'",
-        "type": "invalid_request_error", "param": None, "code": None}
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    }
 
 
 def test_responses_conversation_history_wins(emu: HermesEmulator) -> None:
     seen: list[RequestInfo] = []
     emu.script(lambda info: seen.append(info) or "ok")
     first = post(emu, RESP, {"input": "a", "instructions": "sys"})
-    resp = post(emu, RESP, {"input": "what did I say?", "previous_response_id": first.json()["id"],
-                            "conversation_history": [{"role": "user", "content": "I like tea"},
-                                                     {"role": "assistant", "content": "noted"}]})
+    resp = post(
+        emu,
+        RESP,
+        {
+            "input": "what did I say?",
+            "previous_response_id": first.json()["id"],
+            "conversation_history": [
+                {"role": "user", "content": "I like tea"},
+                {"role": "assistant", "content": "noted"},
+            ],
+        },
+    )
     assert resp.headers["X-Hermes-Session-Id"] != first.headers["X-Hermes-Session-Id"]
-    assert seen[1].history == [{"role": "user", "content": "I like tea"},
-                               {"role": "assistant", "content": "noted"}]
+    assert seen[1].history == [{"role": "user", "content": "I like tea"}, {"role": "assistant", "content": "noted"}]
     bad = post(emu, RESP, {"input": "x", "conversation_history": [{"role": "user"}]})
-    assert bad.json()["error"]["message"] == (
-        "conversation_history[0] must have 'role' and 'content' fields")
+    assert bad.json()["error"]["message"] == ("conversation_history[0] must have 'role' and 'content' fields")
     bad2 = post(emu, RESP, {"input": "x", "conversation_history": "nope"})
-    assert bad2.json() == {"error": {
-        "message": "'conversation_history' must be an array of message objects",
-        "type": "invalid_request_error", "param": None, "code": None}}
+    assert bad2.json() == {
+        "error": {
+            "message": "'conversation_history' must be an array of message objects",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }
+    }
 
 
 def test_responses_truncation_auto_keeps_newest_100(emu: HermesEmulator) -> None:
     seen: list[RequestInfo] = []
     emu.script(lambda info: seen.append(info) or "ok")
-    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
-               for i in range(150)]
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(150)]
     post(emu, RESP, {"input": "x", "conversation_history": history, "truncation": "auto"})
     post(emu, RESP, {"input": "x", "conversation_history": history})
     assert len(seen[0].history) == 100 and seen[0].history[0]["content"] == "m50"
@@ -389,16 +476,17 @@ def test_delete_twice_and_get_after(emu: HermesEmulator) -> None:
     assert first.status_code == 200 and "X-Hermes-Session-Id" not in first.headers
     again = requests.delete(url, headers=AUTH, timeout=10)
     assert again.status_code == 404
-    assert again.json() == {"error": {"message": f"Response not found: {rid}",
-                                      "type": "invalid_request_error", "param": None,
-                                      "code": None}}
+    assert again.json() == {
+        "error": {"message": f"Response not found: {rid}", "type": "invalid_request_error", "param": None, "code": None}
+    }
     assert requests.get(url, headers=AUTH, timeout=10).status_code == 404
 
 
 def test_lru_eviction_refresh_and_conversation_pointer(make: Any) -> None:
     emu = make(max_stored_responses=3)
-    ids = [post(emu, RESP, {"input": f"r{i}", **({"conversation": "c"} if i == 0 else {})}
-                ).json()["id"] for i in range(3)]
+    ids = [
+        post(emu, RESP, {"input": f"r{i}", **({"conversation": "c"} if i == 0 else {})}).json()["id"] for i in range(3)
+    ]
     assert emu.store.conversations() == {"c": ids[0]}
     requests.get(f"{emu.base_url}{RESP}/{ids[0]}", headers=AUTH, timeout=10)  # refresh
     newest = post(emu, RESP, {"input": "r3"}).json()["id"]
@@ -411,24 +499,23 @@ def test_lru_eviction_refresh_and_conversation_pointer(make: Any) -> None:
 
 
 def test_responses_stream_event_order(emu: HermesEmulator) -> None:
-    resp = post(emu, RESP, {"model": "hermes-agent", "stream": True,
-                            "input": "stream a response please with several words"})
+    resp = post(
+        emu, RESP, {"model": "hermes-agent", "stream": True, "input": "stream a response please with several words"}
+    )
     assert resp.headers["Transfer-Encoding"] == "chunked"
     uuid.UUID(resp.headers["X-Hermes-Session-Id"])
     events = sse_events(resp.text)
     types = [e["event"] for e in events]
     assert types[:2] == ["response.created", "response.output_item.added"]
     assert set(types[2:-3]) == {"response.output_text.delta"}
-    assert types[-3:] == ["response.output_text.done", "response.output_item.done",
-                          "response.completed"]
+    assert types[-3:] == ["response.output_text.done", "response.output_item.done", "response.completed"]
     assert all(e["data"]["type"] == e["event"] for e in events)
     assert [e["data"]["sequence_number"] for e in events] == list(range(len(events)))
     created = events[0]["data"]["response"]
     assert created["status"] == "in_progress" and created["output"] == []
     item = events[1]["data"]["item"]
     assert re.fullmatch(r"msg_[0-9a-f]{24}", item["id"])
-    assert item == {"id": item["id"], "type": "message", "status": "in_progress",
-                    "role": "assistant", "content": []}
+    assert item == {"id": item["id"], "type": "message", "status": "in_progress", "role": "assistant", "content": []}
     text = "".join(e["data"]["delta"] for e in events if e["event"].endswith(".delta"))
     assert text == "ECHO: stream a response please with several words"
     assert events[-3]["data"]["text"] == text and events[-3]["data"]["logprobs"] == []
@@ -449,8 +536,13 @@ def test_responses_stream_batching_gives_single_delta(make: Any) -> None:
 
 def test_responses_stream_snapshot_and_incomplete(emu: HermesEmulator) -> None:
     emu.token_delay = 0.3
-    resp = requests.post(emu.base_url + RESP, json={"input": "a b c d e f g h i j k l",
-                         "stream": True}, headers=AUTH, stream=True, timeout=10)
+    resp = requests.post(
+        emu.base_url + RESP,
+        json={"input": "a b c d e f g h i j k l", "stream": True},
+        headers=AUTH,
+        stream=True,
+        timeout=10,
+    )
     lines = resp.iter_lines()
     first = next(line for line in lines if line.startswith(b"data: "))
     rid = json.loads(first[6:])["response"]["id"]
@@ -464,31 +556,83 @@ def test_responses_stream_snapshot_and_incomplete(emu: HermesEmulator) -> None:
 
 
 # -- errors and ordering --------------------------------------------------------------
-@pytest.mark.parametrize("path,body,expected", [
-    (CHAT, b"{not json", {"error": {"message": "Invalid JSON in request body",
-                                    "type": "invalid_request_error", "param": None,
-                                    "code": None}}),
-    (RESP, b"{not json", {"error": {"message": "Invalid JSON in request body",
-                                    "type": "invalid_request_error"}}),
-    (CHAT, b'{"model":"hermes-agent"}', {"error": {
-        "message": "Missing or invalid 'messages' field", "type": "invalid_request_error"}}),
-    (CHAT, b'{"messages":[{"role":"system","content":"s"}]}', {"error": {
-        "message": "No user message found in messages", "type": "invalid_request_error"}}),
-    (RESP, b'{"model":"hermes-agent"}', {"error": {
-        "message": "Missing 'input' field", "type": "invalid_request_error", "param": None,
-        "code": None}}),
-    (RESP, b'{"input":42}', {"error": {
-        "message": "'input' must be a string or array", "type": "invalid_request_error",
-        "param": None, "code": None}}),
-    (RESP, b'{"input":"   "}', {"error": {
-        "message": "No user message found in input", "type": "invalid_request_error",
-        "param": None, "code": None}}),
-    (CHAT, b'{"messages":[{"role":"user","content":[{"type":"input_file","file_id":"f1"}]}]}',
-     {"error": {"message": "Inline image inputs are supported, but uploaded files and document"
-                           " inputs are not supported on this endpoint.",
-                "type": "invalid_request_error", "param": "messages[0].content",
-                "code": "unsupported_content_type"}}),
-])
+@pytest.mark.parametrize(
+    "path,body,expected",
+    [
+        (
+            CHAT,
+            b"{not json",
+            {
+                "error": {
+                    "message": "Invalid JSON in request body",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        ),
+        (RESP, b"{not json", {"error": {"message": "Invalid JSON in request body", "type": "invalid_request_error"}}),
+        (
+            CHAT,
+            b'{"model":"hermes-agent"}',
+            {"error": {"message": "Missing or invalid 'messages' field", "type": "invalid_request_error"}},
+        ),
+        (
+            CHAT,
+            b'{"messages":[{"role":"system","content":"s"}]}',
+            {"error": {"message": "No user message found in messages", "type": "invalid_request_error"}},
+        ),
+        (
+            RESP,
+            b'{"model":"hermes-agent"}',
+            {
+                "error": {
+                    "message": "Missing 'input' field",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        ),
+        (
+            RESP,
+            b'{"input":42}',
+            {
+                "error": {
+                    "message": "'input' must be a string or array",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        ),
+        (
+            RESP,
+            b'{"input":"   "}',
+            {
+                "error": {
+                    "message": "No user message found in input",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        ),
+        (
+            CHAT,
+            b'{"messages":[{"role":"user","content":[{"type":"input_file","file_id":"f1"}]}]}',
+            {
+                "error": {
+                    "message": "Inline image inputs are supported, but uploaded files and document"
+                    " inputs are not supported on this endpoint.",
+                    "type": "invalid_request_error",
+                    "param": "messages[0].content",
+                    "code": "unsupported_content_type",
+                }
+            },
+        ),
+    ],
+)
 def test_400_bodies(emu: HermesEmulator, path: str, body: bytes, expected: Any) -> None:
     resp = requests.post(emu.base_url + path, data=body, headers=AUTH, timeout=10)
     assert resp.status_code == 400
@@ -499,8 +643,7 @@ def test_400_bodies(emu: HermesEmulator, path: str, body: bytes, expected: Any) 
 
 
 def test_401_everywhere_and_health_without_auth(emu: HermesEmulator) -> None:
-    expected = {"error": {"message": "Invalid API key", "type": "invalid_request_error",
-                          "code": "invalid_api_key"}}
+    expected = {"error": {"message": "Invalid API key", "type": "invalid_request_error", "code": "invalid_api_key"}}
     url = emu.base_url
     for resp in (
         requests.post(url + CHAT, json={"messages": []}, headers={"Authorization": "Bearer no"}),
@@ -540,25 +683,32 @@ def test_404_and_405_plain_text(emu: HermesEmulator) -> None:
 
 def test_413_from_content_length_before_auth(emu: HermesEmulator) -> None:
     for auth in (KEY, "wrong"):
-        head = (f"POST {RESP} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {auth}\r\n"
-                "Content-Type: application/json\r\nContent-Length: 10000012\r\n\r\n").encode()
+        head = (
+            f"POST {RESP} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {auth}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 10000012\r\n\r\n"
+        ).encode()
         raw = raw_exchange(emu, head, timeout=5)
         status, _, rest = raw.partition(b"\r\n")
         assert status == b"HTTP/1.1 413 Request Entity Too Large"
         headers, _, body = rest.partition(b"\r\n\r\n")
-        assert body == (b'{"error": {"message": "Request body too large.", "type": '
-                        b'"invalid_request_error", "param": null, "code": "body_too_large"}}')
+        assert body == (
+            b'{"error": {"message": "Request body too large.", "type": '
+            b'"invalid_request_error", "param": null, "code": "body_too_large"}}'
+        )
         assert b"X-Frame-Options" not in headers
 
 
-@pytest.mark.parametrize("path,shape", [(CHAT, ["message", "type", "param", "code"]),
-                                        (RESP, ["message", "type"])])
+@pytest.mark.parametrize("path,shape", [(CHAT, ["message", "type", "param", "code"]), (RESP, ["message", "type"])])
 def test_chunked_oversize_is_invalid_json(emu: HermesEmulator, path: str, shape: Any) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=30)
     piece = b"x" * (1 << 20)
-    conn.request("POST", path, body=iter([piece] * 10 + [b"x" * 20]),
-                 headers=dict(AUTH, **{"Content-Type": "application/json"}),
-                 encode_chunked=True)
+    conn.request(
+        "POST",
+        path,
+        body=iter([piece] * 10 + [b"x" * 20]),
+        headers=dict(AUTH, **{"Content-Type": "application/json"}),
+        encode_chunked=True,
+    )
     resp = conn.getresponse()
     body = json.loads(resp.read())
     assert resp.status == 400 and list(body["error"]) == shape
@@ -604,8 +754,10 @@ def test_idempotency_key_shared_across_endpoints(emu: HermesEmulator) -> None:
 
 def test_idempotency_concurrent_share_one_run(emu: HermesEmulator) -> None:
     results: list[requests.Response] = []
-    threads = [threading.Thread(target=lambda: results.append(
-        chat(emu, "SLOW:0.5 same", headers={"Idempotency-Key": "k"}))) for _ in range(3)]
+    threads = [
+        threading.Thread(target=lambda: results.append(chat(emu, "SLOW:0.5 same", headers={"Idempotency-Key": "k"})))
+        for _ in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -621,11 +773,19 @@ def test_concurrency_429(make: Any) -> None:
     deadline = time.time() + 5
     while emu.active_runs == 0 and time.time() < deadline:
         time.sleep(0.01)
-    expected = {"error": {"message": "Too many concurrent runs (max 1)",
-                          "type": "rate_limit_error", "param": None,
-                          "code": "rate_limit_exceeded"}}
-    for resp in (chat(emu, "B"), post(emu, RESP, {"input": "C", "stream": True}),
-                 requests.post(emu.base_url + CHAT, data=b"{bad", headers=AUTH)):
+    expected = {
+        "error": {
+            "message": "Too many concurrent runs (max 1)",
+            "type": "rate_limit_error",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        }
+    }
+    for resp in (
+        chat(emu, "B"),
+        post(emu, RESP, {"input": "C", "stream": True}),
+        requests.post(emu.base_url + CHAT, data=b"{bad", headers=AUTH),
+    ):
         assert resp.status_code == 429 and resp.json() == expected
         assert resp.headers["Retry-After"] == "1"
         assert list(resp.headers)[0] == "Retry-After"
@@ -637,8 +797,7 @@ def test_concurrency_429(make: Any) -> None:
 def test_concurrency_cap_zero_disables(make: Any) -> None:
     emu = make(max_concurrent_runs=0)
     results: list[int] = []
-    threads = [threading.Thread(target=lambda: results.append(
-        chat(emu, "SLOW:0.3 x").status_code)) for _ in range(12)]
+    threads = [threading.Thread(target=lambda: results.append(chat(emu, "SLOW:0.3 x").status_code)) for _ in range(12)]
     for t in threads:
         t.start()
     for t in threads:
@@ -655,17 +814,24 @@ def test_chat_fail500_soft_failure(emu: HermesEmulator) -> None:
     assert resp.headers["X-Hermes-Error"] == "HTTP 500: fake upstream exploded (FAIL500)"
     body = resp.json()
     assert body["choices"][0]["message"]["content"] == (
-        "API call failed after 1 retries: HTTP 500: fake upstream exploded (FAIL500)")
+        "API call failed after 1 retries: HTTP 500: fake upstream exploded (FAIL500)"
+    )
     assert body["choices"][0]["finish_reason"] == "error"
     assert body["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    assert body["hermes"] == {"completed": False, "partial": False, "failed": True,
-                              "error": "HTTP 500: fake upstream exploded (FAIL500)",
-                              "error_code": "agent_error"}
+    assert body["hermes"] == {
+        "completed": False,
+        "partial": False,
+        "failed": True,
+        "error": "HTTP 500: fake upstream exploded (FAIL500)",
+        "error_code": "agent_error",
+    }
     assert list(body) == ["id", "object", "created", "model", "choices", "usage", "hermes"]
 
 
-@pytest.mark.parametrize("status,text", [(400, "HTTP 400: fake upstream bad request (FAIL400)"),
-                                         (401, "HTTP 401: fake upstream unauthorized (FAIL401)")])
+@pytest.mark.parametrize(
+    "status,text",
+    [(400, "HTTP 400: fake upstream bad request (FAIL400)"), (401, "HTTP 401: fake upstream unauthorized (FAIL401)")],
+)
 def test_chat_fail4xx(emu: HermesEmulator, status: int, text: str) -> None:
     body = chat(emu, f"please FAIL{status}").json()
     assert body["choices"][0]["message"]["content"] == text
@@ -675,27 +841,38 @@ def test_chat_fail4xx(emu: HermesEmulator, status: int, text: str) -> None:
 def test_chat_truncate_and_truncempty(emu: HermesEmulator) -> None:
     trunc = chat(emu, "please TRUNCATE")
     body = trunc.json()
-    assert body["choices"][0] == {"index": 0, "message": {
-        "role": "assistant", "content": "ECHO-PART" * 4}, "finish_reason": "length"}
+    assert body["choices"][0] == {
+        "index": 0,
+        "message": {"role": "assistant", "content": "ECHO-PART" * 4},
+        "finish_reason": "length",
+    }
     assert body["hermes"]["error_code"] == "output_truncated" and body["hermes"]["partial"]
     assert trunc.headers["X-Hermes-Partial"] == "true"
-    assert trunc.headers["X-Hermes-Error"] == (
-        "Response remained truncated after 4 continuation attempts")
+    assert trunc.headers["X-Hermes-Error"] == ("Response remained truncated after 4 continuation attempts")
     empty = chat(emu, "please TRUNCEMPTY")
     assert empty.status_code == 502
     assert empty.content == (
         b'{"error": {"message": "Response remained truncated after 4 continuation attempts", '
         b'"type": "server_error", "param": null, "code": "agent_incomplete", "hermes": '
-        b'{"completed": false, "partial": true, "failed": false}}}')
+        b'{"completed": false, "partial": true, "failed": false}}}'
+    )
     assert empty.headers["X-Hermes-Partial"] == "true"
     assert "X-Hermes-Error" not in empty.headers
     assert empty.headers["X-Hermes-Session-Id"].startswith("api-")
 
 
 def test_truncate_in_earlier_user_message(emu: HermesEmulator) -> None:
-    body = post(emu, CHAT, {"messages": [{"role": "user", "content": "TRUNCATE"},
-                                         {"role": "assistant", "content": "ok"},
-                                         {"role": "user", "content": "go"}]}).json()
+    body = post(
+        emu,
+        CHAT,
+        {
+            "messages": [
+                {"role": "user", "content": "TRUNCATE"},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "go"},
+            ]
+        },
+    ).json()
     assert body["choices"][0]["finish_reason"] == "length"
 
 
@@ -704,12 +881,10 @@ def test_chat_stream_failures(emu: HermesEmulator) -> None:
     assert len(events) == 3 and events[-1]["data"] == "[DONE]"
     final = events[1]["data"]
     assert final["choices"][0]["finish_reason"] == "error"
-    assert final["error"] == {"message": "HTTP 500: fake upstream exploded (FAIL500)",
-                              "type": "agent_error"}
+    assert final["error"] == {"message": "HTTP 500: fake upstream exploded (FAIL500)", "type": "agent_error"}
     assert final["hermes"]["failed"] is True
     trunc = sse_events(chat(emu, "stream TRUNCATE", stream=True).text)
-    assert [e["data"]["choices"][0]["delta"].get("content") for e in trunc[1:5]] == [
-        "ECHO-PART"] * 4
+    assert [e["data"]["choices"][0]["delta"].get("content") for e in trunc[1:5]] == ["ECHO-PART"] * 4
     assert trunc[5]["data"]["choices"][0]["finish_reason"] == "length"
     assert trunc[5]["data"]["hermes"]["error_code"] == "output_truncated"
     empty = sse_events(chat(emu, "stream TRUNCEMPTY", stream=True).text)
@@ -720,24 +895,24 @@ def test_responses_failures(emu: HermesEmulator) -> None:
     fail = post(emu, RESP, {"input": "resp FAIL500"}).json()
     assert fail["status"] == "completed"
     assert fail["output"][0]["content"][0]["text"] == (
-        "API call failed after 1 retries: HTTP 500: fake upstream exploded (FAIL500)")
+        "API call failed after 1 retries: HTTP 500: fake upstream exploded (FAIL500)"
+    )
     assert fail["usage"] == {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
     empty = post(emu, RESP, {"input": "resp TRUNCEMPTY"}).json()
     assert empty["status"] == "completed"
-    assert empty["output"][0]["content"][0]["text"] == (
-        "Response remained truncated after 4 continuation attempts")
+    assert empty["output"][0]["content"][0]["text"] == ("Response remained truncated after 4 continuation attempts")
     streamed = sse_events(post(emu, RESP, {"input": "resp stream FAIL500", "stream": True}).text)
     assert [e["event"] for e in streamed][-1] == "response.completed"
     assert streamed[2]["data"]["delta"].startswith("API call failed after 1 retries")
-    failed = sse_events(post(emu, RESP, {"input": "resp stream TRUNCEMPTY",
-                                         "stream": True}).text)
+    failed = sse_events(post(emu, RESP, {"input": "resp stream TRUNCEMPTY", "stream": True}).text)
     assert [e["event"] for e in failed] == ["response.created", "response.failed"]
     envelope = failed[1]["data"]["response"]
     assert envelope["status"] == "failed"
-    assert envelope["error"] == {"message": "Response remained truncated after 4 continuation "
-                                            "attempts", "type": "server_error"}
-    assert list(envelope) == ["id", "object", "status", "created_at", "model", "output",
-                              "error", "usage"]
+    assert envelope["error"] == {
+        "message": "Response remained truncated after 4 continuation attempts",
+        "type": "server_error",
+    }
+    assert list(envelope) == ["id", "object", "status", "created_at", "model", "output", "error", "usage"]
     got = requests.get(f"{emu.base_url}{RESP}/{envelope['id']}", headers=AUTH, timeout=10)
     assert got.json() == envelope
 
@@ -757,9 +932,12 @@ def test_first_event_arrives_live(make: Any, framing: str) -> None:
     emu = make(framing=framing, token_delay=0.4)
     start = time.monotonic()
     conn = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=10)
-    conn.request("POST", RESP, body=json.dumps({"input": "one two three four five six seven",
-                                                "stream": True}),
-                 headers=dict(AUTH, **{"Content-Type": "application/json"}))
+    conn.request(
+        "POST",
+        RESP,
+        body=json.dumps({"input": "one two three four five six seven", "stream": True}),
+        headers=dict(AUTH, **{"Content-Type": "application/json"}),
+    )
     resp = conn.getresponse()
     if framing == "close":
         assert resp.getheader("Connection") == "close"
@@ -779,8 +957,7 @@ def test_first_event_arrives_live(make: Any, framing: str) -> None:
 
 def test_close_framing_chat(make: Any) -> None:
     emu = make(framing="close")
-    raw = raw_exchange(emu, raw_post(CHAT, b'{"stream":true,"messages":[{"role":"user",'
-                                           b'"content":"hi"}]}'))
+    raw = raw_exchange(emu, raw_post(CHAT, b'{"stream":true,"messages":[{"role":"user","content":"hi"}]}'))
     head, _, body = raw.partition(b"\r\n\r\n")
     assert b"Connection: close" in head and b"Transfer-Encoding" not in head
     assert body.endswith(b"data: [DONE]\n\n")
@@ -794,12 +971,10 @@ def test_script_queue_and_responder(emu: HermesEmulator) -> None:
     assert second["choices"][0]["finish_reason"] == "length"
     assert chat(emu, "c").json()["choices"][0]["message"]["content"] == "ECHO: c"
     emu.script(lambda info: f"{info.endpoint}:{info.prompt}")
-    assert post(emu, RESP, {"input": "d"}).json()["output"][0]["content"][0]["text"] == (
-        "responses:d")
+    assert post(emu, RESP, {"input": "d"}).json()["output"][0]["content"][0]["text"] == ("responses:d")
     emu.script(Reply(deltas=["a", "b", "c"]))
     events = sse_events(chat(emu, "x", stream=True).text)
-    assert [e["data"]["choices"][0]["delta"].get("content") for e in events[1:4]] == [
-        "a", "b", "c"]
+    assert [e["data"]["choices"][0]["delta"].get("content") for e in events[1:4]] == ["a", "b", "c"]
 
 
 def test_fail_next_and_force_truncation(emu: HermesEmulator) -> None:
@@ -817,8 +992,9 @@ def test_fail_next_and_force_truncation(emu: HermesEmulator) -> None:
 def test_requests_seen_connections_and_reset(emu: HermesEmulator) -> None:
     with requests.Session() as session:
         for _ in range(3):
-            session.post(emu.base_url + CHAT, json={"messages": [
-                {"role": "user", "content": "x"}]}, headers=AUTH, timeout=10)
+            session.post(
+                emu.base_url + CHAT, json={"messages": [{"role": "user", "content": "x"}]}, headers=AUTH, timeout=10
+            )
     assert emu.connections == 1  # keep-alive reuse
     seen = emu.requests_seen
     assert [(r.method, r.path) for r in seen] == [("POST", CHAT)] * 3
@@ -848,8 +1024,13 @@ def test_drop_mid_body(emu: HermesEmulator) -> None:
 
 def test_drop_mid_stream(emu: HermesEmulator) -> None:
     emu.drop_connection("mid_stream", after_events=2)
-    resp = requests.post(emu.base_url + RESP, json={"input": "one two three four five six",
-                         "stream": True}, headers=AUTH, stream=True, timeout=10)
+    resp = requests.post(
+        emu.base_url + RESP,
+        json={"input": "one two three four five six", "stream": True},
+        headers=AUTH,
+        stream=True,
+        timeout=10,
+    )
     received = b""
     with pytest.raises(requests.exceptions.ChunkedEncodingError):
         for chunk in resp.iter_content(chunk_size=None):

@@ -71,11 +71,7 @@ def _handle(ex: Exchange) -> None:
                 code="unsupported_content_type",
             ),
         )
-    users = [
-        m["content"]
-        for m in conversation
-        if m["role"] == "user" and m["content"].strip()
-    ]
+    users = [m["content"] for m in conversation if m["role"] == "user" and m["content"].strip()]
     if not users:
         return ex.send_json(400, bare_error("No user message found in messages"))
     prompt = conversation[-1]["content"]
@@ -183,9 +179,7 @@ def _usage(result: AgentResult) -> JSONDict:
     }
 
 
-def _respond(
-    ex: Exchange, result: AgentResult, model: str, session_id: str, key_echo: Headers
-) -> None:
+def _respond(ex: Exchange, result: AgentResult, model: str, session_id: str, key_echo: Headers) -> None:
     headers: Headers = [("X-Hermes-Session-Id", session_id)] + key_echo
     text = result.final_response
     if not text and not result.completed:
@@ -246,9 +240,7 @@ def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> N
     }
 
     def chunk(delta: JSONDict, finish: str | None) -> JSONDict:
-        return dict(
-            base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}]
-        )
+        return dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
 
     writer = ex.open_sse([("X-Hermes-Session-Id", info.session_id)] + key_echo)
     cancel = threading.Event()
@@ -256,9 +248,7 @@ def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> N
     try:
         # The role chunk goes out before the agent is even started (L3025-3031).
         writer.event(data_event(chunk({"role": "assistant"}, None)))
-        pump = AgentPump(
-            lambda on_delta, ev: state.model.run(info, on_delta, ev), cancel
-        )
+        pump = AgentPump(lambda on_delta, ev: state.model.run(info, on_delta, ev), cancel)
         for kind, value in pump.items(writer, state.settings.keepalive_seconds):
             if kind == "delta":
                 if value:

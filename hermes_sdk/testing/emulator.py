@@ -61,9 +61,7 @@ class HermesEmulator:
         if self._server is not None:
             return self
         self._state.model.stopping.clear()
-        self._server = HermesHTTPServer(
-            (self.host, self._port), self._state, self._verbose
-        )
+        self._server = HermesHTTPServer((self.host, self._port), self._state, self._verbose)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -125,9 +123,7 @@ class HermesEmulator:
         return client_cls(**kwargs)
 
     # -- model controls -----------------------------------------------------------
-    def script(
-        self, *replies: ReplyLike | Responder, responder: Responder | None = None
-    ) -> None:
+    def script(self, *replies: ReplyLike | Responder, responder: Responder | None = None) -> None:
         """Queue replies (``str`` or ``Reply``) for the next executions, FIFO.
 
         A single callable argument (or ``responder=``) answers every execution
@@ -296,9 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--framing", choices=("chunked", "close"), default="chunked")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
-    print(
-        f"Hermes emulator (API key {args.api_key!r}); Ctrl-C to stop", file=sys.stderr
-    )
+    print(f"Hermes emulator (API key {args.api_key!r}); Ctrl-C to stop", file=sys.stderr)
     serve(
         args.host,
         args.port,

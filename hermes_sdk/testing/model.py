@@ -52,9 +52,7 @@ class RequestInfo:
 
     @property
     def user_messages(self) -> list[str]:
-        return [m["content"] for m in self.history if m.get("role") == "user"] + [
-            self.prompt
-        ]
+        return [m["content"] for m in self.history if m.get("role") == "user"] + [self.prompt]
 
 
 @dataclass
@@ -206,9 +204,7 @@ class ScriptedModel:
             return self._truncated(info, on_delta, cancel, empty=True)
         if any("TRUNCATE" in u for u in users):
             return self._truncated(info, on_delta, cancel, empty=False)
-        return self._scripted(
-            info, Reply(text="ECHO: " + info.prompt), on_delta, cancel
-        )
+        return self._scripted(info, Reply(text="ECHO: " + info.prompt), on_delta, cancel)
 
     def _scripted(
         self,

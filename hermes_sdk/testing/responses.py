@@ -82,9 +82,7 @@ def handle_create(ex: Exchange) -> None:
             result = _run(ex, turn)
         envelope = _envelope(response_id(), int(time.time()), turn.model, result)
         _save(ex, turn, envelope, result)
-        ex.send_json(
-            200, envelope, [("X-Hermes-Session-Id", turn.info.session_id)] + key_echo
-        )
+        ex.send_json(200, envelope, [("X-Hermes-Session-Id", turn.info.session_id)] + key_echo)
     finally:
         ex.state.release_run()
 
@@ -129,9 +127,7 @@ def _prepare(ex: Exchange) -> _Turn:
         if previous_id:
             stored = ex.state.store.get(str(previous_id))
             if stored is None:
-                raise _Invalid(
-                    404, openai_error(f"Previous response not found: {previous_id}")
-                )
+                raise _Invalid(404, openai_error(f"Previous response not found: {previous_id}"))
             history = stored.conversation_history
             session_id = stored.session_id
             if instructions is None:
@@ -178,9 +174,7 @@ def _input_items(raw: Any) -> list[dict[str, str]]:
                             code="unsupported_content_type",
                         ),
                     ) from None
-                items.append(
-                    {"role": str(entry.get("role") or "user"), "content": text}
-                )
+                items.append({"role": str(entry.get("role") or "user"), "content": text})
     else:
         raise _Invalid(400, openai_error("'input' must be a string or array"))
     if not items or not items[-1]["content"].strip():
@@ -201,9 +195,7 @@ def _explicit_history(raw: Any) -> list[dict[str, str]] | None:
         if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
             raise _Invalid(
                 400,
-                openai_error(
-                    f"conversation_history[{index}] must have 'role' and 'content' fields"
-                ),
+                openai_error(f"conversation_history[{index}] must have 'role' and 'content' fields"),
             )
         try:
             text = content_text(entry["content"])
@@ -253,9 +245,7 @@ def _envelope(rid: str, created_at: int, model: str, result: AgentResult) -> JSO
     }
 
 
-def _save(
-    ex: Exchange, turn: _Turn, envelope: JSONDict, result: AgentResult | None
-) -> None:
+def _save(ex: Exchange, turn: _Turn, envelope: JSONDict, result: AgentResult | None) -> None:
     if not turn.store:
         return
     history = turn.info.history + [{"role": "user", "content": turn.info.prompt}]
@@ -367,9 +357,7 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
             )
             event_type = "response.failed"
         else:
-            usage = (
-                _usage(result) if result else _usage(AgentResult(None, completed=False))
-            )
+            usage = _usage(result) if result else _usage(AgentResult(None, completed=False))
             envelope = dict(
                 head,
                 status="completed",
@@ -388,9 +376,7 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
         # written so a client that saw response.created can always GET it.
         _save(ex, turn, dict(head), None)
         emit("response.created", {"response": head})
-        pump = AgentPump(
-            lambda on_delta, ev: state.model.run(turn.info, on_delta, ev), cancel
-        )
+        pump = AgentPump(lambda on_delta, ev: state.model.run(turn.info, on_delta, ev), cancel)
         batch = max(0.0, float(state.settings.delta_batch_ms)) / 1000.0
         for kind, value in pump.items(writer, state.settings.keepalive_seconds, batch):
             if kind == "delta":

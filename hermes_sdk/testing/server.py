@@ -34,9 +34,7 @@ from .wire import (
     openai_error,
 )
 
-SERVER_HEADER = (
-    f"Python/{sys.version_info[0]}.{sys.version_info[1]} hermes-sdk-emulator"
-)
+SERVER_HEADER = f"Python/{sys.version_info[0]}.{sys.version_info[1]} hermes-sdk-emulator"
 
 
 class DropConnection(Exception):
@@ -77,9 +75,7 @@ class Exchange:
             return None
         return body if isinstance(body, dict) else None
 
-    def send_json(
-        self, status: int, payload: Any, headers: Headers | None = None
-    ) -> None:
+    def send_json(self, status: int, payload: Any, headers: Headers | None = None) -> None:
         self._handler.send_body(
             status,
             dumps(payload),
@@ -154,9 +150,7 @@ class HermesHandler(BaseHTTPRequestHandler):
                 state.record(SeenRequest(self.command, path, _headers(self), None))
                 self.send_body(
                     413,
-                    dumps(
-                        openai_error("Request body too large.", code="body_too_large")
-                    ),
+                    dumps(openai_error("Request body too large.", code="body_too_large")),
                     JSON_CONTENT_TYPE,
                     [],
                     security=False,
@@ -185,15 +179,9 @@ class HermesHandler(BaseHTTPRequestHandler):
             return self._plain_error(route, path)
         name, arg = route
         if name not in ("health",) and not self._authorised():
-            return self.send_body(
-                401, dumps(auth_error()), JSON_CONTENT_TYPE, [], security=True
-            )
+            return self.send_body(401, dumps(auth_error()), JSON_CONTENT_TYPE, [], security=True)
         fault = state.take_fault(self.command, path)
-        if (
-            fault is not None
-            and fault.mode == "before_response"
-            and not fault.after_execution
-        ):
+        if fault is not None and fault.mode == "before_response" and not fault.after_execution:
             self._abort()
             return None
         ex = Exchange(self, path, raw_body, oversize, fault)
@@ -207,17 +195,13 @@ class HermesHandler(BaseHTTPRequestHandler):
         if not header.startswith("Bearer "):
             return False
         token = header[len("Bearer ") :].strip()
-        return hmac.compare_digest(
-            token.encode("utf-8"), self.server.state.settings.api_key.encode("utf-8")
-        )
+        return hmac.compare_digest(token.encode("utf-8"), self.server.state.settings.api_key.encode("utf-8"))
 
     def _plain_error(self, status: int, path: str) -> None:
         if status == 404:
             return self._send_raw(404, b"404: Not Found", TEXT_CONTENT_TYPE, [])
         allow = _allowed_methods(path)
-        return self._send_raw(
-            405, b"405: Method Not Allowed", TEXT_CONTENT_TYPE, [("Allow", allow)]
-        )
+        return self._send_raw(405, b"405: Method Not Allowed", TEXT_CONTENT_TYPE, [("Allow", allow)])
 
     # -- body reading -------------------------------------------------------------
     def _read_body(self, length_header: str | None) -> tuple[bytes, bool]:
@@ -268,9 +252,7 @@ class HermesHandler(BaseHTTPRequestHandler):
     def _status_line(self, status: int) -> None:
         self.send_response_only(status)
 
-    def _send_raw(
-        self, status: int, body: bytes, content_type: str | None, headers: Headers
-    ) -> None:
+    def _send_raw(self, status: int, body: bytes, content_type: str | None, headers: Headers) -> None:
         self._status_line(status)
         if content_type is not None:
             self.send_header("Content-Type", content_type)
@@ -332,9 +314,7 @@ class HermesHandler(BaseHTTPRequestHandler):
         drop_after: int | None = None
         if fault is not None:
             drop_after = 0 if fault.mode == "mid_body" else fault.after_events
-        return SSEWriter(
-            self.wfile, self.connection, framing, drop_after_events=drop_after
-        )
+        return SSEWriter(self.wfile, self.connection, framing, drop_after_events=drop_after)
 
     def _trailing_headers(self) -> None:
         self.send_header("Date", formatdate(usegmt=True))
@@ -364,9 +344,7 @@ class HermesHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(
-        self, address: tuple[str, int], state: EmulatorState, verbose: bool = False
-    ) -> None:
+    def __init__(self, address: tuple[str, int], state: EmulatorState, verbose: bool = False) -> None:
         self.state = state
         self.verbose = verbose
         self._open: dict[int, socket.socket] = {}

@@ -103,9 +103,7 @@ class SSEWriter:
             raise ClientGone(str(exc)) from exc
 
 
-Item = tuple[
-    str, Any
-]  # ("delta", str) | ("done", AgentResult) | ("error", BaseException)
+Item = tuple[str, Any]  # ("delta", str) | ("done", AgentResult) | ("error", BaseException)
 
 
 class AgentPump:
@@ -118,14 +116,10 @@ class AgentPump:
     ) -> None:
         self._queue: queue.Queue[Item] = queue.Queue()
         self.cancel = cancel
-        self._thread = threading.Thread(
-            target=self._target, args=(run,), daemon=True, name="hermes-emulator-agent"
-        )
+        self._thread = threading.Thread(target=self._target, args=(run,), daemon=True, name="hermes-emulator-agent")
         self._thread.start()
 
-    def _target(
-        self, run: Callable[[Callable[[str], None], threading.Event], AgentResult]
-    ) -> None:
+    def _target(self, run: Callable[[Callable[[str], None], threading.Event], AgentResult]) -> None:
         try:
             result = run(lambda piece: self._queue.put(("delta", piece)), self.cancel)
         except BaseException as exc:  # noqa: BLE001 - handed to the writer thread
@@ -133,9 +127,7 @@ class AgentPump:
         else:
             self._queue.put(("done", result))
 
-    def items(
-        self, writer: SSEWriter, keepalive_seconds: float, batch_seconds: float = 0.0
-    ) -> Iterator[Item]:
+    def items(self, writer: SSEWriter, keepalive_seconds: float, batch_seconds: float = 0.0) -> Iterator[Item]:
         """Yield pump items, writing ``: keepalive`` whenever the writer idles."""
         pending = ""
         deadline: float | None = None

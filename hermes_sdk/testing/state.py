@@ -65,9 +65,7 @@ class Settings:
 
 
 class EmulatorState:
-    def __init__(
-        self, settings: Settings, max_stored_responses: int, token_delay: float
-    ) -> None:
+    def __init__(self, settings: Settings, max_stored_responses: int, token_delay: float) -> None:
         self.defaults = Settings(**vars(settings))
         self.settings = settings
         self.model = ScriptedModel(token_delay=token_delay)

@@ -35,9 +35,7 @@ class ResponseStore:
         self._items: OrderedDict[str, StoredResponse] = OrderedDict()
         self._conversations: dict[str, str] = {}
 
-    def put(
-        self, rid: str, item: StoredResponse, conversation: str | None = None
-    ) -> None:
+    def put(self, rid: str, item: StoredResponse, conversation: str | None = None) -> None:
         with self._lock:
             self._items[rid] = copy.deepcopy(item)
             self._items.move_to_end(rid)
@@ -52,9 +50,7 @@ class ResponseStore:
             item = self._items.get(rid)
             if item is None:
                 return None
-            self._items.move_to_end(
-                rid
-            )  # a read refreshes, as Hermes' accessed_at does
+            self._items.move_to_end(rid)  # a read refreshes, as Hermes' accessed_at does
             return copy.deepcopy(item)
 
     def delete(self, rid: str) -> bool:
@@ -123,9 +119,7 @@ class IdempotencyCache(Generic[T]):
         self._lock = threading.Lock()
         self._slots: OrderedDict[str, _Slot[T]] = OrderedDict()
 
-    def get_or_compute(
-        self, key: str, fp: str, compute: Callable[[], T]
-    ) -> tuple[T, bool]:
+    def get_or_compute(self, key: str, fp: str, compute: Callable[[], T]) -> tuple[T, bool]:
         """Return ``(value, hit)``; ``hit`` is True when nothing was computed."""
         while True:
             with self._lock:
@@ -164,11 +158,7 @@ class IdempotencyCache(Generic[T]):
 
     def _expire(self) -> None:
         now = time.monotonic()
-        for key in [
-            k
-            for k, s in self._slots.items()
-            if s.done.is_set() and now - s.created > self.ttl_seconds
-        ]:
+        for key in [k for k, s in self._slots.items() if s.done.is_set() and now - s.created > self.ttl_seconds]:
             del self._slots[key]
 
 

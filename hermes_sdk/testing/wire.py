@@ -59,9 +59,7 @@ def openai_error(
     code: str | None = None,
 ) -> JSONDict:
     """Hermes' ``_openai_error`` envelope: always has ``param`` and ``code``."""
-    return {
-        "error": {"message": message, "type": err_type, "param": param, "code": code}
-    }
+    return {"error": {"message": message, "type": err_type, "param": param, "code": code}}
 
 
 def bare_error(message: str, err_type: str = "invalid_request_error") -> JSONDict:
@@ -119,9 +117,7 @@ def derive_chat_session_id(system_prompt: str, first_user_message: str) -> str:
 
 def fingerprint(body: JSONDict, keys: tuple[str, ...]) -> str:
     """Hermes hashes ``repr`` of the selected fields, so we do the same."""
-    return hashlib.sha256(
-        repr({k: body.get(k) for k in keys}).encode("utf-8")
-    ).hexdigest()
+    return hashlib.sha256(repr({k: body.get(k) for k in keys}).encode("utf-8")).hexdigest()
 
 
 def session_id_problem(value: str) -> str | None:
@@ -146,8 +142,7 @@ class ContentError(Exception):
 _TEXT_PART_TYPES = {"text", "input_text", "output_text"}
 _IMAGE_PART_TYPES = {"image_url", "input_image"}
 UNSUPPORTED_PART_MESSAGE = (
-    "Inline image inputs are supported, but uploaded files and document inputs are not "
-    "supported on this endpoint."
+    "Inline image inputs are supported, but uploaded files and document inputs are not supported on this endpoint."
 )
 
 
