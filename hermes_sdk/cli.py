@@ -1,0 +1,223 @@
+"""The ``hermes-sdk`` command, configured by the same environment variables as the client.
+
+Errors print their code and message on stderr and exit 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from typing import Any, Callable, Optional, Sequence
+
+from .errors import HermesError
+
+
+def _client(**kwargs: Any) -> Any:
+    from .client import HermesClient
+
+    return HermesClient(**kwargs)
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def _stream_out(stream: Any, as_json: bool) -> int:
+    with stream:
+        if as_json:
+            result = stream.result()
+        else:
+            for piece in stream.text_deltas():
+                sys.stdout.write(piece)
+                sys.stdout.flush()
+            sys.stdout.write("\n")
+            result = stream.result()
+    if as_json:
+        from .convert import stream_result_to_json
+
+        _print_json(stream_result_to_json(result))
+    if result.status != "completed":
+        err = result.error
+        sys.stderr.write(f"{err.code if err else 'hermes_sdk.stream'}: stream {result.status}"
+                         f"{': ' + err.message if err else ''}\n")
+        return 1
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    client = _client()
+    with client:
+        if args.stream:
+            return _stream_out(client.chat_stream(prompt=args.text, session_id=args.session_id), args.json)
+        result = client.chat(prompt=args.text, session_id=args.session_id)
+    if args.json:
+        _print_json({**result.raw, "session_id": result.session_id})
+    else:
+        print(result.text or "")
+        if result.finish_reason != "stop":
+            sys.stderr.write(f"finish_reason: {result.finish_reason}\n")
+    return 0
+
+
+def cmd_responses_create(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"input": args.input}
+    if args.previous_response_id:
+        body["previous_response_id"] = args.previous_response_id
+    if args.conversation:
+        body["conversation"] = args.conversation
+    with _client() as client:
+        if args.stream:
+            return _stream_out(client.responses_stream(body), args.json)
+        result = client.responses(body)
+    if args.json:
+        _print_json(result.raw)
+    else:
+        print(result.output_text)
+        sys.stderr.write(f"response id: {result.id}\n")
+    return 0
+
+
+def cmd_responses_get(args: argparse.Namespace) -> int:
+    with _client() as client:
+        result = client.response_get(args.id)
+    if args.json:
+        _print_json(result.raw)
+    else:
+        print(result.output_text)
+    return 0
+
+
+def cmd_responses_delete(args: argparse.Namespace) -> int:
+    from .approval import ApprovalRequest
+
+    def approve(request: ApprovalRequest) -> Any:
+        # The operator at the terminal is the approver; --yes records that they confirmed up front.
+        if not args.yes:
+            if not sys.stdin.isatty():
+                return None
+            answer = input(f"Delete stored response {args.id!r}? Reason: {args.reason}. [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                return request.deny(approver=getpass.getuser(), reason="declined at the terminal")
+        return request.approve(approver=getpass.getuser(), policy_decision_id="cli-operator-confirmation",
+                               reason=args.reason)
+
+    with _client(approval_provider=approve) as client:
+        receipt = client.response_delete(args.id, idempotency_key=args.idempotency_key, reason=args.reason)
+    _print_json({"id": receipt.id, "object": receipt.object, "deleted": receipt.deleted})
+    return 0
+
+
+def cmd_capabilities(args: argparse.Namespace) -> int:
+    with _client() as client:
+        caps = client.capabilities()
+    if args.json:
+        _print_json(caps)
+    else:
+        for cap in caps:
+            print(f"{cap['capability_id']:<48} risk={cap['risk']:<6} retry={cap['retry']['safety']:<6} "
+                  f"approval={'yes' if cap['approval']['required'] else 'no':<3} key={cap['idempotency']['requirement']}")
+    return 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from .plugins import build_manager, describe
+
+    _print_json(describe(build_manager()))
+    return 0
+
+
+def cmd_emulator(args: argparse.Namespace) -> int:
+    from .testing import serve
+
+    serve(args.host, args.port, args.api_key)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """A streamed chat turn against the bundled emulator, then a stored Responses round trip."""
+    from .client import HermesClient
+    from .testing import HermesEmulator
+
+    with HermesEmulator(token_delay=0.05) as emulator:
+        print(f"emulator: {emulator.base_url}")
+        with HermesClient(emulator.base_url, emulator.api_key, load_entrypoints=False) as client:
+            print("> chat_stream: Tell me a short story about a lighthouse keeper")
+            stream = client.chat_stream(prompt="Tell me a short story about a lighthouse keeper")
+            code = _stream_out(stream, False)
+            result = stream.result()
+            print(f"  status={result.status} events={result.event_count} session_id={result.session_id}")
+            response = client.responses(input="Summarize the incident notes", store=True)
+            print(f"> responses: {response.output_text!r} (status={response.status}, id={response.id})")
+            fetched = client.response_get(response.id)
+            print(f"> response_get: {fetched.output_text!r}")
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hermes-sdk", description="Hermes chat and Responses from the shell. "
+                                     "Configure with HERMES_BASE_URL, HERMES_API_KEY, HERMES_ENDPOINT_ID.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    chat = sub.add_parser("chat", help="run one chat turn")
+    chat.add_argument("text")
+    chat.add_argument("--stream", action="store_true")
+    chat.add_argument("--session-id")
+    chat.add_argument("--json", action="store_true")
+    chat.set_defaults(func=cmd_chat)
+
+    responses = sub.add_parser("responses", help="create, get or delete Responses objects")
+    rsub = responses.add_subparsers(dest="action", required=True)
+    create = rsub.add_parser("create")
+    create.add_argument("input")
+    chain = create.add_mutually_exclusive_group()
+    chain.add_argument("--previous-response-id")
+    chain.add_argument("--conversation")
+    create.add_argument("--stream", action="store_true")
+    create.add_argument("--json", action="store_true")
+    create.set_defaults(func=cmd_responses_create)
+    get = rsub.add_parser("get")
+    get.add_argument("id")
+    get.add_argument("--json", action="store_true")
+    get.set_defaults(func=cmd_responses_get)
+    delete = rsub.add_parser("delete")
+    delete.add_argument("id")
+    delete.add_argument("--idempotency-key", required=True)
+    delete.add_argument("--reason", required=True)
+    delete.add_argument("--yes", action="store_true", help="confirm the deletion without a prompt")
+    delete.set_defaults(func=cmd_responses_delete)
+
+    caps = sub.add_parser("capabilities", help="list capability descriptors")
+    caps.add_argument("--json", action="store_true")
+    caps.set_defaults(func=cmd_capabilities)
+
+    plugins = sub.add_parser("plugins", help="print the loaded plugins as JSON")
+    plugins.set_defaults(func=cmd_plugins)
+
+    emulator = sub.add_parser("emulator", help="serve the Hermes emulator until interrupted")
+    emulator.add_argument("--host", default="127.0.0.1")
+    emulator.add_argument("--port", type=int, default=0)
+    emulator.add_argument("--api-key", default="test-key")
+    emulator.set_defaults(func=cmd_emulator)
+
+    demo = sub.add_parser("demo", help="a streamed chat turn against the bundled emulator")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except HermesError as exc:
+        sys.stderr.write(f"{exc.code}: {exc.message}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
