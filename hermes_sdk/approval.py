@@ -38,9 +38,12 @@ class ApprovalDecision:
     input_hash: str
     reason: Optional[str] = None
     policy_decision_id: Optional[str] = None
+    # Evidence from the request it answers (filled by ``ApprovalRequest.approve/deny`` and ``check``).
+    input_snapshot: Optional[dict[str, Any]] = None
+    approval_request_id: Optional[str] = None
 
     def evidence(self) -> dict[str, Any]:
-        """The decision as kept with the recorded result (the audit record)."""
+        """The decision and its evidence as kept with the recorded result (the audit record)."""
         return attrs.asdict(self)
 
 
@@ -72,6 +75,7 @@ class ApprovalRequest:
             approval_id=f"apr_{uuid.uuid4().hex}", decision=decision, approver=approver, decided_at=now,
             expires_at=min(now + APPROVAL_TTL_SECONDS, self.expires_at), input_hash=self.input_hash,
             reason=reason or self.reason, policy_decision_id=policy_decision_id,
+            input_snapshot=self.input_snapshot, approval_request_id=self.id,
         )
 
 
@@ -93,8 +97,12 @@ def ask(provider: Any, request: ApprovalRequest) -> Optional[ApprovalDecision]:
     raise TypeError("an approval provider must be callable or have request_approval()")
 
 
-def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[float] = None) -> None:
-    """Raise ApprovalDeniedError unless the decision approves this exact input, with evidence, in time."""
+def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[float] = None) -> ApprovalDecision:
+    """Raise ApprovalDeniedError unless the decision approves this exact input, with evidence, in time.
+
+    Returns the decision completed with the request's evidence (reason, redacted input snapshot,
+    request id): the record kept with the action result.
+    """
     now = time.time() if now is None else now
     details = {"approval_id": decision.approval_id, "decision": decision.decision}
     if decision.decision != "approved":
@@ -111,6 +119,9 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
                                         ("approver", decision.approver)) if not value]
     if missing:
         raise ApprovalDeniedError("approval lacks required evidence", details={**details, "missing": missing})
+    return attrs.evolve(decision, reason=decision.reason or request.reason,
+                        input_snapshot=decision.input_snapshot or request.input_snapshot,
+                        approval_request_id=decision.approval_request_id or request.id)
 
 
 class DenyAll:

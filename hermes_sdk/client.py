@@ -443,8 +443,7 @@ class HermesClient:
                                         details={"input_hash": request.input_hash, "approval_request_id": request.id})
         if not isinstance(decision, ApprovalDecision):
             raise InvalidInputError("approval must be an ApprovalDecision", details={"field": "approval"})
-        check(decision, request)
-        return decision
+        return check(decision, request)  # the decision completed with its evidence
 
     def _headers(self, ep: Endpoint, request: ProviderRequest, key: Optional[str],
                  ctx: Optional[ExecutionContext], deadline: Optional[float]) -> dict[str, str]:

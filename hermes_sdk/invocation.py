@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Callable, Optional
 
 from .capabilities import Contract
+
+log = logging.getLogger("hermes_sdk")
 
 
 class Invocation:
     """One capability invocation as hooks see it. ``attributes`` are already redacted."""
 
     __slots__ = ("capability_id", "endpoint_id", "operation", "action_id", "contract", "attributes",
-                 "started_at", "stream_settled", "_run", "_on_settle")
+                 "started_at", "stream_settled", "executed", "_run", "_on_settle")
 
     def __init__(self, capability_id: str, endpoint_id: str, action_id: str, contract: Contract,
                  run: Callable[["Invocation"], Any], has_key: bool) -> None:
@@ -23,6 +26,7 @@ class Invocation:
         self.contract = contract
         self.started_at = time.time()
         self.stream_settled = False
+        self.executed = False  # set once the call was handed to the transport: its outcome may be uncertain
         self.attributes: dict[str, Any] = {
             "capability_id": capability_id, "endpoint_id": endpoint_id, "operation": contract.operation,
             "streaming": contract.streaming, "idempotency": has_key,
@@ -39,28 +43,38 @@ class Invocation:
 
     def execute(self) -> Any:
         """Run the call (the built-in innermost hook implementation calls this)."""
+        self.executed = True
         return self._run(self)
 
     def settle(self, redacted: dict[str, Any]) -> None:
+        """Mark the stream settled and run the callbacks; a failing callback is logged, never raised."""
+        if self.stream_settled:
+            return
         self.stream_settled = True
         for callback in self._on_settle:
-            callback(redacted)
+            try:
+                callback(redacted)
+            except Exception as exc:
+                log.warning("hermes_sdk stream-settled callback failed: %s", type(exc).__name__)
 
 
 class Attempt:
     """One HTTP attempt as hooks see it."""
 
-    __slots__ = ("invocation", "number", "attributes", "_send")
+    __slots__ = ("invocation", "number", "attributes", "executed", "_send")
 
     def __init__(self, invocation: Optional[Invocation], number: int, method: str, path_template: str,
                  send: Callable[[], Any]) -> None:
         self.invocation = invocation
         self.number = number
         self.attributes: dict[str, Any] = {"method": method, "path": path_template, "attempt": number}
+        self.executed = False
         self._send = send
 
     def set_attribute(self, key: str, value: Any) -> None:
         self.attributes[key] = value
 
     def execute(self) -> Any:
+        """Send the request (the built-in innermost hook implementation calls this)."""
+        self.executed = True
         return self._send()

@@ -30,6 +30,7 @@ from .invocation import Attempt, Invocation
 
 log = logging.getLogger("hermes_sdk")
 ENTRY_POINT_GROUP = "hermes_sdk"
+HOOK_PREFIX = "hermes_"
 
 
 class CorePlugin:
@@ -131,9 +132,11 @@ def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) ->
     for i, plugin in enumerate(plugins):
         name = getattr(plugin, "name", None) or getattr(plugin, "__name__", None) or type(plugin).__name__
         candidates.append((f"{name}" if not pm.has_plugin(name) else f"{name}-{i}", plugin))
+    known = {n for n in dir(hookspecs) if n.startswith(HOOK_PREFIX)}
     for name, plugin in candidates:
         if pm.is_blocked(name):
             continue
+        _check_names(name, plugin, known)
         try:
             pm.register(plugin, name=name)
         except (pluggy.PluginValidationError, ValueError) as exc:
@@ -145,6 +148,29 @@ def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) ->
         raise PluginError(f"plugin {plugin_name!r} implements an unknown hook: {exc}",
                           details={"plugin": plugin_name}) from exc
     return pm
+
+
+def _check_names(name: str, plugin: Any, known: set[str]) -> None:
+    """Fail loudly on a ``hermes_*`` attribute that is not a hook, or a hook left unmarked.
+
+    pluggy only sees marked functions, so a misspelt or unmarked implementation would otherwise
+    be silently ignored (a tracer that never traces, a store that is never asked).
+    """
+    for attr in dir(plugin):
+        if not attr.startswith(HOOK_PREFIX):
+            continue
+        try:
+            value = getattr(plugin, attr)
+        except Exception:
+            continue
+        if not callable(value):
+            continue
+        if attr not in known:
+            raise PluginError(f"plugin {name!r} implements an unknown hook {attr!r}",
+                              details={"plugin": name, "hook": attr})
+        if not hasattr(value, "hermes_sdk_impl"):
+            raise PluginError(f"plugin {name!r} defines {attr!r} without the hermes_sdk.hookimpl marker",
+                              details={"plugin": name, "hook": attr})
 
 
 def plugin_name_for(pm: pluggy.PluginManager, exc: BaseException) -> str:
@@ -169,8 +195,12 @@ def call_pipeline(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> Any:
         raise
     except Exception as exc:
         name = plugin_name_for(pm, exc)
+        # If the call already reached the transport, a wrapper that failed afterwards must not make
+        # the SDK forget the idempotency record: the remote work may have happened.
+        sent = any(getattr(value, "executed", False) is True for value in kwargs.values())
         raise PluginError(f"plugin {name!r} failed in {hook}: {type(exc).__name__}",
-                          details={"plugin": name, "hook": hook, "exception": type(exc).__name__}) from exc
+                          details={"plugin": name, "hook": hook, "exception": type(exc).__name__},
+                          uncertain_outcome=sent) from exc
 
 
 def notify(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> None:
@@ -196,7 +226,12 @@ def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
             entry["distribution"] = getattr(dist, "project_name", None)
         ep_names = {ep.name: ep for ep in _entry_points()}
         if name in ep_names:
-            entry["entry_point"] = ep_names[name].value
+            ep = ep_names[name]
+            entry["entry_point"] = ep.value
+            ep_dist = getattr(ep, "dist", None)
+            if ep_dist is not None:
+                entry["distribution"] = ep_dist.metadata["Name"]
+                entry["version"] = ep_dist.version
             entry["builtin"] = False
         else:
             entry["builtin"] = name.startswith("hermes_sdk.")
