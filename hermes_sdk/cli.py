@@ -111,14 +111,24 @@ def cmd_responses_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_capabilities(args: argparse.Namespace) -> int:
-    with _client() as client:
-        caps = client.capabilities()
+    import os
+
+    if os.environ.get("HERMES_BASE_URL"):
+        with _client() as client:
+            caps = client.capabilities()
+    else:  # the contracts are data: list them for the configured (or default) endpoint id without a server
+        from .capabilities import CONTRACTS, descriptor
+        from .endpoints import normalize_endpoint_id
+
+        endpoint_id = normalize_endpoint_id(os.environ.get("HERMES_ENDPOINT_ID") or "default")
+        caps = [descriptor(endpoint_id, contract) for contract in CONTRACTS.values()]
     if args.json:
         _print_json(caps)
     else:
         for cap in caps:
+            approval = "yes" if cap["approval"]["required"] else "no"
             print(f"{cap['capability_id']:<48} risk={cap['risk']:<6} retry={cap['retry']['safety']:<6} "
-                  f"approval={'yes' if cap['approval']['required'] else 'no':<3} key={cap['idempotency']['requirement']}")
+                  f"approval={approval:<3} key={cap['idempotency']['requirement']}")
     return 0
 
 
