@@ -1,0 +1,36 @@
+"""Fixtures for the core-client suite; helpers live in ``core_support``."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import pytest
+from core_support import Handler, RawServer, approve_all
+
+from hermes_sdk import HermesClient
+from hermes_sdk.testing import HermesEmulator
+
+
+@pytest.fixture
+def emu(hermes_emulator: HermesEmulator) -> HermesEmulator:
+    return hermes_emulator
+
+
+@pytest.fixture
+def client(emu: HermesEmulator) -> Iterator[HermesClient]:
+    with emu.client(load_entrypoints=False, approval_provider=approve_all) as c:
+        yield c
+
+
+@pytest.fixture
+def raw_server() -> Iterator[Callable[[Handler], RawServer]]:
+    servers: list[RawServer] = []
+
+    def make(handler: Handler) -> RawServer:
+        s = RawServer(handler)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.close()
