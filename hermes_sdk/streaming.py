@@ -295,8 +295,12 @@ class HermesStream:
         return self._result
 
     def close(self) -> None:
-        """Cancel the stream if it has not ended; idempotent."""
+        """Cancel the stream if it has not ended; idempotent. A stream that already saw its
+        terminal event (the caller broke out of the loop there) settles as it ended, not cancelled."""
         if self._result is None:
+            if self._agg.done:
+                self._settle()
+                return
             self._response.close()
             self._finish(self._agg.result(cancelled=True))
 

@@ -42,9 +42,6 @@ from .errors import (
     TransportError,
 )
 
-# Statuses Hermes returns before any agent work starts: the outcome is certain (nothing ran).
-_BEFORE_EXECUTION = {429: True}
-
 
 class Transport:
     """Owns the requests session and the per-origin settings resolved once."""
@@ -179,11 +176,13 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
         return NotFoundError(text, **kwargs)
     if status == 413:
         return PayloadTooLargeError(text, **kwargs)
-    if status == 429 or (status == 503 and provider.get("code") == "gateway_draining"):
-        # Hermes refuses these before any agent work: certain outcome, retry later.
+    if status == 429:
+        # Hermes' concurrency gate answers before any agent work: the outcome is certain.
         return RateLimitedError(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
-                                uncertain_outcome=False, **kwargs) if status == 429 else ServerError(
-            text, retryable=read_only, retry_after_ms=retry_after_ms(response), uncertain_outcome=False, **kwargs)
+                                uncertain_outcome=False, **kwargs)
+    if status == 503 and provider.get("code") == "gateway_draining":
+        return ServerError(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
+                           uncertain_outcome=False, **kwargs)
     if status >= 500:
         klass = AgentIncompleteError if provider.get("code") == "agent_incomplete" else ServerError
         return klass(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
