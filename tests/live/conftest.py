@@ -1,43 +1,19 @@
-"""Fixtures that run the REAL Hermes 0.19.0 API server (see docs/live-server.md).
-
-Skipped unless ``HERMES_LIVE=1``. With it set, a failure to install or start the
-server is an ERROR of every test that asked for it, never a skip.
-"""
+"""Makes the live Hermes fixtures (``tests/conftest_live.py``) available here."""
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-# Import the harness whatever pytest's import mode (importlib does not touch sys.path).
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hermes_server import HermesServer
-
-LIVE = os.environ.get("HERMES_LIVE") == "1"
+import conftest_live
 
 
-def _serve(request: pytest.FixtureRequest, **options: int) -> Iterator[HermesServer]:
-    if not LIVE:
-        pytest.skip("live Hermes server tests need HERMES_LIVE=1")
-    server = HermesServer(**options)
-    # Registered before start(): stop() runs even if start() fails half-way.
-    request.addfinalizer(server.stop)
-    server.start()
-    yield server
-
-
-@pytest.fixture(scope="session")
-def hermes_live(request: pytest.FixtureRequest) -> Iterator[HermesServer]:
-    """The default live server: concurrency cap 10, one upstream try."""
-    yield from _serve(request, max_concurrent_runs=10, api_max_retries=1)
-
-
-@pytest.fixture(scope="session")
-def hermes_live_cap1(request: pytest.FixtureRequest) -> Iterator[HermesServer]:
-    """A second server with cap 1 (429s) and Hermes' default 3 upstream retries."""
-    yield from _serve(request, max_concurrent_runs=1, api_max_retries=3)
+def pytest_configure(config: pytest.Config) -> None:
+    # Same name as `pytest_plugins = ["conftest_live"]` would use: never registered twice,
+    # so a top-level registration and this one share one server per session.
+    if not config.pluginmanager.has_plugin("conftest_live"):
+        config.pluginmanager.register(conftest_live, "conftest_live")

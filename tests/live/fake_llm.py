@@ -66,11 +66,7 @@ def message_text(message: dict[str, Any]) -> str:
 
 
 def user_texts(messages: list[dict[str, Any]]) -> list[str]:
-    return [
-        message_text(m)
-        for m in messages
-        if isinstance(m, dict) and m.get("role") == "user"
-    ]
+    return [message_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
 
 
 def plan_reply(messages: list[dict[str, Any]]) -> tuple[str, str]:
@@ -198,22 +194,15 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
         else:
             self.send_json(200, completion(model, text, finish, usage))
 
-    def stream_chat(
-        self, model: str, text: str, finish: str, usage: dict[str, int]
-    ) -> None:
+    def stream_chat(self, model: str, text: str, finish: str, usage: dict[str, int]) -> None:
         base = {
             "id": f"chatcmpl-fake{uuid.uuid4().hex[:20]}",
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": model,
         }
-        events = [
-            dict(base, choices=[delta_choice({"role": "assistant", "content": ""})])
-        ]
-        events += [
-            dict(base, choices=[delta_choice({"content": piece})])
-            for piece in split_deltas(text)
-        ]
+        events = [dict(base, choices=[delta_choice({"role": "assistant", "content": ""})])]
+        events += [dict(base, choices=[delta_choice({"content": piece})]) for piece in split_deltas(text)]
         events.append(dict(base, choices=[delta_choice({}, finish)]))
         events.append(dict(base, choices=[], usage=usage))
         self.send_response(200)
@@ -249,9 +238,7 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def send_error_json(
-        self, status: int, message: str, err_type: str, code: str | None = None
-    ) -> None:
+    def send_error_json(self, status: int, message: str, err_type: str, code: str | None = None) -> None:
         self.send_json(
             status,
             {
@@ -273,9 +260,7 @@ def delta_choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, 
     return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
 
 
-def completion(
-    model: str, text: str, finish: str, usage: dict[str, int]
-) -> dict[str, Any]:
+def completion(model: str, text: str, finish: str, usage: dict[str, int]) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-fake{uuid.uuid4().hex[:20]}",
         "object": "chat.completion",
@@ -293,13 +278,9 @@ def completion(
     }
 
 
-def make_server(
-    port: int = 0, log_path: str | None = None, host: str = "127.0.0.1"
-) -> ThreadingHTTPServer:
+def make_server(port: int = 0, log_path: str | None = None, host: str = "127.0.0.1") -> ThreadingHTTPServer:
     """A bound (not yet serving) fake LLM; ``server.server_address[1]`` is its port."""
-    handler = type(
-        "BoundFakeLLMHandler", (FakeLLMHandler,), {"call_log": CallLog(log_path)}
-    )
+    handler = type("BoundFakeLLMHandler", (FakeLLMHandler,), {"call_log": CallLog(log_path)})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     return server
@@ -316,15 +297,9 @@ def write_port_file(path: str, port: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument(
-        "--port", type=int, default=0, help="0 picks a free ephemeral port"
-    )
-    parser.add_argument(
-        "--log", default=None, help="append one JSON line per request here"
-    )
-    parser.add_argument(
-        "--port-file", default=None, help="write the bound port here once listening"
-    )
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free ephemeral port")
+    parser.add_argument("--log", default=None, help="append one JSON line per request here")
+    parser.add_argument("--port-file", default=None, help="write the bound port here once listening")
     args = parser.parse_args(argv)
     server = make_server(args.port, args.log, args.host)
     port = server.server_address[1]

@@ -7,6 +7,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+import pytest
 import requests
 
 if TYPE_CHECKING:  # the harness is imported by conftest.py; tests only annotate with it
@@ -85,6 +86,7 @@ def test_cap1_instance_rejects_a_second_run_with_429(
     assert second.json()["error"]["code"] == "rate_limit_exceeded"
 
 
+@pytest.mark.slow  # Hermes backs off ~2 s and ~5 s between its 3 tries
 def test_cap1_instance_retries_upstream_three_times(
     hermes_live_cap1: HermesServer,
 ) -> None:
