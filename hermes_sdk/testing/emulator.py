@@ -35,6 +35,7 @@ class HermesEmulator:
         delta_batch_ms: float = 0,
         framing: str = "chunked",
         token_delay: float = 0.0,
+        api_max_retries: int = 1,
         verbose: bool = False,
     ) -> None:
         if framing not in ("chunked", "close"):
@@ -53,6 +54,8 @@ class HermesEmulator:
             max_stored_responses=max_stored_responses,
             token_delay=token_delay,
         )
+        model = self._state.model
+        model.default_api_max_retries = model.api_max_retries = max(1, api_max_retries)
         self._server: HermesHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -222,6 +225,24 @@ class HermesEmulator:
     def executions(self) -> int:
         """Model executions so far (idempotency-cache hits do not count)."""
         return self._state.model.executions
+
+    @property
+    def upstream_calls(self) -> list[dict[str, Any]]:
+        """Upstream LLM calls a real Hermes would have made (the fake LLM's log).
+
+        An execution is one call, an upstream 5xx ``api_max_retries`` calls, and a
+        truncated run four; each entry is ``{"roles", "n_messages", "last_user"}``.
+        """
+        return self._state.model.upstream_calls
+
+    @property
+    def api_max_retries(self) -> int:
+        """Hermes' ``agent.api_max_retries`` (tries for an upstream 5xx); default 1."""
+        return self._state.model.api_max_retries
+
+    @api_max_retries.setter
+    def api_max_retries(self, value: int) -> None:
+        self._state.model.api_max_retries = max(1, value)
 
     @property
     def requests_seen(self) -> list[SeenRequest]:

@@ -35,6 +35,10 @@ _UPSTREAM_FAILURES = {
     401: ("HTTP 401: fake upstream unauthorized (FAIL401)", False),
 }
 _SLOW = re.compile(r"SLOW:(\d+(?:\.\d+)?)")
+CONTINUATION_PROMPT = (
+    "[System: Your previous response was truncated by the output length limit. Continue "
+    "exactly where you left off. Do not restart or repeat prior text. Finish the answer directly.]"
+)
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,12 @@ class Cancelled(Exception):
 class ScriptedModel:
     """Thread-safe source of agent results plus the knobs tests turn."""
 
-    def __init__(self, token_delay: float = 0.0) -> None:
+    def __init__(self, token_delay: float = 0.0, api_max_retries: int = 1) -> None:
         self._lock = threading.Lock()
+        # Hermes' ``agent.api_max_retries``: upstream tries for a retryable (5xx) failure.
+        self.default_api_max_retries = max(1, api_max_retries)
+        self.api_max_retries = self.default_api_max_retries
+        self._upstream: list[dict[str, Any]] = []
         self._queue: deque[ReplyLike] = deque()
         self._responder: Responder | None = None
         self._fail_next: deque[int] = deque()
@@ -155,12 +163,37 @@ class ScriptedModel:
             self._fail_next.clear()
             self._truncation = None
             self._executions = 0
+            self._upstream.clear()
             self.token_delay = self.default_token_delay
+            self.api_max_retries = self.default_api_max_retries
 
     @property
     def executions(self) -> int:
         with self._lock:
             return self._executions
+
+    @property
+    def upstream_calls(self) -> list[dict[str, Any]]:
+        """The upstream LLM calls a real Hermes would have made, like the fake LLM logs them.
+
+        One per execution, ``api_max_retries`` for an upstream 5xx, and four for a
+        truncated run (three continuation requests). Each is ``{"roles", "n_messages",
+        "last_user"}``; Hermes always prepends its own system prompt.
+        """
+        with self._lock:
+            return list(self._upstream)
+
+    def _log_upstream(self, info: RequestInfo, calls: int = 1, continuation: bool = False) -> None:
+        roles = ["system"] + [str(m.get("role")) for m in info.history] + ["user"]
+        last = info.prompt
+        entries = []
+        for _ in range(calls):
+            entries.append({"roles": list(roles), "n_messages": len(roles), "last_user": last})
+            if continuation:
+                roles = roles + ["assistant", "user"]
+                last = CONTINUATION_PROMPT
+        with self._lock:
+            self._upstream.extend(entries)
 
     # -- execution ------------------------------------------------------
     def run(
@@ -182,11 +215,12 @@ class ScriptedModel:
         if slow and scripted is None:
             self._sleep(float(slow.group(1)), cancel)
         if failure is not None:
-            return self._upstream_failure(failure)
+            return self._upstream_failure(failure, info)
         if truncation is not None:
             return self._truncated(info, on_delta, cancel, empty=truncation)
         if scripted is not None:
             reply = Reply(text=scripted) if isinstance(scripted, str) else scripted
+            self._log_upstream(info)
             return self._scripted(info, reply, on_delta, cancel)
         return self._default(info, on_delta, cancel)
 
@@ -198,12 +232,13 @@ class ScriptedModel:
     ) -> AgentResult:
         for status in (500, 400, 401):
             if f"FAIL{status}" in info.prompt:
-                return self._upstream_failure(status)
+                return self._upstream_failure(status, info)
         users = info.user_messages
         if any("TRUNCEMPTY" in u for u in users):
             return self._truncated(info, on_delta, cancel, empty=True)
         if any("TRUNCATE" in u for u in users):
             return self._truncated(info, on_delta, cancel, empty=False)
+        self._log_upstream(info)
         return self._scripted(info, Reply(text="ECHO: " + info.prompt), on_delta, cancel)
 
     def _scripted(
@@ -261,13 +296,15 @@ class ScriptedModel:
         empty: bool,
     ) -> AgentResult:
         deltas = [] if empty else ["ECHO-PART"] * _CONTINUATIONS
+        self._log_upstream(info, _CONTINUATIONS, continuation=True)
         reply = Reply(deltas=deltas, finish="length")
         return self._scripted(info, reply, on_delta, cancel)
 
-    @staticmethod
-    def _upstream_failure(status: int) -> AgentResult:
+    def _upstream_failure(self, status: int, info: RequestInfo) -> AgentResult:
         error, retryable = _UPSTREAM_FAILURES[status]
-        final = f"API call failed after 1 retries: {error}" if retryable else error
+        tries = self.api_max_retries if retryable else 1
+        self._log_upstream(info, tries)
+        final = f"API call failed after {tries} retries: {error}" if retryable else error
         return AgentResult(
             final_response=final,
             completed=False,
