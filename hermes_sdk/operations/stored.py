@@ -18,6 +18,9 @@ def response_id_value(value: object) -> str:
         raise bad("response_id", f"'response_id' is longer than {MAX_RESPONSE_ID_BYTES} bytes")
     if _CONTROL.search(value):
         raise bad("response_id", "'response_id' must not contain control characters")
+    if value in (".", ".."):
+        # A dot segment is not a resource name: servers and proxies resolve it away from /v1/responses/.
+        raise bad("response_id", "'response_id' must not be a dot segment")
     return value
 
 
