@@ -1,0 +1,1 @@
+"""hermes-sdk benchmarks: ``python -m benchmarks [--quick] [--json PATH]`` (see docs/performance.md)."""
