@@ -1,0 +1,281 @@
+"""Idempotency: the store contract (memory, SQLite), store selection, and the pipeline's promises."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import threading
+import time
+from typing import Any, Callable
+
+import pytest
+
+from conftest import approve_all
+from hermes_sdk import (
+    IdempotencyConflictError,
+    IdempotencyRecord,
+    InvalidInputError,
+    MemoryStore,
+    OutcomeUnknownError,
+    NotFoundError,
+    SQLiteStore,
+    hookimpl,
+)
+from hermes_sdk._constants import DELETE_KEY_TTL_SECONDS
+from hermes_sdk.errors import HermesError
+
+CHAT = "cap:hermes_agent:default:chat"
+
+
+def rec(key: str = "k", action: str = "act_1", ttl: float = 60.0, cap: str = CHAT) -> IdempotencyRecord:
+    now = time.time()
+    return IdempotencyRecord(capability_id=cap, key=key, action_id=action, input_hash="h", state="pending",
+                             created_at=now, expires_at=now + ttl)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    s = MemoryStore() if request.param == "memory" else SQLiteStore(str(tmp_path / "idem.db"))
+    yield s
+    s.close()
+
+
+def test_store_contract(store: Any) -> None:
+    assert store.reserve(rec()) is None
+    existing = store.reserve(rec(action="act_2"))
+    assert existing is not None and existing.action_id == "act_1" and existing.state == "pending"
+    assert store.get(CHAT, "k").state == "pending"
+    assert store.get_by_action("act_1").key == "k"
+    assert store.get_by_action("act_2") is None
+    store.complete(CHAT, "k", {"status": "completed", "output": {"x": 1}})
+    done = store.get(CHAT, "k")
+    assert done.state == "completed" and done.result == {"status": "completed", "output": {"x": 1}}
+    assert done.completed_at is not None
+    assert store.reserve(rec(action="act_3")).state == "completed"
+    assert store.get(CHAT, "other") is None
+    # keys are capability-scoped
+    assert store.reserve(rec(cap="cap:hermes_agent:default:responses", action="act_r")) is None
+    assert store.forget(CHAT, "k") is True and store.forget(CHAT, "k") is False
+    assert store.get(CHAT, "k") is None and store.get_by_action("act_1") is None
+    assert store.reserve(rec(action="act_4")) is None
+
+
+def test_an_expired_record_gives_its_key_back(store: Any) -> None:
+    assert store.reserve(rec(ttl=0.05)) is None
+    time.sleep(0.1)
+    assert store.get(CHAT, "k") is None
+    assert store.reserve(rec(action="act_new")) is None
+    assert store.get(CHAT, "k").action_id == "act_new"
+
+
+def test_reserve_is_atomic_across_threads(store: Any) -> None:
+    winners: list[int] = []
+    barrier = threading.Barrier(16)
+
+    def race(i: int) -> None:
+        barrier.wait()
+        if store.reserve(rec(action=f"act_{i}")) is None:
+            winners.append(i)
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(winners) == 1
+
+
+def test_sqlite_store_is_private_and_wal(tmp_path: Any) -> None:
+    path = tmp_path / "sub" / "idem.db"
+    s = SQLiteStore(str(path))
+    s.reserve(rec())
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert sqlite3.connect(str(path)).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    s.close()
+    reopened = SQLiteStore(str(path))
+    assert reopened.get(CHAT, "k") is not None  # durable across store instances
+    reopened.close()
+
+
+# ------------------------------------------------------------------ choosing a store
+
+
+def test_store_by_object_and_by_url(make_client: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = MemoryStore()
+    assert make_client(idempotency_store=mine).idempotency_store is mine
+    assert isinstance(make_client(idempotency_store="memory:").idempotency_store, MemoryStore)
+    absolute = make_client(idempotency_store=f"sqlite:///{tmp_path}/abs.db").idempotency_store
+    assert isinstance(absolute, SQLiteStore) and absolute.path == f"{tmp_path}/abs.db"
+    monkeypatch.chdir(tmp_path)
+    relative = make_client(idempotency_store="sqlite:///rel.db").idempotency_store
+    assert isinstance(relative, SQLiteStore) and relative.path == "rel.db"
+    monkeypatch.setenv("HERMES_SDK_IDEMPOTENCY_STORE", f"sqlite:///{tmp_path}/env.db")
+    assert make_client().idempotency_store.path == f"{tmp_path}/env.db"
+    with pytest.raises(InvalidInputError, match="nosuch"):
+        make_client(idempotency_store="nosuch://x")
+    with pytest.raises(InvalidInputError):
+        make_client(idempotency_store=object())
+
+
+def test_a_plugin_claims_a_url_scheme(make_client: Any) -> None:
+    seen: list[str] = []
+
+    class Claims:
+        name = "vault-store"
+
+        @hookimpl
+        def hermes_idempotency_store(self, url: str, client: Any) -> Any:
+            if url.startswith("vault://"):
+                seen.append(url)
+                return MemoryStore()
+            return None
+
+    client = make_client(plugins=[Claims()], idempotency_store="vault://team-a")
+    assert isinstance(client.idempotency_store, MemoryStore) and seen == ["vault://team-a"]
+    # the built-in schemes still work with the plugin installed
+    assert isinstance(make_client(plugins=[Claims()], idempotency_store="memory:").idempotency_store, MemoryStore)
+
+
+# ------------------------------------------------------------------ the pipeline
+
+
+def test_reserved_pending_before_sending_then_completed(make_client: Any, hermes_emulator: Any) -> None:
+    states: list[Any] = []
+
+    class Peek:
+        name = "peek"
+
+        @hookimpl(wrapper=True)
+        def hermes_http_attempt(self, attempt: Any) -> Any:
+            states.append(client.idempotency_record(CHAT, "k-order").state)
+            return (yield)
+
+    client = make_client(plugins=[Peek()])
+    completion = client.chat(prompt="hello", idempotency_key="k-order", action_id="act_order")
+    assert states == ["pending"]
+    record = client.idempotency_record(CHAT, "k-order")
+    assert record.state == "completed" and record.action_id == "act_order"
+    result = client.action_result("act_order")
+    assert result.status == "completed" and result.output["id"] == completion.id and not result.replayed
+    assert hermes_emulator.requests_seen[-1].header("Idempotency-Key") == "k-order"
+
+
+def test_completed_record_replays_without_executing_even_if_input_changed(make_client: Any,
+                                                                           hermes_emulator: Any) -> None:
+    client = make_client()
+    first = client.chat(prompt="first", idempotency_key="k-replay")
+    again = client.chat(prompt="a different prompt", idempotency_key="k-replay")
+    assert again.id == first.id and again.text == "ECHO: first"
+    assert hermes_emulator.executions == 1 and len(hermes_emulator.requests_seen) == 1
+    generic = client.invoke(CHAT, {"prompt": "first"}, idempotency_key="k-replay")
+    assert generic.replayed is True and generic.status == "completed"
+    assert generic.output["id"] == first.id
+
+
+def test_strict_mode_rejects_a_changed_input(make_client: Any, hermes_emulator: Any) -> None:
+    client = make_client(strict_idempotency=True)
+    client.chat(prompt="first", idempotency_key="k-strict")
+    assert client.chat(prompt="first", idempotency_key="k-strict").text == "ECHO: first"
+    with pytest.raises(IdempotencyConflictError) as info:
+        client.chat(prompt="changed", idempotency_key="k-strict")
+    assert info.value.code == "hermes_sdk.idempotency_conflict"
+    assert hermes_emulator.executions == 1
+
+
+def test_a_pending_record_is_outcome_unknown_and_never_executes(make_client: Any, hermes_emulator: Any) -> None:
+    store = MemoryStore()
+    store.reserve(rec(key="k-pending", action="act_lost"))
+    client = make_client(idempotency_store=store)
+    with pytest.raises(OutcomeUnknownError) as info:
+        client.chat(prompt="hello", idempotency_key="k-pending")
+    assert info.value.code == "hermes_sdk.outcome_unknown"
+    assert info.value.details["original_action_id"] == "act_lost"
+    assert hermes_emulator.executions == 0 and not hermes_emulator.requests_seen
+    failed = client.invoke(CHAT, {"prompt": "hello"}, idempotency_key="k-pending")
+    assert failed.status == "failed" and isinstance(failed.error, OutcomeUnknownError)
+
+
+def test_operator_reconciliation(make_client: Any, hermes_emulator: Any) -> None:
+    store = MemoryStore()
+    store.reserve(rec(key="k-lost", action="act_lost"))
+    client = make_client(idempotency_store=store)
+    # 1. read the durable action result first: nothing recorded yet
+    assert client.action_result("act_lost") is None
+    assert client.idempotency_record(CHAT, "k-lost").state == "pending"
+    # 2. an operator verified the provider state by hand and records it
+    resolved = client.resolve_pending(CHAT, "k-lost", status="completed", output={"verified": True})
+    assert resolved.action_id == "act_lost"
+    assert client.action_result("act_lost").output == {"verified": True}
+    replay = client.invoke(CHAT, {"prompt": "x"}, idempotency_key="k-lost")
+    assert replay.replayed and replay.output == {"verified": True}
+    with pytest.raises(InvalidInputError):
+        client.resolve_pending(CHAT, "k-lost", status="completed")  # no longer pending
+    # 3. or drops the key so it may run again
+    assert client.forget_idempotency_key(CHAT, "k-lost") is True
+    assert client.chat(prompt="again", idempotency_key="k-lost").text == "ECHO: again"
+    assert hermes_emulator.executions == 1
+
+
+def test_an_uncertain_failure_is_recorded_and_replayed(make_client: Any, hermes_emulator: Any) -> None:
+    client = make_client()
+    hermes_emulator.drop_connection("mid_body")  # the model ran, the answer was lost on the way
+    with pytest.raises(HermesError) as first:
+        client.chat(prompt="lost answer", idempotency_key="k-fail", action_id="act_fail")
+    assert first.value.uncertain_outcome
+    recorded = client.action_result("act_fail")
+    assert recorded.status == "failed" and recorded.error.code == first.value.code
+    with pytest.raises(HermesError) as second:
+        client.chat(prompt="lost answer", idempotency_key="k-fail")
+    assert second.value.code == first.value.code and second.value.details.get("replayed") is True
+    assert hermes_emulator.executions == 1
+
+
+def test_a_failure_known_to_run_nothing_gives_the_key_back(make_client: Any, hermes_emulator: Any) -> None:
+    client = make_client(api_key="wrong-key-value")
+    with pytest.raises(HermesError) as info:
+        client.chat(prompt="hi", idempotency_key="k-auth")
+    assert info.value.code == "connector.hermes_agent.authentication" and not info.value.uncertain_outcome
+    assert client.idempotency_record(CHAT, "k-auth") is None
+    assert hermes_emulator.executions == 0
+
+
+@pytest.mark.parametrize("operation", ["chat_stream", "responses_stream"])
+def test_streams_are_recorded_as_their_aggregate(make_client: Any, hermes_emulator: Any, operation: str) -> None:
+    client = make_client()
+    call: Callable[..., Any] = (
+        (lambda: client.chat_stream(prompt="stream me please", idempotency_key="k-stream"))
+        if operation == "chat_stream" else
+        (lambda: client.responses_stream(input="stream me please", idempotency_key="k-stream")))
+    live = call().result()
+    assert live.status == "completed"
+    replayed = call().result()
+    assert replayed.text == live.text and replayed.status == "completed"
+    assert hermes_emulator.executions == 1
+    record = client.idempotency_record(f"cap:hermes_agent:default:{operation}", "k-stream")
+    assert record.state == "completed" and record.result["output"]["text"] == live.text
+
+
+def test_retention_delete_24h_others_configurable(make_client: Any) -> None:
+    client = make_client(key_retention=120.0, approval_provider=approve_all)
+    created = client.responses(input="to delete", store=True, idempotency_key="k-ret")
+    client.response_delete(created.id, idempotency_key="k-del", reason="cleanup")
+    now = time.time()
+    chat_rec = client.idempotency_record("cap:hermes_agent:default:responses", "k-ret")
+    del_rec = client.idempotency_record("cap:hermes_agent:default:response_delete", "k-del")
+    assert 115 < chat_rec.expires_at - now <= 120
+    assert DELETE_KEY_TTL_SECONDS - 10 < del_rec.expires_at - now <= DELETE_KEY_TTL_SECONDS
+    assert DELETE_KEY_TTL_SECONDS == 86_400
+
+
+def test_response_delete_is_recorded_and_replayed(make_client: Any, hermes_emulator: Any) -> None:
+    client = make_client(approval_provider=approve_all)
+    created = client.responses(input="to delete", store=True)
+    receipt = client.response_delete(created.id, idempotency_key="k-del2", reason="cleanup")
+    assert receipt.deleted is True
+    again = client.response_delete(created.id, idempotency_key="k-del2", reason="cleanup")
+    assert again.deleted is True  # the original result, not a 404 from a second DELETE
+    deletes = [r for r in hermes_emulator.requests_seen if r.method == "DELETE"]
+    assert len(deletes) == 1
+    with pytest.raises(NotFoundError):  # a fresh key does reach the provider: 404 now
+        client.response_delete(created.id, idempotency_key="k-del3", reason="cleanup")
