@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import requests
 import sseclient
+import urllib3.exceptions
 
 from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
 from .errors import (
@@ -257,12 +258,16 @@ class HermesStream:
         except HermesError as exc:
             self._fail(exc)
             raise
-        except (requests.RequestException, OSError, ValueError) as exc:
-            # Transport failures and undecodable bytes mid-stream are typed, never raw.
+        except (requests.RequestException, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
+            # Transport failures and undecodable bytes mid-stream are typed, never raw (urllib3's
+            # read1 raises its own ProtocolError / ReadTimeoutError, which requests does not wrap here).
             typed: HermesError
             if isinstance(exc, UnicodeDecodeError):
                 typed = InvalidResponseError("the stream is not valid UTF-8", uncertain_outcome=True,
                                              details={"operation": agg.operation})
+            elif self._deadline is not None and time.time() >= self._deadline - 0.01:
+                typed = DeadlineExceededError("the call's deadline passed during the stream",
+                                              uncertain_outcome=True, details={"operation": agg.operation})
             else:
                 typed = TransportError(f"the stream broke ({type(exc).__name__})", uncertain_outcome=True,
                                        details={"operation": agg.operation, "exception": type(exc).__name__})
@@ -327,7 +332,7 @@ class HermesStream:
                     raw.release_conn()
                     return
                 left -= len(data)
-        except (requests.RequestException, OSError, ValueError):
+        except (requests.RequestException, OSError, ValueError, urllib3.exceptions.HTTPError):
             pass
         self._response.close()
 

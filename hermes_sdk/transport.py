@@ -14,6 +14,7 @@ import time
 from typing import Any, Mapping, Optional, Tuple
 
 import requests
+import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
@@ -105,7 +106,14 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
         response.close()
         raise InvalidResponseError(f"response body of {length} bytes exceeds the {limit}-byte limit",
                                    details={"limit_bytes": limit})
-    data = response.raw.read(limit + 1, decode_content=True)
+    try:
+        data = response.raw.read(limit + 1, decode_content=True)
+    except urllib3.exceptions.HTTPError as exc:
+        # A body cut short or timed out: raise it as requests would, so callers type it as transport.
+        response.close()
+        if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
+            raise requests.exceptions.ReadTimeout(exc) from None
+        raise requests.exceptions.ConnectionError(exc) from None
     if len(data) > limit:
         response.close()
         raise InvalidResponseError(f"response body exceeds the {limit}-byte limit",
@@ -148,8 +156,8 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
     status = response.status_code
     try:
         payload = decode_json(read_body(response))
-    except HermesError:
-        payload = None
+    except (HermesError, requests.RequestException, OSError):
+        payload = None  # the status alone decides the error; an unreadable body adds nothing
     err = payload.get("error") if isinstance(payload, dict) else None
     provider: dict[str, Any] = {}
     if isinstance(err, dict):
