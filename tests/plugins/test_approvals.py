@@ -1,0 +1,171 @@
+"""Approval before deletion: deny by default, bound to the exact input, evidence kept, 15-minute TTL."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import attrs
+import pytest
+
+from conftest import approve_all
+from hermes_sdk import (
+    ApprovalDecision,
+    ApprovalDeniedError,
+    ApprovalRequest,
+    ApprovalRequiredError,
+    CallbackProvider,
+    DenyAll,
+    PluginError,
+    PolicyRule,
+    StaticPolicyProvider,
+    hookimpl,
+)
+from hermes_sdk.approval import input_hash
+from hermes_sdk.endpoints import ExecutionContext
+
+DELETE = "cap:hermes_agent:default:response_delete"
+
+
+def _deletes(emulator: Any) -> int:
+    return sum(1 for r in emulator.requests_seen if r.method == "DELETE")
+
+
+@pytest.fixture
+def stored(make_client: Any) -> str:
+    return make_client().responses(input="a stored answer", store=True).id  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("provider", [None, DenyAll()])
+def test_deny_by_default_nothing_sent(make_client: Any, hermes_emulator: Any, stored: str, provider: Any) -> None:
+    client = make_client(approval_provider=provider)
+    with pytest.raises(ApprovalRequiredError) as info:
+        client.response_delete(stored, idempotency_key="k1", reason="cleanup")
+    assert info.value.code == "hermes_sdk.approval_required"
+    assert info.value.details["input_hash"] == input_hash(DELETE, {"response_id": stored})
+    assert _deletes(hermes_emulator) == 0 and hermes_emulator.stored_response(stored) is not None
+    assert client.idempotency_record(DELETE, "k1") is None  # the key was not consumed
+    result = client.invoke(DELETE, {"response_id": stored}, idempotency_key="k1")
+    assert result.status == "pending_approval" and isinstance(result.error, ApprovalRequiredError)
+
+
+def test_an_up_front_decision_bound_to_the_input(make_client: Any, hermes_emulator: Any, stored: str) -> None:
+    client = make_client()
+    request = client.approval_request("response_delete", {"response_id": stored}, reason="GDPR erasure #42")
+    assert request.input_snapshot == {"response_id": "[REDACTED]"}  # approvers never see raw input
+    assert request.expires_at - request.requested_at == pytest.approx(900)
+    decision = request.approve(approver="dpo@example.test", policy_decision_id="pol-7")
+    assert decision.expires_at - decision.decided_at <= 900
+    result = client.invoke(DELETE, {"response_id": stored}, idempotency_key="k2", approval=decision,
+                           action_id="act_del")
+    assert result.status == "completed" and result.output["deleted"] is True
+    evidence = result.approval
+    assert evidence["decision"] == "approved" and evidence["approval_id"] == decision.approval_id
+    assert evidence["reason"] == "GDPR erasure #42" and evidence["policy_decision_id"] == "pol-7"
+    assert evidence["input_hash"] == request.input_hash and evidence["input_snapshot"] == request.input_snapshot
+    assert evidence["approver"] == "dpo@example.test" and evidence["approval_request_id"] == request.id
+    # ... and kept with the durable record (the audit trail)
+    assert client.action_result("act_del").approval == evidence
+    assert _deletes(hermes_emulator) == 1
+
+
+def test_a_decision_for_another_input_is_refused(make_client: Any, hermes_emulator: Any, stored: str) -> None:
+    client = make_client()
+    other = client.approval_request("response_delete", {"response_id": "resp_somethingelse"}, reason="x")
+    with pytest.raises(ApprovalDeniedError) as info:
+        client.response_delete(stored, idempotency_key="k3",
+                               approval=other.approve(approver="a", policy_decision_id="p"))
+    assert info.value.details["reason"] == "input_mismatch" and _deletes(hermes_emulator) == 0
+
+
+def _request(client: Any, response_id: str, reason: str = "cleanup") -> ApprovalRequest:
+    return client.approval_request("response_delete", {"response_id": response_id}, reason=reason)  # type: ignore
+
+
+def test_expired_denied_revoked_and_incomplete_decisions(make_client: Any, hermes_emulator: Any,
+                                                         stored: str) -> None:
+    client = make_client()
+    good = _request(client, stored).approve(approver="a", policy_decision_id="p")
+    stale = attrs.evolve(good, decided_at=time.time() - 901, expires_at=time.time() + 100)
+    past = attrs.evolve(good, expires_at=time.time() - 1)
+    cases = {
+        "expired": stale, "expires_at": past,
+        "denied": _request(client, stored).deny(approver="a", reason="no"),
+        "revoked": attrs.evolve(good, decision="revoked"),
+        "no policy decision": attrs.evolve(good, policy_decision_id=None),
+        "no reason": attrs.evolve(_request(client, stored, reason="").approve(approver="a", policy_decision_id="p"),
+                                  reason=None),
+    }
+    for label, decision in cases.items():
+        with pytest.raises(ApprovalDeniedError) as info:
+            client.response_delete(stored, idempotency_key=f"k-{label}", approval=decision)
+        assert info.value.code == "hermes_sdk.approval_denied", label
+    assert _deletes(hermes_emulator) == 0
+
+
+def test_callback_provider_sees_a_redacted_request(make_client: Any, stored: str) -> None:
+    seen: list[ApprovalRequest] = []
+
+    def callback(request: ApprovalRequest) -> ApprovalDecision:
+        seen.append(request)
+        return request.approve(approver="oncall", policy_decision_id="pd-cb")
+
+    client = make_client(approval_provider=CallbackProvider(callback))
+    receipt = client.response_delete(stored, idempotency_key="k-cb", reason="ticket OPS-1", action_id="act_cb")
+    assert receipt.deleted is True
+    (request,) = seen
+    assert request.action_id == "act_cb" and request.capability_id == DELETE and request.reason == "ticket OPS-1"
+    assert stored not in repr(request.input_snapshot)
+    # a plain callable works too
+    assert make_client(approval_provider=approve_all)
+
+
+def test_static_policy_on_principal_and_tenant(hermes_emulator: Any, make_client: Any) -> None:
+    provider = StaticPolicyProvider([PolicyRule("pd-ops", principals=["alice"], tenants="t1")])
+    alice = ExecutionContext(principal_id="alice", tenant_id="t1")
+    client = make_client(approval_provider=provider, context=alice)
+    first = client.responses(input="one", store=True).id
+    result = client.invoke(DELETE, {"response_id": first}, idempotency_key="k-alice", reason="cleanup")
+    assert result.status == "completed" and result.approval["policy_decision_id"] == "pd-ops"
+    assert result.approval["approver"] == "static-policy"
+    second = client.responses(input="two", store=True).id
+    for ctx in (ExecutionContext(principal_id="bob", tenant_id="t1"),
+                ExecutionContext(principal_id="alice", tenant_id="t2")):
+        with pytest.raises(ApprovalDeniedError):
+            client.response_delete(second, idempotency_key="k-other", reason="cleanup", context=ctx)
+    assert hermes_emulator.stored_response(second) is not None
+
+
+def test_provider_from_a_plugin_and_the_argument_wins(make_client: Any, stored: str) -> None:
+    class Approver:
+        name = "approver-plugin"
+
+        @hookimpl
+        def hermes_approval_provider(self, client: Any) -> Any:
+            return lambda request: request.approve(approver="plugin", policy_decision_id="pd-plugin")
+
+    client = make_client(plugins=[Approver()])
+    result = client.invoke(DELETE, {"response_id": stored}, idempotency_key="k-pl", reason="cleanup")
+    assert result.approval["approver"] == "plugin"
+    explicit = make_client(plugins=[Approver()], approval_provider=DenyAll())
+    with pytest.raises(ApprovalRequiredError):
+        explicit.response_delete("resp_x", idempotency_key="k-pl2", reason="cleanup")
+
+
+def test_a_failing_provider_is_a_typed_error_and_nothing_is_sent(make_client: Any, hermes_emulator: Any,
+                                                                 stored: str) -> None:
+    def broken(request: ApprovalRequest) -> Any:
+        raise ConnectionError("ticket system down")
+
+    client = make_client(approval_provider=broken)
+    with pytest.raises(PluginError):
+        client.response_delete(stored, idempotency_key="k-br", reason="cleanup")
+    assert _deletes(hermes_emulator) == 0
+
+
+def test_input_hash_is_canonical() -> None:
+    a = input_hash(DELETE, {"response_id": "r", "session_key": "s"})
+    assert a == input_hash(DELETE, {"session_key": "s", "response_id": "r", "idempotency_key": "ignored"})
+    assert a != input_hash(DELETE, {"response_id": "r2", "session_key": "s"})
+    assert a != input_hash("cap:hermes_agent:other:response_delete", {"response_id": "r", "session_key": "s"})
+    assert len(a) == 64
