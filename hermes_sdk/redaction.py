@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import weakref
 from typing import Any, Callable, Iterable, Optional, Pattern
 
 REDACTED = "[REDACTED]"
@@ -38,6 +39,8 @@ DEFAULT_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"(/v1/responses/)[^\s\"?#]+",
 ))
 
+_live: "weakref.WeakSet[Redactor]" = weakref.WeakSet()
+_live_lock = threading.Lock()
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
 
@@ -65,18 +68,35 @@ class Redactor:
     def __init__(self, filters: Iterable[FilterFn] = (), patterns: Iterable[str] = (),
                  allowed_keys: Iterable[str] = ()) -> None:
         self.filters = tuple(filters)
-        self.patterns = DEFAULT_PATTERNS + tuple(re.compile(p) for p in patterns)
+        self.extra_patterns = tuple(re.compile(p) for p in patterns)
+        self.patterns = DEFAULT_PATTERNS + self.extra_patterns
         self.allowed = ALLOWED_KEYS | frozenset(allowed_keys)
+        if self.filters or self.extra_patterns:
+            # The process-wide log filter applies these too, for as long as this redactor lives.
+            with _live_lock:
+                _live.add(self)
 
     def text(self, value: str, key: Optional[str] = None) -> str:
-        """Scrub a string that is allowed to be shown."""
+        """Scrub a string that is allowed to be shown (a failing plugin filter redacts it all)."""
         for secret in tuple(_secrets):
             if secret in value:
                 value = value.replace(secret, REDACTED)
         for pattern in self.patterns:
             value = _sub(pattern, value)
+        return self.extra(value, key, patterns=False)
+
+    def extra(self, value: str, key: Optional[str] = None, patterns: bool = True) -> str:
+        """Apply only this redactor's own configured patterns and plugin filters."""
+        if patterns:
+            for pattern in self.extra_patterns:
+                value = _sub(pattern, value)
         for fn in self.filters:
-            value = fn(key, value)
+            try:
+                value = fn(key, value)
+            except Exception:
+                return REDACTED
+            if not isinstance(value, str):
+                return REDACTED
         return value
 
     def redact(self, value: Any, key: Optional[str] = None) -> Any:
@@ -108,7 +128,12 @@ class RedactingLogFilter(logging.Filter):
             message = record.getMessage()
         except Exception:
             message = str(record.msg)
-        record.msg = self.redactor.text(message)
+        text = self.redactor.text(message)
+        with _live_lock:
+            live = list(_live)
+        for redactor in live:
+            text = redactor.extra(text)
+        record.msg = text
         record.args = None
         return True
 
