@@ -525,7 +525,8 @@ class HermesClient:
         if request.stream:
             return self._open_stream(invocation, ep, contract, request, response, deadline, keep_events, key, base)
         try:
-            data = decode_json(read_body(response))
+            body = response._content
+            data = decode_json(body if isinstance(body, bytes) else read_body(response))
             value: Any
             if contract.operation == "chat":
                 value = convert.chat_completion(data, session_id)
@@ -581,6 +582,17 @@ class HermesClient:
             raise error_for_exception(exc, contract, deadline_hit=_passed(deadline)) from None
         if not 200 <= response.status_code < 300:
             raise error_for_status(response, contract)
+        if not request.stream:
+            # Read the body inside the attempt, so a body cut short is a retryable attempt failure
+            # for response_get (the retry loop never sees failures that happen after it returns).
+            try:
+                response._content = read_body(response)
+            except InvalidResponseError as exc:
+                exc.uncertain_outcome = not contract.read_only
+                exc.http_status = response.status_code
+                raise
+            except (requests.RequestException, OSError) as exc:
+                raise error_for_exception(exc, contract, deadline_hit=_passed(deadline)) from None
         return response
 
     def _open_stream(self, invocation: Invocation, ep: Endpoint, contract: Contract, request: ProviderRequest,
