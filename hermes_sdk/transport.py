@@ -44,13 +44,21 @@ from .errors import (
 )
 
 
+class _NoRedirectSession(requests.Session):
+    """Even with ``allow_redirects=False``, ``Session.send`` walks a 3xx's Location to build
+    ``Response.next`` and reads the whole (unbounded) body first; the SDK never follows redirects."""
+
+    def get_redirect_target(self, resp: requests.Response) -> Optional[str]:
+        return None
+
+
 class Transport:
     """Owns the requests session and the per-origin settings resolved once."""
 
     def __init__(self, session: Optional[requests.Session] = None, pool_maxsize: int = 32) -> None:
         self._own_session = session is None
         if session is None:
-            session = requests.Session()
+            session = _NoRedirectSession()
             # The environment is read once per origin below, not on every request.
             session.trust_env = False
             adapter = HTTPAdapter(pool_connections=8, pool_maxsize=pool_maxsize, max_retries=0)
@@ -87,7 +95,8 @@ class Transport:
         prepared.headers = merged
         prepared.body = body
         prepared.hooks = {"response": []}
-        prepared._cookies = None  # type: ignore[attr-defined]
+        # Never sent (no Cookie header is prepared); a jar keeps a 3xx from crashing Session.send.
+        prepared._cookies = requests.cookies.RequestsCookieJar()  # type: ignore[attr-defined]
         proxies, verify = self._origin_settings(endpoint.base_url)
         return self.session.send(
             prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify,
