@@ -7,8 +7,8 @@ from typing import Any
 
 import attrs
 import pytest
-
 from conftest import approve_all
+
 from hermes_sdk import (
     ApprovalDecision,
     ApprovalDeniedError,

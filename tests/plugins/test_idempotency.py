@@ -10,15 +10,15 @@ import time
 from typing import Any, Callable
 
 import pytest
-
 from conftest import approve_all
+
 from hermes_sdk import (
     IdempotencyConflictError,
     IdempotencyRecord,
     InvalidInputError,
     MemoryStore,
-    OutcomeUnknownError,
     NotFoundError,
+    OutcomeUnknownError,
     SQLiteStore,
     hookimpl,
 )

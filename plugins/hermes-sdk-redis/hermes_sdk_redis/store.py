@@ -1,0 +1,124 @@
+"""A Redis IdempotencyStore: atomic reserve with ``SET NX PX``, TTL from the record, action index.
+
+Safe across threads, processes and hosts: the only step that decides ownership of a key is one
+``SET ... NX`` on the Redis server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any, Mapping, Optional
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import attrs
+import redis
+
+from hermes_sdk.idempotency import COMPLETED, IdempotencyRecord
+
+SCHEMES = ("redis", "rediss")
+DEFAULT_PREFIX = "hermes_sdk:idem:"
+
+
+def _dumps(record: IdempotencyRecord) -> str:
+    return json.dumps(attrs.asdict(record), separators=(",", ":"))
+
+
+def _loads(raw: Any) -> IdempotencyRecord:
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8")
+    return IdempotencyRecord(**json.loads(raw))
+
+
+def _ttl_ms(record: IdempotencyRecord, now: float) -> Optional[int]:
+    if record.expires_at is None:
+        return None
+    return max(1, int((record.expires_at - now) * 1000))
+
+
+class RedisStore:
+    """Records live at ``<prefix>rec:<sha256(capability_id, key)>``; ``<prefix>act:<action_id>`` indexes them."""
+
+    def __init__(self, client: "redis.Redis[Any]", prefix: str = DEFAULT_PREFIX, owns_client: bool = False) -> None:
+        self.redis = client
+        self.prefix = prefix
+        self._owns = owns_client
+
+    def _rec(self, capability_id: str, key: str) -> str:
+        digest = hashlib.sha256(f"{capability_id}\n{key}".encode("utf-8")).hexdigest()
+        return f"{self.prefix}rec:{digest}"
+
+    def _act(self, action_id: str) -> str:
+        return f"{self.prefix}act:{action_id}"
+
+    def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
+        name = self._rec(record.capability_id, record.key)
+        for _ in range(5):
+            now = time.time()
+            if record.expired(now):
+                raise ValueError("record is already expired")
+            ttl = _ttl_ms(record, now)
+            # The index first: if we lose the race it points at a record with another action id,
+            # which get_by_action ignores (and we delete it again below).
+            self.redis.set(self._act(record.action_id), name, px=ttl)
+            if self.redis.set(name, _dumps(record), nx=True, px=ttl):
+                return None
+            self.redis.delete(self._act(record.action_id))
+            raw = self.redis.get(name)
+            if raw is not None:
+                return _loads(raw)
+            # The holder expired or was forgotten between our SET and GET: try again.
+        raise RuntimeError("could not reserve the idempotency key (contention)")
+
+    def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+        name = self._rec(capability_id, key)
+        raw = self.redis.get(name)
+        if raw is None:
+            return
+        record = attrs.evolve(_loads(raw), state=COMPLETED, result=dict(result), completed_at=time.time())
+        self.redis.set(name, _dumps(record), xx=True, keepttl=True)
+
+    def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
+        raw = self.redis.get(self._rec(capability_id, key))
+        if raw is None:
+            return None
+        record = _loads(raw)
+        return None if record.expired() else record
+
+    def get_by_action(self, action_id: str) -> Optional[IdempotencyRecord]:
+        name = self.redis.get(self._act(action_id))
+        if name is None:
+            return None
+        raw = self.redis.get(name)
+        if raw is None:
+            return None
+        record = _loads(raw)
+        return record if record.action_id == action_id and not record.expired() else None
+
+    def forget(self, capability_id: str, key: str) -> bool:
+        name = self._rec(capability_id, key)
+        raw = self.redis.get(name)
+        if raw is None:
+            return False
+        pipe = self.redis.pipeline()
+        pipe.delete(name)
+        pipe.delete(self._act(_loads(raw).action_id))
+        deleted, _ = pipe.execute()
+        return bool(deleted)
+
+    def close(self) -> None:
+        if self._owns:
+            self.redis.close()
+
+
+def store_from_url(url: str) -> Optional[RedisStore]:
+    """A store for ``redis://`` / ``rediss://`` URLs (``?prefix=`` namespaces the keys), else None."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in SCHEMES:
+        return None
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
+    rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+    client = redis.Redis.from_url(urlunsplit(parts._replace(query=rest)))
+    return RedisStore(client, prefix=prefix, owns_client=True)
