@@ -46,7 +46,7 @@ from .invocation import Attempt, Invocation
 from .models import ActionResult, ChatCompletion, DeletionReceipt, Response, StreamEvent, StreamResult
 from .operations import ProviderRequest, build_request
 from .operations.common import idempotency_value
-from .plugins import build_manager, call_pipeline, notify
+from .plugins import build_manager, call_pipeline, notify, observed
 from .redaction import Redactor, install_log_filters, register_secret
 from .streaming import Aggregate, ChatStream, HermesStream, ReplayedStream, ResponseStream
 from .transport import Transport, backoff_delay, decode_json, error_for_exception, error_for_status, read_body
@@ -505,6 +505,13 @@ class HermesClient:
                 type(exc).__name__)
 
     def _observe(self, invocation: Invocation, result: ActionResult) -> None:
+        streaming = invocation.contract.streaming
+        if not (streaming and invocation._on_settle) and not observed(self._pm, "hermes_action_result"):
+            # Nobody would see the redacted result: skip building it (for a stream that means
+            # unstructuring and redacting every event).
+            if streaming:
+                invocation.settle({})
+            return
         redacted = self.redactor.redact(convert.action_result_to_json(result))
         if invocation.contract.streaming:
             invocation.settle(redacted)

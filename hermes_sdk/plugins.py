@@ -203,6 +203,18 @@ def call_pipeline(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> Any:
                           uncertain_outcome=sent) from exc
 
 
+def observed(pm: pluggy.PluginManager, hook: str) -> bool:
+    """Whether calling observer ``hook`` could have any effect, so its redacted payload is worth building.
+
+    False only when its sole implementations are the built-in logging plugin's and DEBUG is off
+    (those implementations do nothing then).
+    """
+    for impl in getattr(pm.hook, hook).get_hookimpls():
+        if type(impl.plugin) is not LoggingPlugin or log.isEnabledFor(logging.DEBUG):
+            return True
+    return False
+
+
 def notify(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> None:
     """Call an observer hook; each failing observer is logged and skipped."""
     for impl in getattr(pm.hook, hook).get_hookimpls():
