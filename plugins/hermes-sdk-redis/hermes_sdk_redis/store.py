@@ -40,7 +40,7 @@ def _ttl_ms(record: IdempotencyRecord, now: float) -> Optional[int]:
 class RedisStore:
     """Records live at ``<prefix>rec:<sha256(capability_id, key)>``; ``<prefix>act:<action_id>`` indexes them."""
 
-    def __init__(self, client: "redis.Redis[Any]", prefix: str = DEFAULT_PREFIX, owns_client: bool = False) -> None:
+    def __init__(self, client: "redis.Redis", prefix: str = DEFAULT_PREFIX, owns_client: bool = False) -> None:
         self.redis = client
         self.prefix = prefix
         self._owns = owns_client
