@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+import attrs
 import cattrs
 
 from .errors import HermesError, InvalidResponseError
@@ -64,8 +65,31 @@ def deletion_receipt(data: Any) -> DeletionReceipt:
     return DeletionReceipt(id=obj["id"], object=str(obj.get("object", "response")), deleted=True)
 
 
+def _json_copy(value: Any) -> Any:
+    """What ``converter.unstructure`` returns for parsed JSON (a deep copy), without its dispatch."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else converter.unstructure(k): _json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_json_copy(v) for v in value]
+    return converter.unstructure(value)
+
+
+def _event_json(event: StreamEvent) -> dict[str, Any]:
+    return {"event": event.event, "id": event.id, "data": _json_copy(event.data), "raw_data": event.raw_data,
+            "terminal": event.terminal}
+
+
 def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
-    out: dict[str, Any] = converter.unstructure(result)
+    # The events dominate (one per SSE event): unstructure them by hand, the rest with cattrs.
+    events = result.events
+    if type(events) is not list or any(type(e) is not StreamEvent for e in events):
+        slow: dict[str, Any] = converter.unstructure(result)
+        return slow
+    out: dict[str, Any] = converter.unstructure(attrs.evolve(result, events=[]))
+    out["events"] = [_event_json(e) for e in events]
     return out
 
 

@@ -1,0 +1,44 @@
+"""The hot-path shortcuts give exactly what the general code gives (differential tests)."""
+
+from __future__ import annotations
+
+import random
+
+from hermes_sdk import convert
+from hermes_sdk.errors import StreamError
+from hermes_sdk.models import StreamEvent, StreamResult
+
+
+def _random_json(rng: random.Random, depth: int = 0) -> object:
+    kind = rng.randrange(8 if depth < 3 else 5)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return rng.choice([True, False])
+    if kind == 2:
+        return rng.randrange(-1000, 1000)
+    if kind == 3:
+        return rng.random() * 100
+    if kind == 4:
+        return rng.choice(["", "x", " word", "[DONE]", "é✓"])
+    if kind == 5:
+        return ("t", rng.randrange(3))  # not JSON: takes the general path
+    if kind == 6:
+        return [_random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {f"k{i}": _random_json(rng, depth + 1) for i in range(rng.randrange(4))}
+
+
+def test_stream_result_to_json_matches_cattrs() -> None:
+    rng = random.Random(7)
+    for i in range(300):
+        events = [StreamEvent(event=rng.choice([None, "response.output_text.delta"]), id=rng.choice([None, "1"]),
+                              data=_random_json(rng), raw_data="raw", terminal=rng.random() < 0.1)
+                  for _ in range(rng.randrange(6))]
+        result = StreamResult("ep", "chat_stream", 200, events, "text", True, False, "completed",
+                              error=StreamError("m") if i % 3 == 0 else None, usage={"u": [1, {"v": 2}]},
+                              final={"f": None} if i % 2 else None, event_count=len(events))
+        fast = convert.stream_result_to_json(result)
+        slow = convert.converter.unstructure(result)
+        assert fast == slow and list(fast) == list(slow)
+        for a, b in zip(fast["events"], events):  # a copy, as cattrs makes, never the same objects
+            assert not isinstance(b.data, (dict, list)) or a["data"] is not b.data
