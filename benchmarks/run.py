@@ -148,9 +148,13 @@ class Clients:
         self.requests_notrust = requests.Session()
         self.requests_notrust.trust_env = False
         self.openai = openai.OpenAI(base_url=base + "/v1", api_key=API_KEY, max_retries=0) if openai else None
-        self.sdk = HermesClient(base, API_KEY)
-        self.sdk_noop = HermesClient(base, API_KEY, plugins=[NoopWrapper()])
-        self.sdk_sqlite = HermesClient(base, API_KEY, idempotency_store=f"sqlite:///{tmp}/idem.db")
+        # "Default plugins" = the built-ins a fresh install has; plugins that happen to be installed
+        # on this machine (entry points) get their own row.
+        self.sdk = HermesClient(base, API_KEY, load_entrypoints=False)
+        self.sdk_noop = HermesClient(base, API_KEY, plugins=[NoopWrapper()], load_entrypoints=False)
+        self.sdk_sqlite = HermesClient(base, API_KEY, idempotency_store=f"sqlite:///{tmp}/idem.db",
+                                       load_entrypoints=False)
+        self.sdk_installed = HermesClient(base, API_KEY)
         self._key = 0
         self._chat_body = json.dumps(CHAT_JSON).encode()
         self._resp_body = json.dumps(RESP_JSON).encode()
@@ -165,6 +169,7 @@ class Clients:
         self.sdk.close()
         self.sdk_noop.close()
         self.sdk_sqlite.close()
+        self.sdk_installed.close()
 
     # non-streaming calls: op is "chat" or "responses"
     def call(self, name: str, op: str) -> Callable[[], Any]:
@@ -191,8 +196,8 @@ class Clients:
             if chat:
                 return lambda: oc.chat.completions.create(model="hermes-agent", messages=CHAT_JSON["messages"])
             return lambda: oc.responses.create(model="hermes-agent", input=PROMPT)
-        if name in ("hermes-sdk", "hermes-sdk + no-op plugin"):
-            c = self.sdk if name == "hermes-sdk" else self.sdk_noop
+        if name in ("hermes-sdk", "hermes-sdk + no-op plugin", "hermes-sdk + installed entry-point plugins"):
+            c = {"hermes-sdk": self.sdk, "hermes-sdk + no-op plugin": self.sdk_noop}.get(name, self.sdk_installed)
             if chat:
                 return lambda: c.chat(prompt=PROMPT)
             return lambda: c.responses(model="hermes-agent", input=PROMPT)
@@ -223,14 +228,17 @@ class Clients:
                 raise LookupError
             return iter(self.openai.chat.completions.create(model="hermes-agent",
                                                             messages=CHAT_JSON["messages"], stream=True))
-        if name == "hermes-sdk":
-            return iter(self.sdk.chat_stream(prompt=PROMPT, max_events=max_events, keep_events=keep_events))
+        if name in ("hermes-sdk", "hermes-sdk + installed entry-point plugins"):
+            c = self.sdk if name == "hermes-sdk" else self.sdk_installed
+            return iter(c.chat_stream(prompt=PROMPT, max_events=max_events, keep_events=keep_events))
         raise LookupError(name)
 
 
 NONSTREAM = ["http.client", "requests", "requests (trust_env=False)", "openai", "hermes-sdk",
-             "hermes-sdk + no-op plugin", "hermes-sdk + idempotency key (sqlite)"]
-STREAMERS = ["http.client", "requests", "requests + iter_content (trap)", "openai", "hermes-sdk"]
+             "hermes-sdk + no-op plugin", "hermes-sdk + idempotency key (sqlite)",
+             "hermes-sdk + installed entry-point plugins"]
+STREAMERS = ["http.client", "requests", "requests + iter_content (trap)", "openai", "hermes-sdk",
+             "hermes-sdk + installed entry-point plugins"]
 
 
 # ---------------------------------------------------------------------------- measurements
@@ -285,9 +293,10 @@ def bench_first_event(server: Server, clients: Clients, p: dict[str, Any]) -> di
     out: dict[str, dict[str, Any]] = {}
     for framing in ("chunked", "close"):
         server.config(events=5, framing=framing, hold_ms=p["hold_ms"])
-        samples: dict[str, list[float]] = {name: [] for name in STREAMERS}
+        names = [n for n in STREAMERS if "installed" not in n]
+        samples: dict[str, list[float]] = {name: [] for name in names}
         for _ in range(p["ttfe_samples"]):
-            for name in STREAMERS:
+            for name in names:
                 try:
                     t0 = time.perf_counter()
                     it = clients.stream(name)
