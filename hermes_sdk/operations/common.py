@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional
 import attrs
 
 from .._constants import MAX_MAX_EVENTS, MAX_REQUEST_BODY_BYTES, MAX_SESSION_VALUE_CHARS
-from ..errors import InvalidInputError, PayloadTooLargeError
+from ..errors import CONFIGURATION_OR_INPUT, InvalidInputError, PayloadTooLargeError
 
 
 @attrs.frozen
@@ -75,9 +75,12 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
     except (TypeError, ValueError) as exc:
         raise bad("input", f"input is not JSON-serialisable: {exc}") from None
     if len(data) > MAX_REQUEST_BODY_BYTES:
+        # Refused locally, so the code is the input one; the class matches Hermes' own 413.
         raise PayloadTooLargeError(
             f"provider request body is {len(data)} bytes; Hermes accepts at most {MAX_REQUEST_BODY_BYTES}",
-            details={"field": "input", "body_bytes": len(data), "limit_bytes": MAX_REQUEST_BODY_BYTES},
+            code=CONFIGURATION_OR_INPUT,
+            details={"field": "input", "body_bytes": len(data), "limit_bytes": MAX_REQUEST_BODY_BYTES,
+                     "sent": False},
         )
     return data
 

@@ -343,6 +343,7 @@ class _NullFile:
 class HermesHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # socketserver's default of 5 resets bursts of concurrent clients
 
     def __init__(self, address: tuple[str, int], state: EmulatorState, verbose: bool = False) -> None:
         self.state = state

@@ -29,7 +29,8 @@ def test_request_body_over_limit_is_refused_locally(client: HermesClient, emu) -
         client.chat(prompt="x" * 10_000_001)
     err = info.value
     assert err.details["limit_bytes"] == 10_000_000 and err.details["body_bytes"] > 10_000_000
-    assert err.code == "connector.hermes_agent.remote_rejected" and err.uncertain_outcome is False
+    assert err.code == "connector.hermes_agent.configuration_or_input" and err.uncertain_outcome is False
+    assert err.details["sent"] is False
     with pytest.raises(PayloadTooLargeError):
         client.responses_stream({"input": "y", "instructions": "é" * 5_000_001})  # counted in UTF-8 bytes
     r = client.invoke("cap:hermes_agent:default:responses", {"body": {"input": "z" * 10_000_000}})
