@@ -205,7 +205,9 @@ def test_16_sdk_refuses_over_10mb_locally(server: Target) -> None:
     mark = server.mark()
     with server.client() as client, pytest.raises(PayloadTooLargeError) as info:
         client.responses(input="x" * 10_000_001)
-    assert_error(info.value, code=REMOTE_REJECTED, category="permanent", http_status=None)
+    # Refused before sending: the input code, the class matching Hermes' 413.
+    assert_error(info.value, code=INPUT, category="permanent", http_status=None)
+    assert info.value.details["sent"] is False
     assert info.value.details["limit_bytes"] == 10_000_000
     assert server.calls_since(mark) == []
 
