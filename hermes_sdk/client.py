@@ -371,7 +371,11 @@ class HermesClient:
         if key is not None:
             replay = self._reserve(cap, key, action_id, clean, contract)
             if replay is not None:
-                self._observe(Invocation(cap, ep.id, action_id, contract, _no_run, True), replay)
+                # Replays pass through the invocation hooks too, so tracers see them (marked replayed).
+                replayed = Invocation(cap, ep.id, action_id, contract, lambda inv: (replay, None), True)
+                replayed.set_attribute("replayed", True)
+                call_pipeline(self._pm, "hermes_invocation", invocation=replayed)
+                self._observe(replayed, replay)
                 return replay, None
             record_key = key
         invocation = Invocation(cap, ep.id, action_id, contract,
@@ -630,10 +634,6 @@ class HermesClient:
         holder.append(stream)
         pending = ActionResult(status="pending", **base)
         return pending, stream
-
-
-def _no_run(invocation: Invocation) -> Any:
-    raise AssertionError("a replayed invocation never executes")
 
 
 def _passed(deadline: Optional[float]) -> bool:

@@ -60,8 +60,9 @@ def test_end_to_end(hermes_emulator: Any, caplog: pytest.LogCaptureFixture) -> N
 
     # tracer: spans around the invocation and the attempt, with redacted attributes only
     kinds = [s["kind"] for s in SPANS]
-    assert kinds == ["attempt", "invocation"]
+    assert kinds == ["attempt", "invocation", "invocation"]  # the replay is traced too, without an attempt
     assert SPANS[1]["attributes"]["capability_id"] == "cap:hermes_agent:default:chat"
+    assert "replayed" not in SPANS[1]["attributes"] and SPANS[2]["attributes"]["replayed"] is True
 
     # approvals: the plugin's provider approves only its own marked reasons
     created = a.responses(input="doomed", store=True)
