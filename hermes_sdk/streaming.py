@@ -39,7 +39,11 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
     raw = response.raw
     read1 = getattr(raw, "read1", None)
     source: Iterator[bytes]
-    if read1 is not None:
+    if _reads_chunks(raw):
+        # Each HTTP chunk as it arrives, parsed by urllib3 itself under one error catcher: read1()
+        # costs several times more per call and returns a single chunk (usually one event) anyway.
+        source = raw.read_chunked(READ_CHUNK_BYTES, decode_content=True)
+    elif read1 is not None:
         source = iter(lambda: read1(READ_CHUNK_BYTES, decode_content=True), b"")
     else:  # urllib3 1.x: no read1; chunked streams still arrive live this way
         source = response.iter_content(chunk_size=None)
@@ -59,6 +63,18 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
             raise InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
                                        details={"limit_bytes": MAX_SSE_FRAME_BYTES})
         yield chunk
+
+
+def _reads_chunks(raw: Any) -> bool:
+    """A chunked urllib3 body that ``read_chunked`` can parse (same errors as ``read1``: urllib3's).
+
+    A ``read1`` set on the instance (a session that wraps or taps it) is honoured: read1 is used.
+    """
+    try:
+        return bool(getattr(raw, "chunked", False)) and callable(getattr(raw, "read_chunked", None)) \
+            and "read1" not in getattr(raw, "__dict__", {}) and bool(raw.supports_chunked_reads())
+    except Exception:
+        return False
 
 
 def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
@@ -393,6 +409,15 @@ class HermesStream:
         read1 = getattr(raw, "read1", None)
         try:
             left = 65_536
+            if _reads_chunks(raw):  # go on the way _chunks read: urllib3 keeps the chunk state
+                for data in raw.read_chunked(READ_CHUNK_BYTES, decode_content=True):
+                    left -= len(data)
+                    if left <= 0:
+                        break
+                else:
+                    raw.release_conn()
+                    return
+                read1 = None
             while read1 is not None and left > 0:
                 data = read1(READ_CHUNK_BYTES, decode_content=True)
                 if not data:
