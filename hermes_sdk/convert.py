@@ -65,15 +65,23 @@ def deletion_receipt(data: Any) -> DeletionReceipt:
     return DeletionReceipt(id=obj["id"], object=str(obj.get("object", "response")), deleted=True)
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _json_copy(value: Any) -> Any:
     """What ``converter.unstructure`` returns for parsed JSON (a deep copy), without its dispatch."""
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value
     if kind is dict:
-        return {k if type(k) is str else converter.unstructure(k): _json_copy(v) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                k = converter.unstructure(k)
+            out[k] = v if type(v) in _LEAVES else _json_copy(v)
+        return out
     if kind is list:
-        return [_json_copy(v) for v in value]
+        return [v if type(v) in _LEAVES else _json_copy(v) for v in value]
+    if kind in _LEAVES:
+        return value
     return converter.unstructure(value)
 
 
