@@ -93,12 +93,20 @@ def _names(var: str) -> Optional[set[str]]:
 
 
 @functools.lru_cache(maxsize=1)
-def _entry_points() -> tuple[Any, ...]:
-    """Discovered once per process: scanning installed distributions is slow."""
-    eps = importlib.metadata.entry_points()
-    if hasattr(eps, "select"):
-        return tuple(eps.select(group=ENTRY_POINT_GROUP))
-    return tuple(eps.get(ENTRY_POINT_GROUP, ()))  # type: ignore[attr-defined]
+def _entry_points() -> tuple[tuple[Any, Any], ...]:
+    """(entry point, distribution) pairs, discovered once per process: scanning is slow.
+
+    Walks distributions rather than ``entry_points()`` because Python 3.9's entry points do not
+    know their distribution; the first distribution on sys.path wins a duplicated name.
+    """
+    found: list[tuple[Any, Any]] = []
+    seen: set[str] = set()
+    for dist in importlib.metadata.distributions():
+        for ep in dist.entry_points:
+            if ep.group == ENTRY_POINT_GROUP and ep.name not in seen:
+                seen.add(ep.name)
+                found.append((ep, dist))
+    return tuple(found)
 
 
 _loaded: dict[str, Any] = {}
@@ -124,7 +132,7 @@ def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) ->
     candidates: list[tuple[str, Any]] = [(name, klass()) for name, klass in BUILTINS]
     if load_entrypoints:
         only = _names("HERMES_SDK_PLUGINS")
-        for ep in _entry_points():
+        for ep, _ in _entry_points():
             if ep.name in blocked or (only is not None and ep.name not in only):
                 continue
             obj = _load(ep)
@@ -236,11 +244,10 @@ def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
         dist = dists.get(id(plugin))
         if dist is not None:
             entry["distribution"] = getattr(dist, "project_name", None)
-        ep_names = {ep.name: ep for ep in _entry_points()}
+        ep_names = {ep.name: (ep, ep_dist) for ep, ep_dist in _entry_points()}
         if name in ep_names:
-            ep = ep_names[name]
+            ep, ep_dist = ep_names[name]
             entry["entry_point"] = ep.value
-            ep_dist = getattr(ep, "dist", None)
             if ep_dist is not None:
                 entry["distribution"] = ep_dist.metadata["Name"]
                 entry["version"] = ep_dist.version

@@ -250,7 +250,8 @@ class HermesHandler(BaseHTTPRequestHandler):
 
     # -- writing --------------------------------------------------------------------
     def _status_line(self, status: int) -> None:
-        self.send_response_only(status)
+        # aiohttp's reason phrases; http.server's differ by Python version (3.13 says "Content Too Large").
+        self.send_response_only(status, _REASONS.get(status))
 
     def _send_raw(self, status: int, body: bytes, content_type: str | None, headers: Headers) -> None:
         self._status_line(status)
@@ -338,6 +339,9 @@ class _NullFile:
 
     def flush(self) -> None:
         return None
+
+
+_REASONS = {413: "Request Entity Too Large", 422: "Unprocessable Entity"}
 
 
 class HermesHTTPServer(ThreadingHTTPServer):

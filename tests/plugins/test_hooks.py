@@ -235,7 +235,7 @@ def fake_entry_points(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
             return [lambda key, text: text]
 
     eps = [_fake_entry_point("ep-one", One), _fake_entry_point("ep-two", Two())]
-    monkeypatch.setattr(plugins_mod, "_entry_points", lambda: tuple(eps))
+    monkeypatch.setattr(plugins_mod, "_entry_points", lambda: tuple((ep, None) for ep in eps))
     monkeypatch.setattr(plugins_mod, "_loaded", {})
     monkeypatch.delenv("HERMES_SDK_PLUGINS", raising=False)
     monkeypatch.delenv("HERMES_SDK_DISABLE_PLUGINS", raising=False)
@@ -264,7 +264,7 @@ def test_a_broken_entry_point_names_itself_and_can_be_disabled(monkeypatch: pyte
         raise ImportError("missing dependency")
 
     ep = SimpleNamespace(name="broken-ep", value="x:y", load=explode, dist=None)
-    monkeypatch.setattr(plugins_mod, "_entry_points", lambda: (ep,))
+    monkeypatch.setattr(plugins_mod, "_entry_points", lambda: ((ep, None),))
     monkeypatch.setattr(plugins_mod, "_loaded", {})
     monkeypatch.delenv("HERMES_SDK_PLUGINS", raising=False)
     with pytest.raises(PluginError, match="broken-ep"):

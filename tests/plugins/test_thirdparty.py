@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     pytestmark = pytest.mark.skip(reason="the third-party test plugin is not installed: "
                                          "run `pip install -e tests/thirdparty_plugin`")
 else:
-    if not any(ep.name == "hermes-demo" for ep in plugins._entry_points()):  # pragma: no cover
+    if not any(ep.name == "hermes-demo" for ep, _ in plugins._entry_points()):  # pragma: no cover
         pytestmark = pytest.mark.skip(reason="hermes-demo-plugin is importable but its entry point is not "
                                              "installed: run `pip install -e tests/thirdparty_plugin`")
 
