@@ -81,3 +81,28 @@ def test_sse_parser_matches_sseclient_py() -> None:
         cuts = sorted(rng.sample(range(1, len(body)), min(len(body) - 1, rng.randrange(0, 6)))) if len(body) > 1 else []
         chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
         assert _sse_ours(chunks) == _sse_reference(chunks), (chunks,)
+
+
+def _decode_reference(raw: str) -> object:
+    import json
+
+    if raw == "[DONE]":
+        return "[DONE]"
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def test_decode_event_matches_json_loads() -> None:
+    from hermes_sdk.streaming import decode_event
+
+    samples = ['{"a": 1}', '{"a": 1} ', '{"a": 1}\n', '{"a": 1} x', '{"a": 1}{}', '{', '{"a": NaN}', ' {"a": 1}',
+               '[1, 2]', '"s"', '1', 'text', '{"a": [1, {"b": null}]}', '{"a": "\\ud800"}', '{}', '{"a":1}\t',
+               '[DONE]', '', '  ', '{"x": 1e400}', '{"d": {"a": 1, "a": 2}}']
+    for raw in samples:
+        got = decode_event("message", None, raw).data
+        want = _decode_reference(raw)
+        assert repr(got) == repr(want), raw

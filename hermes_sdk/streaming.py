@@ -105,6 +105,7 @@ def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
         yield data
 
 
+_raw_decode = json.JSONDecoder().raw_decode  # json.loads' default decoder configuration
 _FIELDS = frozenset({"id", "event", "data", "retry"})
 
 
@@ -150,7 +151,12 @@ def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEve
         data = None
     else:
         try:
-            data = json.loads(raw_data)
+            if raw_data[0] == "{":  # json.loads without its two whitespace regex scans
+                data, end = _raw_decode(raw_data)
+                if end != len(raw_data):
+                    data = json.loads(raw_data)  # trailing whitespace, or extra data (raises)
+            else:
+                data = json.loads(raw_data)
         except ValueError:
             data = raw_data
     event = None if name == "message" else name
