@@ -105,6 +105,7 @@ def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
         yield data
 
 
+_COMPACT_PARTS = 4096  # Aggregate joins its text pieces into one block at this many
 _raw_decode = json.JSONDecoder().raw_decode  # json.loads' default decoder configuration
 _FIELDS = frozenset({"id", "event", "data", "retry"})
 
@@ -188,6 +189,7 @@ class Aggregate:
         self.events: list[StreamEvent] = []
         self.count = 0
         self.parts: list[str] = []
+        self._blocks: list[str] = []  # earlier parts, joined
         self.terminal = False
         self.truncated = False
         self.last_name: Optional[str] = None
@@ -211,6 +213,10 @@ class Aggregate:
         piece = None
         if isinstance(data, dict):
             piece = self._fold(name, data)
+        if len(self.parts) >= _COMPACT_PARTS:
+            # Thousands of tiny str objects cost ~60 bytes each; a joined block costs its text.
+            self._blocks.append("".join(self.parts))
+            self.parts.clear()
         if event.terminal:
             self.terminal = True
         elif self.count >= self.max_events:
@@ -259,7 +265,8 @@ class Aggregate:
         status, error = self._outcome(error, cancelled)
         return StreamResult(
             endpoint_id=self.endpoint_id, operation=self.operation, http_status=self.http_status,
-            events=self.events, text="".join(self.parts), terminal=self.terminal, truncated=self.truncated,
+            events=self.events, text="".join(self._blocks + self.parts), terminal=self.terminal,
+            truncated=self.truncated,
             status=status, error=error, session_id=self.session_id, event_count=self.count,
             finish_reason=self.finish_reason, usage=self.usage, final=self.final,
         )
