@@ -228,6 +228,8 @@ class Clients:
                 raise LookupError
             return iter(self.openai.chat.completions.create(model="hermes-agent",
                                                             messages=CHAT_JSON["messages"], stream=True))
+        if name == "hermes-sdk keep_events=False":
+            name, keep_events = "hermes-sdk", False
         if name in ("hermes-sdk", "hermes-sdk + installed entry-point plugins"):
             c = self.sdk if name == "hermes-sdk" else self.sdk_installed
             return iter(c.chat_stream(prompt=PROMPT, max_events=max_events, keep_events=keep_events))
@@ -238,7 +240,7 @@ NONSTREAM = ["http.client", "requests", "requests (trust_env=False)", "openai", 
              "hermes-sdk + no-op plugin", "hermes-sdk + idempotency key (sqlite)",
              "hermes-sdk + installed entry-point plugins"]
 STREAMERS = ["http.client", "requests", "requests + iter_content (trap)", "openai", "hermes-sdk",
-             "hermes-sdk + installed entry-point plugins"]
+             "hermes-sdk keep_events=False", "hermes-sdk + installed entry-point plugins"]
 
 
 # ---------------------------------------------------------------------------- measurements
@@ -293,7 +295,7 @@ def bench_first_event(server: Server, clients: Clients, p: dict[str, Any]) -> di
     out: dict[str, dict[str, Any]] = {}
     for framing in ("chunked", "close"):
         server.config(events=5, framing=framing, hold_ms=p["hold_ms"])
-        names = [n for n in STREAMERS if "installed" not in n]
+        names = [n for n in STREAMERS if "installed" not in n and "keep_events" not in n]
         samples: dict[str, list[float]] = {name: [] for name in names}
         for _ in range(p["ttfe_samples"]):
             for name in names:
