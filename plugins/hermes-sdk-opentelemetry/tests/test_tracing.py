@@ -102,7 +102,7 @@ def test_tracing_failures_are_logged_never_raised(hermes_emulator: Any, caplog: 
 
 
 def test_registered_as_an_entry_point() -> None:
-    names = {ep.name: ep.value for ep in plugins._entry_points()}
+    names = {ep.name: ep.value for ep, _ in plugins._entry_points()}
     if "hermes-sdk-opentelemetry" not in names:
         pytest.skip("hermes-sdk-opentelemetry is not installed (pip install -e plugins/hermes-sdk-opentelemetry)")
     assert names["hermes-sdk-opentelemetry"] == "hermes_sdk_opentelemetry.plugin:OpenTelemetryPlugin"

@@ -84,7 +84,7 @@ def test_url_claims_redis_and_rediss_only() -> None:
 
 
 def test_registered_as_an_entry_point() -> None:
-    names = {ep.name: ep.value for ep in plugins._entry_points()}
+    names = {ep.name: ep.value for ep, _ in plugins._entry_points()}
     if "hermes-sdk-redis" not in names:
         pytest.skip("hermes-sdk-redis is not installed (pip install -e plugins/hermes-sdk-redis)")
     assert names["hermes-sdk-redis"] == "hermes_sdk_redis.plugin:RedisStorePlugin"
