@@ -44,45 +44,6 @@ def test_stream_result_to_json_matches_cattrs() -> None:
             assert not isinstance(b.data, (dict, list)) or a["data"] is not b.data
 
 
-def _sse_reference(chunks: list[bytes]) -> list[object]:
-    import sseclient
-
-    out: list[object] = []
-    try:
-        for ev in sseclient.SSEClient(iter(chunks)).events():
-            out.append((ev.event, ev.id, ev.data))
-    except UnicodeDecodeError:
-        out.append("UnicodeDecodeError")
-    return out
-
-
-def _sse_ours(chunks: list[bytes]) -> list[object]:
-    from hermes_sdk.streaming import _sse_events
-
-    out: list[object] = []
-    try:
-        for ev in _sse_events(iter(chunks)):
-            out.append(ev)
-    except UnicodeDecodeError:
-        out.append("UnicodeDecodeError")
-    return out
-
-
-def test_sse_parser_matches_sseclient_py() -> None:
-    rng = random.Random(11)
-    pieces = [b"data: {\"a\": 1}", b"data:x", b"data", b"data: ", b"data:  two spaces", b"event: response.x",
-              b"event:", b"id: 7", b"id:", b"retry: 10", b": comment", b"bogus: 1", b"   ", b"", b"\xc3\xa9",
-              b"data: [DONE]", b"data: \xff", b"x:y:z", b"data: a:b"]
-    seps = [b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n", b"\r\r", b"\n\r\n"]
-    for _ in range(3000):
-        body = b"".join(rng.choice(pieces) + rng.choice(seps) for _ in range(rng.randrange(1, 12)))
-        if rng.random() < 0.5:  # the common, CR-free shape
-            body = body.replace(b"\r", b"")
-        cuts = sorted(rng.sample(range(1, len(body)), min(len(body) - 1, rng.randrange(0, 6)))) if len(body) > 1 else []
-        chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
-        assert _sse_ours(chunks) == _sse_reference(chunks), (chunks,)
-
-
 def _decode_reference(raw: str) -> object:
     import json
 

@@ -1,8 +1,8 @@
 """SSE streams: live events, the connector's aggregate (with its gaps fixed), and early cancel.
 
-The SSE parser is fed from ``raw.read1()``: iterating a response reads 128-byte chunks, and
-``iter_content(None)`` holds every event back on a close-delimited stream. It is sseclient-py's
-parser, event for event (including its quirks), with a fast path for the common frames.
+sseclient-py parses events fed from urllib3 as bytes arrive (each chunk of a chunked body, or
+``raw.read1()``): iterating a response reads 128-byte chunks, and ``iter_content(None)`` holds every
+event back on a close-delimited stream.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import time
 from typing import Any, Callable, Iterator, Optional
 
 import requests
+import sseclient
 import urllib3.exceptions
 
 from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
@@ -77,70 +78,17 @@ def _reads_chunks(raw: Any) -> bool:
         return False
 
 
-def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
-    """sseclient-py's ``_read``: cut the byte stream after each blank line (the same cuts).
-
-    Without CR the cut is simply after each ``\\n\\n``; with CR, sseclient-py's line-by-line rule.
-    """
-    data = b""
-    for chunk in source:
-        if b"\r" not in chunk and b"\r" not in data:
-            buf = data + chunk if data else chunk
-            start = 0
-            find = buf.find
-            while True:
-                i = find(b"\n\n", start)
-                if i < 0:
-                    break
-                yield buf[start:i + 2]
-                start = i + 2
-            data = buf[start:]
-            continue
-        for line in chunk.splitlines(True):
-            data += line
-            if data.endswith((b"\r\r", b"\n\n", b"\r\n\r\n")):
-                yield data
-                data = b""
-    if data:
-        yield data
-
-
 _COMPACT_PARTS = 4096  # Aggregate joins its text pieces into one block at this many
 _raw_decode = json.JSONDecoder().raw_decode  # json.loads' default decoder configuration
-_FIELDS = frozenset({"id", "event", "data", "retry"})
 
 
 def _sse_events(source: Iterator[bytes]) -> Iterator[tuple[str, Optional[str], str]]:
-    """sseclient-py's ``events()``: ``(event, id, data)`` per dispatched event, the same events."""
-    for frame in _sse_frames(source):
-        if frame.startswith(b"data: ") and frame.find(b"\n") == len(frame) - 2 and frame.endswith(b"\n\n") \
-                and b"\r" not in frame:
-            # One ``data: <value>`` line and the blank line: the common frame.
-            yield "message", None, frame[6:-2].decode("utf-8")
-            continue
-        name = "message"
-        event_id: Optional[str] = None
-        data = ""
-        for raw_line in frame.splitlines():
-            line = raw_line.decode("utf-8")
-            if not line.strip() or line.startswith(":"):
-                continue
-            field, _, value = line.partition(":")
-            if field not in _FIELDS:
-                continue
-            if value.startswith(" "):
-                value = value[1:]
-            if field == "data":
-                data += value + "\n"
-            elif field == "event":
-                name = value
-            elif field == "id":
-                event_id = value
-        if not data:
-            continue
-        if data.endswith("\n"):
-            data = data[:-1]
-        yield name or "message", event_id, data
+    """``(event, id, data)`` per dispatched event, parsed by sseclient-py.
+
+    sseclient-py reports a frame without an ``event:`` line as ``"message"``.
+    """
+    for event in sseclient.SSEClient(source).events():
+        yield event.event, event.id, event.data
 
 
 def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEvent:
