@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
+import attrs
 import requests
 
 from . import convert
@@ -305,8 +306,10 @@ class HermesClient:
             return ActionResult(action_id=action_id, capability_id=str(capability_id), status=status, error=exc,
                                 idempotency_key=idempotency_key, recorded_at=time.time())
         if isinstance(value, (HermesStream,)):
-            value.result()
+            stream_result = value.result()
             settled: ActionResult = value.action_result  # type: ignore[attr-defined]
+            if settled.output is None:
+                settled.output = convert.stream_result_to_json(stream_result)
             return settled
         return result
 
@@ -508,14 +511,18 @@ class HermesClient:
                 "hermes_sdk could not record an idempotency outcome (%s); the key stays pending",
                 type(exc).__name__)
 
-    def _observe(self, invocation: Invocation, result: ActionResult) -> None:
+    def _observe(self, invocation: Invocation, result: ActionResult,
+                 stream_result: Optional[StreamResult] = None) -> None:
         streaming = invocation.contract.streaming
         if not (streaming and invocation._on_settle) and not observed(self._pm, "hermes_action_result"):
-            # Nobody would see the redacted result: skip building it (for a stream that means
-            # unstructuring and redacting every event).
+            # Nobody would see the redacted result: skip building it.
             if streaming:
                 invocation.settle({})
             return
+        if stream_result is not None:
+            # Observers and tracers see the stream's outcome, not its events (each would redact anyway).
+            summary = convert.stream_result_to_json(attrs.evolve(stream_result, events=[]))
+            result = attrs.evolve(result, output=summary)
         redacted = self.redactor.redact(convert.action_result_to_json(result))
         if invocation.contract.streaming:
             invocation.settle(redacted)
@@ -614,14 +621,17 @@ class HermesClient:
         holder: list[HermesStream] = []
 
         def on_settle(stream_result: StreamResult) -> None:
-            result = ActionResult(status=stream_result.status, output=convert.stream_result_to_json(stream_result),
+            # The aggregate as JSON copies every event: build it only for a durable record here;
+            # invoke() builds it when it returns the result, observers get a summary without events.
+            output = convert.stream_result_to_json(stream_result) if key is not None else None
+            result = ActionResult(status=stream_result.status, output=output,
                                   error=stream_result.error, recorded_at=time.time(), **base)
             if result.error is not None:
                 result.error.action_id, result.error.capability_id = base["action_id"], base["capability_id"]
             if holder:
                 holder[0].action_result = result  # type: ignore[attr-defined]
             self._record(invocation.capability_id, key, result, certain=False)
-            self._observe(invocation, result)
+            self._observe(invocation, result, stream_result)
 
         on_event: Optional[Callable[[StreamEvent], None]] = None
         if self._event_observers:

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
-from conftest import approve_all
+from plugin_support import approve_all
 
 from hermes_sdk import (
     ApprovalDecision,

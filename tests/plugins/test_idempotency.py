@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable
 
 import pytest
-from conftest import approve_all
+from plugin_support import approve_all
 
 from hermes_sdk import (
     IdempotencyConflictError,

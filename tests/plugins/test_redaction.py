@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import RecordingTracer
+from plugin_support import RecordingTracer
 
 from hermes_sdk import AuthenticationError, HermesClient, HermesError, NotFoundError, Redactor, hookimpl
 from hermes_sdk.redaction import REDACTED
