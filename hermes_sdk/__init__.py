@@ -1,6 +1,14 @@
 """hermes-sdk: a synchronous client for the Hermes Agent chat and Responses capabilities of AIP."""
 
-from .approval import ApprovalDecision, ApprovalRequest, CallbackProvider, DenyAll, PolicyRule, StaticPolicyProvider
+from .approval import (
+    ApprovalDecision,
+    ApprovalRequest,
+    CallbackProvider,
+    DenyAll,
+    PolicyRule,
+    StaticPolicyProvider,
+    input_hash,
+)
 from .capabilities import CONTRACTS, Contract, capability_id, parse_capability_id
 from .client import HermesClient
 from .endpoints import Endpoint, ExecutionContext
@@ -57,5 +65,5 @@ __all__ = [
     "OutcomeUnknownError", "PayloadTooLargeError", "PluginError", "PolicyRule", "RateLimitedError", "Redactor",
     "RemoteRejectedError", "RemoteTemporaryError", "ReplayedStream", "Response", "ResponseStream",
     "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamError", "StreamEvent", "StreamResult",
-    "TenantMismatchError", "TransportError", "capability_id", "hookimpl", "parse_capability_id",
+    "TenantMismatchError", "TransportError", "capability_id", "hookimpl", "input_hash", "parse_capability_id",
 ]
