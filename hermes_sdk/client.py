@@ -265,9 +265,7 @@ class HermesClient:
                      idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
                      action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
                      deadline: Deadline = None) -> Response:
-        data: dict[str, Any] = {"response_id": response_id}
-        if session_key is not None:
-            data["session_key"] = session_key
+        data = _stored_input(response_id, session_key)
         return self._typed("response_get", data, endpoint, idempotency_key, action_id, context, deadline)  # type: ignore[no-any-return]
 
     def response_delete(self, response_id: str, *, idempotency_key: Optional[str] = _UNSET,
@@ -275,9 +273,7 @@ class HermesClient:
                         session_key: Optional[str] = None, endpoint: Optional[str] = None,
                         action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
                         deadline: Deadline = None) -> DeletionReceipt:
-        data: dict[str, Any] = {"response_id": response_id}
-        if session_key is not None:
-            data["session_key"] = session_key
+        data = _stored_input(response_id, session_key)
         key = None if idempotency_key is _UNSET else idempotency_key
         return self._typed("response_delete", data, endpoint, key, action_id, context, deadline,  # type: ignore[no-any-return]
                            approval=approval, reason=reason)
@@ -671,6 +667,13 @@ def _responses_input(body: Optional[Mapping[str, Any]], session_key: Optional[st
         raise InvalidInputError("body must be a JSON object", details={"field": "body"})
     merged = {**(body or {}), **body_fields}
     data: dict[str, Any] = {"body": merged}
+    if session_key is not None:
+        data["session_key"] = session_key
+    return data
+
+
+def _stored_input(response_id: str, session_key: Optional[str]) -> dict[str, Any]:
+    data: dict[str, Any] = {"response_id": response_id}
     if session_key is not None:
         data["session_key"] = session_key
     return data

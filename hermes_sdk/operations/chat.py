@@ -9,12 +9,11 @@ from .common import (
     ProviderRequest,
     bad,
     check_message,
+    control_headers,
     encode_body,
-    idempotency_value,
     is_number,
     max_events_value,
     require_mapping,
-    session_value,
     visible_text,
 )
 
@@ -83,16 +82,7 @@ def build(operation: str, raw: object) -> ProviderRequest:
     streaming = operation == "chat_stream"
     messages = _branch(data)
     _check_fields(data)
-    headers: dict[str, str] = {}
-    session_id = session_value("session_id", data.get("session_id"))
-    session_key = session_value("session_key", data.get("session_key"))
-    key = idempotency_value(data.get("idempotency_key"))
-    if session_id is not None:
-        headers["X-Hermes-Session-Id"] = session_id
-    if session_key is not None:
-        headers["X-Hermes-Session-Key"] = session_key
-    if key is not None:
-        headers["Idempotency-Key"] = key
+    headers = control_headers(data, with_session_id=True)
     max_events = max_events_value(data.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0
     if not streaming and data.get("max_events") is not None:
         raise bad("max_events", "'max_events' applies only to chat_stream")

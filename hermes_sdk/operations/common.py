@@ -60,6 +60,20 @@ def idempotency_value(value: object) -> Optional[str]:
     return validate_header_value("idempotency_key", value)
 
 
+def control_headers(fields: Mapping[str, Any], with_session_id: bool = False) -> dict[str, str]:
+    """Validate the control fields that travel as headers and map them (never into the JSON body)."""
+    headers: dict[str, str] = {}
+    pairs = (("session_id", "X-Hermes-Session-Id"),) if with_session_id else ()
+    for field, header in pairs + (("session_key", "X-Hermes-Session-Key"),):
+        value = session_value(field, fields.get(field))
+        if value is not None:
+            headers[header] = value
+    key = idempotency_value(fields.get("idempotency_key"))
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    return headers
+
+
 def max_events_value(value: object, default: int) -> int:
     if value is None:
         return default

@@ -9,11 +9,10 @@ from .common import (
     ProviderRequest,
     bad,
     check_message,
+    control_headers,
     encode_body,
-    idempotency_value,
     max_events_value,
     require_mapping,
-    session_value,
     visible_text,
 )
 
@@ -78,13 +77,7 @@ def build(operation: str, raw: object) -> ProviderRequest:
     streaming = operation == "responses_stream"
     body, control = _split(data)
     _check_body(body)
-    headers: dict[str, str] = {}
-    session_key = session_value("session_key", control.get("session_key"))
-    key = idempotency_value(control.get("idempotency_key"))
-    if session_key is not None:
-        headers["X-Hermes-Session-Key"] = session_key
-    if key is not None:
-        headers["Idempotency-Key"] = key
+    headers = control_headers(control)
     if not streaming and control.get("max_events") is not None:
         raise bad("max_events", "'max_events' applies only to responses_stream")
     max_events = max_events_value(control.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0

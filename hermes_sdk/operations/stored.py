@@ -6,7 +6,7 @@ import re
 from urllib.parse import quote
 
 from .._constants import MAX_RESPONSE_ID_BYTES
-from .common import ProviderRequest, bad, idempotency_value, require_mapping, session_value
+from .common import ProviderRequest, bad, control_headers, require_mapping
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -30,13 +30,7 @@ def build(operation: str, raw: object) -> ProviderRequest:
     if value is None and isinstance(data.get("body"), dict):
         value = data["body"].get("response_id")
     response_id = response_id_value(value)
-    headers: dict[str, str] = {}
-    session_key = session_value("session_key", data.get("session_key"))
-    key = idempotency_value(data.get("idempotency_key"))
-    if session_key is not None:
-        headers["X-Hermes-Session-Key"] = session_key
-    if key is not None:
-        headers["Idempotency-Key"] = key
+    headers = control_headers(data)
     # One path segment: a space is %20 (not '+'), '/' is %2F.
     path = "/v1/responses/" + quote(response_id, safe="")
     return ProviderRequest("DELETE" if operation == "response_delete" else "GET", path, headers)
