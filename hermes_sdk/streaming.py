@@ -137,7 +137,7 @@ class Aggregate:
         self.events: list[StreamEvent] = []
         self.count = 0
         self.parts: list[str] = []
-        self._blocks: list[str] = []  # earlier parts, joined
+        self._text = ""  # earlier parts, joined
         self.terminal = False
         self.truncated = False
         self.last_name: Optional[str] = None
@@ -162,15 +162,27 @@ class Aggregate:
         if isinstance(data, dict):
             piece = self._fold(name, data)
         if len(self.parts) >= _COMPACT_PARTS:
-            # Thousands of tiny str objects cost ~60 bytes each; a joined block costs its text.
-            self._blocks.append("".join(self.parts))
-            self.parts.clear()
+            # Thousands of tiny str objects cost ~60 bytes each; joined text costs only itself.
+            self._compact()
         if event.terminal:
             self.terminal = True
         elif self.count >= self.max_events:
             # The seed page: max_events stops collection *before* a terminal event.
             self.truncated = True
         return piece
+
+    def _compact(self) -> str:
+        """Append the pending pieces to the text and return it.
+
+        ``text += ...`` on a local with no other reference lets CPython grow the string in place,
+        so the text is never held twice (a join of blocks would be, at the end of a long stream).
+        """
+        text = self._text
+        self._text = ""
+        text += "".join(self.parts)
+        self.parts.clear()
+        self._text = text
+        return text
 
     def _fold(self, name: Optional[str], data: dict[str, Any]) -> Optional[str]:
         choices = data.get("choices")
@@ -213,7 +225,7 @@ class Aggregate:
         status, error = self._outcome(error, cancelled)
         return StreamResult(
             endpoint_id=self.endpoint_id, operation=self.operation, http_status=self.http_status,
-            events=self.events, text="".join(self._blocks + self.parts), terminal=self.terminal,
+            events=self.events, text=self._compact(), terminal=self.terminal,
             truncated=self.truncated,
             status=status, error=error, session_id=self.session_id, event_count=self.count,
             finish_reason=self.finish_reason, usage=self.usage, final=self.final,
