@@ -8,6 +8,7 @@ retries) → decode → ActionResult → durable record → observers.
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 import uuid
@@ -646,8 +647,16 @@ def _passed(deadline: Optional[float]) -> bool:
     return deadline is not None and time.time() >= deadline - 0.01
 
 
+_ids = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ids.seed)  # a forked child must not repeat its parent's ids
+
+
 def _new_action_id() -> str:
-    return f"act_{uuid.uuid4().hex}"
+    # uuid4() reads os.urandom, a syscall that releases the GIL: under threads, every release is a
+    # wait to get it back. A per-process generator seeded from urandom (again after fork) is unique
+    # enough for an id that is not a secret.
+    return f"act_{_ids.getrandbits(128):032x}"
 
 
 def _chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[list[Any]], model: str,
