@@ -51,7 +51,7 @@ from .models import (
     StreamResult,
 )
 from .redaction import Redactor
-from .streaming import ChatStream, ReplayedStream, ResponseStream
+from .streaming import ChatStream, ResponseStream
 
 __version__ = "0.1.0"
 
@@ -63,7 +63,7 @@ __all__ = [
     "IdempotencyConflictError", "IdempotencyRecord", "IdempotencyStore", "InvalidInputError",
     "InvalidResponseError", "Invocation", "MemoryStore", "MissingCredentialError", "NotFoundError",
     "OutcomeUnknownError", "PayloadTooLargeError", "PluginError", "PolicyRule", "RateLimitedError", "Redactor",
-    "RemoteRejectedError", "RemoteTemporaryError", "ReplayedStream", "Response", "ResponseStream",
+    "RemoteRejectedError", "RemoteTemporaryError", "Response", "ResponseStream",
     "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamError", "StreamEvent", "StreamResult",
     "TenantMismatchError", "TransportError", "capability_id", "hookimpl", "input_hash", "parse_capability_id",
 ]

@@ -50,7 +50,7 @@ from .operations import ProviderRequest, build_request
 from .operations.common import idempotency_value
 from .plugins import build_manager, call_pipeline, notify, observed
 from .redaction import Redactor, install_log_filters, register_secret
-from .streaming import Aggregate, ChatStream, HermesStream, ReplayedStream, ResponseStream
+from .streaming import Aggregate, ChatStream, HermesStream, ResponseStream
 from .transport import Transport, backoff_delay, decode_json, error_for_exception, error_for_status, read_body
 
 _TIMEOUTS = {"chat": MODEL_CALL_TIMEOUT, "responses": MODEL_CALL_TIMEOUT, "chat_stream": STREAM_TIMEOUT,
@@ -239,7 +239,7 @@ class HermesClient:
                     idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
                     keep_events: bool = True, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                     context: Optional[ExecutionContext] = None, deadline: Deadline = None,
-                    **provider_fields: Any) -> Union[ChatStream, ReplayedStream]:
+                    **provider_fields: Any) -> ChatStream:
         data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields)
         data["max_events"] = max_events
         return self._typed("chat_stream", data, endpoint, idempotency_key, action_id, context,  # type: ignore[no-any-return]
@@ -256,7 +256,7 @@ class HermesClient:
                          idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
                          keep_events: bool = True, endpoint: Optional[str] = None,
                          action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                         deadline: Deadline = None, **body_fields: Any) -> Union[ResponseStream, ReplayedStream]:
+                         deadline: Deadline = None, **body_fields: Any) -> ResponseStream:
         data = _responses_input(body, session_key, body_fields)
         data["max_events"] = max_events
         return self._typed("responses_stream", data, endpoint, idempotency_key, action_id, context,  # type: ignore[no-any-return]
@@ -690,7 +690,8 @@ def _stored_input(response_id: str, session_key: Optional[str]) -> dict[str, Any
 
 def _typed_from_record(operation: str, result: ActionResult) -> Any:
     if CONTRACTS[operation].streaming:
-        return ReplayedStream(convert.stream_result_from_json(result.output))
+        klass = ChatStream if operation == "chat_stream" else ResponseStream
+        return klass.replay(convert.stream_result_from_json(result.output))
     if operation == "chat":
         return convert.chat_completion(result.output, result.session_id)
     if operation == "response_delete":

@@ -281,6 +281,27 @@ class HermesStream:
         self._events = _sse_events(_chunks(response))
         self._result: Optional[StreamResult] = None
         self._pending_piece: Optional[str] = None
+        self._replay: Optional[Iterator[StreamEvent]] = None
+        self._recorded: Optional[StreamResult] = None
+
+    @classmethod
+    def replay(cls, recorded: StreamResult) -> "HermesStream":
+        """A stream answered from the idempotency record: its recorded events, nothing executed."""
+        self = cls.__new__(cls)
+        self._response = None  # type: ignore[assignment]
+        # Only to give text_deltas() the same pieces as the live stream did.
+        self._agg = Aggregate(recorded.endpoint_id, recorded.operation, recorded.http_status,
+                              max(len(recorded.events), 1) + 1, recorded.session_id, keep_events=False)
+        self._deadline = None
+        self._on_event = None
+        self._on_settle = None
+        self._events = iter(())
+        self._result = None
+        self._pending_piece = None
+        self._replay = iter(recorded.events)
+        self._recorded = recorded
+        self.replayed = True
+        return self
 
     @property
     def session_id(self) -> Optional[str]:
@@ -303,6 +324,13 @@ class HermesStream:
 
     def _next(self) -> Optional[StreamEvent]:
         agg = self._agg
+        if self._replay is not None:
+            replayed = next(self._replay, None)
+            if replayed is None:
+                self._result = self._recorded
+                return None
+            self._pending_piece = agg.add(replayed)
+            return replayed
         if agg.done:
             self._settle()
             return None
@@ -359,6 +387,9 @@ class HermesStream:
         """Cancel the stream if it has not ended; idempotent. A stream that already saw its
         terminal event (the caller broke out of the loop there) settles as it ended, not cancelled."""
         if self._result is None:
+            if self._replay is not None:
+                self._result = self._recorded
+                return
             if self._agg.done:
                 self._settle()
                 return
@@ -427,41 +458,3 @@ class ChatStream(HermesStream):
 
 class ResponseStream(HermesStream):
     """A ``responses_stream`` call; ``result().final`` is the terminal Responses envelope."""
-
-
-class ReplayedStream:
-    """A stream answered from the idempotency record: its recorded events, nothing executed."""
-
-    replayed = True
-
-    def __init__(self, result: StreamResult) -> None:
-        self._result = result
-
-    @property
-    def session_id(self) -> Optional[str]:
-        return self._result.session_id
-
-    @property
-    def http_status(self) -> int:
-        return self._result.http_status
-
-    closed = True
-
-    def __iter__(self) -> Iterator[StreamEvent]:
-        return iter(self._result.events)
-
-    def text_deltas(self) -> Iterator[str]:
-        if self._result.text:
-            yield self._result.text
-
-    def result(self) -> StreamResult:
-        return self._result
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> "ReplayedStream":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
