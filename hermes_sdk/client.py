@@ -445,6 +445,12 @@ class HermesClient:
         if decision is None:
             raise ApprovalRequiredError(f"{contract.operation} needs an approved decision bound to this input",
                                         details={"input_hash": request.input_hash, "approval_request_id": request.id})
+        if isinstance(decision, Mapping):  # the AIP JSON shape of a decision
+            try:
+                decision = ApprovalDecision(**decision)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"approval is not a valid decision: {exc}",
+                                        details={"field": "approval"}) from None
         if not isinstance(decision, ApprovalDecision):
             raise InvalidInputError("approval must be an ApprovalDecision", details={"field": "approval"})
         return check(decision, request)  # the decision completed with its evidence

@@ -169,3 +169,19 @@ def test_input_hash_is_canonical() -> None:
     assert a != input_hash(DELETE, {"response_id": "r2", "session_key": "s"})
     assert a != input_hash("cap:hermes_agent:other:response_delete", {"response_id": "r", "session_key": "s"})
     assert len(a) == 64
+
+
+def test_an_approval_in_its_json_shape_is_accepted(make_client: Any, hermes_emulator: Any) -> None:
+    from hermes_sdk import input_hash
+
+    client = make_client()
+    created = client.responses(input="json-shaped approval", store=True)
+    cap = "cap:hermes_agent:default:response_delete"
+    now = time.time()
+    decision = {"approval_id": "apr-json", "decision": "approved", "approver": "ops", "decided_at": now,
+                "expires_at": now + 600, "input_hash": input_hash(cap, {"response_id": created.id}),
+                "reason": "retention", "policy_decision_id": "pol-1"}
+    result = client.invoke(cap, {"response_id": created.id}, idempotency_key="json-1", approval=decision)
+    assert result.status == "completed" and result.approval["approval_id"] == "apr-json"
+    bad = client.invoke(cap, {"response_id": created.id}, idempotency_key="json-2", approval={"decision": "yes"})
+    assert bad.status == "failed" and bad.error.details["field"] == "approval"
