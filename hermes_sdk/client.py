@@ -12,7 +12,7 @@ import random
 import threading
 import time
 import uuid
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import attrs
 import requests
@@ -24,10 +24,7 @@ from ._constants import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_MODEL,
     DELETE_KEY_TTL_SECONDS,
-    MODEL_CALL_TIMEOUT,
     RETRY_MAX_ATTEMPTS,
-    STORED_CALL_TIMEOUT,
-    STREAM_TIMEOUT,
 )
 from .approval import ApprovalDecision, ApprovalRequest, ask, check, input_hash
 from .capabilities import CONTRACTS, Contract, capability_id, descriptor, parse_capability_id
@@ -38,29 +35,25 @@ from .errors import (
     HermesError,
     IdempotencyConflictError,
     InvalidInputError,
-    InvalidResponseError,
     OutcomeUnknownError,
     PluginError,
     TenantMismatchError,
 )
+from .execution import ExecutionMixin
 from .idempotency import COMPLETED, IdempotencyRecord, IdempotencyStore, MemoryStore
-from .invocation import Attempt, Invocation
-from .models import ActionResult, ChatCompletion, DeletionReceipt, Response, StreamEvent, StreamResult
+from .invocation import Invocation
+from .models import ActionResult, ChatCompletion, DeletionReceipt, Response, StreamResult
 from .operations import ProviderRequest, build_request
 from .operations.common import idempotency_value
 from .plugins import build_manager, call_pipeline, notify, observed
 from .redaction import Redactor, install_log_filters, register_secret
-from .streaming import Aggregate, ChatStream, HermesStream, ResponseStream
-from .transport import Transport, backoff_delay, decode_json, error_for_exception, error_for_status, read_body
+from .streaming import ChatStream, HermesStream, ResponseStream
+from .transport import Transport
 
-_TIMEOUTS = {"chat": MODEL_CALL_TIMEOUT, "responses": MODEL_CALL_TIMEOUT, "chat_stream": STREAM_TIMEOUT,
-             "responses_stream": STREAM_TIMEOUT, "response_get": STORED_CALL_TIMEOUT,
-             "response_delete": STORED_CALL_TIMEOUT}
-_PATH_TEMPLATES = {op: c.path for op, c in CONTRACTS.items()}
 _UNSET: Any = object()
 
 
-class HermesClient:
+class HermesClient(ExecutionMixin):
     """A synchronous client for the six Hermes capabilities. Safe to share between threads."""
 
     def __init__(
@@ -530,127 +523,6 @@ class HermesClient:
         if invocation.contract.streaming:
             invocation.settle(redacted)
         notify(self._pm, "hermes_action_result", invocation=invocation, result=redacted)
-
-    # ---------------------------------------------------------------- one execution
-
-    def _execute(self, invocation: Invocation, ep: Endpoint, contract: Contract, request: ProviderRequest,
-                 headers: dict[str, str], deadline: Optional[float], keep_events: bool, key: Optional[str],
-                 decision: Optional[ApprovalDecision]) -> tuple[ActionResult, Any]:
-        response = self._attempts(invocation, ep, contract, request, headers, deadline)
-        session_id = response.headers.get("X-Hermes-Session-Id")
-        base: dict[str, Any] = dict(
-            action_id=invocation.action_id, capability_id=invocation.capability_id, idempotency_key=key,
-            session_id=session_id, http_status=response.status_code,
-            approval=decision.evidence() if decision else None)
-        invocation.set_attribute("http_status", response.status_code)
-        if request.stream:
-            return self._open_stream(invocation, ep, contract, request, response, deadline, keep_events, key, base)
-        try:
-            body = response._content
-            data = decode_json(body if isinstance(body, bytes) else read_body(response))
-            value: Any
-            if contract.operation == "chat":
-                value = convert.chat_completion(data, session_id)
-            elif contract.operation == "response_delete":
-                value = convert.deletion_receipt(data)
-            else:
-                value = convert.response(data, session_id)
-        except InvalidResponseError as exc:
-            exc.uncertain_outcome = not contract.read_only
-            exc.http_status = response.status_code
-            raise
-        except (requests.RequestException, OSError) as exc:
-            raise error_for_exception(exc, contract, deadline_hit=_passed(deadline)) from None
-        return ActionResult(status="completed", output=data, recorded_at=time.time(), **base), value
-
-    def _attempts(self, invocation: Invocation, ep: Endpoint, contract: Contract, request: ProviderRequest,
-                  headers: dict[str, str], deadline: Optional[float]) -> requests.Response:
-        attempts = self.max_attempts if contract.retry_safe else 1
-        number = 0
-        while True:
-            number += 1
-            timeout = _TIMEOUTS[contract.operation]
-            if deadline is not None:
-                remaining = deadline - time.time()
-                if remaining <= 0:
-                    raise DeadlineExceededError("the deadline passed before the call was sent",
-                                                details={"operation": contract.operation, "sent": False})
-                timeout = min(timeout, remaining)
-
-            def send(t: float = timeout) -> requests.Response:
-                return self._send_once(ep, contract, request, headers, t, deadline)
-
-            attempt = Attempt(invocation, number, contract.method, _PATH_TEMPLATES[contract.operation], send)
-            try:
-                response: requests.Response = call_pipeline(self._pm, "hermes_http_attempt", attempt=attempt)
-            except HermesError as exc:
-                invocation.set_attribute("attempts", number)
-                if not exc.retryable or number >= attempts:
-                    raise
-                delay = backoff_delay(number, exc)
-                if deadline is not None and time.time() + delay >= deadline:
-                    raise
-                time.sleep(delay)
-                continue
-            invocation.set_attribute("attempts", number)
-            return response
-
-    def _send_once(self, ep: Endpoint, contract: Contract, request: ProviderRequest, headers: dict[str, str],
-                   timeout: float, deadline: Optional[float]) -> requests.Response:
-        try:
-            response = self._transport.send(ep, request.method, request.path, headers, request.body, timeout)
-        except (requests.RequestException, OSError) as exc:
-            raise error_for_exception(exc, contract, deadline_hit=_passed(deadline)) from None
-        if not 200 <= response.status_code < 300:
-            raise error_for_status(response, contract)
-        if not request.stream:
-            # Read the body inside the attempt, so a body cut short is a retryable attempt failure
-            # for response_get (the retry loop never sees failures that happen after it returns).
-            try:
-                response._content = read_body(response)
-            except InvalidResponseError as exc:
-                exc.uncertain_outcome = not contract.read_only
-                exc.http_status = response.status_code
-                raise
-            except (requests.RequestException, OSError) as exc:
-                raise error_for_exception(exc, contract, deadline_hit=_passed(deadline)) from None
-        return response
-
-    def _open_stream(self, invocation: Invocation, ep: Endpoint, contract: Contract, request: ProviderRequest,
-                     response: requests.Response, deadline: Optional[float], keep_events: bool,
-                     key: Optional[str], base: dict[str, Any]) -> tuple[ActionResult, HermesStream]:
-        aggregate = Aggregate(ep.id, contract.operation, response.status_code, request.max_events,
-                              base["session_id"], keep_events)
-        holder: list[HermesStream] = []
-
-        def on_settle(stream_result: StreamResult) -> None:
-            # The aggregate as JSON copies every event: build it only for a durable record here;
-            # invoke() builds it when it returns the result, observers get a summary without events.
-            output = convert.stream_result_to_json(stream_result) if key is not None else None
-            result = ActionResult(status=stream_result.status, output=output,
-                                  error=stream_result.error, recorded_at=time.time(), **base)
-            if result.error is not None:
-                result.error.action_id, result.error.capability_id = base["action_id"], base["capability_id"]
-            if holder:
-                holder[0].action_result = result  # type: ignore[attr-defined]
-            self._record(invocation.capability_id, key, result, certain=False)
-            self._observe(invocation, result, stream_result)
-
-        on_event: Optional[Callable[[StreamEvent], None]] = None
-        if self._event_observers:
-            def on_event(event: StreamEvent) -> None:
-                notify(self._pm, "hermes_stream_event", invocation=invocation,
-                       event=self.redactor.redact({"event": event.event, "terminal": event.terminal,
-                                                   "data": event.data}))
-        klass = ChatStream if contract.operation == "chat_stream" else ResponseStream
-        stream = klass(response, aggregate, deadline=deadline, on_event=on_event, on_settle=on_settle)
-        holder.append(stream)
-        pending = ActionResult(status="pending", **base)
-        return pending, stream
-
-
-def _passed(deadline: Optional[float]) -> bool:
-    return deadline is not None and time.time() >= deadline - 0.01
 
 
 _ids = random.Random()
