@@ -7,6 +7,7 @@ retries) → decode → ActionResult → durable record → observers.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import threading
@@ -51,6 +52,7 @@ from .streaming import ChatStream, HermesStream, ResponseStream
 from .transport import Transport
 
 _UNSET: Any = object()
+log = logging.getLogger("hermes_sdk")
 
 
 class HermesClient(ExecutionMixin):
@@ -501,9 +503,7 @@ class HermesClient(ExecutionMixin):
             else:
                 self._store.complete(cap, key, convert.action_result_to_json(result))
         except Exception as exc:  # the record stays pending: later calls refuse rather than replay
-            import logging
-
-            logging.getLogger("hermes_sdk").warning(
+            log.warning(
                 "hermes_sdk could not record an idempotency outcome (%s); the key stays pending",
                 type(exc).__name__)
 

@@ -33,6 +33,8 @@ _PATH_TEMPLATES = {op: c.path for op, c in CONTRACTS.items()}
 
 
 class ExecutionMixin:
+    """Execution steps of HermesClient; the attributes below are the client's."""
+
     _pm: pluggy.PluginManager
     _transport: Transport
     _event_observers: bool
