@@ -22,11 +22,11 @@ from typing import Any, Iterable, Optional
 
 import pluggy
 
-from . import hookspecs
-from .errors import HermesError, PluginError
-from .hookspecs import hookimpl
-from .idempotency import IdempotencyStore, store_from_url
-from .invocation import Attempt, Invocation
+from .. import hookspecs
+from ..errors import HermesError, PluginError
+from ..hookspecs import hookimpl
+from ..idempotency import IdempotencyStore, store_from_url
+from ..invocation import Attempt, Invocation
 
 log = logging.getLogger("hermes_sdk")
 ENTRY_POINT_GROUP = "hermes_sdk"
@@ -263,7 +263,3 @@ def main(argv: Optional[list[str]] = None) -> int:
     json.dump(describe(pm), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
