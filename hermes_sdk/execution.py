@@ -60,9 +60,11 @@ class ExecutionMixin:
         invocation.set_attribute("http_status", response.status_code)
         if request.stream:
             return self._open_stream(invocation, ep, contract, request, response, deadline, keep_events, key, base)
+        body = response._content  # read inside the attempt, unless a plugin substituted the response
+        if not isinstance(body, bytes):
+            body = _read_typed(response, contract, deadline)
         try:
-            body = response._content
-            data = decode_json(body if isinstance(body, bytes) else read_body(response))
+            data = decode_json(body)
             value: Any
             if contract.operation == "chat":
                 value = convert.chat_completion(data, session_id)
@@ -74,8 +76,6 @@ class ExecutionMixin:
             exc.uncertain_outcome = not contract.read_only
             exc.http_status = response.status_code
             raise
-        except (requests.RequestException, OSError) as exc:
-            raise error_for_exception(exc, contract, deadline_hit=_passed(deadline)) from None
         return ActionResult(status="completed", output=data, recorded_at=time.time(), **base), value
 
     def _attempts(self, invocation: Invocation, ep: Endpoint, contract: Contract, request: ProviderRequest,
@@ -121,14 +121,7 @@ class ExecutionMixin:
         if not request.stream:
             # Read the body inside the attempt, so a body cut short is a retryable attempt failure
             # for response_get (the retry loop never sees failures that happen after it returns).
-            try:
-                response._content = read_body(response)
-            except InvalidResponseError as exc:
-                exc.uncertain_outcome = not contract.read_only
-                exc.http_status = response.status_code
-                raise
-            except (requests.RequestException, OSError) as exc:
-                raise error_for_exception(exc, contract, deadline_hit=_passed(deadline)) from None
+            response._content = _read_typed(response, contract, deadline)
         return response
 
     def _open_stream(self, invocation: Invocation, ep: Endpoint, contract: Contract, request: ProviderRequest,
@@ -167,3 +160,15 @@ class ExecutionMixin:
 
 def _passed(deadline: Optional[float]) -> bool:
     return deadline is not None and time.time() >= deadline - 0.01
+
+
+def _read_typed(response: requests.Response, contract: Contract, deadline: Optional[float]) -> bytes:
+    """Read a JSON body; a cut or oversize body is a typed error (uncertain for model calls)."""
+    try:
+        return read_body(response)
+    except InvalidResponseError as exc:
+        exc.uncertain_outcome = not contract.read_only
+        exc.http_status = response.status_code
+        raise
+    except (requests.RequestException, OSError) as exc:
+        raise error_for_exception(exc, contract, deadline_hit=_passed(deadline)) from None
