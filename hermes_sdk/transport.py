@@ -65,16 +65,22 @@ class Transport:
             session.mount("http://", adapter)
             session.mount("https://", adapter)
         self.session = session
-        self._settings: dict[str, Tuple[dict[str, str], Any]] = {}
+        self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
 
-    def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any]:
+    def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
+        """Proxies, CA verification and client cert for an origin, resolved once.
+
+        Our own session reads the environment here; a caller's session contributes its own
+        ``proxies``, ``verify`` and ``cert`` (and the environment when its ``trust_env`` is set).
+        """
         settings = self._settings.get(base_url)
         if settings is None:
             with self._lock:
-                env = requests.Session().merge_environment_settings(base_url, {}, None, None, None)
+                source = requests.Session() if self._own_session else self.session
+                env = source.merge_environment_settings(base_url, {}, None, None, None)
                 proxies = {k: v for k, v in (env.get("proxies") or {}).items() if v}
-                settings = (proxies, env.get("verify", True))
+                settings = (proxies, env.get("verify", True), env.get("cert"))
                 self._settings[base_url] = settings
         return settings
 
@@ -86,6 +92,11 @@ class Transport:
         prepared.url = endpoint.base_url + path
         merged: CaseInsensitiveDict[str] = CaseInsensitiveDict(
             {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"})
+        if not self._own_session:
+            # A caller's session headers apply; ours win below.
+            merged.update({k: v if isinstance(v, str) else v.decode("latin-1")
+                           for k, v in self.session.headers.items()})
+            merged["User-Agent"] = USER_AGENT
         merged.update(headers)
         if body is not None:
             merged["Content-Type"] = "application/json"
@@ -97,9 +108,9 @@ class Transport:
         prepared.hooks = {"response": []}
         # Never sent (no Cookie header is prepared); a jar keeps a 3xx from crashing Session.send.
         prepared._cookies = requests.cookies.RequestsCookieJar()  # type: ignore[attr-defined]
-        proxies, verify = self._origin_settings(endpoint.base_url)
+        proxies, verify, cert = self._origin_settings(endpoint.base_url)
         return self.session.send(
-            prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify,
+            prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify, cert=cert,
             timeout=(min(CONNECT_TIMEOUT, timeout), timeout),
         )
 
