@@ -47,10 +47,6 @@ class Contract:
     transaction: str = "none"
 
     @property
-    def is_model_call(self) -> bool:
-        return self.method == "POST"
-
-    @property
     def read_only(self) -> bool:
         return self.retry_safe
 

@@ -510,7 +510,7 @@ class HermesClient(ExecutionMixin):
     def _observe(self, invocation: Invocation, result: ActionResult,
                  stream_result: Optional[StreamResult] = None) -> None:
         streaming = invocation.contract.streaming
-        if not (streaming and invocation._on_settle) and not observed(self._pm, "hermes_action_result"):
+        if not (streaming and invocation.settle_watched) and not observed(self._pm, "hermes_action_result"):
             # Nobody would see the redacted result: skip building it.
             if streaming:
                 invocation.settle({})

@@ -114,4 +114,4 @@ def action_result_from_json(data: Mapping[str, Any]) -> ActionResult:
     return converter.structure(dict(data), ActionResult)
 
 
-__all__ = ["converter", "chat_completion", "response", "deletion_receipt", "StreamEvent"]
+__all__ = ["converter", "chat_completion", "response", "deletion_receipt"]

@@ -37,6 +37,11 @@ class Invocation:
     def set_attribute(self, key: str, value: Any) -> None:
         self.attributes[key] = value
 
+    @property
+    def settle_watched(self) -> bool:
+        """Whether a plugin waits for this stream to settle (so its redacted outcome must be built)."""
+        return bool(self._on_settle)
+
     def on_stream_settled(self, callback: Callable[[dict[str, Any]], None]) -> None:
         """Register ``callback(redacted_result)`` for when a stream ends (tracing spans end there)."""
         self._on_settle.append(callback)
