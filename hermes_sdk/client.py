@@ -384,7 +384,7 @@ class HermesClient(ExecutionMixin):
             failed = ActionResult(action_id=action_id, capability_id=cap, status="failed", error=exc,
                                   idempotency_key=key, http_status=exc.http_status,
                                   approval=decision.evidence() if decision else None, recorded_at=time.time())
-            self._record(cap, record_key, failed, certain=not exc.uncertain_outcome)
+            self._record(cap, record_key, failed, unsent=exc.http_status is None and not exc.uncertain_outcome)
             self._observe(invocation, failed)
             raise
         if not isinstance(outcome, tuple) or len(outcome) != 2:
@@ -393,7 +393,7 @@ class HermesClient(ExecutionMixin):
         if isinstance(outcome[1], HermesStream):
             return outcome  # type: ignore[no-any-return]
         result, value = outcome
-        self._record(cap, record_key, result, certain=False)
+        self._record(cap, record_key, result, unsent=False)
         self._observe(invocation, result)
         return result, value
 
@@ -493,12 +493,12 @@ class HermesClient(ExecutionMixin):
         replay.replayed = True
         return replay
 
-    def _record(self, cap: str, key: Optional[str], result: ActionResult, certain: bool) -> None:
-        """Complete the record; a failure known to have run nothing gives the key back instead."""
+    def _record(self, cap: str, key: Optional[str], result: ActionResult, unsent: bool) -> None:
+        """Complete the record, failures included; a failure that never reached Hermes gives the key back."""
         if key is None:
             return
         try:
-            if certain and result.status == "failed":
+            if unsent and result.status == "failed":
                 self._store.forget(cap, key)
             else:
                 self._store.complete(cap, key, convert.action_result_to_json(result))

@@ -41,7 +41,7 @@ class ExecutionMixin:
     redactor: Redactor
     max_attempts: int
 
-    def _record(self, cap: str, key: Optional[str], result: ActionResult, certain: bool) -> None:
+    def _record(self, cap: str, key: Optional[str], result: ActionResult, unsent: bool) -> None:
         raise NotImplementedError
 
     def _observe(self, invocation: Invocation, result: ActionResult,
@@ -141,7 +141,7 @@ class ExecutionMixin:
                 result.error.action_id, result.error.capability_id = base["action_id"], base["capability_id"]
             if holder:
                 holder[0].action_result = result  # type: ignore[attr-defined]
-            self._record(invocation.capability_id, key, result, certain=False)
+            self._record(invocation.capability_id, key, result, unsent=False)
             self._observe(invocation, result, stream_result)
 
         on_event: Optional[Callable[[StreamEvent], None]] = None

@@ -204,13 +204,13 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
         return NotFoundError(text, **kwargs)
     if status == 413:
         return PayloadTooLargeError(text, **kwargs)
-    if status == 429:
-        # Hermes' concurrency gate answers before any agent work: the outcome is certain.
-        return RateLimitedError(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
-                                uncertain_outcome=False, **kwargs)
-    if status == 503 and provider.get("code") == "gateway_draining":
-        return ServerError(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
-                           uncertain_outcome=False, **kwargs)
+    if status == 429 or (status == 503 and provider.get("code") == "gateway_draining"):
+        # Hermes answers both before any agent work. The protocol fields stay conservative, as the
+        # connector's are, for model calls; the fact itself is kept in details.
+        details["before_agent_work"] = True
+        klass = RateLimitedError if status == 429 else ServerError
+        return klass(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
+                     uncertain_outcome=not read_only, **kwargs)
     if status >= 500:
         klass = AgentIncompleteError if provider.get("code") == "agent_incomplete" else ServerError
         return klass(text, retryable=read_only, retry_after_ms=retry_after_ms(response),

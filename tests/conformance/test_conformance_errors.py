@@ -252,8 +252,9 @@ def test_19_concurrency_cap_is_429_with_retry_after(server_cap1: Target) -> None
         after = other.chat(prompt=uniq("D"))
     assert held.finish_reason == "stop"
     for err in (chat_info.value, stream_info.value):
-        assert_error(err, code=REMOTE_TEMPORARY, category="temporary", http_status=429, uncertain=False)
-        assert err.retry_after_ms == 1000
+        assert_error(err, code=REMOTE_TEMPORARY, category="temporary", http_status=429, uncertain=True,
+                     retryable=False)
+        assert err.retry_after_ms == 1000 and err.details["before_agent_work"] is True
         assert err.details["provider_error"] == {"type": "rate_limit_error", "code": "rate_limit_exceeded"}
         assert "Too many concurrent runs (max 1)" in err.message
     # The rejected B and C never reached the model; D did (the slow call may log on either side).

@@ -92,10 +92,10 @@ def test_status_mapping(raw_server, op: str, name: str, reply: bytes, klass: typ
     read = op == "response_get"
     temporary = category == "temporary"
     assert err.retryable is (read and temporary)
-    before_execution = name in ("429", "503-drain")
-    assert err.uncertain_outcome is (temporary and not read and not before_execution)
+    # Conservative like the connector: every temporary failure of a model call is uncertain.
+    assert err.uncertain_outcome is (temporary and not read)
     if name in ("429", "503-drain"):
-        assert err.retry_after_ms == 1000
+        assert err.retry_after_ms == 1000 and err.details["before_agent_work"] is True
     if name == "502":
         assert isinstance(err, AgentIncompleteError)
         assert err.hermes == {"completed": False, "partial": True, "failed": False}
@@ -136,7 +136,8 @@ def test_emulator_429_keeps_retry_after(emu) -> None:
         slow.close()
     err = info.value
     assert err.http_status == 429 and err.retry_after_ms == 1000
-    assert err.retryable is False and err.uncertain_outcome is False and err.code == P + "remote_temporary"
+    assert err.retryable is False and err.uncertain_outcome is True and err.code == P + "remote_temporary"
+    assert err.details["before_agent_work"] is True
 
 
 # ---------------------------------------------------------------- retries

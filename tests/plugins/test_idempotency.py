@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import stat
 import threading
@@ -13,6 +14,7 @@ import pytest
 from plugin_support import approve_all
 
 from hermes_sdk import (
+    HermesClient,
     IdempotencyConflictError,
     IdempotencyRecord,
     InvalidInputError,
@@ -231,13 +233,46 @@ def test_an_uncertain_failure_is_recorded_and_replayed(make_client: Any, hermes_
     assert hermes_emulator.executions == 1
 
 
-def test_a_failure_known_to_run_nothing_gives_the_key_back(make_client: Any, hermes_emulator: Any) -> None:
+def test_a_failure_hermes_answered_is_recorded_and_replayed(make_client: Any, hermes_emulator: Any) -> None:
+    # return_original_result: a certain failure is still the action's result; the key is not reused.
     client = make_client(api_key="wrong-key-value")
     with pytest.raises(HermesError) as info:
-        client.chat(prompt="hi", idempotency_key="k-auth")
+        client.chat(prompt="hi", idempotency_key="k-auth", action_id="act_auth")
     assert info.value.code == "connector.hermes_agent.authentication" and not info.value.uncertain_outcome
-    assert client.idempotency_record(CHAT, "k-auth") is None
+    recorded = client.action_result("act_auth")
+    assert recorded.status == "failed" and recorded.error.http_status == 401
+    assert client.idempotency_record(CHAT, "k-auth").state == "completed"
+    with pytest.raises(HermesError) as again:
+        client.chat(prompt="hi", idempotency_key="k-auth")
+    assert again.value.code == info.value.code and again.value.details.get("replayed") is True
     assert hermes_emulator.executions == 0
+
+
+def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(make_client: Any,
+                                                                         hermes_emulator: Any) -> None:
+    hermes_emulator.max_concurrent_runs = 1
+    client = make_client()
+    holder = client.chat_stream(prompt="SLOW:1 hold")
+    next(iter(holder))  # holds the only slot
+    with pytest.raises(HermesError) as info:
+        client.chat(prompt="wanted", idempotency_key="k-429")
+    holder.close()
+    assert info.value.http_status == 429 and info.value.uncertain_outcome is True
+    with pytest.raises(HermesError) as again:
+        client.chat(prompt="wanted", idempotency_key="k-429")
+    assert again.value.http_status == 429 and again.value.details.get("replayed") is True
+    assert hermes_emulator.executions == 1  # only the holder ran
+
+
+def test_a_call_that_never_reached_hermes_gives_the_key_back() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
+        with HermesClient(dead, "some-key-value", load_entrypoints=False) as client:
+            with pytest.raises(HermesError) as info:
+                client.chat(prompt="hi", idempotency_key="k-down")
+            assert client.idempotency_record(CHAT, "k-down") is None
+    assert info.value.code == "connector.hermes_agent.transport" and info.value.details["connect_failure"]
 
 
 @pytest.mark.parametrize("operation", ["chat_stream", "responses_stream"])
