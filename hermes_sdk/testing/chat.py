@@ -43,10 +43,26 @@ def rate_limited(ex: Exchange) -> None:
     )
 
 
+def refused_before_work(ex: Exchange) -> bool:
+    """Hermes' gates after auth and before the body is parsed: draining (503), then the cap (429)."""
+    if ex.state.settings.draining:
+        # Source only (L1047-1058): no transcript shows the message text.
+        ex.send_json(
+            503,
+            openai_error("Gateway is draining; retry shortly", err_type="server_error", code="gateway_draining"),
+            [("Retry-After", "1")],
+        )
+        return True
+    if not ex.state.try_acquire_run():
+        rate_limited(ex)
+        return True
+    return False
+
+
 def handle(ex: Exchange) -> None:
     # The cap is checked before the body is even parsed (Hermes L2654).
-    if not ex.state.try_acquire_run():
-        return rate_limited(ex)
+    if refused_before_work(ex):
+        return
     try:
         _handle(ex)
     finally:

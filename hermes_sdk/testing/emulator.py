@@ -191,6 +191,15 @@ class HermesEmulator:
     def max_concurrent_runs(self, value: int) -> None:
         self._state.settings.max_concurrent_runs = max(0, value)
 
+    @property
+    def draining(self) -> bool:
+        """While True, agent routes answer 503 ``gateway_draining`` with ``Retry-After: 1``."""
+        return self._state.settings.draining
+
+    @draining.setter
+    def draining(self, value: bool) -> None:
+        self._state.settings.draining = bool(value)
+
     def drop_connection(
         self,
         mode: str = "before_response",

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .chat import rate_limited
+from .chat import refused_before_work
 from .model import AgentResult, RequestInfo
 from .sse import AgentPump, ClientGone, named_event
 from .store import StoredResponse
@@ -57,8 +57,8 @@ class _Turn:
 
 
 def handle_create(ex: Exchange) -> None:
-    if not ex.state.try_acquire_run():
-        return rate_limited(ex)
+    if refused_before_work(ex):
+        return
     try:
         try:
             turn = _prepare(ex)

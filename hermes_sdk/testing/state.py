@@ -62,6 +62,7 @@ class Settings:
     keepalive_seconds: float
     delta_batch_ms: float
     framing: str
+    draining: bool = False
 
 
 class EmulatorState:
