@@ -55,15 +55,39 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
         if total > MAX_STREAM_BYTES:
             raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit",
                                        details={"limit_bytes": MAX_STREAM_BYTES})
-        if chunk.endswith(b"\n\n"):  # the usual chunk: whole events, the last boundary at its end
-            frame = 0
+        if frame == 0 and len(chunk) <= MAX_SSE_FRAME_BYTES and chunk.endswith(b"\n\n"):
+            pass  # the usual chunk: whole events, none of them can be over the limit
         else:
-            cut = max(chunk.rfind(b) + len(b) if chunk.rfind(b) >= 0 else -1 for b in _BOUNDARIES)
-            frame = len(chunk) - cut if cut >= 0 else frame + len(chunk)
-        if frame > MAX_SSE_FRAME_BYTES:
-            raise InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
-                                       details={"limit_bytes": MAX_SSE_FRAME_BYTES})
+            frame = _open_frame(chunk, frame)
         yield chunk
+
+
+def _open_frame(chunk: bytes, frame: int) -> int:
+    """Check every frame this chunk ends or holds; return the size of the one it leaves open."""
+    ends = [i + len(b) for b in _BOUNDARIES for i in (chunk.find(b),) if i >= 0]
+    if not ends:
+        size = frame + len(chunk)
+    else:
+        first = min(ends)
+        size = len(chunk) - max(chunk.rfind(b) + len(b) if b in chunk else 0 for b in _BOUNDARIES)
+        if frame + first > MAX_SSE_FRAME_BYTES or (len(chunk) > MAX_SSE_FRAME_BYTES and _holds_large(chunk, first)):
+            size = MAX_SSE_FRAME_BYTES + 1
+    if size > MAX_SSE_FRAME_BYTES:
+        raise InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
+                                   details={"limit_bytes": MAX_SSE_FRAME_BYTES})
+    return size
+
+
+def _holds_large(chunk: bytes, start: int) -> bool:
+    """Whether a frame that starts and ends inside this (huge) chunk is over the limit."""
+    while True:
+        ends = [i + len(b) for b in _BOUNDARIES for i in (chunk.find(b, start),) if i >= 0]
+        if not ends:
+            return False
+        cut = min(ends)
+        if cut - start > MAX_SSE_FRAME_BYTES:
+            return True
+        start = cut
 
 
 def _reads_chunks(raw: Any) -> bool:

@@ -84,7 +84,7 @@ def _handle(ex: Exchange) -> None:
             openai_error(
                 exc.message,
                 param=f"messages[{exc.index}].content",
-                code="unsupported_content_type",
+                code=exc.code,
             ),
         )
     users = [m["content"] for m in conversation if m["role"] == "user" and m["content"].strip()]
@@ -137,10 +137,11 @@ def _handle(ex: Exchange) -> None:
 
 
 class _BadPart(Exception):
-    def __init__(self, index: int, message: str) -> None:
+    def __init__(self, index: int, message: str, code: str) -> None:
         super().__init__(message)
         self.index = index
         self.message = message
+        self.code = code
 
 
 def _split_messages(messages: list[Any]) -> tuple[str, list[dict[str, str]]]:
@@ -152,9 +153,9 @@ def _split_messages(messages: list[Any]) -> tuple[str, list[dict[str, str]]]:
             continue
         role = message.get("role")
         try:
-            text = content_text(message.get("content"))
+            text = content_text(message.get("content"), str(role))
         except ContentError as exc:
-            raise _BadPart(index, str(exc)) from None
+            raise _BadPart(index, str(exc), exc.code) from None
         if role == "system":
             system.append(text)
         elif role in ("user", "assistant"):
@@ -170,7 +171,7 @@ def _run(ex: Exchange, info: RequestInfo) -> AgentResult:
 
 def _persist(ex: Exchange, info: RequestInfo, result: AgentResult) -> None:
     turn = [{"role": "user", "content": info.prompt}]
-    if result.final_response:
+    if result.final_response and not result.failed:  # a failed run leaves no assistant turn
         turn.append({"role": "assistant", "content": result.final_response})
     ex.state.transcripts.append(info.session_id, turn)
 

@@ -4,7 +4,8 @@ By default it reproduces the fake upstream LLM that served the real Hermes
 server in the recorded transcripts, *as seen through Hermes* (retry text,
 truncation continuations, zeroed usage), so one suite can run against both:
 
-- ``ECHO: <last user message>``, streamed in groups of three words;
+- ``ECHO: <last user message>``, streamed in groups of three words (Hermes merges back-to-back
+  user turns first, so a turn that failed without a reply joins the next one);
 - ``SLOW:<sec>`` in the last user message sleeps first;
 - ``FAIL500`` / ``FAIL400`` / ``FAIL401`` in the last user message fail the run;
 - ``TRUNCATE`` in any user message gives ``ECHO-PART`` x4 with an
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .wire import word_count
+from .wire import repair_turns, word_count
 
 PROMPT_OVERHEAD_TOKENS = 251  # Hermes' own system prompt, as counted by the fake LLM
 TRUNCATION_ERROR = "Response remained truncated after 4 continuation attempts"
@@ -57,6 +58,16 @@ class RequestInfo:
     @property
     def user_messages(self) -> list[str]:
         return [m["content"] for m in self.history if m.get("role") == "user"] + [self.prompt]
+
+    @property
+    def upstream_turns(self) -> list[dict[str, str]]:
+        """History and prompt as Hermes sends them upstream: consecutive same-role turns merged."""
+        return repair_turns(self.history + [{"role": "user", "content": self.prompt}])
+
+    @property
+    def upstream_prompt(self) -> str:
+        """The last user message the model sees: a failed turn left without a reply merges into it."""
+        return self.upstream_turns[-1]["content"]
 
 
 @dataclass
@@ -184,8 +195,8 @@ class ScriptedModel:
             return list(self._upstream)
 
     def _log_upstream(self, info: RequestInfo, calls: int = 1, continuation: bool = False) -> None:
-        roles = ["system"] + [str(m.get("role")) for m in info.history] + ["user"]
-        last = info.prompt
+        roles = ["system"] + [str(m.get("role")) for m in info.upstream_turns]
+        last = info.upstream_prompt
         entries = []
         for _ in range(calls):
             entries.append({"roles": list(roles), "n_messages": len(roles), "last_user": last})
@@ -211,7 +222,7 @@ class ScriptedModel:
             responder = self._responder
         if scripted is None and responder is not None and failure is None:
             scripted = responder(info)
-        slow = _SLOW.search(info.prompt)
+        slow = _SLOW.search(info.upstream_prompt)
         if slow and scripted is None:
             self._sleep(float(slow.group(1)), cancel)
         if failure is not None:
@@ -230,8 +241,9 @@ class ScriptedModel:
         on_delta: Callable[[str], None],
         cancel: threading.Event,
     ) -> AgentResult:
+        prompt = info.upstream_prompt
         for status in (500, 400, 401):
-            if f"FAIL{status}" in info.prompt:
+            if f"FAIL{status}" in prompt:
                 return self._upstream_failure(status, info)
         users = info.user_messages
         if any("TRUNCEMPTY" in u for u in users):
@@ -239,7 +251,7 @@ class ScriptedModel:
         if any("TRUNCATE" in u for u in users):
             return self._truncated(info, on_delta, cancel, empty=False)
         self._log_upstream(info)
-        return self._scripted(info, Reply(text="ECHO: " + info.prompt), on_delta, cancel)
+        return self._scripted(info, Reply(text="ECHO: " + prompt), on_delta, cancel)
 
     def _scripted(
         self,

@@ -164,17 +164,14 @@ def _input_items(raw: Any) -> list[dict[str, str]]:
                 items.append({"role": "user", "content": entry})
             elif isinstance(entry, dict):
                 try:
-                    text = content_text(entry.get("content"))
+                    role = str(entry.get("role") or "user")
+                    text = content_text(entry.get("content"), role)
                 except ContentError as exc:
                     raise _Invalid(
                         400,
-                        openai_error(
-                            str(exc),
-                            param=f"input[{index}].content",
-                            code="unsupported_content_type",
-                        ),
+                        openai_error(str(exc), param=f"input[{index}].content", code=exc.code),
                     ) from None
-                items.append({"role": str(entry.get("role") or "user"), "content": text})
+                items.append({"role": role, "content": text})
     else:
         raise _Invalid(400, openai_error("'input' must be a string or array"))
     if not items or not items[-1]["content"].strip():
@@ -198,9 +195,12 @@ def _explicit_history(raw: Any) -> list[dict[str, str]] | None:
                 openai_error(f"conversation_history[{index}] must have 'role' and 'content' fields"),
             )
         try:
-            text = content_text(entry["content"])
-        except ContentError:
-            text = ""
+            text = content_text(entry["content"], str(entry["role"]))
+        except ContentError as exc:
+            raise _Invalid(
+                400,
+                openai_error(str(exc), param=f"conversation_history[{index}].content", code=exc.code),
+            ) from None
         history.append({"role": str(entry["role"]), "content": text})
     return history
 
@@ -249,7 +249,7 @@ def _save(ex: Exchange, turn: _Turn, envelope: JSONDict, result: AgentResult | N
     if not turn.store:
         return
     history = turn.info.history + [{"role": "user", "content": turn.info.prompt}]
-    if result is not None and result.final_response:
+    if result is not None and result.final_response and not result.failed:  # failed: no assistant turn
         history.append({"role": "assistant", "content": result.final_response})
     ex.state.store.put(
         envelope["id"],

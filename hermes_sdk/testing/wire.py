@@ -136,36 +136,124 @@ def word_count(text: str) -> int:
 
 
 class ContentError(Exception):
-    """An unsupported content part (400 ``unsupported_content_type``)."""
+    """An invalid content part: Hermes answers 400 with this ``code`` and the part's ``param``."""
+
+    def __init__(self, message: str, code: str = "unsupported_content_type") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 _TEXT_PART_TYPES = {"text", "input_text", "output_text"}
 _IMAGE_PART_TYPES = {"image_url", "input_image"}
+_FILE_PART_TYPES = {"file", "input_file"}
 UNSUPPORTED_PART_MESSAGE = (
     "Inline image inputs are supported, but uploaded files and document inputs are not supported on this endpoint."
 )
+# Hermes' model here has no vision: the agent asks the auxiliary model to describe each image
+# (the fake LLM echoes that request) and sends the description as text (run_agent.py L5339-5472).
+VISION_PROMPT = (
+    "Describe everything visible in this image in thorough detail. "
+    "Include any text, code, UI, data, objects, people, layout, colors, "
+    "and any other notable visual information."
+)
 
 
-def content_text(content: Any) -> str:
-    """Flatten string-or-parts content the way Hermes does (text parts joined by newlines)."""
+def _image_url(part: dict[str, Any]) -> str:
+    """Validate an image part the way Hermes' ``_normalize_multimodal_content`` does."""
+    ref = part.get("image_url")
+    detail = part.get("detail")
+    url = ref.get("url") if isinstance(ref, dict) else ref
+    if isinstance(ref, dict):
+        detail = ref.get("detail", detail)
+    if not isinstance(url, str) or not url.strip():
+        raise ContentError("Image parts must include a non-empty image URL.", "invalid_image_url")
+    url = url.strip()
+    lowered = url.lower()
+    if lowered.startswith("data:"):
+        if not lowered.startswith("data:image/") or "," not in url:
+            raise ContentError(
+                "Only image data URLs are supported. Non-image data payloads are not supported."
+            )
+    elif not lowered.startswith(("http://", "https://")):
+        raise ContentError(
+            "Image inputs must use http(s) URLs or data:image/... URLs.", "invalid_image_url"
+        )
+    if detail is not None and (not isinstance(detail, str) or not detail.strip()):
+        raise ContentError("Image detail must be a non-empty string when provided.", "invalid_content_part")
+    return url
+
+
+# What Hermes' vision tool answers for an http(s) image URL when it cannot fetch it (offline,
+# as on loopback): the emulator never fetches, so every URL image reads like this.
+URL_IMAGE_UNAVAILABLE = (
+    "There was a problem with the request and the image could not be analyzed. "
+    "Error: blocked: unsafe or private URL"
+)
+
+
+def image_note(url: str, role: str = "user") -> str:
+    label = {"assistant": "assistant", "tool": "tool result"}.get(role, "user")
+    if url.startswith("data:"):
+        return f"[The {label} attached an image. Here's what it contains:\nECHO: {VISION_PROMPT}]"
+    return (
+        f"[The {label} attached an image. Here's what it contains:\n{URL_IMAGE_UNAVAILABLE}]"
+        f"\n[If you need a closer look, use vision_analyze with image_url: {url}]"
+    )
+
+
+def content_text(content: Any, role: str = "user") -> str:
+    """Flatten string-or-parts content into the text the upstream model sees.
+
+    Text parts are joined by newlines; with images, each image's description comes first,
+    then the text, as Hermes' non-vision fallback builds it.
+    """
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        texts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
+    if not isinstance(content, list):
+        return str(content)
+    texts: list[str] = []
+    images: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            if part:
                 texts.append(part)
-                continue
-            if not isinstance(part, dict):
-                continue
-            ptype = part.get("type")
-            if ptype in _TEXT_PART_TYPES:
-                texts.append(str(part.get("text") or ""))
-            elif ptype in _IMAGE_PART_TYPES:
-                continue  # accepted, but the scripted model only reads text
-            else:
-                raise ContentError(UNSUPPORTED_PART_MESSAGE)
+            continue
+        if not isinstance(part, dict):
+            continue  # Hermes ignores unknown scalars
+        raw_type = part.get("type")
+        ptype = str(raw_type or "").strip().lower()
+        if ptype in _TEXT_PART_TYPES:
+            text = part.get("text")
+            if text is not None and str(text):
+                texts.append(str(text))
+        elif ptype in _IMAGE_PART_TYPES:
+            images.append(_image_url(part))
+        elif ptype in _FILE_PART_TYPES:
+            raise ContentError(UNSUPPORTED_PART_MESSAGE)
+        else:
+            raise ContentError(
+                f"Unsupported content part type {raw_type!r}. Only text and image_url/input_image parts are supported."
+            )
+    if not images:
         return "\n".join(texts)
-    return str(content)
+    prefix = "\n\n".join(image_note(url, role) for url in images).strip()
+    suffix = "\n".join(t.strip() for t in texts if t.strip()).strip()
+    return f"{prefix}\n\n{suffix}" if suffix else prefix
+
+
+def repair_turns(turns: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Hermes' ``repair_message_sequence`` before each model call: merge consecutive assistant
+    turns (stripped, joined by a newline), then consecutive user turns (joined by a blank line)."""
+    merged: list[dict[str, str]] = []
+    for turn in turns:
+        prev = merged[-1] if merged else None
+        if prev is not None and prev["role"] == turn["role"] == "assistant":
+            prev["content"] = "\n".join(p for p in (prev["content"].strip(), turn["content"].strip()) if p)
+        elif prev is not None and prev["role"] == turn["role"] == "user":
+            a, b = prev["content"], turn["content"]
+            prev["content"] = f"{a}\n\n{b}" if a and b else (a or b)
+        else:
+            merged.append(dict(turn))
+    return merged

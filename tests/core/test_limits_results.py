@@ -103,6 +103,25 @@ def test_sse_frame_over_1_mib(raw_server) -> None:
     assert res.text == "hi"
 
 
+@pytest.mark.parametrize("chunked", [True, False])
+@pytest.mark.parametrize("over", [1, 60_000])
+def test_a_complete_frame_just_over_1_mib_ends_the_stream(raw_server, chunked: bool, over: int) -> None:
+    # The whole frame, its boundary and the next event arrive together: the limit still holds.
+    frame = b'data: {"choices":[{"delta":{"content":"' + b"c" * (MiB + over) + b'"}}]}\n\n'
+    body = frame + b"data: [DONE]\n\n"
+    def handler(sock, req, srv) -> None:
+        if chunked:
+            sock.sendall(sse_head() + chunk(body) + b"0\r\n\r\n")
+        else:
+            sock.sendall(sse_head(chunked=False) + body)
+            sock.close()
+    server = raw_server(handler)
+    with raw_client(server) as c:
+        res = c.chat_stream(prompt="x").result()
+    assert res.status == "failed" and res.error.code == "connector.hermes_agent.invalid_response"
+    assert res.text == ""
+
+
 def test_sse_frames_near_limit_are_fine(raw_server) -> None:
     big = json.dumps({"choices": [{"delta": {"content": "b" * (MiB - 200)}}]}).encode()
     def handler(sock, req, srv) -> None:
