@@ -384,7 +384,7 @@ class HermesClient(ExecutionMixin):
             failed = ActionResult(action_id=action_id, capability_id=cap, status="failed", error=exc,
                                   idempotency_key=key, http_status=exc.http_status,
                                   approval=decision.evidence() if decision else None, recorded_at=time.time())
-            self._record(cap, record_key, failed, unsent=exc.http_status is None and not exc.uncertain_outcome)
+            self._record(cap, record_key, failed, unsent=_never_sent(exc))
             self._observe(invocation, failed)
             raise
         if not isinstance(outcome, tuple) or len(outcome) != 2:
@@ -523,6 +523,11 @@ class HermesClient(ExecutionMixin):
         if invocation.contract.streaming:
             invocation.settle(redacted)
         notify(self._pm, "hermes_action_result", invocation=invocation, result=redacted)
+
+
+def _never_sent(exc: HermesError) -> bool:
+    """Known not to have reached Hermes: no original result exists, so the key is given back."""
+    return exc.details.get("sent") is False or (exc.http_status is None and not exc.uncertain_outcome)
 
 
 _ids = random.Random()

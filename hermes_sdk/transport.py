@@ -225,8 +225,12 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
     read_only = contract.read_only
     connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
         isinstance(exc, requests.exceptions.ConnectTimeout) or _is_connect_failure(exc))
-    uncertain = not read_only and not connect
+    # Conservative like the connector: a model call's transport failure is uncertain, even a
+    # refused connection; details say what the SDK knows (nothing was sent).
+    uncertain = not read_only
     details = {"operation": contract.operation, "exception": type(exc).__name__, "connect_failure": connect}
+    if connect:
+        details["sent"] = False
     if deadline_hit:
         return DeadlineExceededError("the call's deadline passed while waiting for Hermes",
                                      uncertain_outcome=uncertain, details=details)

@@ -257,15 +257,17 @@ def free_port() -> int:
     return port
 
 
-def test_connect_refused_is_certain() -> None:
+def test_connect_refused_is_conservative_but_says_nothing_was_sent() -> None:
+    # The connector marks every transport failure of a model call uncertain; details keep the fact.
     with HermesClient(f"http://127.0.0.1:{free_port()}", "k", load_entrypoints=False) as c:
         with pytest.raises(TransportError) as info:
-            c.chat(prompt="x")
-        assert info.value.uncertain_outcome is False and info.value.retryable is False
-        assert info.value.details["connect_failure"] is True
+            c.chat(prompt="x", idempotency_key="k-refused")
+        assert info.value.uncertain_outcome is True and info.value.retryable is False
+        assert info.value.details["connect_failure"] is True and info.value.details["sent"] is False
+        assert c.idempotency_record("cap:hermes_agent:default:chat", "k-refused") is None  # key given back
         with pytest.raises(TransportError) as info:
             c.chat_stream(prompt="x")
-        assert info.value.uncertain_outcome is False
+        assert info.value.uncertain_outcome is True and info.value.details["sent"] is False
         with pytest.raises(TransportError) as info:
             c.response_get("resp_1")
         assert info.value.uncertain_outcome is False and info.value.retryable is True
