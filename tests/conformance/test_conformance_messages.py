@@ -58,10 +58,9 @@ def test_a_completed_turn_keeps_its_reply(server: Target) -> None:
 def test_an_image_is_described_to_a_model_without_vision(server: Target) -> None:
     text = uniq("look")
     with server.client() as client:
-        chat = client.chat(messages=[{"role": "user", "content": [{"type": "text", "text": text},
-                                                                   {"type": "image_url", "image_url": {"url": IMAGE}}]}])
-        only = client.chat(messages=[{"role": "user", "content": [{"type": "image_url",
-                                                                   "image_url": {"url": IMAGE}}]}])
+        image = {"type": "image_url", "image_url": {"url": IMAGE}}
+        chat = client.chat(messages=[{"role": "user", "content": [{"type": "text", "text": text}, image]}])
+        only = client.chat(messages=[{"role": "user", "content": [image]}])
         resp = client.responses(input=[{"role": "user", "content": [{"type": "input_text", "text": text},
                                                                    {"type": "input_image", "image_url": IMAGE}]}])
     # Descriptions first, then the text, whatever the order of the parts.
