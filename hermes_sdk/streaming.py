@@ -106,13 +106,41 @@ _COMPACT_PARTS = 4096  # Aggregate joins its text pieces into one block at this 
 _raw_decode = json.JSONDecoder().raw_decode  # json.loads' default decoder configuration
 
 
-def _sse_events(source: Iterator[bytes]) -> Iterator[tuple[str, Optional[str], str]]:
-    """``(event, id, data)`` per dispatched event, parsed by sseclient-py.
+class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
+    """sseclient-py's framing with the connector's dispatch rule.
 
-    sseclient-py reports a frame without an ``event:`` line as ``"message"``.
+    sseclient-py drops a frame without ``data:``; the connector keeps any frame with a ``data``,
+    ``event`` or ``id`` field, so ``event: done`` alone still ends a stream.
     """
-    for event in sseclient.SSEClient(source).events():
-        yield event.event, event.id, event.data
+
+    def frames(self) -> Iterator[tuple[str, Optional[str], str]]:
+        for chunk in self._read():  # type: ignore[attr-defined]  # sseclient-py is untyped
+            name: Optional[str] = None
+            event_id: Optional[str] = None
+            data: Optional[list[str]] = None
+            for raw in chunk.splitlines():  # bytes: splits on CR, LF and CRLF only
+                if not raw or raw[:1] == b":":
+                    continue
+                field, sep, value = raw.decode("utf-8").partition(":")
+                if value[:1] == " ":
+                    value = value[1:]
+                if field == "data":
+                    if data is None:
+                        data = [value]
+                    else:
+                        data.append(value)
+                elif field == "event":
+                    name = value
+                elif field == "id":
+                    event_id = value
+            if data is None and name is None and event_id is None:
+                continue  # comments, blank or unknown fields only
+            yield name or "message", event_id, "\n".join(data) if data else ""
+
+
+def _sse_events(source: Iterator[bytes]) -> Iterator[tuple[str, Optional[str], str]]:
+    """``(event, id, data)`` per dispatched frame; ``"message"`` when a frame has no ``event:`` line."""
+    return _FrameClient(source).frames()
 
 
 def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEvent:

@@ -257,3 +257,28 @@ def test_invalid_utf8_stream(raw_server) -> None:
     with raw_client(server) as c:
         res = c.chat_stream(prompt="x").result()
     assert res.status == "failed" and res.error.code == P + "invalid_response"
+
+
+def test_frames_are_dispatched_as_the_connector_does(raw_server) -> None:
+    # A frame with only id: or only event: is an event; one with only comments or unknown fields is not.
+    body = (b': comment only\n\n'
+            + b'data: {"choices":[{"delta":{"content":"A"}}]}\n\n'
+            + b'id: 7\n\n'
+            + b'retry: 100\nfoo: bar\n\n'
+            + b'data: line one\ndata:line two\nid: 8\n\n'
+            + b'event: done\n\n'
+            + b'data: never read\n\n')
+    def handler(sock, req, srv) -> None:
+        sock.sendall(sse_head(chunked=False) + body)
+        sock.close()
+    server = raw_server(handler)
+    with raw_client(server) as c:
+        res = c.chat_stream(prompt="x").result()
+    assert [(e.event, e.id, e.raw_data) for e in res.events] == [
+        (None, None, '{"choices":[{"delta":{"content":"A"}}]}'),
+        (None, "7", ""),
+        (None, "8", "line one\nline two"),
+        ("done", None, ""),
+    ]
+    assert res.events[1].data is None and res.events[2].data == "line one\nline two"
+    assert res.events[-1].terminal and res.terminal and res.status == "completed" and res.text == "A"
