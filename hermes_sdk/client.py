@@ -557,6 +557,11 @@ def _responses_input(body: Optional[Mapping[str, Any]], session_key: Optional[st
                      body_fields: Mapping[str, Any]) -> dict[str, Any]:
     if body is not None and not isinstance(body, Mapping):
         raise InvalidInputError("body must be a JSON object", details={"field": "body"})
+    clash = sorted(k for k in body_fields if body and k in body and body[k] != body_fields[k])
+    if clash:
+        # Neither value may be dropped silently: the caller says which one is meant.
+        raise InvalidInputError(f"{clash[0]!r} is given in body and as a keyword with different values",
+                                details={"field": clash[0]})
     merged = {**(body or {}), **body_fields}
     data: dict[str, Any] = {"body": merged}
     if session_key is not None:

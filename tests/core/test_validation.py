@@ -247,3 +247,12 @@ def test_response_id_is_one_encoded_path_segment(raw_server, rid: str, encoded: 
         c.response_delete(rid, idempotency_key="k", reason="r")
     assert [r.request_line for r in server.requests] == [
         f"GET /v1/responses/{encoded} HTTP/1.1", f"DELETE /v1/responses/{encoded} HTTP/1.1"]
+
+
+def test_responses_body_and_keywords_must_not_disagree(client: HermesClient, emu) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        client.responses({"input": "from body"}, input="from keyword")
+    assert info.value.details["field"] == "input" and emu.requests_seen == []
+    same = client.responses({"input": "x"}, input="x", store=False)  # agreeing or extra fields merge
+    assert same.output_text == "ECHO: x"
+    assert emu.requests_seen[-1].body["store"] is False
