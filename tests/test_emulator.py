@@ -1052,3 +1052,23 @@ def test_stop_closes_socket() -> None:
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     assert emulator.executions == 0 and not emulator.running
+
+
+def test_stopping_during_a_slow_run_prints_no_traceback(capfd) -> None:
+    emulator = HermesEmulator().start()
+    seen: list[str] = []
+
+    def call() -> None:
+        with emulator.client(load_entrypoints=False) as client:
+            try:
+                client.chat(prompt="SLOW:5 x")
+            except Exception as exc:  # the connection goes away with the emulator
+                seen.append(type(exc).__name__)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(0.5)
+    emulator.stop()
+    caller.join(10)
+    assert seen == ["TransportError"]
+    assert "Traceback" not in capfd.readouterr().err

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
 from . import chat, responses
+from .model import Cancelled
 from .sse import SSEWriter
 from .state import EmulatorState, Fault, SeenRequest
 from .wire import (
@@ -371,6 +372,13 @@ class HermesHTTPServer(ThreadingHTTPServer):
             self._conn_threads = [t for t in self._conn_threads if t.is_alive()]
             self._conn_threads.append(thread)
         thread.start()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A run interrupted by stop() or a client that went away is expected, not an emulator bug.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (Cancelled, ConnectionError)):
+            return
+        super().handle_error(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
         with self._track_lock:
