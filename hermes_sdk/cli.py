@@ -222,7 +222,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        code = func(args)
+        sys.stdout.flush()  # a closed pipe must surface here, not in the interpreter's exit flush
+        return code
     except HermesError as exc:
         sys.stderr.write(f"{exc.code}: {exc.message}\n")
         return 1
