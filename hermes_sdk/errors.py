@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from .redaction import scrub
+
 P = "connector.hermes_agent."
 AUTHENTICATION = P + "authentication"
 TENANT_MISMATCH = P + "tenant_mismatch"
@@ -48,7 +50,7 @@ class HermesError(Exception):
         action_id: Optional[str] = None,
         capability_id: Optional[str] = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(scrub(message))  # args reach tracebacks and error trackers
         self.message = message
         self.code = code or self.default_code
         self.category = category or self.default_category
@@ -60,11 +62,14 @@ class HermesError(Exception):
         self.action_id = action_id
         self.capability_id = capability_id
 
+    # str() and repr() reach logs, tracebacks and tracers: provider text in them is scrubbed of ids
+    # and credentials. ``message`` keeps the text as Hermes sent it, for code that asks on purpose.
     def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
+        return f"{self.code}: {scrub(self.message)}"
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(code={self.code!r}, message={self.message!r}, http_status={self.http_status!r})"
+        return (f"{type(self).__name__}(code={self.code!r}, message={scrub(self.message)!r}, "
+                f"http_status={self.http_status!r})")
 
     def __reduce__(self) -> Any:
         return (_rebuild, (type(self), self.to_dict()))

@@ -52,6 +52,16 @@ def register_secret(value: Optional[str]) -> None:
             _secrets.add(value)
 
 
+def scrub(text: str) -> str:
+    """The default identifier and credential patterns, and registered secrets, applied to free text."""
+    for secret in tuple(_secrets):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern in DEFAULT_PATTERNS:
+        text = _sub(pattern, text)
+    return text
+
+
 def _sub(pattern: Pattern[str], text: str) -> str:
     def repl(match: "re.Match[str]") -> str:
         if pattern.groups >= 2:

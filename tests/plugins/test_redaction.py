@@ -49,6 +49,31 @@ def test_exceptions_never_show_credentials(hermes_emulator: Any) -> None:
     client.close()
 
 
+def test_exception_text_hides_ids_that_hermes_echoes(make_client: Any) -> None:
+    # Hermes' 404 names the id; a traceback, a tracer's record_exception or log.exception must not.
+    rid = "resp_0123456789abcdef0123456789ab"
+    seen: list[BaseException] = []
+
+    class Tracer:
+        @hookimpl(wrapper=True)
+        def hermes_invocation(self, invocation: Any) -> Any:
+            try:
+                return (yield)
+            except BaseException as exc:
+                seen.append(exc)
+                raise
+
+    client = make_client(plugins=[Tracer()])
+    for call in (lambda c: c.responses(input="x", previous_response_id=rid), lambda c: c.response_get(rid)):
+        with pytest.raises(NotFoundError) as info:
+            call(client)
+        err = info.value
+        assert rid in err.message  # asked for on purpose: the provider's words
+        for text in (str(err), repr(err), *map(str, err.args)):
+            assert rid not in text and REDACTED in text
+    assert len(seen) == 2 and all(rid not in str(exc) for exc in seen)
+
+
 def test_plugins_add_filters(make_client: Any, tracer: RecordingTracer, caplog: pytest.LogCaptureFixture) -> None:
     class Filters:
         name = "account-filter"
