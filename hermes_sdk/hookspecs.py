@@ -53,7 +53,8 @@ def hermes_redaction_filters(client: "HermesClient") -> "Optional[Sequence[Filte
 def hermes_invocation(invocation: "Invocation") -> Any:
     """Around each capability invocation (after validation, policy and the idempotency check).
 
-    Wrappers see ``invocation.attributes`` (redacted) and may add their own with ``set_attribute``.
+    Replays from the idempotency record are wrapped too, with ``attributes["replayed"]`` True and no
+    HTTP attempt inside. Wrappers see ``invocation.attributes`` (redacted) and may add their own with ``set_attribute``.
     The built-in innermost implementation executes the call; for streams it returns once the
     response headers arrived, and ``invocation.stream_settled`` tells when the stream ended.
     """

@@ -60,7 +60,18 @@ class Invocation:
             try:
                 callback(redacted)
             except Exception as exc:
-                log.warning("hermes_sdk stream-settled callback failed: %s", type(exc).__name__)
+                owner, hook = _origin(callback)
+                log.warning("hermes_sdk plugin %r failed in %s: %s", owner, f"{hook} (stream-settled callback)",
+                            type(exc).__name__)
+
+
+def _origin(callback: Callable[..., Any]) -> tuple[str, str]:
+    """Which plugin class and hook registered a callback, read from its qualified name."""
+    qualname = str(getattr(callback, "__qualname__", "") or type(callback).__qualname__)
+    parts = qualname.rsplit(".<locals>.", 1)[0].split(".")  # "Plugin.hook.<locals>.<lambda>" -> Plugin, hook
+    if len(parts) >= 2:
+        return parts[-2], parts[-1]
+    return (getattr(callback, "__module__", None) or "unknown"), parts[-1]
 
 
 class Attempt:

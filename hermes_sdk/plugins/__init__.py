@@ -137,9 +137,9 @@ def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) ->
                 continue
             obj = _load(ep)
             candidates.append((ep.name, obj() if isinstance(obj, type) else obj))
-    for i, plugin in enumerate(plugins):
-        name = getattr(plugin, "name", None) or getattr(plugin, "__name__", None) or type(plugin).__name__
-        candidates.append((f"{name}" if not pm.has_plugin(name) else f"{name}-{i}", plugin))
+    taken = {name for name, _ in candidates}
+    for plugin in plugins:
+        candidates.append((_unique(_plugin_name(plugin), taken), plugin))
     known = {n for n in dir(hookspecs) if n.startswith(HOOK_PREFIX)}
     for name, plugin in candidates:
         if pm.is_blocked(name):
@@ -156,6 +156,24 @@ def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) ->
         raise PluginError(f"plugin {plugin_name!r} implements an unknown hook: {exc}",
                           details={"plugin": plugin_name}) from exc
     return pm
+
+
+def _plugin_name(plugin: Any) -> str:
+    """A client plugin's name: its ``name`` or ``__name__`` string, else its class name."""
+    for attr in ("name", "__name__"):
+        value = getattr(plugin, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(plugin).__name__
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """Two instances of one plugin class (two tracers, say) both register: the second is ``name-2``."""
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}-{n}", n + 1
+    taken.add(candidate)
+    return candidate
 
 
 def _check_names(name: str, plugin: Any, known: set[str]) -> None:

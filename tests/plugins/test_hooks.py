@@ -120,7 +120,27 @@ def test_a_failing_settle_callback_is_logged(make_client: Any, caplog: pytest.Lo
     client = make_client(plugins=[Settler()])
     with caplog.at_level(logging.WARNING, logger="hermes_sdk"):
         assert client.chat_stream(prompt="x y").result().status == "completed"
-    assert any("ZeroDivisionError" in r.getMessage() for r in caplog.records)
+    lines = [r.getMessage() for r in caplog.records if "ZeroDivisionError" in r.getMessage()]
+    assert lines and "'Settler'" in lines[0] and "hermes_invocation (stream-settled callback)" in lines[0]
+
+
+def test_two_instances_of_one_plugin_class_both_register(make_client: Any) -> None:
+    seen: list[str] = []
+
+    class Tag:
+        def __init__(self, tag: str) -> None:
+            self.tag = tag
+
+        @hookimpl(wrapper=True)
+        def hermes_invocation(self, invocation: Any) -> Any:
+            seen.append(self.tag)
+            return (yield)
+
+    client = make_client(plugins=[Tag("a"), Tag("b")])
+    client.chat(prompt="x")
+    assert sorted(seen) == ["a", "b"]
+    names = [name for name, _ in client._pm.list_name_plugin()]
+    assert "Tag" in names and "Tag-2" in names
 
 
 def test_a_failing_pipeline_hook_raises_a_typed_error_naming_the_plugin(make_client: Any,
