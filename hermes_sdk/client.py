@@ -357,21 +357,24 @@ class HermesClient(ExecutionMixin):
             if limit is None and ctx is not None:
                 limit = ctx.deadline
             self._check_policy(ep, contract, key, ctx, limit)
-            decision = self._approve(cap, contract, clean, reason, action_id, ctx, approval)
-            headers = self._headers(ep, request, key, ctx, limit)
+            # A recorded outcome is returned before approval: replaying executes nothing, and the
+            # 24-hour delete receipt must outlive the 15-minute approval. (Other calls learn it in reserve.)
+            recorded = None
+            if key is not None and contract.requires_approval:
+                recorded = self._recorded(cap, key, action_id, clean)
+            if recorded is None:
+                decision = self._approve(cap, contract, clean, reason, action_id, ctx, approval)
+                headers = self._headers(ep, request, key, ctx, limit)
         except HermesError as exc:
             exc.action_id, exc.capability_id = action_id, cap
             raise
+        if recorded is not None:
+            return self._replay(ep, cap, action_id, contract, recorded), None
         record_key = None
         if key is not None:
             replay = self._reserve(cap, key, action_id, clean, contract)
             if replay is not None:
-                # Replays pass through the invocation hooks too, so tracers see them (marked replayed).
-                replayed = Invocation(cap, ep.id, action_id, contract, lambda inv: (replay, None), True)
-                replayed.set_attribute("replayed", True)
-                call_pipeline(self._pm, "hermes_invocation", invocation=replayed)
-                self._observe(replayed, replay)
-                return replay, None
+                return self._replay(ep, cap, action_id, contract, replay), None
             record_key = key
         invocation = Invocation(cap, ep.id, action_id, contract,
                                 lambda inv: self._execute(inv, ep, contract, request, headers, limit, keep_events,
@@ -480,6 +483,28 @@ class HermesClient(ExecutionMixin):
                               details={"hook": "idempotency_store"}, action_id=action_id, capability_id=cap) from exc
         if existing is None:
             return None
+        return self._outcome_of(existing, digest, action_id, cap)
+
+    def _recorded(self, cap: str, key: str, action_id: str, clean: dict[str, Any]) -> Optional[ActionResult]:
+        """The outcome already recorded for this key, if any (a pending record raises)."""
+        try:
+            existing = self._store.get(cap, key)
+        except Exception as exc:
+            raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
+                              details={"hook": "idempotency_store"}, action_id=action_id, capability_id=cap) from exc
+        if existing is None:
+            return None
+        return self._outcome_of(existing, input_hash(cap, clean), action_id, cap)
+
+    def _replay(self, ep: Endpoint, cap: str, action_id: str, contract: Contract, replay: ActionResult) -> ActionResult:
+        # Replays pass through the invocation hooks too, so tracers see them (marked replayed).
+        replayed = Invocation(cap, ep.id, action_id, contract, lambda inv: (replay, None), True)
+        replayed.set_attribute("replayed", True)
+        call_pipeline(self._pm, "hermes_invocation", invocation=replayed)
+        self._observe(replayed, replay)
+        return replay
+
+    def _outcome_of(self, existing: IdempotencyRecord, digest: str, action_id: str, cap: str) -> ActionResult:
         details = {"original_action_id": existing.action_id, "state": existing.state}
         if existing.state != COMPLETED or existing.result is None:
             raise OutcomeUnknownError(

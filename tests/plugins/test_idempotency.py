@@ -14,6 +14,7 @@ import pytest
 from plugin_support import approve_all
 
 from hermes_sdk import (
+    ApprovalRequiredError,
     HermesClient,
     IdempotencyConflictError,
     IdempotencyRecord,
@@ -314,3 +315,20 @@ def test_response_delete_is_recorded_and_replayed(make_client: Any, hermes_emula
     assert len(deletes) == 1
     with pytest.raises(NotFoundError):  # a fresh key does reach the provider: 404 now
         client.response_delete(created.id, idempotency_key="k-del3", reason="cleanup")
+
+
+def test_a_recorded_delete_replays_without_a_new_approval(make_client: Any, hermes_emulator: Any,
+                                                          tmp_path: Any) -> None:
+    # The receipt is kept 24 hours; the approval lasts 15 minutes. Replaying executes nothing.
+    store = f"sqlite:///{tmp_path}/keys.db"
+    approving = make_client(approval_provider=approve_all, idempotency_store=store)
+    created = approving.responses(input="to delete", store=True)
+    assert approving.response_delete(created.id, idempotency_key="k-del4", reason="cleanup").deleted
+    later = make_client(idempotency_store=store)  # no approver at all: a new DELETE would be refused
+    again = later.response_delete(created.id, idempotency_key="k-del4")
+    assert again.deleted is True and again.id == created.id
+    assert later.invoke(CHAT.replace(":chat", ":response_delete"), {"response_id": created.id},
+                        idempotency_key="k-del4").replayed is True
+    assert len([r for r in hermes_emulator.requests_seen if r.method == "DELETE"]) == 1
+    with pytest.raises(ApprovalRequiredError):  # a new key still needs its approval
+        later.response_delete(created.id, idempotency_key="k-del5")
