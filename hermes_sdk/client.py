@@ -330,13 +330,13 @@ class HermesClient(ExecutionMixin):
         result, value = self._run(ep, operation, data, key, action_id, context, deadline, approval, reason,
                                   keep_events=keep_events)
         if value is not None:
-            return value
+            return _stamped(value, action_id, False)
         # Replayed from the idempotency record.
         if result.status != "completed" and (not CONTRACTS[operation].streaming or result.output is None):
             assert result.error is not None
             result.error.details.setdefault("replayed", True)
             raise result.error
-        return _typed_from_record(operation, result)
+        return _stamped(_typed_from_record(operation, result), result.action_id, True)
 
     def _run(self, ep: Endpoint, operation: str, input: Mapping[str, Any], key: Optional[str], action_id: str,
              context: Optional[ExecutionContext], deadline: Deadline, approval: Optional[ApprovalDecision],
@@ -599,6 +599,14 @@ def _stored_input(response_id: str, session_key: Optional[str]) -> dict[str, Any
     if session_key is not None:
         data["session_key"] = session_key
     return data
+
+
+def _stamped(value: Any, action_id: Optional[str], replayed: bool) -> Any:
+    """Tell a typed result which action it belongs to and whether it was replayed."""
+    if isinstance(value, HermesStream):
+        value.action_id = action_id
+        return value
+    return attrs.evolve(value, action_id=action_id, replayed=replayed)
 
 
 def _typed_from_record(operation: str, result: ActionResult) -> Any:

@@ -35,6 +35,10 @@ class ChatCompletion:
     hermes: Optional[dict[str, Any]] = None
     session_id: Optional[str] = None
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    # The AIP action this result belongs to (the original one when replayed), and whether it came
+    # from the idempotency record instead of executing.
+    action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
+    replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
     @property
     def text(self) -> Optional[str]:
@@ -67,6 +71,10 @@ class Response:
     usage: Optional[dict[str, Any]]
     session_id: Optional[str] = None
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    # The AIP action this result belongs to (the original one when replayed), and whether it came
+    # from the idempotency record instead of executing.
+    action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
+    replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
     @property
     def output_text(self) -> str:
@@ -94,6 +102,10 @@ class DeletionReceipt:
     id: str
     object: str
     deleted: bool
+    # The AIP action this result belongs to (the original one when replayed), and whether it came
+    # from the idempotency record instead of executing.
+    action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
+    replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
 
 @attrs.frozen

@@ -320,6 +320,7 @@ class HermesStream:
     """
 
     replayed = False
+    action_id: Optional[str] = None  # the AIP action (the original one when replayed)
 
     def __init__(self, response: requests.Response, aggregate: Aggregate, *,
                  deadline: Optional[float] = None,

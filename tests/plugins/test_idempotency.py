@@ -332,3 +332,22 @@ def test_a_recorded_delete_replays_without_a_new_approval(make_client: Any, herm
     assert len([r for r in hermes_emulator.requests_seen if r.method == "DELETE"]) == 1
     with pytest.raises(ApprovalRequiredError):  # a new key still needs its approval
         later.response_delete(created.id, idempotency_key="k-del5")
+
+
+def test_typed_results_carry_their_action_and_whether_they_were_replayed(make_client: Any) -> None:
+    client = make_client(approval_provider=approve_all)
+    first = client.chat(prompt="hi", idempotency_key="k-typed", action_id="act_typed")
+    again = client.chat(prompt="hi", idempotency_key="k-typed", action_id="act_other")
+    assert (first.action_id, first.replayed) == ("act_typed", False)
+    assert (again.action_id, again.replayed) == ("act_typed", True)  # the original action
+    assert again == first  # the same provider data: bookkeeping does not take part in equality
+    plain = client.responses(input="x")
+    assert plain.action_id and plain.action_id.startswith("act_") and plain.replayed is False
+    stream = client.chat_stream(prompt="s", idempotency_key="k-typed-s", action_id="act_s")
+    stream.result()
+    replayed = client.chat_stream(prompt="s", idempotency_key="k-typed-s")
+    assert (stream.action_id, stream.replayed) == ("act_s", False)
+    assert (replayed.action_id, replayed.replayed) == ("act_s", True)
+    receipt = client.response_delete(plain.id, idempotency_key="k-typed-d", action_id="act_d")
+    assert (receipt.action_id, receipt.replayed) == ("act_d", False)
+    assert client.response_delete(plain.id, idempotency_key="k-typed-d").replayed is True
