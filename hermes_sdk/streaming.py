@@ -8,6 +8,7 @@ event back on a close-delimited stream.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any, Callable, Iterator, Optional
 
@@ -29,6 +30,7 @@ from .errors import (
 )
 from .models import StreamEvent, StreamResult
 
+_log = logging.getLogger("hermes_sdk")
 TERMINAL_NAMES = frozenset({"done", "run.completed", "run.failed", "run.cancelled", "response.completed",
                             "response.failed", "response.incomplete", "error"})
 FAILED_NAMES = frozenset({"run.failed", "response.failed", "response.incomplete", "error"})
@@ -112,6 +114,13 @@ class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
     sseclient-py drops a frame without ``data:``; the connector keeps any frame with a ``data``,
     ``event`` or ``id`` field, so ``event: done`` alone still ends a stream.
     """
+
+    def __init__(self, source: Iterator[bytes]) -> None:
+        # Not super().__init__: sseclient-py would log on its class's module logger, here
+        # "hermes_sdk.streaming", whose records skip the redacting filter on "hermes_sdk".
+        self._event_source = source
+        self._char_enc = "utf-8"
+        self._logger = _log
 
     def frames(self) -> Iterator[tuple[str, Optional[str], str]]:
         for chunk in self._read():  # type: ignore[attr-defined]  # sseclient-py is untyped

@@ -186,3 +186,26 @@ def test_canary_six_capabilities_leave_no_trace(hermes_emulator_factory: Any, al
     for where, haystack in haystacks.items():
         for name, needle in needles.items():
             assert needle not in haystack, f"{name} leaked into {where}"
+
+
+def test_no_record_comes_from_an_unfiltered_sdk_child_logger(make_client: Any) -> None:
+    # A filter on "hermes_sdk" does not see records of "hermes_sdk.<child>" loggers.
+    names: set[str] = set()
+
+    class Names(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            names.add(record.name)
+
+    root = logging.getLogger()
+    handler, level = Names(level=logging.DEBUG), root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        client = make_client()
+        client.chat_stream(prompt="x y").result()
+        client.responses_stream(input="z").result()
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert "hermes_sdk" in names
+    assert not [n for n in names if n.startswith("hermes_sdk.")], names
