@@ -167,3 +167,16 @@ def test_emulator_command_serves_until_interrupted() -> None:
         proc.send_signal(signal.SIGINT)
         proc.wait(15)
     assert proc.returncode == 0
+
+
+def test_a_repeated_delete_key_is_recognised_with_a_durable_store(env: Any, capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Any) -> None:
+    monkeypatch.setenv("HERMES_SDK_IDEMPOTENCY_STORE", f"sqlite:///{tmp_path}/keys.db")
+    code, _, err = run(capsys, "responses", "create", "to delete")
+    rid = err.split(": ", 1)[1].strip()
+    argv = ("responses", "delete", rid, "--idempotency-key", "cli-del", "--reason", "cleanup", "--yes")
+    first = run(capsys, *argv)
+    again = run(capsys, *argv)  # a new client, as a new process would be: the receipt is replayed
+    assert first == again and first[0] == 0 and json.loads(first[1])["deleted"] is True
+    assert len([r for r in env.requests_seen if r.method == "DELETE"]) == 1
