@@ -66,30 +66,33 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
 
 def _open_frame(chunk: bytes, frame: int) -> int:
     """Check every frame this chunk ends or holds; return the size of the one it leaves open."""
-    ends = [i + len(b) for b in _BOUNDARIES for i in (chunk.find(b),) if i >= 0]
-    if not ends:
+    end = _frame_end(chunk, 0)
+    if end < 0:
         size = frame + len(chunk)
+    elif frame + end > MAX_SSE_FRAME_BYTES or (len(chunk) > MAX_SSE_FRAME_BYTES and _holds_large(chunk, end)):
+        size = MAX_SSE_FRAME_BYTES + 1
     else:
-        first = min(ends)
-        size = len(chunk) - max(chunk.rfind(b) + len(b) if b in chunk else 0 for b in _BOUNDARIES)
-        if frame + first > MAX_SSE_FRAME_BYTES or (len(chunk) > MAX_SSE_FRAME_BYTES and _holds_large(chunk, first)):
-            size = MAX_SSE_FRAME_BYTES + 1
+        size = len(chunk) - max(i + len(b) for b in _BOUNDARIES for i in (chunk.rfind(b),) if i >= 0)
     if size > MAX_SSE_FRAME_BYTES:
         raise InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
                                    details={"limit_bytes": MAX_SSE_FRAME_BYTES})
     return size
 
 
+def _frame_end(chunk: bytes, start: int) -> int:
+    """Where the first frame boundary at or after ``start`` ends, or -1."""
+    ends = [i + len(b) for b in _BOUNDARIES for i in (chunk.find(b, start),) if i >= 0]
+    return min(ends) if ends else -1
+
+
 def _holds_large(chunk: bytes, start: int) -> bool:
     """Whether a frame that starts and ends inside this (huge) chunk is over the limit."""
-    while True:
-        ends = [i + len(b) for b in _BOUNDARIES for i in (chunk.find(b, start),) if i >= 0]
-        if not ends:
-            return False
-        cut = min(ends)
-        if cut - start > MAX_SSE_FRAME_BYTES:
+    end = _frame_end(chunk, start)
+    while end >= 0:
+        if end - start > MAX_SSE_FRAME_BYTES:
             return True
-        start = cut
+        start, end = end, _frame_end(chunk, end)
+    return False
 
 
 def _reads_chunks(raw: Any) -> bool:
@@ -130,7 +133,7 @@ class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
             for raw in chunk.splitlines():  # bytes: splits on CR, LF and CRLF only
                 if not raw or raw[:1] == b":":
                     continue
-                field, sep, value = raw.decode("utf-8").partition(":")
+                field, _, value = raw.decode("utf-8").partition(":")
                 if value[:1] == " ":
                     value = value[1:]
                 if field == "data":

@@ -256,3 +256,17 @@ def test_redirect_with_caller_session(raw_server) -> None:
         with pytest.raises(RemoteRejectedError) as info:
             c.response_get("resp_1")
     assert info.value.http_status == 302 and target.connections == 0
+
+
+def test_frame_accounting_within_and_across_chunks() -> None:
+    # The wire tests above cover the framings; this pins the arithmetic at the edges.
+    from hermes_sdk.streaming import _open_frame
+
+    assert _open_frame(b"\n\nabc", 0) == 3  # bytes after the last boundary stay open
+    assert _open_frame(b"abc", 5) == 8  # no boundary: the open frame grows
+    assert _open_frame(b"data: x\r\n\r\ndata: y", 0) == 7
+    with pytest.raises(InvalidResponseError):  # an open frame closed just past the limit
+        _open_frame(b"a" * 10 + b"\n\n", MiB - 5)
+    with pytest.raises(InvalidResponseError):  # a whole oversize frame in the middle of one chunk
+        _open_frame(b"ok\n\ndata: " + b"x" * (MiB + 10) + b"\n\ndata: y\n\n", 0)
+    assert _open_frame(b"ok\n\ndata: " + b"x" * (MiB - 100) + b"\n\ndata: y\n\n", 0) == 0
