@@ -17,6 +17,7 @@ failures and truncation (see ``HermesEmulator``).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -59,7 +60,7 @@ class RequestInfo:
     def user_messages(self) -> list[str]:
         return [m["content"] for m in self.history if m.get("role") == "user"] + [self.prompt]
 
-    @property
+    @functools.cached_property  # computed once per request: the model asks several times
     def upstream_turns(self) -> list[dict[str, str]]:
         """History and prompt as Hermes sends them upstream: consecutive same-role turns merged."""
         return repair_turns(self.history + [{"role": "user", "content": self.prompt}])
