@@ -9,7 +9,7 @@ from .approval import (
     StaticPolicyProvider,
     input_hash,
 )
-from .capabilities import CONTRACTS, Contract, capability_id, parse_capability_id
+from .capabilities import capability_id, parse_capability_id
 from .client import HermesClient
 from .endpoints import Endpoint, ExecutionContext
 from .errors import (
@@ -39,7 +39,6 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .idempotency import IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
-from .invocation import Attempt, Invocation
 from .models import (
     ActionResult,
     ChatCompletion,
@@ -57,13 +56,27 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalRequest",
-    "ApprovalRequiredError", "Attempt", "AuthenticationError", "BadRequestError", "CONTRACTS", "CallbackProvider",
-    "CancelledError", "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "Contract", "DeadlineExceededError",
+    "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "CallbackProvider",
+    "CancelledError", "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "DeadlineExceededError",
     "DeletionReceipt", "DenyAll", "Endpoint", "ExecutionContext", "HermesClient", "HermesError",
     "IdempotencyConflictError", "IdempotencyRecord", "IdempotencyStore", "InvalidInputError",
-    "InvalidResponseError", "Invocation", "MemoryStore", "MissingCredentialError", "NotFoundError",
+    "InvalidResponseError", "MemoryStore", "MissingCredentialError", "NotFoundError",
     "OutcomeUnknownError", "PayloadTooLargeError", "PluginError", "PolicyRule", "RateLimitedError", "Redactor",
     "RemoteRejectedError", "RemoteTemporaryError", "Response", "ResponseStream",
     "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamError", "StreamEvent", "StreamResult",
     "TenantMismatchError", "TransportError", "capability_id", "hookimpl", "input_hash", "parse_capability_id",
 ]
+
+# Plugin-author types live in hermes_sdk.plugin; the old top-level names keep working.
+_MOVED = ("Attempt", "CONTRACTS", "Contract", "Invocation")
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED:
+        import warnings
+
+        from . import plugin
+
+        warnings.warn(f"hermes_sdk.{name} moved to hermes_sdk.plugin.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(plugin, name)
+    raise AttributeError(f"module 'hermes_sdk' has no attribute {name!r}")

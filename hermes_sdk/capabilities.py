@@ -1,6 +1,7 @@
-"""The six capabilities and their published AIP contracts, as data.
+"""Capability ids and the published AIP contract shape, as data.
 
-The operations differ only here and in their request mapping; nothing else branches on them.
+Each operation's contract lives in its spec (``operations/catalog.py``); this module knows how a
+contract is named (``cap:hermes_agent:<endpoint_id>:<operation>``) and published.
 """
 
 from __future__ import annotations
@@ -9,10 +10,9 @@ from typing import Any, Optional, Tuple
 
 import attrs
 
-from ._constants import CAPABILITY_PREFIX
+from ._constants import APPROVAL_TTL_SECONDS, CAPABILITY_PREFIX
 from .errors import InvalidInputError
 
-OPERATIONS = ("chat", "chat_stream", "responses", "responses_stream", "response_get", "response_delete")
 MODEL_SIDE_EFFECTS = ("read", "write", "send_message", "external_network")
 CONFIDENTIAL = {"classification": "confidential", "contains_pii": True, "redaction_required": True}
 
@@ -51,37 +51,8 @@ class Contract:
         return self.retry_safe
 
 
-def _model(operation: str, path: str, streaming: bool) -> Contract:
-    return Contract(
-        operation=operation, method="POST", path=path, risk="medium", stability="stable",
-        requires_approval=False, key_requirement="optional", key_ttl_ms=None, retry_safe=False,
-        streaming=streaming, side_effects=MODEL_SIDE_EFFECTS, data=dict(CONFIDENTIAL),
-        expected_latency_ms=30_000 if streaming else 5_000, timeout_ms=300_000 if streaming else 60_000,
-        supports_async=streaming, supports_cancel=streaming,
-    )
-
-
-CONTRACTS: dict[str, Contract] = {
-    "chat": _model("chat", "/v1/chat/completions", False),
-    "chat_stream": _model("chat_stream", "/v1/chat/completions", True),
-    "responses": _model("responses", "/v1/responses", False),
-    "responses_stream": _model("responses_stream", "/v1/responses", True),
-    # The generated contract calls response_get "internal" and PII-free; the seed page says that is too
-    # weak for stored model and tool output, so it is published here as confidential.
-    "response_get": Contract(
-        operation="response_get", method="GET", path="/v1/responses/{response_id}", risk="low",
-        stability="experimental", requires_approval=False, key_requirement="optional", key_ttl_ms=None,
-        retry_safe=True, streaming=False, side_effects=("read", "external_network"), data=dict(CONFIDENTIAL),
-        expected_latency_ms=5_000, timeout_ms=60_000,
-    ),
-    "response_delete": Contract(
-        operation="response_delete", method="DELETE", path="/v1/responses/{response_id}", risk="high",
-        stability="experimental", requires_approval=True, key_requirement="required", key_ttl_ms=86_400_000,
-        retry_safe=False, streaming=False, side_effects=("read", "delete", "external_network"),
-        data={"classification": "restricted", "contains_pii": True, "redaction_required": True},
-        expected_latency_ms=5_000, timeout_ms=60_000,
-    ),
-}
+#: Every registered operation's contract; filled by ``operations.register``.
+CONTRACTS: dict[str, Contract] = {}
 
 
 def capability_id(endpoint_id: str, operation: str) -> str:
@@ -117,7 +88,7 @@ def descriptor(endpoint_id: str, contract: Contract) -> dict[str, Any]:
         "data": dict(c.data),
         "approval": {
             "required": c.requires_approval,
-            **({"approver_selector": {"type": "tenant_policy"}, "ttl_ms": 900_000,
+            **({"approver_selector": {"type": "tenant_policy"}, "ttl_ms": int(APPROVAL_TTL_SECONDS * 1000),
                 "evidence_requirements": ["reason", "input_snapshot", "policy_decision"]}
                if c.requires_approval else {}),
         },

@@ -28,14 +28,16 @@ def _object(data: Any, what: str) -> Mapping[str, Any]:
     return data
 
 
-def chat_completion(data: Any, session_id: Optional[str]) -> ChatCompletion:
+def chat_completion(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
+                    replayed: bool = False) -> ChatCompletion:
+    """A ChatCompletion from Hermes' JSON (InvalidResponseError if it is not one)."""
     obj = _object(data, "chat completion")
     try:
         return converter.structure(
             {
                 "id": obj.get("id", ""), "model": obj.get("model"), "created": obj.get("created"),
                 "choices": obj.get("choices") or [], "usage": obj.get("usage"), "hermes": obj.get("hermes"),
-                "session_id": session_id, "raw": dict(obj),
+                "session_id": session_id, "raw": dict(obj), "action_id": action_id, "replayed": replayed,
             },
             ChatCompletion,
         )
@@ -43,7 +45,9 @@ def chat_completion(data: Any, session_id: Optional[str]) -> ChatCompletion:
         raise InvalidResponseError(f"malformed chat completion: {type(exc).__name__}") from None
 
 
-def response(data: Any, session_id: Optional[str]) -> Response:
+def response(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
+             replayed: bool = False) -> Response:
+    """A Response from Hermes' JSON (InvalidResponseError if it is not one)."""
     obj = _object(data, "response")
     try:
         return converter.structure(
@@ -51,6 +55,7 @@ def response(data: Any, session_id: Optional[str]) -> Response:
                 "id": obj.get("id", ""), "status": obj.get("status"), "model": obj.get("model"),
                 "created_at": obj.get("created_at"), "output": obj.get("output") or [],
                 "usage": obj.get("usage"), "session_id": session_id, "raw": dict(obj),
+                "action_id": action_id, "replayed": replayed,
             },
             Response,
         )
@@ -58,11 +63,13 @@ def response(data: Any, session_id: Optional[str]) -> Response:
         raise InvalidResponseError(f"malformed response object: {type(exc).__name__}") from None
 
 
-def deletion_receipt(data: Any) -> DeletionReceipt:
+def deletion_receipt(data: Any, action_id: Optional[str] = None, replayed: bool = False) -> DeletionReceipt:
+    """A DeletionReceipt from Hermes' JSON (InvalidResponseError unless it says ``deleted: true``)."""
     obj = _object(data, "deletion receipt")
     if not isinstance(obj.get("id"), str) or obj.get("deleted") is not True:
         raise InvalidResponseError("malformed deletion receipt")
-    return DeletionReceipt(id=obj["id"], object=str(obj.get("object", "response")), deleted=True)
+    return DeletionReceipt(id=obj["id"], object=str(obj.get("object", "response")), deleted=True,
+                           action_id=action_id, replayed=replayed)
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})

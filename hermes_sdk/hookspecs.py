@@ -8,7 +8,8 @@ Plugin authors mark implementations with ``hermes_sdk.hookimpl`` and publish the
   ``@hookimpl(wrapper=True)`` as a generator that yields once (tracing, timing, metrics).
   The objects they receive carry only redacted attributes.
 * Observer hooks (``hermes_stream_event``, ``hermes_action_result``) must not raise; if one does, the
-  failure is logged and the call goes on.
+  failure is logged and the call goes on. They are plain implementations: a ``wrapper=True``
+  observer is refused when the plugin is registered.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import pluggy
 
 if TYPE_CHECKING:
     from .approval import ApprovalProvider
+    from .call import Call
     from .client import HermesClient
+    from .http import Attempt, HttpReply
     from .idempotency import IdempotencyStore
-    from .invocation import Attempt, Invocation
+    from .models import ActionResult
     from .redaction import FilterFn
 
 hookspec = pluggy.HookspecMarker("hermes_sdk")
@@ -50,26 +53,31 @@ def hermes_redaction_filters(client: "HermesClient") -> "Optional[Sequence[Filte
 
 
 @hookspec(firstresult=True)
-def hermes_invocation(invocation: "Invocation") -> Any:
+def hermes_invocation(invocation: "Call") -> "Optional[ActionResult]":
     """Around each capability invocation (after validation, policy and the idempotency check).
 
-    Replays from the idempotency record are wrapped too, with ``attributes["replayed"]`` True and no
-    HTTP attempt inside. Wrappers see ``invocation.attributes`` (redacted) and may add their own with ``set_attribute``.
-    The built-in innermost implementation executes the call; for streams it returns once the
-    response headers arrived, and ``invocation.stream_settled`` tells when the stream ended.
+    ``invocation`` is the :class:`~hermes_sdk.plugin.Call`; the hook returns its
+    :class:`~hermes_sdk.ActionResult` (``status="pending"`` for a stream that has just opened).
+    Replays from the idempotency record are wrapped too, with ``attributes["replayed"]`` True and
+    no HTTP attempt inside. Wrappers see ``invocation.attributes`` (redacted) and may add their own
+    with ``set_attribute``. For streams, ``invocation.on_stream_settled(callback)`` tells when the
+    stream ended.
     """
 
 
 @hookspec(firstresult=True)
-def hermes_http_attempt(attempt: "Attempt") -> Any:
-    """Around each HTTP attempt; ``attempt.attributes`` holds method, path template and attempt number."""
+def hermes_http_attempt(attempt: "Attempt") -> "Optional[HttpReply]":
+    """Around each HTTP attempt; returns the :class:`~hermes_sdk.plugin.HttpReply` (2xx) or raises a HermesError.
+
+    ``attempt.attributes`` holds ``method``, ``path`` (the URL template) and ``attempt`` (1-based).
+    """
 
 
 @hookspec
-def hermes_stream_event(invocation: "Invocation", event: dict[str, Any]) -> None:
+def hermes_stream_event(invocation: "Call", event: dict[str, Any]) -> None:
     """Observe each stream event as it arrives (``event`` is redacted: names and numbers only)."""
 
 
 @hookspec
-def hermes_action_result(invocation: "Invocation", result: dict[str, Any]) -> None:
+def hermes_action_result(invocation: "Call", result: dict[str, Any]) -> None:
     """Observe each final action result (redacted), executed or replayed."""

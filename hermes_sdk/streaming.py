@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import requests
 import sseclient
@@ -28,7 +28,10 @@ from .errors import (
     StreamError,
     TransportError,
 )
-from .models import StreamEvent, StreamResult
+from .models import ActionResult, StreamEvent, StreamResult
+
+if TYPE_CHECKING:
+    from .stages.streams import StreamSink
 
 _log = logging.getLogger("hermes_sdk")
 TERMINAL_NAMES = frozenset({"done", "run.completed", "run.failed", "run.cancelled", "response.completed",
@@ -333,16 +336,16 @@ class HermesStream:
 
     replayed = False
     action_id: Optional[str] = None  # the AIP action (the original one when replayed)
+    #: The settled ActionResult (after the stream ended), as recorded and observed.
+    action_result: Optional[ActionResult] = None
 
     def __init__(self, response: requests.Response, aggregate: Aggregate, *,
-                 deadline: Optional[float] = None,
-                 on_event: Optional[Callable[[StreamEvent], None]] = None,
-                 on_settle: Optional[Callable[[StreamResult], None]] = None) -> None:
+                 deadline: Optional[float] = None, sink: Optional[StreamSink] = None) -> None:
         self._response = response
         self._agg = aggregate
         self._deadline = deadline
-        self._on_event = on_event
-        self._on_settle = on_settle
+        self._sink = sink
+        self._observed = sink is not None and sink.observed
         self._events = _sse_events(_chunks(response))
         self._result: Optional[StreamResult] = None
         self._pending_piece: Optional[str] = None
@@ -351,15 +354,19 @@ class HermesStream:
 
     @classmethod
     def replay(cls, recorded: StreamResult) -> "HermesStream":
-        """A stream answered from the idempotency record: its recorded events, nothing executed."""
+        """A stream answered from the idempotency record: nothing executed.
+
+        A record keeps the aggregate, not each event, so a replay yields the recorded events only
+        when there are some, and ``text_deltas()`` gives the recorded text as one piece.
+        """
         self = cls.__new__(cls)
         self._response = None  # type: ignore[assignment]
         # Only to give text_deltas() the same pieces as the live stream did.
         self._agg = Aggregate(recorded.endpoint_id, recorded.operation, recorded.http_status,
                               max(len(recorded.events), 1) + 1, recorded.session_id, keep_events=False)
         self._deadline = None
-        self._on_event = None
-        self._on_settle = None
+        self._sink = None
+        self._observed = False
         self._events = iter(())
         self._result = None
         self._pending_piece = None
@@ -427,12 +434,19 @@ class HermesStream:
             return None
         event = decode_event(*sse)
         self._pending_piece = agg.add(event)
-        if self._on_event is not None:
-            self._on_event(event)
+        if self._observed:
+            self._sink.event(event)  # type: ignore[union-attr]
         return event
 
     def text_deltas(self) -> Iterator[str]:
         """Yield visible text pieces as they arrive (reasoning never included)."""
+        recorded = self._recorded
+        if recorded is not None and not recorded.events:
+            if self._result is None:
+                self._result = recorded
+                if recorded.text:
+                    yield recorded.text
+            return
         for _ in self:
             if self._pending_piece:
                 yield self._pending_piece
@@ -498,9 +512,10 @@ class HermesStream:
         self._response.close()
 
     def _finish(self, result: StreamResult) -> None:
+        """The one place a stream settles (end, error, close or garbage collection): exactly once."""
         self._result = result
-        if self._on_settle is not None:
-            self._on_settle(result)
+        if self._sink is not None:
+            self.action_result = self._sink.settled(result)
 
     def __enter__(self) -> "HermesStream":
         return self
@@ -509,10 +524,12 @@ class HermesStream:
         self.close()
 
     def __del__(self) -> None:
-        # An abandoned stream must not hold its connection open.
+        # An abandoned stream must not hold its connection open, nor leave its record pending:
+        # dropping the connection cancels the call, so it settles as closed would.
         try:
-            if self._result is None:
+            if self._result is None and self._replay is None:
                 self._response.close()
+                self._finish(self._agg.result(cancelled=not self._agg.done))
         except Exception:
             pass
 

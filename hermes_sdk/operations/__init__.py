@@ -1,25 +1,18 @@
-"""Input validation and request mapping for each operation: pure functions, no I/O."""
+"""Operations: input validation and request mapping (pure, no I/O) and one spec per operation."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Mapping
 
-from . import chat, responses, stored
-from .common import ProviderRequest
-
-BUILDERS: dict[str, Callable[[str, object], ProviderRequest]] = {
-    "chat": chat.build,
-    "chat_stream": chat.build,
-    "responses": responses.build,
-    "responses_stream": responses.build,
-    "response_get": stored.build,
-    "response_delete": stored.build,
-}
+from . import catalog  # noqa: E402,F401  (registers the six built-in specs)
+from .common import ProviderRequest, RequestParts
+from .spec import SPECS, OperationSpec, register, spec_for, unregister
 
 
-def build_request(operation: str, input: object) -> ProviderRequest:
+def build_request(operation: str, input: Mapping[str, Any]) -> ProviderRequest:
     """Validate ``input`` for ``operation`` and map it; raises InvalidInputError before any I/O."""
-    return BUILDERS[operation](operation, input)
+    return SPECS[operation].request(input)
 
 
-__all__ = ["ProviderRequest", "build_request"]
+__all__ = ["OperationSpec", "ProviderRequest", "RequestParts", "SPECS", "build_request", "register",
+           "spec_for", "unregister"]

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
 from .common import (
-    ProviderRequest,
+    RequestParts,
     bad,
     check_message,
     control_headers,
@@ -77,7 +77,7 @@ def _check_fields(data: Mapping[str, Any]) -> None:
         raise bad("user", "'user' must be a string")
 
 
-def build(operation: str, raw: object) -> ProviderRequest:
+def build(operation: str, raw: object) -> RequestParts:
     data = require_mapping(raw)
     streaming = operation == "chat_stream"
     messages = _branch(data)
@@ -91,4 +91,4 @@ def build(operation: str, raw: object) -> ProviderRequest:
     body["messages"] = messages
     body.setdefault("model", DEFAULT_MODEL)
     body["stream"] = streaming
-    return ProviderRequest("POST", "/v1/chat/completions", headers, encode_body(body), streaming, max_events)
+    return RequestParts(headers, encode_body(body), max_events)

@@ -13,6 +13,16 @@ from ..errors import CONFIGURATION_OR_INPUT, InvalidInputError, PayloadTooLargeE
 
 
 @attrs.frozen
+class RequestParts:
+    """What an operation's builder derives from a valid input; its spec adds method and path."""
+
+    headers: dict[str, str]
+    body: Optional[bytes] = None
+    max_events: int = 0
+    path_params: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
 class ProviderRequest:
     """What one capability invocation sends: built once, before any I/O."""
 

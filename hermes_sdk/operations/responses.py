@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
 from .common import (
-    ProviderRequest,
+    RequestParts,
     bad,
     check_message,
     control_headers,
@@ -72,7 +72,7 @@ def _check_body(body: Mapping[str, Any]) -> None:
         raise bad("body.store", "'store' must be a boolean")
 
 
-def build(operation: str, raw: object) -> ProviderRequest:
+def build(operation: str, raw: object) -> RequestParts:
     data = require_mapping(raw)
     streaming = operation == "responses_stream"
     body, control = _split(data)
@@ -83,4 +83,4 @@ def build(operation: str, raw: object) -> ProviderRequest:
     max_events = max_events_value(control.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0
     body.setdefault("model", DEFAULT_MODEL)
     body["stream"] = streaming
-    return ProviderRequest("POST", "/v1/responses", headers, encode_body(body), streaming, max_events)
+    return RequestParts(headers, encode_body(body), max_events)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
 
 from .._constants import MAX_RESPONSE_ID_BYTES
-from .common import ProviderRequest, bad, control_headers, require_mapping
+from .common import RequestParts, bad, control_headers, require_mapping
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -24,13 +23,10 @@ def response_id_value(value: object) -> str:
     return value
 
 
-def build(operation: str, raw: object) -> ProviderRequest:
+def build(operation: str, raw: object) -> RequestParts:
     data = require_mapping(raw)
     value = data.get("response_id")
     if value is None and isinstance(data.get("body"), dict):
         value = data["body"].get("response_id")
     response_id = response_id_value(value)
-    headers = control_headers(data)
-    # One path segment: a space is %20 (not '+'), '/' is %2F.
-    path = "/v1/responses/" + quote(response_id, safe="")
-    return ProviderRequest("DELETE" if operation == "response_delete" else "GET", path, headers)
+    return RequestParts(control_headers(data), path_params={"response_id": response_id})

@@ -23,10 +23,11 @@ from typing import Any, Iterable, Optional
 import pluggy
 
 from .. import hookspecs
+from ..call import Call
 from ..errors import HermesError, PluginError
 from ..hookspecs import hookimpl
+from ..http import Attempt, HttpReply
 from ..idempotency import IdempotencyStore, store_from_url
-from ..invocation import Attempt, Invocation
 
 log = logging.getLogger("hermes_sdk")
 ENTRY_POINT_GROUP = "hermes_sdk"
@@ -37,11 +38,11 @@ class CorePlugin:
     """The innermost implementations: actually execute invocations and attempts; built-in stores."""
 
     @hookimpl(trylast=True)
-    def hermes_invocation(self, invocation: Invocation) -> Any:
+    def hermes_invocation(self, invocation: Call) -> Any:
         return invocation.execute()
 
     @hookimpl(trylast=True)
-    def hermes_http_attempt(self, attempt: Attempt) -> Any:
+    def hermes_http_attempt(self, attempt: Attempt) -> HttpReply:
         return attempt.execute()
 
     @hookimpl(trylast=True)
@@ -69,7 +70,7 @@ class LoggingPlugin:
         return result
 
     @hookimpl
-    def hermes_action_result(self, invocation: Invocation, result: dict[str, Any]) -> None:
+    def hermes_action_result(self, invocation: Call, result: dict[str, Any]) -> None:
         if log.isEnabledFor(logging.DEBUG):
             error = result.get("error") or {}
             log.debug("hermes_sdk.action %s", json.dumps({
@@ -83,6 +84,7 @@ def _ms(start: float) -> float:
 
 
 BUILTINS = (("hermes_sdk.core", CorePlugin), ("hermes_sdk.logging", LoggingPlugin))
+_BUILTIN_TYPES = (CorePlugin, LoggingPlugin)
 
 
 def _names(var: str) -> Optional[set[str]]:
@@ -149,6 +151,7 @@ def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) ->
             pm.register(plugin, name=name)
         except (pluggy.PluginValidationError, ValueError) as exc:
             raise PluginError(f"plugin {name!r} is invalid: {exc}", details={"plugin": name}) from exc
+    _refuse_observer_wrappers(pm)
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
@@ -156,6 +159,20 @@ def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) ->
         raise PluginError(f"plugin {plugin_name!r} implements an unknown hook: {exc}",
                           details={"plugin": plugin_name}) from exc
     return pm
+
+
+OBSERVER_HOOKS = ("hermes_stream_event", "hermes_action_result", "hermes_redaction_filters")
+
+
+def _refuse_observer_wrappers(pm: pluggy.PluginManager) -> None:
+    """Observers are called one by one (so one failing observer cannot stop the others): a wrapper
+    there would never run, so it is refused here rather than silently ignored."""
+    for hook in OBSERVER_HOOKS:
+        for impl in getattr(pm.hook, hook).get_hookimpls():
+            if impl.hookwrapper or getattr(impl, "wrapper", False):
+                raise PluginError(f"plugin {impl.plugin_name!r} implements observer hook {hook!r} as a wrapper; "
+                                  "observers are plain implementations", details={"plugin": impl.plugin_name,
+                                                                                  "hook": hook})
 
 
 def _plugin_name(plugin: Any) -> str:
@@ -227,6 +244,27 @@ def call_pipeline(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> Any:
         raise PluginError(f"plugin {name!r} failed in {hook}: {type(exc).__name__}",
                           details={"plugin": name, "hook": hook, "exception": type(exc).__name__},
                           uncertain_outcome=sent) from exc
+
+
+def around(pm: pluggy.PluginManager, hook: str, name: str, value: Any) -> Any:
+    """Call an around-hook with ``{name: value}``; skip pluggy when only built-ins would act.
+
+    The built-in logging wrapper acts only at DEBUG, and the core plugin's innermost implementation
+    is ``value.execute()``, so without other implementations the hook is that call.
+    """
+    impls = getattr(pm.hook, hook).get_hookimpls()
+    if len(impls) <= 2 and all(type(i.plugin) in _BUILTIN_TYPES for i in impls) \
+            and not log.isEnabledFor(logging.DEBUG):
+        try:
+            return value.execute()
+        except HermesError:
+            raise
+        except Exception as exc:  # a bug in the core: typed like any plugin failure, never raw
+            raise PluginError(f"plugin 'hermes_sdk.core' failed in {hook}: {type(exc).__name__}",
+                              details={"plugin": "hermes_sdk.core", "hook": hook,
+                                       "exception": type(exc).__name__},
+                              uncertain_outcome=value.executed is True) from exc
+    return call_pipeline(pm, hook, **{name: value})
 
 
 def observed(pm: pluggy.PluginManager, hook: str) -> bool:

@@ -139,7 +139,7 @@ def test_two_instances_of_one_plugin_class_both_register(make_client: Any) -> No
     client = make_client(plugins=[Tag("a"), Tag("b")])
     client.chat(prompt="x")
     assert sorted(seen) == ["a", "b"]
-    names = [name for name, _ in client._pm.list_name_plugin()]
+    names = [name for name, _ in client.plugin_manager.list_name_plugin()]
     assert "Tag" in names and "Tag-2" in names
 
 

@@ -1,0 +1,59 @@
+"""HttpReply and Attempt: one HTTP exchange as hooks see it, in the SDK's own types."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+
+import attrs
+
+if TYPE_CHECKING:
+    from .call import Call
+
+
+@attrs.frozen
+class HttpReply:
+    """A 2xx reply: status, headers and the whole body; ``body`` is None for an opened SSE stream.
+
+    ``stream`` is the transport's open body for a streaming reply (opaque to hooks).
+    """
+
+    status: int
+    headers: Mapping[str, str]
+    body: Optional[bytes] = None
+    stream: Any = attrs.field(default=None, repr=False, eq=False)
+
+    @property
+    def status_code(self) -> int:
+        """``status``, under the name requests uses."""
+        return self.status
+
+
+class Attempt:
+    """One HTTP attempt as the ``hermes_http_attempt`` hook sees it.
+
+    ``attributes`` hold ``method``, ``path`` (the URL template, never an id) and ``attempt`` (1-based).
+    """
+
+    __slots__ = ("call", "number", "attributes", "executed", "_send")
+
+    def __init__(self, call: Optional["Call"], number: int, method: str, path_template: str,
+                 send: Callable[[], HttpReply]) -> None:
+        self.call = call
+        self.number = number
+        self.attributes: dict[str, Any] = {"method": method, "path": path_template, "attempt": number}
+        self.executed = False
+        self._send = send
+
+    @property
+    def invocation(self) -> Optional["Call"]:
+        """The call this attempt belongs to (``call``, under its older name)."""
+        return self.call
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        """Add a (non-secret) attribute."""
+        self.attributes[key] = value
+
+    def execute(self) -> HttpReply:
+        """Send the request (the built-in innermost hook implementation calls this)."""
+        self.executed = True
+        return self._send()

@@ -1,0 +1,105 @@
+"""The six chat and Responses operations of the seed page, as specs."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from .. import convert
+from .._constants import DEFAULT_MODEL
+from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
+from ..models import ChatCompletion, DeletionReceipt, Response
+from ..streaming import ChatStream, ResponseStream
+from . import chat, responses, stored
+from .spec import OperationSpec, register
+
+
+def _model_contract(operation: str, path: str, streaming: bool) -> Contract:
+    return Contract(
+        operation=operation, method="POST", path=path, risk="medium", stability="stable",
+        requires_approval=False, key_requirement="optional", key_ttl_ms=None, retry_safe=False,
+        streaming=streaming, side_effects=MODEL_SIDE_EFFECTS, data=dict(CONFIDENTIAL),
+        expected_latency_ms=30_000 if streaming else 5_000, timeout_ms=300_000 if streaming else 60_000,
+        supports_async=streaming, supports_cancel=streaming,
+    )
+
+
+def _chat_stream_replay(output: Any, session_id: Optional[str], action_id: Optional[str] = None,
+                        replayed: bool = True) -> ChatStream:
+    stream = ChatStream.replay(convert.stream_result_from_json(output))
+    stream.action_id = action_id
+    return stream  # type: ignore[return-value]
+
+
+def _response_stream_replay(output: Any, session_id: Optional[str], action_id: Optional[str] = None,
+                            replayed: bool = True) -> ResponseStream:
+    stream = ResponseStream.replay(convert.stream_result_from_json(output))
+    stream.action_id = action_id
+    return stream  # type: ignore[return-value]
+
+
+def _receipt(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
+             replayed: bool = False) -> DeletionReceipt:
+    return convert.deletion_receipt(data, action_id, replayed)
+
+
+_SAMPLING = ("max_tokens", "temperature", "top_p")
+
+
+def _describe_chat(input: Mapping[str, Any]) -> dict[str, Any]:
+    return _described(input)
+
+
+def _describe_responses(input: Mapping[str, Any]) -> dict[str, Any]:
+    body = input.get("body")
+    return _described(body if isinstance(body, Mapping) else {})
+
+
+def _described(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The request model and sampling controls a caller gave: names and numbers only."""
+    out: dict[str, Any] = {"request.model": fields.get("model") or DEFAULT_MODEL}
+    for name in _SAMPLING:
+        value = fields.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[f"request.{name}"] = value
+    return out
+
+
+CHAT: OperationSpec[ChatCompletion] = OperationSpec(
+    _model_contract("chat", "/v1/chat/completions", False), chat.build,
+    decode=convert.chat_completion, describe=_describe_chat)
+
+CHAT_STREAM: OperationSpec[ChatStream] = OperationSpec(
+    _model_contract("chat_stream", "/v1/chat/completions", True), chat.build,
+    stream_class=ChatStream, from_record=_chat_stream_replay, describe=_describe_chat)
+
+RESPONSES: OperationSpec[Response] = OperationSpec(
+    _model_contract("responses", "/v1/responses", False), responses.build,
+    decode=convert.response, describe=_describe_responses)
+
+RESPONSES_STREAM: OperationSpec[ResponseStream] = OperationSpec(
+    _model_contract("responses_stream", "/v1/responses", True), responses.build,
+    stream_class=ResponseStream, from_record=_response_stream_replay, describe=_describe_responses)
+
+# The generated contract calls response_get "internal" and PII-free; the seed page says that is too
+# weak for stored model and tool output, so it is published here as confidential.
+RESPONSE_GET: OperationSpec[Response] = OperationSpec(
+    Contract(
+        operation="response_get", method="GET", path="/v1/responses/{response_id}", risk="low",
+        stability="experimental", requires_approval=False, key_requirement="optional", key_ttl_ms=None,
+        retry_safe=True, streaming=False, side_effects=("read", "external_network"), data=dict(CONFIDENTIAL),
+        expected_latency_ms=5_000, timeout_ms=60_000,
+    ),
+    stored.build, decode=convert.response)
+
+RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
+    Contract(
+        operation="response_delete", method="DELETE", path="/v1/responses/{response_id}", risk="high",
+        stability="experimental", requires_approval=True, key_requirement="required", key_ttl_ms=86_400_000,
+        retry_safe=False, streaming=False, side_effects=("read", "delete", "external_network"),
+        data={"classification": "restricted", "contains_pii": True, "redaction_required": True},
+        expected_latency_ms=5_000, timeout_ms=60_000,
+    ),
+    stored.build, decode=_receipt)
+
+for _spec in (CHAT, CHAT_STREAM, RESPONSES, RESPONSES_STREAM, RESPONSE_GET, RESPONSE_DELETE):
+    register(_spec)

@@ -1,0 +1,96 @@
+"""OperationSpec: everything the call path knows about one operation, in one value.
+
+A new capability is a new spec passed to :func:`register`; no stage branches on operation names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Generic, Mapping, Optional, TypeVar
+from urllib.parse import quote
+
+import attrs
+
+from ..capabilities import CONTRACTS, Contract
+from .common import ProviderRequest, RequestParts
+
+T = TypeVar("T")
+
+#: Build the request parts from a validated input; raises InvalidInputError before any I/O.
+Builder = Callable[[str, Mapping[str, Any]], RequestParts]
+
+
+@attrs.frozen
+class OperationSpec(Generic[T]):
+    """One operation: its published contract, request builder, and how its reply becomes ``T``.
+
+    ``decode(json, session_id, action_id)`` turns a 2xx JSON body into the typed value; a
+    streaming spec has ``stream_class`` instead. ``from_record(output, session_id, action_id,
+    replayed)`` rebuilds the typed value from a durable record's output, so a replay returns what
+    the first call returned (``decode`` when not given).
+    """
+
+    contract: Contract
+    build: Builder
+    decode: Optional[Callable[..., T]] = None
+    stream_class: Optional[Callable[..., T]] = None
+    from_record: Optional[Callable[..., T]] = None
+    #: Non-secret facts of an input for hooks and tracers (``request.model``, ``request.max_tokens``...).
+    describe: Optional[Callable[[Mapping[str, Any]], dict[str, Any]]] = None
+
+    def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
+        """The typed value of a replayed call, from its record."""
+        rebuild = self.from_record or self.decode
+        assert rebuild is not None
+        return rebuild(output, session_id, action_id, True)
+
+    @property
+    def name(self) -> str:
+        """The operation name, the last part of its capability id."""
+        return self.contract.operation
+
+    @property
+    def method(self) -> str:
+        """The HTTP method."""
+        return self.contract.method
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the reply is an SSE stream."""
+        return self.contract.streaming
+
+    @property
+    def timeout(self) -> float:
+        """The default wall-clock bound of one call, in seconds: the published ``sla.timeout_ms``."""
+        return self.contract.timeout_ms / 1000.0
+
+    def request(self, input: Mapping[str, Any]) -> ProviderRequest:
+        """Validate ``input`` and map it to the provider request (no I/O)."""
+        parts = self.build(self.name, input)
+        # Each path parameter is one segment: a space is %20 (not '+'), '/' is %2F.
+        path = self.contract.path.format(**{k: quote(v, safe="") for k, v in parts.path_params.items()})
+        return ProviderRequest(self.method, path, parts.headers, parts.body, self.streaming, parts.max_events)
+
+
+SPECS: dict[str, OperationSpec[Any]] = {}
+
+
+def register(spec: OperationSpec[Any]) -> OperationSpec[Any]:
+    """Make an operation callable through ``invoke()`` and listed by ``capabilities()``."""
+    if spec.streaming != (spec.stream_class is not None):
+        raise ValueError("a streaming spec needs stream_class, and only a streaming spec has one")
+    if not spec.streaming and spec.decode is None:
+        raise ValueError("a non-streaming spec needs decode")
+    SPECS[spec.name] = spec
+    CONTRACTS[spec.name] = spec.contract
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove a registered operation (tests and plugins that add their own)."""
+    SPECS.pop(name, None)
+    CONTRACTS.pop(name, None)
+
+
+def spec_for(name: str) -> OperationSpec[Any]:
+    """The registered spec of an operation (KeyError if none)."""
+    return SPECS[name]

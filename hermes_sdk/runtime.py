@@ -1,0 +1,31 @@
+"""Runtime: what the stages need from a client, as one value (stages never reach into the client)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import attrs
+import pluggy
+
+from .idempotency import IdempotencyStore
+from .redaction import Redactor
+from .transport import Transport
+
+
+@attrs.frozen
+class Runtime:
+    """The client's plugin manager, store, transport, redactor and call settings.
+
+    ``HermesClient.with_options`` makes a copy with other settings over the same transport (and so
+    the same connection pool), store and plugins.
+    """
+
+    pm: pluggy.PluginManager
+    store: IdempotencyStore
+    transport: Transport
+    redactor: Redactor
+    approval_provider: Any = None
+    max_attempts: int = 3
+    strict_idempotency: bool = False
+    key_retention: float = 86_400.0
+    timeout: Optional[Any] = None  #: the client's default Timeout (None: each contract's own)

@@ -1,0 +1,58 @@
+"""Stage 2, approval: an approval-gated operation runs only with an approved decision bound to its input."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Mapping, Optional
+
+from .._constants import APPROVAL_TTL_SECONDS
+from ..approval import ApprovalDecision, ApprovalRequest, ask, check, input_hash
+from ..call import Call
+from ..endpoints import ExecutionContext
+from ..errors import ApprovalRequiredError, HermesError, InvalidInputError, PluginError
+from ..redaction import Redactor
+
+
+def request_for(capability_id: str, input: Mapping[str, Any], reason: Optional[str], action_id: str,
+                context: Optional[ExecutionContext], redactor: Redactor) -> ApprovalRequest:
+    """The ApprovalRequest for an input: bound by its canonical hash, with a redacted snapshot."""
+    now = time.time()
+    return ApprovalRequest(
+        id=f"aprq_{uuid.uuid4().hex}", action_id=action_id, capability_id=capability_id,
+        input_snapshot=redactor.redact(dict(input)), input_hash=input_hash(capability_id, input), reason=reason,
+        requested_at=now, expires_at=now + APPROVAL_TTL_SECONDS,
+        principal_id=context.principal_id if context else None, tenant_id=context.tenant_id if context else None,
+    )
+
+
+def approve(call: Call) -> None:
+    """Set ``call.decision`` from ``approval=`` or the approval provider, checked against this input."""
+    if not call.contract.requires_approval:
+        return
+    rt = call.runtime
+    request = request_for(call.capability_id, call.input, call.reason, call.action_id, call.context, rt.redactor)
+    decision = call.approval
+    if decision is None and rt.approval_provider is not None:
+        try:
+            decision = ask(rt.approval_provider, request)
+        except HermesError:
+            raise
+        except Exception as exc:
+            raise PluginError(f"the approval provider failed: {type(exc).__name__}",
+                              details={"hook": "approval_provider"}) from exc
+    if decision is None:
+        raise ApprovalRequiredError(
+            f"{call.operation} needs an approved decision bound to this input. Pass approval= (build the "
+            "request with client.approval_request(...) and decide it), or give the client an "
+            "approval_provider= (see docs/approvals.md); on the command line, --yes approves",
+            details={"input_hash": request.input_hash, "approval_request_id": request.id})
+    if isinstance(decision, Mapping):  # the AIP JSON shape of a decision
+        try:
+            decision = ApprovalDecision(**decision)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"approval is not a valid decision: {exc}",
+                                    details={"field": "approval"}) from None
+    if not isinstance(decision, ApprovalDecision):
+        raise InvalidInputError("approval must be an ApprovalDecision", details={"field": "approval"})
+    call.decision = check(decision, request)  # the decision completed with its evidence
