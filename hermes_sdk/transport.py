@@ -52,6 +52,42 @@ class _NoRedirectSession(requests.Session):
         return None
 
 
+class _PooledAdapter(HTTPAdapter):
+    """The SDK's own adapter: the connection pool of an origin is looked up once, not per request,
+    and no cookie jar is filled (the SDK sends and keeps no cookies)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._pools: dict[Any, Any] = {}
+
+    def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
+                                        proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:
+        if proxies:
+            return super().get_connection_with_tls_context(request, verify, proxies, cert)
+        url = request.url or ""
+        key = (url[:url.find("/", url.find("//") + 2)], verify if isinstance(verify, (bool, str)) else id(verify),
+               cert if isinstance(cert, (str, tuple, type(None))) else id(cert))
+        pool = self._pools.get(key)
+        if pool is None or pool.pool is None:  # a pool the pool manager closed is looked up again
+            pool = self._pools[key] = super().get_connection_with_tls_context(request, verify, proxies, cert)
+        return pool
+
+    def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
+        response = requests.Response()
+        response.status_code = resp.status
+        response.headers = CaseInsensitiveDict(resp.headers)
+        response.raw = resp
+        response.reason = resp.reason
+        response.url = req.url or ""
+        response.request = req
+        response.connection = self
+        return response
+
+    def close(self) -> None:
+        self._pools.clear()
+        super().close()
+
+
 class Transport:
     """Owns the requests session and the per-origin settings resolved once."""
 
@@ -61,10 +97,12 @@ class Transport:
             session = _NoRedirectSession()
             # The environment is read once per origin below, not on every request.
             session.trust_env = False
-            adapter = HTTPAdapter(pool_connections=8, pool_maxsize=pool_maxsize, max_retries=0)
+            adapter = _PooledAdapter(pool_connections=8, pool_maxsize=pool_maxsize, max_retries=0)
             session.mount("http://", adapter)
             session.mount("https://", adapter)
         self.session = session
+        # A session class with its own send() (a tap, a signer) keeps it; otherwise the adapter is called.
+        self._direct = type(session).send is requests.Session.send
         self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
 
@@ -109,10 +147,15 @@ class Transport:
         # Never sent (no Cookie header is prepared); a jar keeps a 3xx from crashing Session.send.
         prepared._cookies = requests.cookies.RequestsCookieJar()  # type: ignore[attr-defined]
         proxies, verify, cert = self._origin_settings(endpoint.base_url)
-        return self.session.send(
-            prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify, cert=cert,
-            timeout=(min(CONNECT_TIMEOUT, timeout), timeout),
-        )
+        # The session's adapter directly: Session.send would only add cookie and redirect
+        # bookkeeping the SDK does not use. get_adapter keeps mocking libraries (responses,
+        # requests-mock) and a caller's mounted adapters in the path.
+        timeouts = (min(CONNECT_TIMEOUT, timeout), timeout)
+        if not self._direct:
+            return self.session.send(prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify,
+                                     cert=cert, timeout=timeouts)
+        adapter = self.session.get_adapter(prepared.url)
+        return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
     def close(self) -> None:
         if self._own_session:
