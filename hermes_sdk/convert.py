@@ -32,6 +32,8 @@ def chat_completion(data: Any, session_id: Optional[str], action_id: Optional[st
                     replayed: bool = False) -> ChatCompletion:
     """A ChatCompletion from Hermes' JSON (InvalidResponseError if it is not one)."""
     obj = _object(data, "chat completion")
+    if not isinstance(obj.get("choices"), list) or not isinstance(obj.get("id"), str):
+        raise InvalidResponseError("malformed chat completion: no 'id' or 'choices'")
     try:
         return converter.structure(
             {
@@ -49,6 +51,8 @@ def response(data: Any, session_id: Optional[str], action_id: Optional[str] = No
              replayed: bool = False) -> Response:
     """A Response from Hermes' JSON (InvalidResponseError if it is not one)."""
     obj = _object(data, "response")
+    if not isinstance(obj.get("id"), str) or not isinstance(obj.get("output", []), list):
+        raise InvalidResponseError("malformed response object: no 'id' or 'output'")
     try:
         return converter.structure(
             {

@@ -199,6 +199,15 @@ def decode_json(data: bytes) -> Any:
             raise InvalidResponseError("response body is neither JSON nor UTF-8 text") from None
 
 
+def decode_reply(data: bytes) -> Any:
+    """A 2xx body: strict JSON. Anything else is ``invalid_response``, never an empty success."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise InvalidResponseError("Hermes' reply is not a JSON document",
+                                   details={"body_bytes": len(data)}) from None
+
+
 def retry_after_ms(response: requests.Response) -> Optional[int]:
     value = response.headers.get("Retry-After")
     if value is None:

@@ -19,7 +19,7 @@ from ..http import Attempt, HttpReply
 from ..models import ActionResult
 from ..plugins import around
 from ..streaming import Aggregate
-from ..transport import backoff_delay, decode_json, error_for_exception, error_for_status, read_body
+from ..transport import backoff_delay, decode_reply, error_for_exception, error_for_status, read_body
 from .streams import StreamSink
 
 
@@ -41,7 +41,7 @@ def execute(call: Call) -> ActionResult:
         return base
     assert spec.decode is not None and reply.body is not None
     try:
-        data = decode_json(reply.body)
+        data = decode_reply(reply.body)
         call.value = spec.decode(data, session_id, call.action_id)
     except InvalidResponseError as exc:
         raise _typed_invalid(exc, call, reply.status) from None
