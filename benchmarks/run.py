@@ -34,6 +34,7 @@ import requests  # noqa: E402
 import sseclient  # noqa: E402
 
 import hermes_sdk  # noqa: E402
+from benchmarks import baseline  # noqa: E402
 from hermes_sdk import HermesClient  # noqa: E402
 
 try:
@@ -452,6 +453,9 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         calls = res["calls"][op]
         sdk = calls["hermes-sdk"]["us_per_call"]
         add(f"{op}: sdk / requests", ratio(sdk, calls["requests"]["us_per_call"]), 1.0, "<=", "non-streaming call")
+        add(f"{op}: sdk / requests (trust_env=False)",
+            ratio(sdk, calls["requests (trust_env=False)"]["us_per_call"]), 0.8, "<=",
+            "non-streaming call, against requests without per-request environment lookups")
         if "openai" in calls:
             add(f"{op}: sdk / openai", ratio(sdk, calls["openai"]["us_per_call"]), 0.6, "<=", "non-streaming call")
     st = res["stream"]
@@ -605,11 +609,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke test, not a measurement")
     parser.add_argument("--json", metavar="PATH", help="write every figure as JSON")
+    parser.add_argument("--baseline", metavar="REV", default=baseline.DEFAULT_BASELINE,
+                        help="also run this harness on hermes_sdk as of git REV and print both (default: %(default)s)")
+    parser.add_argument("--no-baseline", action="store_true", help="measure the working tree only")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
+    before = None if args.no_baseline else baseline.run_at(args.baseline, args.quick)
     res = run(args.quick)
     res["elapsed_s"] = round(time.perf_counter() - t0, 1)
     print(table(res))
+    if before is not None:
+        res["baseline"] = {"rev": args.baseline, "ratios": baseline.key_ratios(before)}
+        print(baseline.table(before, res, args.baseline))
     print(f"\n({'quick mode: not a measurement; ' if args.quick else ''}{res['elapsed_s']} s)")
     if args.json:
         with open(args.json, "w") as fh:

@@ -228,7 +228,7 @@ def test_execute_retries_only_retry_safe_operations() -> None:
     policy.check(chat)
     with pytest.raises(Exception) as info:
         execute.execute(chat)
-    assert getattr(info.value, "uncertain_outcome") is True and chat.attributes["attempts"] == 1
+    assert info.value.uncertain_outcome is True and chat.attributes["attempts"] == 1
 
 
 # ---------------------------------------------------------------------------- observe
