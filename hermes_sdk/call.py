@@ -41,7 +41,12 @@ class Call:
     runtime: "Runtime" = attrs.field(repr=False)
     key: Optional[str] = None
     context: Optional[ExecutionContext] = None
-    deadline: Optional[float] = None
+    deadline: Optional[float] = None  #: the caller's absolute deadline (sent as X-AIP-Deadline-Unix-Ms)
+    ends_at: Optional[float] = None  #: the wall-clock end of the whole call: the deadline or the total timeout
+    read_timeout: Optional[float] = None  #: the longest wait for bytes (default: the published timeout)
+    connect_timeout: Optional[float] = None
+    idle_timeout: Optional[float] = None  #: streams: the longest wait for an event (keepalives not counted)
+    alarm: Any = None  #: the watchdog alarm that cuts the connection at ``ends_at``
     approval: Any = None  #: the decision the caller passed as ``approval=`` (or its JSON shape)
     reason: Optional[str] = None
     keep_events: bool = True

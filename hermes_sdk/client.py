@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import random
@@ -10,6 +11,7 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 from urllib.parse import urlsplit
 
+import attrs
 import requests
 
 from . import convert, stages
@@ -23,6 +25,7 @@ from ._constants import (
 from .approval import ApprovalDecision, ApprovalRequest
 from .call import Call
 from .capabilities import CONTRACTS, capability_id, descriptor, parse_capability_id
+from .deadline import Timeout, TimeoutLike, as_timeout, effective
 from .endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id
 from .errors import ApprovalRequiredError, HermesError, InvalidInputError
 from .idempotency import COMPLETED, IdempotencyRecord, IdempotencyStore
@@ -73,6 +76,8 @@ class HermesClient:
         key_retention: seconds a keyed model call's record is kept (delete receipts: 24 hours).
         max_attempts: attempts of a retry-safe call (only ``response_get``); at least 1.
         redaction_patterns: extra regular expressions whose matches are redacted from logs and traces.
+        timeout: the default relative bound of every call in seconds, or a :class:`Timeout`; without
+            one, each capability's published ``sla.timeout_ms`` bounds it (60 s, streams 300 s).
     """
 
     def __init__(
@@ -93,6 +98,7 @@ class HermesClient:
         key_retention: float = DEFAULT_KEY_RETENTION_SECONDS,
         max_attempts: int = RETRY_MAX_ATTEMPTS,
         redaction_patterns: Iterable[str] = (),
+        timeout: TimeoutLike = None,
     ) -> None:
         self._endpoints = _build_endpoints(base_url, api_key, endpoint_id, tenant_id, endpoints)
         if context is not None and not isinstance(context, ExecutionContext):
@@ -113,7 +119,8 @@ class HermesClient:
             pm, "hermes_approval_provider", client=self)
         self._rt = Runtime(pm=pm, store=store, transport=Transport(session), redactor=redactor,
                            approval_provider=provider, max_attempts=max_attempts,
-                           strict_idempotency=strict_idempotency, key_retention=float(key_retention))
+                           strict_idempotency=strict_idempotency, key_retention=float(key_retention),
+                           timeout=as_timeout(timeout))
         self._closed = False
         self._lock = threading.Lock()
 
@@ -153,6 +160,31 @@ class HermesClient:
     def max_attempts(self) -> int:
         """Attempts of a retry-safe call."""
         return self._rt.max_attempts
+
+    def with_options(self, *, timeout: TimeoutLike = REQUIRED, max_attempts: int = REQUIRED) -> "HermesClient":
+        """A copy of this client with other call settings, sharing its connection pool, store and plugins.
+
+        ``client.with_options(timeout=5).chat(...)``; closing the copy does not close the pool.
+        """
+        changes: dict[str, Any] = {}
+        if timeout is not REQUIRED:
+            changes["timeout"] = as_timeout(timeout)
+        if max_attempts is not REQUIRED:
+            if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+                raise InvalidInputError("max_attempts must be a positive integer", details={"field": "max_attempts"})
+            changes["max_attempts"] = max_attempts
+        copy = object.__new__(HermesClient)
+        copy._endpoints = self._endpoints
+        copy.context = self.context
+        copy._rt = attrs.evolve(self._rt, **changes)
+        copy._closed = True  # the pool belongs to the client it was copied from
+        copy._lock = self._lock
+        return copy
+
+    @property
+    def timeout(self) -> Optional[Timeout]:
+        """The default time limits of every call (None: each capability's published timeout)."""
+        return self._rt.timeout
 
     def __enter__(self) -> "HermesClient":
         return self
@@ -235,6 +267,7 @@ class HermesClient:
              session_key: Optional[str] = None, idempotency_key: Optional[str] = None,
              endpoint: Optional[str] = None, action_id: Optional[str] = None,
              context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+             timeout: TimeoutLike = None, extra_body: Optional[Mapping[str, Any]] = None,
              **provider_fields: Any) -> ChatCompletion:
         """One chat turn (``POST /v1/chat/completions``); give exactly one of prompt, query or messages.
 
@@ -243,8 +276,8 @@ class HermesClient:
         provider body. Inspect ``finish_reason`` and ``hermes`` of the result, not only ``text``.
         Not retried: a failure after sending says ``uncertain_outcome=True``.
         """
-        data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields)
-        return self._call(CHAT, data, endpoint, idempotency_key, action_id, context, deadline)
+        data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
+        return self._call(CHAT, data, endpoint, idempotency_key, action_id, context, deadline, timeout=timeout)
 
     def chat_stream(self, *, prompt: Optional[str] = None, query: Optional[str] = None,
                     messages: Optional[list[Any]] = None, model: str = DEFAULT_MODEL,
@@ -252,55 +285,60 @@ class HermesClient:
                     idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
                     keep_events: bool = True, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                     context: Optional[ExecutionContext] = None, deadline: Deadline = None,
-                    **provider_fields: Any) -> ChatStream:
+                    timeout: TimeoutLike = None, idle_timeout: Optional[float] = None,
+                    extra_body: Optional[Mapping[str, Any]] = None, **provider_fields: Any) -> ChatStream:
         """A streamed chat turn: returns once the headers arrived; iterate the ChatStream for events.
 
         ``max_events`` stops collection before a terminal event (``stream_truncated``);
         ``keep_events=False`` keeps only the aggregate. Closing the stream early cancels the turn.
         """
-        data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields)
+        data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         data["max_events"] = max_events
         return self._call(CHAT_STREAM, data, endpoint, idempotency_key, action_id, context, deadline,
-                          keep_events=keep_events)
+                          keep_events=keep_events, timeout=timeout, idle_timeout=idle_timeout)
 
     def responses(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
                   idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
                   action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                  deadline: Deadline = None, **body_fields: Any) -> Response:
+                  deadline: Deadline = None, timeout: TimeoutLike = None,
+                  extra_body: Optional[Mapping[str, Any]] = None, **body_fields: Any) -> Response:
         """Create a response (``POST /v1/responses``) from ``body`` and/or keyword body fields.
 
         ``input`` is required; ``previous_response_id`` or ``conversation`` continue earlier turns
         (not both); ``store=False`` keeps it out of storage. A field given both in ``body`` and as a
         keyword with different values is an InvalidInputError.
         """
-        data = _responses_input(body, session_key, body_fields)
-        return self._call(RESPONSES, data, endpoint, idempotency_key, action_id, context, deadline)
+        data = _responses_input(body, session_key, body_fields, extra_body)
+        return self._call(RESPONSES, data, endpoint, idempotency_key, action_id, context, deadline, timeout=timeout)
 
     def responses_stream(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
                          idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
                          keep_events: bool = True, endpoint: Optional[str] = None,
                          action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                         deadline: Deadline = None, **body_fields: Any) -> ResponseStream:
+                         deadline: Deadline = None, timeout: TimeoutLike = None,
+                         idle_timeout: Optional[float] = None, extra_body: Optional[Mapping[str, Any]] = None,
+                         **body_fields: Any) -> ResponseStream:
         """A streamed response: iterate the ResponseStream; ``result().final`` is the terminal envelope."""
-        data = _responses_input(body, session_key, body_fields)
+        data = _responses_input(body, session_key, body_fields, extra_body)
         data["max_events"] = max_events
         return self._call(RESPONSES_STREAM, data, endpoint, idempotency_key, action_id, context, deadline,
-                          keep_events=keep_events)
+                          keep_events=keep_events, timeout=timeout, idle_timeout=idle_timeout)
 
     def response_get(self, response_id: str, *, session_key: Optional[str] = None,
                      idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
                      action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                     deadline: Deadline = None) -> Response:
+                     deadline: Deadline = None, timeout: TimeoutLike = None) -> Response:
         """A stored response by id. The one capability retried automatically (bounded, jittered,
         honouring ``Retry-After``). NotFoundError for an unknown or deleted id."""
         data = _stored_input(response_id, session_key)
-        return self._call(RESPONSE_GET, data, endpoint, idempotency_key, action_id, context, deadline)
+        return self._call(RESPONSE_GET, data, endpoint, idempotency_key, action_id, context, deadline,
+                          timeout=timeout)
 
     def response_delete(self, response_id: str, *, idempotency_key: str = REQUIRED,
                         approval: Optional[ApprovalDecision] = None, reason: Optional[str] = None,
                         session_key: Optional[str] = None, endpoint: Optional[str] = None,
                         action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                        deadline: Deadline = None) -> DeletionReceipt:
+                        deadline: Deadline = None, timeout: TimeoutLike = None) -> DeletionReceipt:
         """Delete a stored response: needs ``idempotency_key`` and an approved decision bound to this input.
 
         The decision comes from ``approval=`` or the client's approval provider; without one,
@@ -310,12 +348,12 @@ class HermesClient:
         data = _stored_input(response_id, session_key)
         key = None if idempotency_key is REQUIRED else idempotency_key
         return self._call(RESPONSE_DELETE, data, endpoint, key, action_id, context, deadline,
-                          approval=approval, reason=reason)
+                          approval=approval, reason=reason, timeout=timeout)
 
     def invoke(self, capability_id: str, input: Mapping[str, Any], *, idempotency_key: Optional[str] = None,
                action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
                approval: Optional[ApprovalDecision] = None, deadline: Deadline = None,
-               reason: Optional[str] = None) -> ActionResult:
+               reason: Optional[str] = None, timeout: TimeoutLike = None) -> ActionResult:
         """The generic AIP path: failures come back as ``status="failed"`` results, not exceptions.
 
         ``capability_id`` is ``cap:hermes_agent:<endpoint_id>:<operation>``; ``input`` the
@@ -330,7 +368,7 @@ class HermesClient:
                 raise InvalidInputError("capability id must use the normalised endpoint id",
                                         details={"field": "capability_id"})
             call = self._new_call(SPECS[operation], endpoint, input, idempotency_key, action_id, context,
-                                  deadline, approval, reason, True)
+                                  deadline, approval, reason, True, timeout)
             result = stages.run(call)
         except HermesError as exc:
             exc.action_id = exc.action_id or action_id
@@ -353,11 +391,11 @@ class HermesClient:
     def _call(self, spec: OperationSpec[T], data: Mapping[str, Any], endpoint: Optional[str], key: Optional[str],
               action_id: Optional[str], context: Optional[ExecutionContext], deadline: Deadline,
               approval: Optional[ApprovalDecision] = None, reason: Optional[str] = None,
-              keep_events: bool = True) -> T:
+              keep_events: bool = True, timeout: TimeoutLike = None, idle_timeout: Optional[float] = None) -> T:
         """Run one typed call: the typed value, or the recorded one when replayed (its failure raised)."""
         action_id = action_id or _new_action_id()
         call = self._new_call(spec, self._endpoint(endpoint), data, key, action_id, context, deadline, approval,
-                              reason, keep_events)
+                              reason, keep_events, timeout, idle_timeout)
         result = stages.run(call)
         if call.replay_of is None:
             return call.value  # type: ignore[no-any-return]
@@ -369,10 +407,15 @@ class HermesClient:
 
     def _new_call(self, spec: OperationSpec[Any], endpoint: Endpoint, input: Any, key: Optional[str],
                   action_id: str, context: Optional[ExecutionContext], deadline: Deadline, approval: Any,
-                  reason: Optional[str], keep_events: bool) -> Call:
+                  reason: Optional[str], keep_events: bool, timeout: TimeoutLike = None,
+                  idle_timeout: Optional[float] = None) -> Call:
         """Validate everything the caller gave and build the Call; nothing is sent here."""
         cap = capability_id(endpoint.id, spec.name)
+        now = time.time()
         try:
+            limits = effective(as_timeout(timeout), self._rt.timeout)
+            if idle_timeout is not None:
+                as_timeout(idle_timeout, "idle_timeout")
             if not isinstance(input, Mapping):
                 raise InvalidInputError("input must be a JSON object", details={"field": "input"})
             key = idempotency_value(key if key is not None else input.get("idempotency_key"))
@@ -384,12 +427,17 @@ class HermesClient:
             limit = deadline_epoch(deadline)
             if limit is None and ctx is not None:
                 limit = ctx.deadline
+            if limits.total is not None:  # a caller's relative timeout is a deadline too; the earlier wins
+                limit = now + limits.total if limit is None else min(limit, now + limits.total)
         except HermesError as exc:
             exc.action_id, exc.capability_id = action_id, cap
             raise
+        # Without a deadline, the published contract timeout bounds the call in wall-clock time.
+        ends_at = now + spec.timeout if limit is None else limit
         call = Call(endpoint=endpoint, spec=spec, input=clean, request=request, action_id=action_id,
-                    capability_id=cap, runtime=self._rt, key=key, context=ctx, deadline=limit, approval=approval,
-                    reason=reason, keep_events=keep_events)
+                    capability_id=cap, runtime=self._rt, key=key, context=ctx, deadline=limit, ends_at=ends_at,
+                    read_timeout=limits.read, connect_timeout=limits.connect, idle_timeout=idle_timeout,
+                    approval=approval, reason=reason, keep_events=keep_events)
         call.attributes.update(_server_attributes(endpoint))
         if spec.describe is not None:
             call.attributes.update(spec.describe(clean))
@@ -474,10 +522,49 @@ def _new_action_id() -> str:
     return f"act_{_ids.getrandbits(128):032x}"
 
 
+#: The provider fields each typed method models; anything else goes through ``extra_body=``.
+CHAT_FIELDS = frozenset({"temperature", "top_p", "max_tokens", "stop", "tools", "tool_choice", "response_format",
+                         "user", "metadata", "stream_options", "n", "seed", "presence_penalty", "frequency_penalty",
+                         "logprobs", "top_logprobs", "logit_bias", "parallel_tool_calls", "max_completion_tokens"})
+RESPONSES_FIELDS = frozenset({"input", "instructions", "model", "previous_response_id", "conversation",
+                              "conversation_history", "store", "truncation", "tools", "tool_choice", "metadata",
+                              "temperature", "top_p", "max_output_tokens", "user", "parallel_tool_calls",
+                              "reasoning", "text"})
+_CALL_KEYWORDS = ("endpoint", "action_id", "context", "deadline", "timeout", "idempotency_key", "session_key",
+                  "session_id", "extra_body", "max_events", "keep_events", "idle_timeout", "model", "prompt",
+                  "query", "messages", "body")
+
+
+def _known(fields: Mapping[str, Any], known: frozenset[str], method: str) -> None:
+    """Refuse a keyword the method does not model, before anything is sent, suggesting the close match."""
+    for name in fields:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known) + list(_CALL_KEYWORDS), n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidInputError(
+            f"{method}() got an unknown keyword argument {name!r}{hint}. Provider fields the SDK does not "
+            "model go through extra_body={...}",
+            details={"field": name, **({"suggestion": close[0]} if close else {})})
+
+
+def _extra(fields: dict[str, Any], extra_body: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    if extra_body is None:
+        return fields
+    if not isinstance(extra_body, Mapping):
+        raise InvalidInputError("extra_body must be a JSON object", details={"field": "extra_body"})
+    clash = sorted(k for k in extra_body if k in fields and fields[k] != extra_body[k])
+    if clash:
+        raise InvalidInputError(f"{clash[0]!r} is given as a keyword and in extra_body with different values",
+                                details={"field": clash[0]})
+    return {**extra_body, **fields}
+
+
 def _chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[list[Any]], model: str,
-                session_id: Optional[str], session_key: Optional[str],
-                provider_fields: Mapping[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = dict(provider_fields)
+                session_id: Optional[str], session_key: Optional[str], provider_fields: Mapping[str, Any],
+                extra_body: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+    _known(provider_fields, CHAT_FIELDS, "chat")
+    data: dict[str, Any] = _extra(dict(provider_fields), extra_body)
     for name, value in (("prompt", prompt), ("query", query), ("messages", messages), ("model", model),
                         ("session_id", session_id), ("session_key", session_key)):
         if value is not None:
@@ -486,15 +573,16 @@ def _chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[
 
 
 def _responses_input(body: Optional[Mapping[str, Any]], session_key: Optional[str],
-                     body_fields: Mapping[str, Any]) -> dict[str, Any]:
+                     body_fields: Mapping[str, Any], extra_body: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     if body is not None and not isinstance(body, Mapping):
         raise InvalidInputError("body must be a JSON object", details={"field": "body"})
+    _known(body_fields, RESPONSES_FIELDS, "responses")
     clash = sorted(k for k in body_fields if body and k in body and body[k] != body_fields[k])
     if clash:
         # Neither value may be dropped silently: the caller says which one is meant.
         raise InvalidInputError(f"{clash[0]!r} is given in body and as a keyword with different values",
                                 details={"field": clash[0]})
-    merged = {**(body or {}), **body_fields}
+    merged = _extra({**(body or {}), **body_fields}, extra_body)
     data: dict[str, Any] = {"body": merged}
     if session_key is not None:
         data["session_key"] = session_key

@@ -17,6 +17,7 @@ import sseclient
 import urllib3.exceptions
 
 from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
+from .deadline import WATCHDOG, Alarm
 from .errors import (
     STREAM_FAILED,
     STREAM_INCOMPLETE,
@@ -29,6 +30,7 @@ from .errors import (
     TransportError,
 )
 from .models import ActionResult, StreamEvent, StreamResult
+from .transport import socket_of
 
 if TYPE_CHECKING:
     from .stages.streams import StreamSink
@@ -340,10 +342,16 @@ class HermesStream:
     action_result: Optional[ActionResult] = None
 
     def __init__(self, response: requests.Response, aggregate: Aggregate, *,
-                 deadline: Optional[float] = None, sink: Optional[StreamSink] = None) -> None:
+                 deadline: Optional[float] = None, alarm: Optional[Alarm] = None,
+                 idle_timeout: Optional[float] = None, sink: Optional[StreamSink] = None) -> None:
         self._response = response
         self._agg = aggregate
         self._deadline = deadline
+        self._alarm = alarm
+        self._idle_timeout = idle_timeout
+        self._idle: Optional[Alarm] = None
+        if idle_timeout is not None:
+            self._rearm_idle()
         self._sink = sink
         self._observed = sink is not None and sink.observed
         self._events = _sse_events(_chunks(response))
@@ -365,6 +373,9 @@ class HermesStream:
         self._agg = Aggregate(recorded.endpoint_id, recorded.operation, recorded.http_status,
                               max(len(recorded.events), 1) + 1, recorded.session_id, keep_events=False)
         self._deadline = None
+        self._alarm = None
+        self._idle_timeout = None
+        self._idle = None
         self._sink = None
         self._observed = False
         self._events = iter(())
@@ -412,8 +423,12 @@ class HermesStream:
                                             uncertain_outcome=True, details={"operation": agg.operation})
             sse = next(self._events, None)
         except HermesError as exc:
+            if not exc.uncertain_outcome:
+                # A stream refused mid-way (size limits, bad bytes): the agent may have acted already.
+                exc = type(exc)(exc.message, code=exc.code, uncertain_outcome=True, http_status=agg.http_status,
+                                details={"operation": agg.operation, **exc.details})
             self._fail(exc)
-            raise
+            raise exc from None
         except (requests.RequestException, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
             # Transport failures and undecodable bytes mid-stream are typed, never raw (urllib3's
             # read1 raises its own ProtocolError / ReadTimeoutError, which requests does not wrap here).
@@ -421,7 +436,13 @@ class HermesStream:
             if isinstance(exc, UnicodeDecodeError):
                 typed = InvalidResponseError("the stream is not valid UTF-8", uncertain_outcome=True,
                                              details={"operation": agg.operation})
-            elif self._deadline is not None and time.time() >= self._deadline - 0.01:
+            elif self._idle is not None and self._idle.fired:
+                typed = DeadlineExceededError(
+                    f"no stream event for {self._idle_timeout:g} s (idle_timeout; keepalives do not count)",
+                    uncertain_outcome=True,
+                    details={"operation": agg.operation, "reason": "idle_timeout", "idle_timeout": self._idle_timeout})
+            elif (self._alarm is not None and self._alarm.fired) or (
+                    self._deadline is not None and time.time() >= self._deadline - 0.01):
                 typed = DeadlineExceededError("the call's deadline passed during the stream",
                                               uncertain_outcome=True, details={"operation": agg.operation})
             else:
@@ -433,10 +454,19 @@ class HermesStream:
             self._settle()
             return None
         event = decode_event(*sse)
+        if self._idle is not None:
+            self._rearm_idle()
         self._pending_piece = agg.add(event)
         if self._observed:
             self._sink.event(event)  # type: ignore[union-attr]
         return event
+
+    def _rearm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        assert self._idle_timeout is not None
+        self._idle = WATCHDOG.arm(time.time() + self._idle_timeout)
+        self._idle.attach(socket_of(self._response))
 
     def text_deltas(self) -> Iterator[str]:
         """Yield visible text pieces as they arrive (reasoning never included)."""
@@ -514,6 +544,10 @@ class HermesStream:
     def _finish(self, result: StreamResult) -> None:
         """The one place a stream settles (end, error, close or garbage collection): exactly once."""
         self._result = result
+        if self._idle is not None:
+            self._idle.cancel()
+        if self._alarm is not None:
+            self._alarm.cancel()
         if self._sink is not None:
             self.action_result = self._sink.settled(result)
 

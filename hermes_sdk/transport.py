@@ -11,9 +11,12 @@ import json
 import random
 import threading
 import time
+import weakref
 from typing import Any, Mapping, Optional, Tuple
 
 import requests
+import urllib3
+import urllib3.connection
 import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
@@ -27,6 +30,7 @@ from ._constants import (
     USER_AGENT,
 )
 from .capabilities import Contract
+from .deadline import current_alarm
 from .endpoints import Endpoint
 from .errors import (
     AgentIncompleteError,
@@ -52,6 +56,44 @@ class _NoRedirectSession(requests.Session):
         return None
 
 
+class _WatchedConnection(urllib3.connection.HTTPConnection):
+    """Hands its socket to the deadline alarm of the call being sent (new and reused connections)."""
+
+    def connect(self) -> None:
+        super().connect()
+        alarm = current_alarm()
+        if alarm is not None:
+            alarm.attach(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        alarm = current_alarm()
+        if alarm is not None and self.sock is not None:
+            alarm.attach(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        alarm = current_alarm()
+        if alarm is not None:
+            alarm.attach(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        alarm = current_alarm()
+        if alarm is not None and self.sock is not None:
+            alarm.attach(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _WatchedConnection
+
+
+class _WatchedHTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
 class _PooledAdapter(HTTPAdapter):
     """The SDK's own adapter: the connection pool of an origin is looked up once, not per request,
     and no cookie jar is filled (the SDK sends and keeps no cookies)."""
@@ -59,6 +101,11 @@ class _PooledAdapter(HTTPAdapter):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._pools: dict[Any, Any] = {}
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        # Connections that tell the deadline watchdog their socket (see deadline.py).
+        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
 
     def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
                                         proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:
@@ -105,6 +152,7 @@ class Transport:
         self._direct = type(session).send is requests.Session.send
         self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
+        self._streams: "weakref.WeakSet[requests.Response]" = weakref.WeakSet()
 
     def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
         """Proxies, CA verification and client cert for an origin, resolved once.
@@ -122,8 +170,13 @@ class Transport:
                 self._settings[base_url] = settings
         return settings
 
+    def track(self, response: requests.Response) -> None:
+        """An open stream's response, closed with the transport if it is still open then."""
+        with self._lock:
+            self._streams.add(response)
+
     def send(self, endpoint: Endpoint, method: str, path: str, headers: Mapping[str, str],
-             body: Optional[bytes], timeout: float) -> requests.Response:
+             body: Optional[bytes], timeout: float, connect_timeout: float = CONNECT_TIMEOUT) -> requests.Response:
         """Send one attempt and return the response with its body unread (stream=True)."""
         prepared = requests.PreparedRequest()
         prepared.method = method
@@ -150,7 +203,7 @@ class Transport:
         # The session's adapter directly: Session.send would only add cookie and redirect
         # bookkeeping the SDK does not use. get_adapter keeps mocking libraries (responses,
         # requests-mock) and a caller's mounted adapters in the path.
-        timeouts = (min(CONNECT_TIMEOUT, timeout), timeout)
+        timeouts = (min(connect_timeout, timeout), timeout)
         if not self._direct:
             return self.session.send(prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify,
                                      cert=cert, timeout=timeouts)
@@ -158,8 +211,23 @@ class Transport:
         return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
     def close(self) -> None:
+        """Close streams still open, then the pool (a caller's session stays open)."""
+        with self._lock:
+            streams = list(self._streams)
+            self._streams.clear()
+        for response in streams:
+            try:
+                response.close()
+            except Exception:
+                pass
         if self._own_session:
             self.session.close()
+
+
+def socket_of(response: requests.Response) -> Any:
+    """The socket under a response (urllib3 2), so the deadline watchdog can cut it; None if unknown."""
+    conn = getattr(response.raw, "_connection", None)
+    return getattr(conn, "sock", None)
 
 
 def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES) -> bytes:

@@ -25,8 +25,8 @@ import pluggy
 from .. import hookspecs
 from ..call import Call
 from ..errors import HermesError, PluginError
+from ..exchange import Attempt, HttpReply
 from ..hookspecs import hookimpl
-from ..http import Attempt, HttpReply
 from ..idempotency import IdempotencyStore, store_from_url
 
 log = logging.getLogger("hermes_sdk")

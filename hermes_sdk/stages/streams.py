@@ -33,6 +33,8 @@ class StreamSink:
     def settled(self, stream_result: StreamResult) -> ActionResult:
         """Record and observe the stream's outcome; return its ActionResult."""
         call = self.call
+        if call.alarm is not None:
+            call.alarm.cancel()
         # The record keeps the aggregate, not a copy of every event.
         output: Optional[dict[str, object]] = None
         if call.record_key is not None:

@@ -44,7 +44,7 @@ class FakeTransport:
         self.sent: list[tuple[str, str, dict[str, str], Optional[bytes]]] = []
 
     def send(self, endpoint: Endpoint, method: str, path: str, headers: Any, body: Optional[bytes],
-             timeout: float) -> requests.Response:
+             timeout: float, connect_timeout: float = 10.0) -> requests.Response:
         self.sent.append((method, path, dict(headers), body))
         status, head, data = self.replies.pop(0)
         response = requests.Response()
@@ -53,6 +53,9 @@ class FakeTransport:
         response.raw = urllib3.HTTPResponse(body=io.BytesIO(data), headers=head, status=status,
                                             preload_content=False)
         return response
+
+    def track(self, response: requests.Response) -> None:
+        pass
 
     def close(self) -> None:
         pass
