@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from otel_helpers import FakeAttempt, FakeInvocation, FakeReply, Telemetry, drive
-from test_runs import COMPLETED, TOOL_TURN, follow
+from test_otel_runs import COMPLETED, TOOL_TURN, follow
 
 from hermes_sdk import HermesClient, HermesError, NotFoundError, Redactor
 
