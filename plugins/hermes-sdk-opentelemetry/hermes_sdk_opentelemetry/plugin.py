@@ -20,6 +20,7 @@ import json
 import logging
 import threading
 import time
+import weakref
 from typing import Any, Callable, Generator, Mapping, Optional
 
 from opentelemetry import context as otel_context
@@ -73,7 +74,7 @@ class _Call:
 
     __slots__ = ("invocation", "span", "token", "gen_op", "streaming", "replayed", "start_ns", "end_ns",
                  "metric_base", "outcome", "wrapper_done", "done", "first_event", "tools", "usage",
-                 "terminal_error", "agent_output")
+                 "terminal_error", "agent_output", "__weakref__")
 
     def __init__(self, invocation: Any, span: Any, gen_op: Optional[str], streaming: bool, replayed: bool,
                  metric_base: dict[str, Any]) -> None:
@@ -116,7 +117,10 @@ class OpenTelemetryPlugin:
         self._tracer: Optional[Any] = None
         self._instruments: Optional[tuple[Any, Any, Any]] = None
         self._lock = threading.Lock()
-        self._live: dict[int, _Call] = {}
+        # Open calls by invocation. Weak: what keeps a call alive is the wrapper's frame, then the
+        # pending list (until the result arrives) or the invocation's stream-settled callback, so a
+        # stream dropped without settling takes its call with it instead of leaking it here.
+        self._live: "weakref.WeakValueDictionary[int, _Call]" = weakref.WeakValueDictionary()
         self._local = threading.local()
 
     # ------------------------------------------------------------------ providers (methods: pluggy
@@ -309,6 +313,9 @@ class OpenTelemetryPlugin:
             error_type = call.terminal_error
         if status is not None:
             attrs[sc.H_STATUS] = status
+        decision = _shown(_map(outcome.get("approval")).get("decision"))  # e.g. response_delete's approval
+        if decision is not None:
+            attrs[sc.H_APPROVAL_DECISION] = decision
         metric = dict(call.metric_base)
         if call.gen_op is not None:
             self._read_output(call, outcome, attrs, metric)

@@ -155,8 +155,9 @@ def test_response_get_and_delete_are_plain_spans_without_ids(hermes_emulator: An
     for operation, method in (("response_get", "GET"), ("response_delete", "DELETE")):
         span, http = telemetry.span(f"hermes {operation}"), telemetry.span(f"{method} /v1/responses/{{response_id}}")
         assert span.kind == SpanKind.CLIENT and children(telemetry, span) == [http]
-        keyed = "executed" if operation == "response_delete" else "none"
-        assert dict(span.attributes) == _hermes(operation, **{"hermes.idempotency.outcome": keyed})
+        extra = {"hermes.idempotency.outcome": "executed", "hermes.approval.decision": "approved"} \
+            if operation == "response_delete" else {}
+        assert dict(span.attributes) == _hermes(operation, **extra)
         assert dict(http.attributes) == {"http.request.method": method,
                                          "url.template": "/v1/responses/{response_id}",
                                          "http.response.status_code": 200}
@@ -242,6 +243,30 @@ def test_a_replayed_call_has_no_http_child_and_no_metrics(client: HermesClient, 
     assert dict(span.attributes) == expected
     # Nothing ran again: the GenAI metrics do not count a replay.
     assert telemetry.points() == points
+
+
+def test_a_replayed_stream(client: HermesClient, telemetry: Telemetry) -> None:
+    client.chat_stream(prompt="one two three", idempotency_key="idem-s").result()
+    points = telemetry.points()
+    telemetry.exporter.clear()
+    again = client.chat_stream(prompt="one two three", idempotency_key="idem-s")
+    assert again.result().status == "completed"
+    (span,) = telemetry.spans()
+    assert span.name == "chat" and span.attributes["hermes.replayed"] is True
+    assert span.attributes["hermes.operation"] == "chat_stream" and span.attributes["hermes.status"] == "completed"
+    assert telemetry.points() == points
+
+
+def test_a_dropped_stream_leaves_nothing_behind(client: HermesClient, telemetry: Telemetry) -> None:
+    import gc
+
+    plugin = next(p for p in client._pm.get_plugins() if isinstance(p, OpenTelemetryPlugin))
+    stream = client.chat_stream(prompt="one two three four five six")
+    next(iter(stream))
+    assert len(plugin._live) == 1
+    del stream
+    gc.collect()
+    assert len(plugin._live) == 0
 
 
 def test_keyed_calls_say_executed(client: HermesClient, telemetry: Telemetry) -> None:
