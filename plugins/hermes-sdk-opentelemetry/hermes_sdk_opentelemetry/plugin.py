@@ -327,10 +327,9 @@ class OpenTelemetryPlugin:
         span.end(end_time=end_ns)
         if call.gen_op is not None and not call.replayed:
             duration, tokens, _ = self._get_instruments()
-            if error_type is not None:
-                metric[sc.ERROR_TYPE] = error_type
-            duration.record(max(end_ns - call.start_ns, 0) / 1e9, metric)
-            metric.pop(sc.ERROR_TYPE, None)
+            # A new dict per record: some SDK versions keep the attributes object they were given.
+            duration.record(max(end_ns - call.start_ns, 0) / 1e9,
+                            {**metric, sc.ERROR_TYPE: error_type} if error_type is not None else dict(metric))
             for token_type, key in (("input", sc.USAGE_INPUT_TOKENS), ("output", sc.USAGE_OUTPUT_TOKENS)):
                 if key in attrs:
                     tokens.record(attrs[key], {**metric, sc.TOKEN_TYPE: token_type})

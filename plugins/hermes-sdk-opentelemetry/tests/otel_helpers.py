@@ -44,12 +44,15 @@ class Telemetry:
         assert len(found) == 1, (name, [s.name for s in self.spans()])
         return found[0]
 
-    def points(self) -> list[dict[str, Any]]:
-        """Every histogram point: name, unit, attributes, count, sum and bucket boundaries."""
+    def points(self, scope: Optional[str] = "hermes_sdk_opentelemetry") -> list[dict[str, Any]]:
+        """Every histogram point of the plugin's meter (``scope=None``: of every meter, the SDK's own
+        self-monitoring included): name, unit, attributes, count, sum and bucket boundaries."""
         data = self.reader.get_metrics_data()
         out: list[dict[str, Any]] = []
         for rm in data.resource_metrics if data is not None else ():
             for sm in rm.scope_metrics:
+                if scope is not None and sm.scope.name != scope:
+                    continue
                 for metric in sm.metrics:
                     for dp in metric.data.data_points:
                         out.append({"name": metric.name, "unit": metric.unit, "attributes": dict(dp.attributes),
@@ -69,7 +72,7 @@ class Telemetry:
             items.append({"name": s.name, "attributes": dict(s.attributes), "status": s.status.description,
                           "events": [{"name": e.name, "attributes": dict(e.attributes)} for e in s.events],
                           "resource": dict(s.resource.attributes)})
-        items.append(self.points())
+        items.append(self.points(scope=None))
         return json.dumps(items, default=str)
 
 
