@@ -134,8 +134,8 @@ class OpenTelemetryPlugin:
 
     def _get_instruments(self) -> tuple[Any, Any, Any]:
         if self._instruments is None:
-            meter = metrics.get_meter(SCOPE, __version__, meter_provider=self._meter_provider,
-                                      schema_url=sc.schema_url(self._latest))
+            provider = self._meter_provider if self._meter_provider is not None else metrics.get_meter_provider()
+            meter = provider.get_meter(SCOPE, __version__, schema_url=sc.schema_url(self._latest))
             self._instruments = (
                 _histogram(meter, sc.METRIC_OPERATION_DURATION, "s", "GenAI operation duration.",
                            sc.DURATION_BUCKETS),
@@ -381,7 +381,7 @@ class OpenTelemetryPlugin:
         if not call.first_event:
             call.first_event = True
             if call.gen_op is not None and not call.replayed:
-                self._get_instruments()[2].record((time.time_ns() - call.start_ns) / 1e9, dict(call.metric_base))
+                _guard("record time to first chunk", self._first_chunk, call)
         if call.gen_op != sc.OP_INVOKE_AGENT:
             return
         data = _map(event.get("data"))
@@ -410,6 +410,9 @@ class OpenTelemetryPlugin:
             call.agent_output = _shown(data.get("output"))
         elif name in ("run.failed", "run.cancelled"):
             call.terminal_error = name.replace(".", "_")  # run_failed | run_cancelled
+
+    def _first_chunk(self, call: _Call) -> None:
+        self._get_instruments()[2].record((time.time_ns() - call.start_ns) / 1e9, dict(call.metric_base))
 
     def _approval_target(self, call: _Call) -> Any:
         """An approval belongs to the tool that asked for it (Hermes asks between its start and end)."""
@@ -551,8 +554,22 @@ def _output_messages(out: Mapping[str, Any], final: Mapping[str, Any], reasons: 
     return messages
 
 
+def metric_views() -> list[Any]:
+    """OpenTelemetry SDK views with the conventional bucket boundaries of the plugin's histograms.
+
+    The plugin gives the boundaries as advice, which the OpenTelemetry SDK honours from 1.30; with an
+    older SDK pass these to ``MeterProvider(views=...)``. Needs ``opentelemetry-sdk``.
+    """
+    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+    return [View(instrument_name=name, aggregation=ExplicitBucketHistogramAggregation(list(buckets)))
+            for name, buckets in ((sc.METRIC_OPERATION_DURATION, sc.DURATION_BUCKETS),
+                                  (sc.METRIC_TOKEN_USAGE, sc.TOKEN_BUCKETS),
+                                  (sc.METRIC_TIME_TO_FIRST_CHUNK, sc.DURATION_BUCKETS))]
+
+
 def _histogram(meter: Any, name: str, unit: str, description: str, buckets: tuple[float, ...]) -> Any:
-    try:  # opentelemetry-api >= 1.23 takes the conventional buckets as advice
+    try:  # opentelemetry-api >= 1.23 takes the conventional buckets as advice (the SDK honours it from 1.30)
         return meter.create_histogram(name, unit=unit, description=description,
                                       explicit_bucket_boundaries_advisory=list(buckets))
     except TypeError:

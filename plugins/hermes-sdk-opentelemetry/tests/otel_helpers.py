@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from hermes_sdk_opentelemetry import OpenTelemetryPlugin
+from hermes_sdk_opentelemetry import OpenTelemetryPlugin, metric_views
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
@@ -22,6 +22,12 @@ DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 
 TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 
 
+def _sdk_version() -> tuple[int, ...]:
+    from importlib.metadata import version
+
+    return tuple(int(part) for part in version("opentelemetry-sdk").split(".")[:2])
+
+
 class Telemetry:
     """One tracer provider and one meter provider, exported to memory."""
 
@@ -30,7 +36,9 @@ class Telemetry:
         self.tracer_provider = TracerProvider()
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        # The SDK honours the plugin's bucket advice from 1.30; older SDKs get the plugin's views.
+        views = [] if _sdk_version() >= (1, 30) else metric_views()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader], views=views)
 
     def plugin(self, **options: Any) -> OpenTelemetryPlugin:
         options.setdefault("semconv_opt_in", LATEST)
