@@ -189,9 +189,9 @@ class OpenTelemetryPlugin:
             for key, target, read in (("request.max_tokens", sc.REQUEST_MAX_TOKENS, _int),
                                       ("request.temperature", sc.REQUEST_TEMPERATURE, _num),
                                       ("request.top_p", sc.REQUEST_TOP_P, _num)):
-                value = read(a.get(key))
-                if value is not None:
-                    attrs[target] = value
+                number = read(a.get(key))
+                if number is not None:
+                    attrs[target] = number
         if gen_op == sc.OP_CHAT:
             name = f"{gen_op} {model}" if model else gen_op
         elif gen_op == sc.OP_INVOKE_AGENT:
