@@ -55,14 +55,15 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
     for chunk in source:
         total += len(chunk)
         if total > MAX_STREAM_BYTES:
-            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit",
+            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit", uncertain_outcome=True,
                                        details={"limit_bytes": MAX_STREAM_BYTES})
         yield chunk
 
 
 def _too_large() -> InvalidResponseError:
+    # Streams are model calls: Hermes has begun the work, so cutting the stream leaves it uncertain.
     return InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
-                                details={"limit_bytes": MAX_SSE_FRAME_BYTES})
+                                uncertain_outcome=True, details={"limit_bytes": MAX_SSE_FRAME_BYTES})
 
 
 def _frame_end(chunk: bytes, start: int) -> int:
