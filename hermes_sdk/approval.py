@@ -123,7 +123,7 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
         raise ApprovalDeniedError(f"approval was {decision.decision}", details=details)
     if not (_timestamp(decision.decided_at) and _timestamp(decision.expires_at)):
         # Fail closed: a NaN compares false with everything, so it would never expire. (The
-        # constructor refuses these; a decision built around it, e.g. by evolve(), lands here.)
+        # constructor refuses these; one changed behind its back, or a subclass's, lands here.)
         raise ApprovalDeniedError("approval timestamps are not finite epoch seconds",
                                   details={**details, "reason": "malformed_timestamps"})
     if decision.input_hash != request.input_hash:
