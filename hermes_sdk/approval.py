@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 import uuid
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Union
@@ -11,7 +12,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Union
 import attrs
 
 from ._constants import APPROVAL_TTL_SECONDS
-from .errors import ApprovalDeniedError
+from .errors import ApprovalDeniedError, InvalidInputError
 
 DECISIONS = ("approved", "denied", "expired", "revoked")
 
@@ -28,13 +29,26 @@ def input_hash(capability_id: str, input: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _timestamp(value: object) -> bool:
+    """A usable decision time: a finite real number of epoch seconds (not a bool, NaN or infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return abs(value) < 1e12 if isinstance(value, int) else math.isfinite(value) and abs(value) < 1e12
+
+
+def _check_timestamp(_: Any, attribute: Any, value: Any) -> None:
+    if not _timestamp(value):
+        raise InvalidInputError(f"approval {attribute.name} must be finite epoch seconds, not {value!r}",
+                                details={"field": f"approval.{attribute.name}"})
+
+
 @attrs.frozen
 class ApprovalDecision:
     approval_id: str
     decision: str = attrs.field(validator=attrs.validators.in_(DECISIONS))
     approver: str
-    decided_at: float
-    expires_at: float
+    decided_at: float = attrs.field(validator=_check_timestamp)
+    expires_at: float = attrs.field(validator=_check_timestamp)
     input_hash: str
     reason: Optional[str] = None
     policy_decision_id: Optional[str] = None
@@ -107,6 +121,11 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
     details = {"approval_id": decision.approval_id, "decision": decision.decision}
     if decision.decision != "approved":
         raise ApprovalDeniedError(f"approval was {decision.decision}", details=details)
+    if not (_timestamp(decision.decided_at) and _timestamp(decision.expires_at)):
+        # Fail closed: a NaN compares false with everything, so it would never expire. (The
+        # constructor refuses these; one changed behind its back, or a subclass's, lands here.)
+        raise ApprovalDeniedError("approval timestamps are not finite epoch seconds",
+                                  details={**details, "reason": "malformed_timestamps"})
     if decision.input_hash != request.input_hash:
         raise ApprovalDeniedError("approval is bound to a different input", details={**details,
                                                                                       "reason": "input_mismatch"})

@@ -7,6 +7,7 @@ event back on a close-delimited stream.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
@@ -43,7 +44,7 @@ _BOUNDARIES = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 def _chunks(response: requests.Response) -> Iterator[bytes]:
-    """Yield body bytes as they arrive, enforcing the frame and stream size limits."""
+    """Yield body bytes as they arrive, enforcing the stream size limit (frames: ``_sse_frames``)."""
     raw = response.raw
     read1 = getattr(raw, "read1", None)
     source: Iterator[bytes]
@@ -56,48 +57,131 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
     else:  # urllib3 1.x: no read1; chunked streams still arrive live this way
         source = response.iter_content(chunk_size=None)
     total = 0
-    frame = 0
     for chunk in source:
         total += len(chunk)
         if total > MAX_STREAM_BYTES:
-            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit",
+            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit", uncertain_outcome=True,
                                        details={"limit_bytes": MAX_STREAM_BYTES})
-        if frame == 0 and len(chunk) <= MAX_SSE_FRAME_BYTES and chunk.endswith(b"\n\n"):
-            pass  # the usual chunk: whole events, none of them can be over the limit
-        else:
-            frame = _open_frame(chunk, frame)
         yield chunk
 
 
-def _open_frame(chunk: bytes, frame: int) -> int:
-    """Check every frame this chunk ends or holds; return the size of the one it leaves open."""
-    end = _frame_end(chunk, 0)
-    if end < 0:
-        size = frame + len(chunk)
-    elif frame + end > MAX_SSE_FRAME_BYTES or (len(chunk) > MAX_SSE_FRAME_BYTES and _holds_large(chunk, end)):
-        size = MAX_SSE_FRAME_BYTES + 1
-    else:
-        size = len(chunk) - max(i + len(b) for b in _BOUNDARIES for i in (chunk.rfind(b),) if i >= 0)
-    if size > MAX_SSE_FRAME_BYTES:
-        raise InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
-                                   details={"limit_bytes": MAX_SSE_FRAME_BYTES})
-    return size
+def _too_large() -> InvalidResponseError:
+    # Streams are model calls: Hermes has begun the work, so cutting the stream leaves it uncertain.
+    return InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
+                                uncertain_outcome=True, details={"limit_bytes": MAX_SSE_FRAME_BYTES})
 
 
 def _frame_end(chunk: bytes, start: int) -> int:
-    """Where the first frame boundary at or after ``start`` ends, or -1."""
-    ends = [i + len(b) for b in _BOUNDARIES for i in (chunk.find(b, start),) if i >= 0]
-    return min(ends) if ends else -1
+    """Where the first frame boundary at or after ``start`` ends (the smallest end), or -1."""
+    end = -1
+    for boundary in _BOUNDARIES:
+        i = chunk.find(boundary, start)
+        if i >= 0 and (end < 0 or i + len(boundary) < end):
+            end = i + len(boundary)
+    return end
 
 
-def _holds_large(chunk: bytes, start: int) -> bool:
-    """Whether a frame that starts and ends inside this (huge) chunk is over the limit."""
-    end = _frame_end(chunk, start)
-    while end >= 0:
-        if end - start > MAX_SSE_FRAME_BYTES:
-            return True
-        start, end = end, _frame_end(chunk, end)
-    return False
+_BOM = b"\xef\xbb\xbf"
+
+
+def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
+    """Split a byte stream into frames, whatever its HTTP chunking (a frame may keep its boundary:
+    blank lines mean nothing inside a frame).
+
+    A frame ends at the first of ``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r`` (the earliest end) in the
+    whole byte stream, so a boundary split across two chunks is seen; the open frame is kept as a
+    list of pieces, joined once (linear, however many lines or chunks make it). A frame over 1 MiB,
+    boundary included, is refused as soon as its open part passes the limit. One UTF-8 byte-order
+    mark at the start of the stream is skipped, as the SSE standard says.
+    """
+    limit = MAX_SSE_FRAME_BYTES
+    pieces: list[bytes] = []
+    size = 0  # bytes of the open frame
+    tail = b""  # its last (at most 3) bytes: a boundary may start there
+    source = iter(source)
+    head = b""  # the stream's first bytes, until a BOM can be told apart
+    for chunk in source:
+        head += chunk
+        if len(head) >= 3 or not _BOM.startswith(head):
+            break
+    for chunk in itertools.chain((head[3:] if head.startswith(_BOM) else head,), source):
+        if not size and b"\r" not in chunk:
+            # The usual case: LF only, no open frame. split() does it all.
+            frames = chunk.split(b"\n\n")
+            rest = frames.pop()
+            if frames:
+                if len(chunk) > limit - 2 and max(map(len, frames)) > limit - 2:
+                    raise _too_large()
+                yield from frames
+            if rest:
+                if len(rest) > limit:
+                    raise _too_large()
+                pieces.append(rest)
+                size = len(rest)
+                tail = rest[-3:]
+            continue
+        if not chunk:
+            continue
+        pos = 0
+        if size:
+            # A boundary that starts in the open frame's tail and ends in this chunk.
+            probe = tail + chunk[:3]
+            end = _frame_end(probe, 0)
+            if end > 0:
+                cut = end - len(tail)
+                if size + cut > limit:
+                    raise _too_large()
+                pieces.append(chunk[:cut])
+                yield b"".join(pieces)
+                pieces, size, tail, pos = [], 0, b"", cut
+        if b"\r" not in chunk:
+            # LF only, after an open frame. (A CR in its tail was handled above.)
+            if pos:
+                chunk = chunk[pos:]
+            frames = chunk.split(b"\n\n")
+            rest = frames.pop()
+            if frames:
+                first = frames[0]
+                if pieces:
+                    if size + len(first) + 2 > limit:
+                        raise _too_large()
+                    pieces.append(first)
+                    frames[0] = b"".join(pieces)
+                    pieces, size = [], 0
+                tail = b""
+                if len(chunk) > limit - 2 and max(map(len, frames)) > limit - 2:
+                    raise _too_large()
+                yield from frames
+            if rest:
+                size += len(rest)
+                if size > limit:
+                    raise _too_large()
+                pieces.append(rest)
+                tail = (tail + rest)[-3:] if len(rest) < 3 else rest[-3:]
+            continue
+        end = _frame_end(chunk, pos)
+        while end >= 0:
+            if size + end - pos > limit:
+                raise _too_large()
+            if pieces:
+                pieces.append(chunk[pos:end])
+                frame = b"".join(pieces)
+                pieces, size = [], 0
+            else:
+                frame = chunk[pos:end]
+            tail = b""
+            yield frame
+            pos = end
+            end = _frame_end(chunk, pos)
+        if pos < len(chunk):
+            rest = chunk[pos:] if pos else chunk
+            size += len(rest)
+            if size > limit:
+                raise _too_large()
+            pieces.append(rest)
+            tail = (tail + rest)[-3:] if len(rest) < 3 else rest[-3:]
+    if size:
+        yield b"".join(pieces)  # the stream ended inside a frame: it is still parsed (and counted)
 
 
 def _reads_chunks(raw: Any) -> bool:
@@ -130,8 +214,13 @@ class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
         self._char_enc = "utf-8"
         self._logger = _log
 
+    def _read(self) -> Iterator[bytes]:
+        # sseclient-py's own _read grows each frame a line at a time (quadratic in its lines) and
+        # does not skip a byte-order mark; _sse_frames is linear and chunking-independent.
+        return _sse_frames(self._event_source)
+
     def frames(self) -> Iterator[tuple[str, Optional[str], str]]:
-        for chunk in self._read():  # type: ignore[attr-defined]  # sseclient-py is untyped
+        for chunk in self._read():
             name: Optional[str] = None
             event_id: Optional[str] = None
             data: Optional[list[str]] = None
@@ -175,7 +264,7 @@ def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEve
                     data = json.loads(raw_data)  # trailing whitespace, or extra data (raises)
             else:
                 data = json.loads(raw_data)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep for the decoder: kept as the raw string
             data = raw_data
     event = None if name == "message" else name
     terminal = data == "[DONE]" or event_name(event, data) in TERMINAL_NAMES

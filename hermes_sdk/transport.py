@@ -8,6 +8,7 @@ body is encoded once by the operation mapper.
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
@@ -23,6 +24,7 @@ from requests.structures import CaseInsensitiveDict
 
 from ._constants import (
     CONNECT_TIMEOUT,
+    MAX_ERROR_BODY_BYTES,
     MAX_JSON_RESPONSE_BYTES,
     RETRY_AFTER_CAP,
     RETRY_BASE_DELAY,
@@ -196,7 +198,8 @@ class Transport:
             merged["Content-Length"] = "0"
         prepared.headers = merged
         prepared.body = body
-        prepared.hooks = {"response": []}
+        # Runs inside Session.send before it looks for a redirect: see _unredirect.
+        prepared.hooks = {"response": [_unredirect]}
         # Never sent (no Cookie header is prepared); a jar keeps a 3xx from crashing Session.send.
         prepared._cookies = requests.cookies.RequestsCookieJar()  # type: ignore[attr-defined]
         proxies, verify, cert = self._origin_settings(endpoint.base_url)
@@ -230,6 +233,16 @@ def socket_of(response: requests.Response) -> Any:
     return getattr(conn, "sock", None)
 
 
+def _unredirect(response: requests.Response, **_: Any) -> requests.Response:
+    """Hide a 3xx's ``Location`` from ``Session.send``, which otherwise reads the whole (unbounded)
+    body of a redirect to build ``Response.next``, even with ``allow_redirects=False``. Our session
+    never does (``_NoRedirectSession``); a caller's session would. The SDK never follows redirects;
+    the target stays readable as ``X-Hermes-SDK-Redirect-Location``."""
+    if 300 <= response.status_code < 400 and "Location" in response.headers:
+        response.headers["X-Hermes-SDK-Redirect-Location"] = response.headers.pop("Location")
+    return response
+
+
 def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES) -> bytes:
     """Read a whole (non-SSE) body, refusing more than ``limit`` bytes, then free the connection."""
     length = response.headers.get("Content-Length")
@@ -255,11 +268,15 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
 
 
 def decode_json(data: bytes) -> Any:
-    """The connector's decoding: blank is None, non-JSON becomes ``{"text": raw}``."""
+    """The connector's decoding: blank is None, non-JSON becomes ``{"text": raw}``; JSON nested too
+    deep for the decoder is an invalid response (never a raw RecursionError)."""
     if not data.strip():
         return None
     try:
         return json.loads(data)
+    except RecursionError:
+        raise InvalidResponseError("response JSON is nested too deep to decode",
+                                   details={"reason": "json_too_deep"}) from None
     except ValueError:
         try:
             return {"text": data.decode("utf-8")}
@@ -277,25 +294,36 @@ def decode_reply(data: bytes) -> Any:
 
 
 def retry_after_ms(response: requests.Response) -> Optional[int]:
+    """Retry-After (delta seconds or an HTTP-date) in ms, capped at RETRY_AFTER_CAP; never raises.
+
+    ``inf``, ``1e309``, NaN and absurd values are a server's mistake or an attack: a non-finite or
+    huge delay is reported as the cap, a negative one or a date in the past as 0, garbage as None.
+    """
     value = response.headers.get("Retry-After")
     if value is None:
         return None
+    cap = RETRY_AFTER_CAP
+    text = value.strip()[:64]
     try:
-        return max(0, int(float(value.strip()) * 1000))
+        seconds = float(text)
     except ValueError:
         from email.utils import parsedate_to_datetime
 
         try:
-            return max(0, int((parsedate_to_datetime(value).timestamp() - time.time()) * 1000))
-        except (TypeError, ValueError):
+            seconds = parsedate_to_datetime(text).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
+    if math.isnan(seconds):
+        return None
+    return int(min(max(seconds, 0.0), cap) * 1000)
 
 
 def error_for_status(response: requests.Response, contract: Contract) -> HermesError:
     """Map a non-2xx provider response to a typed error, keeping what the connector drops."""
     status = response.status_code
     try:
-        payload = decode_json(read_body(response))
+        # A small bounded read: an error body adds detail, never megabytes (redirects included).
+        payload = decode_json(read_body(response, MAX_ERROR_BODY_BYTES))
     except (HermesError, requests.RequestException, OSError):
         payload = None  # the status alone decides the error; an unreadable body adds nothing
     err = payload.get("error") if isinstance(payload, dict) else None

@@ -9,10 +9,11 @@ from .common import (
     RequestParts,
     bad,
     check_message,
+    check_numbers,
     control_headers,
     encode_body,
     max_events_value,
-    require_mapping,
+    require_input,
     visible_text,
 )
 
@@ -70,10 +71,11 @@ def _check_body(body: Mapping[str, Any]) -> None:
             check_message(f"body.conversation_history[{i}]", item)
     if body.get("store") is not None and not isinstance(body["store"], bool):
         raise bad("body.store", "'store' must be a boolean")
+    check_numbers(body, "body.")
 
 
 def build(operation: str, raw: object) -> RequestParts:
-    data = require_mapping(raw)
+    data = require_input(raw)
     streaming = operation == "responses_stream"
     body, control = _split(data)
     _check_body(body)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .._constants import MAX_RESPONSE_ID_BYTES
-from .common import RequestParts, bad, control_headers, require_mapping
+from .common import RequestParts, bad, control_headers, require_input
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -13,7 +13,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def response_id_value(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise bad("response_id", "'response_id' must be a non-empty string")
-    if len(value.encode("utf-8")) > MAX_RESPONSE_ID_BYTES:
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise bad("response_id", "'response_id' holds text that is not valid Unicode (a lone surrogate)") from None
+    if size > MAX_RESPONSE_ID_BYTES:
         raise bad("response_id", f"'response_id' is longer than {MAX_RESPONSE_ID_BYTES} bytes")
     if _CONTROL.search(value):
         raise bad("response_id", "'response_id' must not contain control characters")
@@ -24,7 +28,7 @@ def response_id_value(value: object) -> str:
 
 
 def build(operation: str, raw: object) -> RequestParts:
-    data = require_mapping(raw)
+    data = require_input(raw)
     value = data.get("response_id")
     if value is None and isinstance(data.get("body"), dict):
         value = data["body"].get("response_id")

@@ -5,11 +5,16 @@ emulator can serve on its own (``python -m hermes_sdk.testing``).
 """
 
 from .emulator import HermesEmulator, main, serve
+from .faults import FAULTS, Fault, FaultRequest, FaultServer
 from .model import AgentResult, Reply, RequestInfo
 from .state import SeenRequest
 
 __all__ = [
+    "FAULTS",
     "AgentResult",
+    "Fault",
+    "FaultRequest",
+    "FaultServer",
     "HermesEmulator",
     "Reply",
     "RequestInfo",

@@ -132,8 +132,9 @@ def test_a_fast_call_is_not_cut_and_leaves_no_alarm(hermes_emulator: HermesEmula
         assert client.chat(prompt="again").text == "ECHO: again"
 
 
-def test_close_closes_streams_left_open(hermes_emulator: HermesEmulator) -> None:
-    client = hermes_emulator.client(load_entrypoints=False)
+def test_close_closes_streams_left_open(hermes_emulator_factory: Any) -> None:
+    # Its own emulator: the interrupted run holds a run slot until its SLOW sleep ends.
+    client = hermes_emulator_factory().client(load_entrypoints=False)
     stream = client.chat_stream(prompt="SLOW:5 hold on")
     began = time.monotonic()
     client.close()
