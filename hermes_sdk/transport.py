@@ -89,7 +89,7 @@ class _PooledAdapter(HTTPAdapter):
 
 
 class Transport:
-    """Owns the requests session and the per-origin settings resolved once."""
+    """The requests session of a client, and the per-origin settings resolved once."""
 
     def __init__(self, session: Optional[requests.Session] = None, pool_maxsize: int = 32) -> None:
         self._own_session = session is None
@@ -158,6 +158,7 @@ class Transport:
         return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
     def close(self) -> None:
+        """Close the session the transport created; a caller's own session is left open."""
         if self._own_session:
             self.session.close()
 
@@ -200,6 +201,7 @@ def decode_json(data: bytes) -> Any:
 
 
 def retry_after_ms(response: requests.Response) -> Optional[int]:
+    """The ``Retry-After`` header in milliseconds (seconds or an HTTP date), or None if absent or unreadable."""
     value = response.headers.get("Retry-After")
     if value is None:
         return None

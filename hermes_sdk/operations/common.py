@@ -35,22 +35,25 @@ class ProviderRequest:
 
 
 def bad(field: str, message: str, **details: Any) -> InvalidInputError:
+    """An :class:`~hermes_sdk.InvalidInputError` naming the offending ``field``, for the caller to raise."""
     return InvalidInputError(message, details={"field": field, **details})
 
 
 def require_mapping(value: object, field: str = "input") -> Mapping[str, Any]:
+    """``value`` if it is a JSON object (a mapping), else an InvalidInputError naming ``field``."""
     if not isinstance(value, Mapping):
         raise bad(field, f"{field} must be a JSON object")
     return value
 
 
 def is_number(value: object) -> bool:
+    """Whether ``value`` is a finite int or float (a bool is not a number here)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(float(value)))
 
 
 def session_value(field: str, value: object) -> Optional[str]:
-    """Hermes session headers: at most 256 characters, no CR, LF or NUL."""
+    """A Hermes session header value (or None): at most 256 characters, no CR, LF or NUL."""
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
@@ -63,6 +66,7 @@ def session_value(field: str, value: object) -> Optional[str]:
 
 
 def idempotency_value(value: object) -> Optional[str]:
+    """An idempotency key as it is sent in ``Idempotency-Key`` (a valid header value), or None."""
     from ..endpoints import validate_header_value
 
     if value is None:
@@ -85,6 +89,7 @@ def control_headers(fields: Mapping[str, Any], with_session_id: bool = False) ->
 
 
 def max_events_value(value: object, default: int) -> int:
+    """``max_events`` as an integer from 1 to 100,000, or ``default`` when not given."""
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_MAX_EVENTS:
@@ -127,6 +132,7 @@ def visible_text(content: object) -> bool:
 
 
 def check_message(field: str, message: object) -> Mapping[str, Any]:
+    """Check one ``role``/``content`` message object and return it; InvalidInputError names ``field``."""
     if not isinstance(message, Mapping):
         raise bad(field, f"{field} must be an object with 'role' and 'content'")
     role = message.get("role")
