@@ -77,7 +77,7 @@ class ApprovalRequest:
         id: this request's id (``aprq_...``).
         action_id: the action that asks.
         capability_id: the capability to approve.
-        input_snapshot: the input, redacted (ids, prompts and secrets replaced).
+        input_snapshot: the input, redacted (every string outside the operational allowlist replaced).
         input_hash: :func:`~hermes_sdk.input_hash` of the capability id and the exact input.
         reason: the ``reason=`` given to the call, or None.
         requested_at: epoch seconds of the request.
@@ -111,7 +111,7 @@ class ApprovalRequest:
         """Deny this request; a call given this decision raises :class:`~hermes_sdk.ApprovalDeniedError`.
 
         Args:
-            approver: who denies (recorded in the error details).
+            approver: who denies.
             reason: why; default the request's ``reason``.
         """
         return self._decide("denied", approver, reason, None)

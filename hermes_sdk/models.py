@@ -198,7 +198,7 @@ class StreamResult:
         truncated: whether ``max_events`` stopped collection before a terminal event.
         status: ``completed``, ``failed`` or ``cancelled``.
         error: why the stream did not complete (:class:`~hermes_sdk.StreamError`,
-            :class:`~hermes_sdk.CancelledError`, a transport or deadline error), else None.
+            :class:`~hermes_sdk.CancelledError`, or the error that broke it), else None.
         session_id: the ``X-Hermes-Session-Id`` response header, or None.
         event_count: the number of events received, kept or not.
         finish_reason: the chat finish reason from the final chunk, or None.
