@@ -44,6 +44,25 @@ def _check_timestamp(_: Any, attribute: Any, value: Any) -> None:
 
 @attrs.frozen
 class ApprovalDecision:
+    """An approver's answer to an :class:`~hermes_sdk.ApprovalRequest`, bound to one input by its hash.
+
+    Build it with :meth:`~hermes_sdk.ApprovalRequest.approve` or :meth:`~hermes_sdk.ApprovalRequest.deny`
+    (or from its AIP JSON shape) and pass it as ``approval=``. Before anything is sent, the SDK checks it
+    against the call's own input, TTL and evidence; a mismatch raises :class:`~hermes_sdk.ApprovalDeniedError`.
+
+    Attributes:
+        approval_id: this decision's id (``apr_...``).
+        decision: ``approved``, ``denied``, ``expired`` or ``revoked``; only ``approved`` lets a call run.
+        approver: who decided (a person or a policy engine).
+        decided_at: when, in epoch seconds; a decision is valid for 15 minutes.
+        expires_at: epoch seconds after which the decision no longer counts.
+        input_hash: :func:`~hermes_sdk.input_hash` of the capability id and the input it approves.
+        reason: why the action is wanted (required evidence; the request's ``reason`` when not given).
+        policy_decision_id: the policy decision that allowed it (required evidence).
+        input_snapshot: the redacted input the approver saw.
+        approval_request_id: the id of the :class:`~hermes_sdk.ApprovalRequest` it answers.
+    """
+
     approval_id: str
     decision: str = attrs.field(validator=attrs.validators.in_(DECISIONS))
     approver: str
@@ -63,7 +82,23 @@ class ApprovalDecision:
 
 @attrs.frozen
 class ApprovalRequest:
-    """What an approver sees: never the raw input, only its redacted snapshot and its hash."""
+    """What an approver sees: never the raw input, only its redacted snapshot and its hash.
+
+    Handed to the approval provider, or built up front with
+    :meth:`~hermes_sdk.HermesClient.approval_request`; answer it with :meth:`approve` or :meth:`deny`.
+
+    Attributes:
+        id: this request's id (``aprq_...``).
+        action_id: the action that asks.
+        capability_id: the capability to approve.
+        input_snapshot: the input, redacted (every string outside the operational allowlist replaced).
+        input_hash: :func:`~hermes_sdk.input_hash` of the capability id and the exact input.
+        reason: the ``reason=`` given to the call, or None.
+        requested_at: epoch seconds of the request.
+        expires_at: epoch seconds after which a decision on it no longer counts (15 minutes).
+        principal_id: the principal of the call's context, or None.
+        tenant_id: the tenant of the call's context, or None.
+    """
 
     id: str
     action_id: str
@@ -77,9 +112,22 @@ class ApprovalRequest:
     tenant_id: Optional[str] = None
 
     def approve(self, *, approver: str, policy_decision_id: str, reason: Optional[str] = None) -> ApprovalDecision:
+        """Approve this request: a decision bound to its input, valid for 15 minutes (never past the request).
+
+        Args:
+            approver: who approves (recorded with the result).
+            policy_decision_id: the policy decision that allows the action (required evidence).
+            reason: why; default the request's ``reason``.
+        """
         return self._decide("approved", approver, reason, policy_decision_id)
 
     def deny(self, *, approver: str, reason: Optional[str] = None) -> ApprovalDecision:
+        """Deny this request; a call given this decision raises :class:`~hermes_sdk.ApprovalDeniedError`.
+
+        Args:
+            approver: who denies.
+            reason: why; default the request's ``reason``.
+        """
         return self._decide("denied", approver, reason, None)
 
     def _decide(self, decision: str, approver: str, reason: Optional[str],
@@ -98,7 +146,10 @@ ApprovalProvider = Union[ProviderFn, "HasRequestApproval"]
 
 
 class HasRequestApproval(Protocol):
-    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]: ...
+    """An approval provider given as an object: anything with a ``request_approval`` method."""
+
+    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Return a decision for ``request``, or None to leave it undecided (the call is then refused)."""
 
 
 def ask(provider: Any, request: ApprovalRequest) -> Optional[ApprovalDecision]:
@@ -147,16 +198,22 @@ class DenyAll:
     """The default: no approver is configured, so nothing destructive runs."""
 
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Decide nothing, so every approval-gated call raises :class:`~hermes_sdk.ApprovalRequiredError`."""
         return None
 
 
 class CallbackProvider:
-    """Wraps a function; handy for an interactive prompt or a ticketing system."""
+    """An approval provider that asks a function; handy for an interactive prompt or a ticketing system.
+
+    Args:
+        callback: ``callback(request) -> ApprovalDecision | None``.
+    """
 
     def __init__(self, callback: ProviderFn) -> None:
         self._callback = callback
 
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Return what the callback decides for ``request`` (None leaves it undecided)."""
         return self._callback(request)
 
 
@@ -168,7 +225,14 @@ def _names(value: Optional[Iterable[str]]) -> Optional[frozenset[str]]:
 
 @attrs.frozen
 class PolicyRule:
-    """Approve when principal and tenant match (None matches any); the rule names its policy decision."""
+    """Approve when principal, tenant and capability match (None matches any); the rule names its policy decision.
+
+    Attributes:
+        policy_decision_id: recorded as the decision's ``policy_decision_id``.
+        principals: allowed principal ids (a string or an iterable), or None for any.
+        tenants: allowed tenant ids, or None for any.
+        capabilities: allowed capability ids, or None for any.
+    """
 
     policy_decision_id: str
     principals: Optional[frozenset[str]] = attrs.field(default=None, converter=_names)
@@ -176,13 +240,20 @@ class PolicyRule:
     capabilities: Optional[frozenset[str]] = attrs.field(default=None, converter=_names)
 
     def matches(self, request: ApprovalRequest) -> bool:
+        """Whether the request's principal, tenant and capability are all allowed by this rule."""
         return all(allowed is None or value in allowed for allowed, value in (
             (self.principals, request.principal_id), (self.tenants, request.tenant_id),
             (self.capabilities, request.capability_id)))
 
 
 class StaticPolicyProvider:
-    """Approves requests that match a rule (on principal, tenant, capability); denies the rest."""
+    """An approval provider that approves requests matching a rule (principal, tenant, capability).
+
+    Args:
+        rules: the :class:`~hermes_sdk.PolicyRule` objects, tried in order.
+        approver: the approver named in its decisions.
+        deny_unmatched: deny a request no rule matches (default); False leaves it undecided.
+    """
 
     def __init__(self, rules: Iterable[PolicyRule], approver: str = "static-policy",
                  deny_unmatched: bool = True) -> None:
@@ -191,6 +262,7 @@ class StaticPolicyProvider:
         self.deny_unmatched = deny_unmatched
 
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Approve by the first matching rule; otherwise deny, or return None when ``deny_unmatched`` is False."""
         for rule in self.rules:
             if rule.matches(request):
                 return request.approve(approver=self.approver, policy_decision_id=rule.policy_decision_id,

@@ -57,7 +57,7 @@ class Call:
     replay_of: Optional["ActionResult"] = None  #: the recorded outcome, when this call is a replay
     attributes: dict[str, Any] = attrs.field(factory=dict)
     started_at: float = attrs.field(factory=time.time)
-    executed: bool = False  #: handed to the transport: its outcome may be uncertain from here on
+    executed: bool = False  #: whether it was handed to the transport (its outcome may be uncertain from then on)
     stream_settled: bool = False
     _settle_callbacks: list[SettleCallback] = attrs.field(factory=list, alias="_settle_callbacks")
 

@@ -49,6 +49,10 @@ def _stream_out(stream: Any, as_json: bool) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    """``hermes-sdk chat TEXT``: one chat turn, printed as text (or JSON); returns the exit code.
+
+    A finish reason other than ``stop`` is reported on stderr, since the text alone may be partial.
+    """
     client = _client()
     with client:
         if args.stream:
@@ -64,6 +68,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_responses_create(args: argparse.Namespace) -> int:
+    """``hermes-sdk responses create INPUT``: create a response and print its text; its id goes to stderr."""
     body: dict[str, Any] = {"input": args.input}
     if args.previous_response_id:
         body["previous_response_id"] = args.previous_response_id
@@ -82,6 +87,7 @@ def cmd_responses_create(args: argparse.Namespace) -> int:
 
 
 def cmd_responses_get(args: argparse.Namespace) -> int:
+    """``hermes-sdk responses get ID``: print a stored response's text (or its JSON)."""
     with _client() as client:
         result = client.response_get(args.id)
     if args.json:
@@ -92,6 +98,11 @@ def cmd_responses_get(args: argparse.Namespace) -> int:
 
 
 def cmd_responses_delete(args: argparse.Namespace) -> int:
+    """``hermes-sdk responses delete ID``: delete a stored response, the terminal operator approving.
+
+    The operator confirms at a prompt, or up front with ``--yes``. Without ``--yes`` and without a
+    terminal nothing is decided, so the deletion is refused (``hermes_sdk.approval_required``).
+    """
     from .approval import ApprovalRequest
 
     def approve(request: ApprovalRequest) -> Any:
@@ -112,6 +123,11 @@ def cmd_responses_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_capabilities(args: argparse.Namespace) -> int:
+    """``hermes-sdk capabilities``: list the capability descriptors.
+
+    Without ``HERMES_BASE_URL`` no client can be built; the contracts are data, so they are listed for
+    the configured (or default) endpoint id anyway.
+    """
     import os
 
     if os.environ.get("HERMES_BASE_URL"):
@@ -134,6 +150,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    """``hermes-sdk plugins``: print the loaded plugins and their hooks as JSON."""
     from .plugins import build_manager, describe
 
     _print_json(describe(build_manager()))
@@ -141,6 +158,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_emulator(args: argparse.Namespace) -> int:
+    """``hermes-sdk emulator``: serve the bundled Hermes emulator until interrupted."""
     from .testing import serve
 
     serve(args.host, args.port, args.api_key)
@@ -168,6 +186,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``hermes-sdk`` argument parser; each subcommand sets ``func`` to its ``cmd_*`` function."""
     parser = argparse.ArgumentParser(prog="hermes-sdk", description="Hermes chat and Responses from the shell. "
                                      "Configure with HERMES_BASE_URL, HERMES_API_KEY, HERMES_ENDPOINT_ID.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -219,6 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``hermes-sdk`` command and return its exit code.
+
+    0 on success, 1 for a :class:`~hermes_sdk.HermesError` (its code and message go to stderr), 130 on
+    Ctrl-C, 141 when the reader of stdout went away; argparse exits with 2 on a usage error.
+    """
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:

@@ -328,8 +328,11 @@ class HermesClient:
                      idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
                      action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
                      deadline: Deadline = None, timeout: TimeoutLike = None) -> Response:
-        """A stored response by id. The one capability retried automatically (bounded, jittered,
-        honouring ``Retry-After``). NotFoundError for an unknown or deleted id."""
+        """A stored response by id (``GET /v1/responses/{response_id}``).
+
+        The one capability retried automatically (bounded, jittered, honouring ``Retry-After``).
+        :class:`~hermes_sdk.NotFoundError` for an unknown or deleted id.
+        """
         data = _stored_input(response_id, session_key)
         return self._call(RESPONSE_GET, data, endpoint, idempotency_key, action_id, context, deadline,
                           timeout=timeout)

@@ -103,6 +103,7 @@ def _event_json(event: StreamEvent) -> dict[str, Any]:
 
 def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
     # The events dominate (one per SSE event): unstructure them by hand, the rest with cattrs.
+    """A StreamResult as JSON: the output of a stream's ActionResult and its durable record."""
     events = result.events
     if type(events) is not list or any(type(e) is not StreamEvent for e in events):
         slow: dict[str, Any] = converter.unstructure(result)
@@ -113,15 +114,18 @@ def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
 
 
 def stream_result_from_json(data: Mapping[str, Any]) -> StreamResult:
+    """Rebuild a StreamResult from its JSON (a replayed stream's record)."""
     return converter.structure(dict(data), StreamResult)
 
 
 def action_result_to_json(result: ActionResult) -> dict[str, Any]:
+    """An ActionResult as JSON, as the idempotency store keeps it (the error as its ``to_dict()``)."""
     out: dict[str, Any] = converter.unstructure(result)
     return out
 
 
 def action_result_from_json(data: Mapping[str, Any]) -> ActionResult:
+    """Rebuild an ActionResult from its JSON; the error comes back as its most specific HermesError class."""
     return converter.structure(dict(data), ActionResult)
 
 

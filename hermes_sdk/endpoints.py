@@ -66,6 +66,11 @@ def normalize_base_url(value: object) -> str:
 
 
 def validate_api_key(value: object) -> Optional[str]:
+    """The API key as given, or None for a missing or empty one (a call then raises MissingCredentialError).
+
+    Raises:
+        InvalidInputError: not a string, over 16 KiB, or with whitespace or control characters.
+    """
     if value is None or value == "":
         return None
     if not isinstance(value, str):
@@ -87,6 +92,12 @@ def _latin1(value: str) -> bool:
 
 
 def validate_tenant_id(value: object, field: str = "tenant_id") -> Optional[str]:
+    """The tenant id as given, or None.
+
+    Raises:
+        InvalidInputError: empty, over 512 characters, or with surrounding whitespace or control
+            characters; ``details["field"]`` is ``field``.
+    """
     if value is None:
         return None
     if (not isinstance(value, str) or not value or value != value.strip()
@@ -97,7 +108,7 @@ def validate_tenant_id(value: object, field: str = "tenant_id") -> Optional[str]
 
 
 def validate_header_value(field: str, value: object) -> str:
-    """A header value must be non-empty, at most 16 KiB, and encodable without CR/LF/NUL."""
+    """The value as given, if it is a valid header value: non-empty latin-1, at most 16 KiB, no control characters."""
     if not isinstance(value, str) or not value:
         raise _bad(field, f"{field} must be a non-empty string")
     if len(value) > MAX_HEADER_VALUE_BYTES:  # latin-1: one byte a character
@@ -127,6 +138,11 @@ class Endpoint:
                 f"tenant_id={self.tenant_id!r})")
 
     def require_key(self) -> str:
+        """The endpoint's API key; checked when a call is made, so a client can be built without one.
+
+        Raises:
+            MissingCredentialError: the endpoint has no key (set ``HERMES_API_KEY`` or pass ``api_key``).
+        """
         if not self.api_key:
             raise MissingCredentialError(f"endpoint {self.id!r} has no API key (set HERMES_API_KEY)",
                                          details={"endpoint_id": self.id})

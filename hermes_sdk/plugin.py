@@ -16,7 +16,7 @@ from .operations import OperationSpec, ProviderRequest, RequestParts, register, 
 from .redaction import Redactor
 from .runtime import Runtime
 
-#: The hook object's former name: a :class:`Call`.
+#: The hook object's former name, an alias of :class:`Call`.
 Invocation = Call
 
 __all__ = [

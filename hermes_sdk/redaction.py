@@ -73,7 +73,13 @@ def _sub(pattern: Pattern[str], text: str) -> str:
 
 
 class Redactor:
-    """Applies the allowlist to structures and the pattern/secret/plugin filters to text."""
+    """The allowlist for structures, and the pattern, secret and plugin filters for text.
+
+    Args:
+        filters: extra text filters ``fn(key, text) -> text`` (a failing one redacts the whole text).
+        patterns: extra regular expressions whose matches are redacted.
+        allowed_keys: extra keys whose string values may be shown.
+    """
 
     def __init__(self, filters: Iterable[FilterFn] = (), patterns: Iterable[str] = (),
                  allowed_keys: Iterable[str] = ()) -> None:
@@ -123,7 +129,7 @@ class Redactor:
 
 
 class RedactingLogFilter(logging.Filter):
-    """Defense in depth on log records: renders the message and scrubs it with the text filters.
+    """Defense in depth on log records: the message rendered and scrubbed with the text filters.
 
     Installed on the ``hermes_sdk`` logger, and on ``urllib3.connectionpool`` whose DEBUG lines
     carry request paths (a response id is part of the path).
@@ -134,6 +140,7 @@ class RedactingLogFilter(logging.Filter):
         self.redactor = redactor or Redactor()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Replace the record's message with its scrubbed rendering; never drops a record."""
         try:
             message = record.getMessage()
         except Exception:

@@ -272,6 +272,7 @@ def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEve
 
 
 def event_name(event: Optional[str], data: Any) -> Optional[str]:
+    """An event's name: its SSE ``event:`` field, else the ``event`` key of its JSON data, else None."""
     if event:
         return event
     if isinstance(data, dict):
@@ -282,7 +283,7 @@ def event_name(event: Optional[str], data: Any) -> Optional[str]:
 
 
 class Aggregate:
-    """Folds events into the stream result, one event at a time, so iteration stays live."""
+    """The stream result being built, one event at a time, so iteration stays live."""
 
     def __init__(self, endpoint_id: str, operation: str, http_status: int, max_events: int,
                  session_id: Optional[str], keep_events: bool = True) -> None:
@@ -377,9 +378,11 @@ class Aggregate:
 
     @property
     def done(self) -> bool:
+        """Whether collection has stopped (a terminal event arrived, or ``max_events`` was reached)."""
         return self.terminal or self.truncated
 
     def result(self, error: Optional[HermesError] = None, cancelled: bool = False) -> StreamResult:
+        """The StreamResult so far; ``error`` or ``cancelled`` say why a stream without a terminal event ended."""
         status, error = self._outcome(error, cancelled)
         return StreamResult(
             endpoint_id=self.endpoint_id, operation=self.operation, http_status=self.http_status,
@@ -423,6 +426,11 @@ class HermesStream:
 
     Closing before the terminal event cancels the call (the connection is dropped, so Hermes
     interrupts the agent); a stream read to its end leaves the connection in the pool for reuse.
+    Use it as a context manager so it is closed either way.
+
+    ``replayed`` is True for a stream answered from the idempotency record (it yields the recorded
+    events); ``action_id`` names its AIP action; ``action_result`` is its settled
+    :class:`~hermes_sdk.ActionResult` once it ended.
     """
 
     replayed = False
@@ -477,14 +485,17 @@ class HermesStream:
 
     @property
     def session_id(self) -> Optional[str]:
+        """The ``X-Hermes-Session-Id`` response header (pass it as ``session_id=`` to continue), or None."""
         return self._agg.session_id
 
     @property
     def http_status(self) -> int:
+        """The HTTP status of the stream's response."""
         return self._agg.http_status
 
     @property
     def closed(self) -> bool:
+        """Whether the stream has settled (ended, failed or closed); ``result()`` then returns at once."""
         return self._result is not None
 
     def __iter__(self) -> Iterator[StreamEvent]:
@@ -582,8 +593,11 @@ class HermesStream:
         return self._result
 
     def close(self) -> None:
-        """Cancel the stream if it has not ended; idempotent. A stream that already saw its
-        terminal event (the caller broke out of the loop there) settles as it ended, not cancelled."""
+        """Cancel the stream if it has not ended; idempotent.
+
+        A stream that already saw its terminal event (the caller broke out of the loop there)
+        settles as it ended, not cancelled.
+        """
         if self._result is None:
             if self._replay is not None:
                 self._result = self._recorded
@@ -658,8 +672,11 @@ class HermesStream:
 
 
 class ChatStream(HermesStream):
-    """A ``chat_stream`` call."""
+    """The live stream of a :meth:`~hermes_sdk.HermesClient.chat_stream` call (chat completion chunks)."""
 
 
 class ResponseStream(HermesStream):
-    """A ``responses_stream`` call; ``result().final`` is the terminal Responses envelope."""
+    """The live stream of a :meth:`~hermes_sdk.HermesClient.responses_stream` call.
+
+    Its events are Responses events; ``result().final`` is the terminal Responses envelope.
+    """

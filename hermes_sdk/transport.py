@@ -138,7 +138,7 @@ class _PooledAdapter(HTTPAdapter):
 
 
 class Transport:
-    """Owns the requests session and the per-origin settings resolved once."""
+    """The requests session of a client, and the per-origin settings resolved once."""
 
     def __init__(self, session: Optional[requests.Session] = None, pool_maxsize: int = 32) -> None:
         self._own_session = session is None

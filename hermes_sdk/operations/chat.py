@@ -80,6 +80,16 @@ def _check_fields(data: Mapping[str, Any]) -> None:
 
 
 def build(operation: str, raw: object) -> RequestParts:
+    """Validate a chat or chat_stream input and map it to headers and the provider body (no I/O).
+
+    Exactly one of ``prompt``, ``query`` or ``messages``; the last user-or-assistant message must be
+    the user's, since Hermes takes it as the input without checking. Session values and the key travel
+    as headers; ``stream`` is set from the operation.
+
+    Raises:
+        InvalidInputError: a field is missing or invalid (``details["field"]`` names it).
+        PayloadTooLargeError: the body is over Hermes' 10,000,000-byte limit.
+    """
     data = require_input(raw)
     streaming = operation == "chat_stream"
     messages = _branch(data)

@@ -41,10 +41,12 @@ class ProviderRequest:
 
 
 def bad(field: str, message: str, **details: Any) -> InvalidInputError:
+    """An :class:`~hermes_sdk.InvalidInputError` naming the offending ``field``, for the caller to raise."""
     return InvalidInputError(message, details={"field": field, **details})
 
 
 def require_mapping(value: object, field: str = "input") -> Mapping[str, Any]:
+    """``value`` if it is a JSON object (a mapping), else an InvalidInputError naming ``field``."""
     if not isinstance(value, Mapping):
         raise bad(field, f"{field} must be a JSON object")
     return value
@@ -118,6 +120,7 @@ def session_value(field: str, value: object) -> Optional[str]:
 
 
 def idempotency_value(value: object) -> Optional[str]:
+    """An idempotency key as it is sent in ``Idempotency-Key`` (a valid header value), or None."""
     from ..endpoints import validate_header_value
 
     if value is None:
@@ -140,6 +143,7 @@ def control_headers(fields: Mapping[str, Any], with_session_id: bool = False) ->
 
 
 def max_events_value(value: object, default: int) -> int:
+    """``max_events`` as an integer from 1 to 100,000, or ``default`` when not given."""
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_MAX_EVENTS:
@@ -184,6 +188,7 @@ def visible_text(content: object) -> bool:
 
 
 def check_message(field: str, message: object) -> Mapping[str, Any]:
+    """Check one ``role``/``content`` message object and return it; InvalidInputError names ``field``."""
     if not isinstance(message, Mapping):
         raise bad(field, f"{field} must be an object with 'role' and 'content'")
     role = message.get("role")

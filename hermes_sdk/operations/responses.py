@@ -75,6 +75,15 @@ def _check_body(body: Mapping[str, Any]) -> None:
 
 
 def build(operation: str, raw: object) -> RequestParts:
+    """Validate a responses or responses_stream input and map it to headers and the provider body (no I/O).
+
+    The body is ``body``, or without it every non-control field. ``input`` is required and its last
+    item must be the user's; ``conversation`` and ``previous_response_id`` exclude each other.
+
+    Raises:
+        InvalidInputError: a field is missing or invalid (``details["field"]`` names it).
+        PayloadTooLargeError: the body is over Hermes' 10,000,000-byte limit.
+    """
     data = require_input(raw)
     streaming = operation == "responses_stream"
     body, control = _split(data)

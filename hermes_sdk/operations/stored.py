@@ -11,6 +11,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def response_id_value(value: object) -> str:
+    """A response id fit for one path segment: non-empty, at most 512 bytes, no control characters.
+
+    ``.`` and ``..`` are refused: servers and proxies would resolve them away from ``/v1/responses/``.
+    """
     if not isinstance(value, str) or not value.strip():
         raise bad("response_id", "'response_id' must be a non-empty string")
     try:
@@ -28,6 +32,7 @@ def response_id_value(value: object) -> str:
 
 
 def build(operation: str, raw: object) -> RequestParts:
+    """Validate a response_get or response_delete input: ``response_id`` (or ``body.response_id``) is the path."""
     data = require_input(raw)
     value = data.get("response_id")
     if value is None and isinstance(data.get("body"), dict):
