@@ -118,7 +118,13 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
                                         ("policy_decision_id", decision.policy_decision_id),
                                         ("approver", decision.approver)) if not value]
     if missing:
-        raise ApprovalDeniedError("approval lacks required evidence", details={**details, "missing": missing})
+        hints = {"reason": "reason= on the call or on request.approve(...)",
+                 "policy_decision_id": "policy_decision_id= on request.approve(...)",
+                 "approver": "approver= on request.approve(...)"}
+        raise ApprovalDeniedError(
+            "approval lacks required evidence: " + ", ".join(missing) + " (give "
+            + "; ".join(hints[name] for name in missing) + ")",
+            details={**details, "reason": "missing_evidence", "missing": missing})
     return attrs.evolve(decision, reason=decision.reason or request.reason,
                         input_snapshot=decision.input_snapshot or request.input_snapshot,
                         approval_request_id=decision.approval_request_id or request.id)
