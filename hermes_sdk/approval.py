@@ -80,11 +80,15 @@ class ApprovalRequest:
 
 
 ProviderFn = Callable[[ApprovalRequest], Optional[ApprovalDecision]]
-ApprovalProvider = Union[ProviderFn, "HasRequestApproval"]
 
 
 class HasRequestApproval(Protocol):
+    """An approval provider object: ``request_approval(request)`` returns a decision or None."""
+
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]: ...
+
+
+ApprovalProvider = Union[ProviderFn, HasRequestApproval]
 
 
 def ask(provider: Any, request: ApprovalRequest) -> Optional[ApprovalDecision]:
