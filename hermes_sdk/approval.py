@@ -134,6 +134,15 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
                         approval_request_id=decision.approval_request_id or request.id)
 
 
+def approval_required_message(operation: str) -> str:
+    """The text of ``ApprovalRequiredError``: what is missing and every way to supply it."""
+    return (f"{operation} needs an approved decision bound to this input; nothing was sent. Pass "
+            f"approval=client.approval_request({operation!r}, input, reason=...).approve(approver=..., "
+            "policy_decision_id=...), or build the client with HermesClient(approval_provider=...) (or install "
+            "a plugin implementing hermes_approval_provider); from the shell, confirm at the prompt or pass "
+            "--yes to `hermes-sdk responses delete`. See the Approvals guide (docs/approvals.md)")
+
+
 class DenyAll:
     """The default: no approver is configured, so nothing destructive runs."""
 

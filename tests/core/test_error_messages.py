@@ -75,3 +75,12 @@ def test_a_missing_evidence_field_is_named() -> None:
     assert "lacks required evidence: reason, policy_decision_id" in str(info.value)
     assert "reason= on the call" in str(info.value)
     assert info.value.details["missing"] == ["reason", "policy_decision_id"]
+
+
+def test_the_approval_required_text_names_every_way_to_approve() -> None:
+    from hermes_sdk.approval import approval_required_message
+
+    text = approval_required_message("response_delete")
+    for fix in ("client.approval_request('response_delete', input", "approval_provider=", "--yes",
+                "docs/approvals.md", "nothing was sent"):
+        assert fix in text
