@@ -319,14 +319,15 @@ def test_errors_on_stderr_are_scrubbed_of_ids(env: Any, capsys: pytest.CaptureFi
     assert code == 1 and "resp_other0123456789" not in err
 
 
-def test_ctrl_c_exits_130(env: Any) -> None:
+def test_ctrl_c_exits_130(hermes_emulator_factory: Any) -> None:
     import signal
     import time
 
+    emulator = hermes_emulator_factory()  # its own server: the interrupted run must not outlive this test
     proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk", "chat", "SLOW:20 wait for it"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(env))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(emulator))
     deadline = time.time() + 30
-    while env.active_runs == 0 and time.time() < deadline:
+    while emulator.active_runs == 0 and time.time() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
