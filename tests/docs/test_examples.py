@@ -2,7 +2,7 @@
 
 The blocks of one page run in order in one fresh interpreter and share its namespace (a later block
 may use a client made by an earlier one), with ``HERMES_BASE_URL`` and ``HERMES_API_KEY`` pointing
-at a running emulator, so an example written as ``HermesClient()`` talks to it. A block that defines
+at an emulator of its own, so an example written as ``HermesClient()`` talks to it. A block that defines
 ``test_*`` functions is a pytest example and runs under pytest (with the ``hermes_emulator`` fixture).
 
 A block that cannot run here (it needs a real Redis, a path on your server, ...) says so in an HTML
@@ -67,12 +67,17 @@ CASES = [(page, blocks) for page in PAGES if (blocks := examples(page))]
 
 def test_examples_are_found() -> None:
     pages = {str(page.relative_to(ROOT)) for page, _ in CASES}
-    assert {"README.md", "docs/getting-started.md", "docs/plugins.md"} <= pages or {"README.md"} <= pages
+    hooks = {f"docs/hooks/{p.name}" for p in (ROOT / "docs" / "hooks").glob("hermes_*.md")}
+    assert len(hooks) == 7 and hooks | {"README.md", "docs/getting-started.md", "docs/streaming.md"} <= pages
     assert sum(len(blocks) for _, blocks in CASES) >= 20
 
 
 @pytest.mark.parametrize("page,blocks", CASES, ids=[str(p.relative_to(ROOT)) for p, _ in CASES])
-def test_page_examples_run(page: Path, blocks: list[dict[str, Any]], hermes_emulator: Any, tmp_path: Path) -> None:
+def test_page_examples_run(page: Path, blocks: list[dict[str, Any]], hermes_emulator_factory: Any,
+                           tmp_path: Path) -> None:
+    # Each page gets its own emulator: a run an example leaves behind (a deadline that gave up on a
+    # slow reply) ends with it instead of holding a slot on the shared one.
+    hermes_emulator = hermes_emulator_factory()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     env.update(HERMES_BASE_URL=hermes_emulator.base_url, HERMES_API_KEY=hermes_emulator.api_key,
                HERMES_SDK_PLUGINS="", PYTHONDONTWRITEBYTECODE="1")
