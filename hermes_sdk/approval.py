@@ -142,7 +142,6 @@ class ApprovalRequest:
 
 
 ProviderFn = Callable[[ApprovalRequest], Optional[ApprovalDecision]]
-ApprovalProvider = Union[ProviderFn, "HasRequestApproval"]
 
 
 class HasRequestApproval(Protocol):
@@ -150,6 +149,9 @@ class HasRequestApproval(Protocol):
 
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
         """Return a decision for ``request``, or None to leave it undecided (the call is then refused)."""
+
+
+ApprovalProvider = Union[ProviderFn, HasRequestApproval]
 
 
 def ask(provider: Any, request: ApprovalRequest) -> Optional[ApprovalDecision]:
@@ -188,10 +190,25 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
                                         ("policy_decision_id", decision.policy_decision_id),
                                         ("approver", decision.approver)) if not value]
     if missing:
-        raise ApprovalDeniedError("approval lacks required evidence", details={**details, "missing": missing})
+        hints = {"reason": "reason= on the call or on request.approve(...)",
+                 "policy_decision_id": "policy_decision_id= on request.approve(...)",
+                 "approver": "approver= on request.approve(...)"}
+        raise ApprovalDeniedError(
+            "approval lacks required evidence: " + ", ".join(missing) + " (give "
+            + "; ".join(hints[name] for name in missing) + ")",
+            details={**details, "reason": "missing_evidence", "missing": missing})
     return attrs.evolve(decision, reason=decision.reason or request.reason,
                         input_snapshot=decision.input_snapshot or request.input_snapshot,
                         approval_request_id=decision.approval_request_id or request.id)
+
+
+def approval_required_message(operation: str) -> str:
+    """The text of ``ApprovalRequiredError``: what is missing and every way to supply it."""
+    return (f"{operation} needs an approved decision bound to this input; nothing was sent. Pass "
+            f"approval=client.approval_request({operation!r}, input, reason=...).approve(approver=..., "
+            "policy_decision_id=...), or build the client with HermesClient(approval_provider=...) (or install "
+            "a plugin implementing hermes_approval_provider); from the shell, confirm at the prompt or pass "
+            "--yes to `hermes-sdk responses delete`. See the Approvals guide (docs/approvals.md)")
 
 
 class DenyAll:

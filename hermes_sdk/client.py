@@ -22,6 +22,7 @@ from ._constants import (
     DEFAULT_MODEL,
     RETRY_MAX_ATTEMPTS,
 )
+from ._logging import configure_from_env
 from .approval import ApprovalDecision, ApprovalRequest
 from .call import Call
 from .capabilities import CONTRACTS, capability_id, descriptor, parse_capability_id
@@ -108,8 +109,12 @@ class HermesClient:
             raise InvalidInputError("max_attempts must be a positive integer", details={"field": "max_attempts"})
         pm = build_manager(plugins, load_entrypoints)
         install_log_filters()
+        configure_from_env()  # HERMES_SDK_LOG=debug|info
         for ep in self._endpoints.values():
             register_secret(ep.api_key)
+            if not ep.api_key:  # said now, not first at the first call (which refuses with missing_credential)
+                log.warning("hermes_sdk endpoint %r has no API key: set HERMES_API_KEY or pass api_key=; "
+                            "calls will fail with missing_credential", ep.id)
         filters: list[Any] = []
         for group in call_pipeline(pm, "hermes_redaction_filters", client=self) or ():
             filters.extend(group if isinstance(group, (list, tuple)) else [group])

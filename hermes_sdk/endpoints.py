@@ -57,12 +57,17 @@ def normalize_base_url(value: object) -> str:
         raise _bad("base_url", "base_url needs a host")
     if parts.username is not None or parts.password is not None:
         raise _bad("base_url", "base_url must not contain credentials")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or text.endswith(("?", "#")):
-        raise _bad("base_url", "base_url must be a bare origin (no path, query or fragment)")
     host = parts.hostname
     if ":" in host:
         host = f"[{host}]"
-    return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port is not None else "")
+    origin = f"{parts.scheme.lower()}://{host}" + (f":{port}" if port is not None else "")
+    if parts.path.rstrip("/").lower() in ("/v1", "/v1/chat/completions", "/v1/responses"):
+        # The openai habit: the SDK adds /v1/... itself.
+        raise _bad("base_url", f"base_url must be a bare origin: drop /v1 (use {origin!r}); "
+                               "the SDK adds the /v1/... paths itself")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or text.endswith(("?", "#")):
+        raise _bad("base_url", f"base_url must be a bare origin such as {origin!r} (no path, query or fragment)")
+    return origin
 
 
 def validate_api_key(value: object) -> Optional[str]:
@@ -144,7 +149,8 @@ class Endpoint:
             MissingCredentialError: the endpoint has no key (set ``HERMES_API_KEY`` or pass ``api_key``).
         """
         if not self.api_key:
-            raise MissingCredentialError(f"endpoint {self.id!r} has no API key (set HERMES_API_KEY)",
+            raise MissingCredentialError(f"endpoint {self.id!r} has no API key: pass HermesClient(base_url, api_key) "
+                                         "or set HERMES_API_KEY (for the emulator: see `hermes-sdk emulator`)",
                                          details={"endpoint_id": self.id})
         return self.api_key
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import threading
 import time
 import weakref
@@ -368,27 +369,139 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
     return RemoteRejectedError(text, **kwargs)
 
 
-def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit: bool = False) -> HermesError:
-    """Map a requests/urllib3 failure. A connect failure sent nothing; a read failure may have."""
+def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit: bool = False,
+                        origin: Optional[str] = None) -> HermesError:
+    """Map a requests/urllib3 failure. A connect failure sent nothing; a read failure may have.
+
+    The message names the URL origin (from ``origin``, else the failed request; never a path, which
+    can hold a response id) and the cause in plain words ("connection refused", "name resolution
+    failed", ...), and says what ``uncertain_outcome`` means for this failure. The returned error's
+    ``__cause__`` is a redacted stand-in for ``exc`` (its type, errno and scrubbed text, without
+    the urllib3 and pluggy frames), so raise it with a plain ``raise``: ``raise ... from None``
+    would drop the cause again. ``details["cause"]`` holds the same text.
+    """
     read_only = contract.read_only
     connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
         isinstance(exc, requests.exceptions.ConnectTimeout) or _is_connect_failure(exc))
     # Conservative like the connector: a model call's transport failure is uncertain, even a
     # refused connection; details say what the SDK knows (nothing was sent).
     uncertain = not read_only
-    details = {"operation": contract.operation, "exception": type(exc).__name__, "connect_failure": connect}
+    where = origin or _origin_of(exc)
+    at = f" at {where}" if where else ""
+    cause = _redacted_cause(exc)
+    details: dict[str, Any] = {"operation": contract.operation, "exception": type(exc).__name__,
+                               "connect_failure": connect, "cause": f"{type(cause).__name__}: {cause}"}
+    if where:
+        details["origin"] = where
     if connect:
         details["sent"] = False
     if deadline_hit:
-        return DeadlineExceededError("the call's deadline passed while waiting for Hermes",
-                                     uncertain_outcome=uncertain, details=details)
-    if isinstance(exc, HermesError):
+        error: HermesError = DeadlineExceededError(
+            f"the call's deadline passed while waiting for Hermes{at}", uncertain_outcome=uncertain,
+            details=details)
+    elif isinstance(exc, HermesError):
         return exc
-    if isinstance(exc, requests.exceptions.Timeout):
-        message = "timed out waiting for Hermes"
     else:
-        message = f"transport failure talking to Hermes ({type(exc).__name__})"
-    return TransportError(message, retryable=read_only, uncertain_outcome=uncertain, details=details)
+        reason = _describe(exc, connect)
+        if connect:
+            message = (f"could not connect to Hermes{at} ({reason}); nothing was sent. "
+                       "Is Hermes running there, and is HERMES_BASE_URL right?")
+            if uncertain:
+                message += (" uncertain_outcome=True only because every transport failure of a model call is "
+                            "reported so (as the connector does); details['sent']=False means the request never "
+                            "left this process, so a retry with the same idempotency key is safe")
+        else:
+            message = f"transport failure talking to Hermes{at} ({reason})"
+            if uncertain:
+                message += ("; the request was sent, so the model may have run (uncertain_outcome=True): "
+                            "read client.action_result(action_id) before any retry (docs: Errors and recovery)")
+        error = TransportError(message, retryable=read_only, uncertain_outcome=uncertain, details=details)
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error
+
+
+class TransportCause(Exception):
+    """A redacted stand-in for an underlying transport exception: its type name and scrubbed text."""
+
+    def __init__(self, type_name: str, text: str) -> None:
+        super().__init__(text)
+        self.type_name = type_name
+
+    def __str__(self) -> str:
+        return f"{self.type_name}: {self.args[0]}" if self.args[0] else self.type_name
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it: urllib3's ``reason``, requests' wrapped first argument, ``__cause__``."""
+    import urllib3.exceptions as u3
+
+    out: list[BaseException] = []
+    cur: Optional[BaseException] = exc
+    while cur is not None and all(cur is not seen for seen in out) and len(out) < 16:
+        out.append(cur)
+        if isinstance(cur, u3.MaxRetryError) and cur.reason is not None:
+            cur = cur.reason
+            continue
+        cur = (cur.args[0] if cur.args and isinstance(cur.args[0], BaseException) else None) or cur.__cause__ \
+            or cur.__context__
+    return out
+
+
+def _origin_of(exc: BaseException) -> Optional[str]:
+    """``scheme://host:port`` of the request that failed, when the exception carries it."""
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    if not isinstance(url, str):
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "") \
+            if parts.scheme and parts.hostname else None
+    except ValueError:
+        return None
+
+
+def _describe(exc: BaseException, connect: bool) -> str:
+    import socket
+    import ssl
+
+    chain = _chain(exc)
+    for cur in chain:
+        if isinstance(cur, ConnectionRefusedError) or "Connection refused" in str(cur):
+            return "connection refused"
+        if isinstance(cur, socket.gaierror) or "Name or service not known" in str(cur) \
+                or "getaddrinfo failed" in str(cur) or "nodename nor servname" in str(cur):
+            return "name resolution failed (check the host name)"
+        if isinstance(cur, (ssl.SSLError, requests.exceptions.SSLError)):
+            return "TLS handshake failed (check https vs http, the CA bundle and the certificate)"
+        if isinstance(cur, ConnectionResetError):
+            return "connection reset by the server"
+    if isinstance(exc, requests.exceptions.ConnectTimeout) or (connect and "timed out" in str(exc)):
+        return "connect timed out"
+    if isinstance(exc, requests.exceptions.Timeout):
+        return "timed out waiting for the response"
+    if any(isinstance(cur, (urllib3.exceptions.ProtocolError, ConnectionAbortedError)) for cur in chain):
+        return "the connection was closed before the response was complete"
+    return f"{type(exc).__name__}"
+
+
+def _redacted_cause(exc: BaseException) -> BaseException:
+    """The innermost OS error recreated from its errno and text (nothing secret in them), or a
+    ``TransportCause`` with the scrubbed text of the innermost exception."""
+    from .redaction import scrub
+
+    chain = _chain(exc)
+    for cur in reversed(chain):
+        if type(cur) in (ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError, TimeoutError) \
+                and isinstance(cur, OSError) and cur.errno is not None:
+            return type(cur)(cur.errno, cur.strerror)
+    inner = chain[-1]
+    text = scrub(str(inner))
+    text = re.sub(r"(url: )/\S*", r"\1[REDACTED]", text)  # urllib3 names the request path
+    return TransportCause(type(inner).__name__, text[:500])
 
 
 def _is_connect_failure(exc: BaseException) -> bool:

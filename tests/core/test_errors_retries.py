@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from typing import Any
 
 import pytest
-from core_support import agent_requests, json_response, raw_client
+from core_support import agent_requests, free_port, json_response, raw_client
 
 from hermes_sdk import (
     AgentIncompleteError,
@@ -247,14 +246,6 @@ def test_mid_body_drop_on_chat_is_typed(emu) -> None:
         rid = c.responses(input="stored").id
         assert c.response_get(rid).id == rid  # the cut GET is retried
     assert len([r for r in emu.requests_seen if r.method == "GET"]) == 2
-
-
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_connect_refused_is_conservative_but_says_nothing_was_sent() -> None:

@@ -257,6 +257,10 @@ def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(make_cli
     next(iter(holder))  # holds the only slot
     with pytest.raises(HermesError) as info:
         client.chat(prompt="wanted", idempotency_key="k-429")
+    # The holder's first event can arrive before its agent turn starts: close it once it has.
+    deadline = time.monotonic() + 5
+    while hermes_emulator.executions < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     holder.close()
     assert info.value.http_status == 429 and info.value.uncertain_outcome is True
     with pytest.raises(HermesError) as again:
