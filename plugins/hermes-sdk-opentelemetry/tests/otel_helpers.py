@@ -15,8 +15,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from hermes_sdk import hookimpl
-
 LATEST = "gen_ai_latest_experimental"
 DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
 TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
@@ -88,21 +86,6 @@ def children(telemetry: Telemetry, parent: Any) -> list[Any]:
     return [s for s in telemetry.spans() if s.parent is not None and s.parent.span_id == parent.context.span_id]
 
 
-class CoreAttributes:
-    """Sets the request and server attributes that the new call path of the SDK core provides."""
-
-    name = "core-attributes"
-
-    def __init__(self, **attributes: Any) -> None:
-        self.attributes = attributes
-
-    @hookimpl(wrapper=True, tryfirst=True)
-    def hermes_invocation(self, invocation: Any) -> Any:
-        for key, value in self.attributes.items():
-            invocation.set_attribute(key, value)
-        return (yield)
-
-
 class FakeContract:
     def __init__(self, operation: str, streaming: bool) -> None:
         self.operation, self.streaming = operation, streaming
@@ -139,7 +122,7 @@ class FakeAttempt:
 
 
 class FakeReply:
-    """The core's coming ``HttpReply``: ``.status`` and ``.headers``."""
+    """Like the core's ``HttpReply``: ``.status`` and ``.headers``."""
 
     def __init__(self, status: int) -> None:
         self.status, self.headers = status, {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 from otel_helpers import FakeAttempt, FakeInvocation, FakeReply, Telemetry, drive
 from test_otel_runs import COMPLETED, TOOL_TURN, follow
@@ -72,7 +73,8 @@ def test_canary_every_capability_leaves_no_trace_in_spans_events_or_metrics(herm
     follow(telemetry, plugin, Redactor(), run_events, {**COMPLETED, "session_id": CANARY["session_id"]})
 
     spans = telemetry.spans()
-    assert {"chat", "hermes response_get", "hermes response_delete", "invoke_agent"} <= {s.name for s in spans}
+    assert {"chat hermes-agent", "hermes response_get", "hermes response_delete", "invoke_agent"} <= {
+        s.name for s in spans}
     assert any(s.events for s in spans)  # span events were really exported
     assert {p["name"] for p in telemetry.points()} == {
         "gen_ai.client.operation.duration", "gen_ai.client.token.usage",
@@ -95,12 +97,13 @@ def test_content_and_ids_are_recorded_only_when_opted_in_and_let_through(hermes_
                                   else "")
         client = HermesClient(hermes_emulator.base_url, hermes_emulator.api_key, plugins=[plugin],
                               load_entrypoints=False)
-        client.redactor = opened
+        # Redactor keys cannot be opened through the constructor: swap the client's redactor in place.
+        client._rt = attrs.evolve(client._rt, redactor=opened)
         client.chat(prompt="visible words")
         client.chat_stream(prompt="streamed words").result()
         client.close()
         results[capture, latest] = [s.attributes.get("gen_ai.output.messages") for s in telemetry.spans()
-                                    if s.name == "chat"]
+                                    if s.name == "chat hermes-agent"]
     assert [json.loads(m) for m in results[True, True]] == [
         [{"role": "assistant", "parts": [{"type": "text", "content": "ECHO: visible words"}],
           "finish_reason": "stop"}],
