@@ -438,7 +438,14 @@ def handle_stop(ex: Exchange, run_id: str) -> None:
     if run is None or run.done.is_set():
         return not_found(ex, run_id)
     run.set_status("stopping", last_event="run.stopping")
-    run.cancel.set()
+    delay = ex.state.settings.stop_latency
+    if delay > 0:
+        # Hermes' interrupt lands a moment later (~0.2 s for an upstream call in flight).
+        timer = threading.Timer(delay, run.cancel.set)
+        timer.daemon = True
+        timer.start()
+    else:
+        run.cancel.set()
     ex.send_json(200, {"run_id": run_id, "status": "stopping"})
 
 

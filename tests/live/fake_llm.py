@@ -86,9 +86,10 @@ def parse_directives(prompt: str) -> list[tuple[str, str, str]]:
 
 
 def call_arguments(kind: str, name: str, arg: str) -> str:
+    """The arguments JSON the fake LLM sends for one directive (compact, in this key order)."""
     if kind == "TOOLJSON":
         try:
-            return json.dumps(json.loads(arg), separators=(",", ":"), sort_keys=True)
+            return json.dumps(json.loads(arg), separators=(",", ":"))
         except ValueError:
             return arg
     if name == "terminal":
@@ -96,13 +97,13 @@ def call_arguments(kind: str, name: str, arg: str) -> str:
     elif name == "read_file":
         args = {"path": arg}
     elif name == "todo":
-        args = {"todos": [{"content": arg, "id": "1", "status": "in_progress"}]}
+        args = {"todos": [{"id": "1", "content": arg, "status": "in_progress"}]}
     elif name == "write_file":
         path, _, content = arg.partition("=")
-        args = {"content": content, "path": path}
+        args = {"path": path, "content": content}
     else:
         args = {"input": arg}
-    return json.dumps(args, separators=(",", ":"), sort_keys=True)
+    return json.dumps(args, separators=(",", ":"))
 
 
 def plan_tool_calls(last_user: str) -> list[dict[str, Any]]:
