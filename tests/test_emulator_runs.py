@@ -474,3 +474,11 @@ def test_concurrent_subscribers_alternate_events(emu: HermesEmulator) -> None:
     finished = next(r[1] for r in results if r[1] != "timeout")
     events, comments = parse(finished)
     assert comments == ["stream closed"] and 0 < len(events) < len(emu.run_events(run_id))
+
+
+def test_the_pytest_plugin_offers_a_runs_emulator(hermes_runs_emulator: HermesEmulator) -> None:
+    assert hermes_runs_emulator.toolsets == TOOLSETS
+    assert hermes_runs_emulator.approval_timeout == 5.0
+    hermes_runs_emulator.files["/tmp/f.txt"] = "plugin\n"
+    events = events_of(hermes_runs_emulator, start_id(hermes_runs_emulator, "TOOL:terminal:cat /tmp/f.txt"))
+    assert events[-1]["output"] == 'DONE: {"output": "plugin", "exit_code": 0, "error": null}'
