@@ -144,8 +144,9 @@ def test_emulator_draining_is_503_before_the_cap_and_before_any_work(emu) -> Non
     assert emu.executions == 1
 
 
-def test_emulator_429_keeps_retry_after(emu) -> None:
-    emu.max_concurrent_runs = 1
+def test_emulator_429_keeps_retry_after(hermes_emulator_factory) -> None:
+    # Its own emulator: a run another test left in flight on the shared one would take the only slot.
+    emu = hermes_emulator_factory(max_concurrent_runs=1)
     with emu.client(load_entrypoints=False) as c:
         slow = c.chat_stream(prompt="SLOW:1 hold")
         next(iter(slow))  # the run is admitted and holds the only slot

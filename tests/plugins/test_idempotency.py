@@ -249,10 +249,10 @@ def test_a_failure_hermes_answered_is_recorded_and_replayed(make_client: Any, he
     assert hermes_emulator.executions == 0
 
 
-def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(make_client: Any,
-                                                                         hermes_emulator: Any) -> None:
-    hermes_emulator.max_concurrent_runs = 1
-    client = make_client()
+def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(hermes_emulator_factory: Any) -> None:
+    # Its own emulator: a run another test left in flight on the shared one would take the only slot.
+    hermes_emulator = hermes_emulator_factory(max_concurrent_runs=1)
+    client = hermes_emulator.client(load_entrypoints=False)
     holder = client.chat_stream(prompt="SLOW:1 hold")
     next(iter(holder))  # holds the only slot
     with pytest.raises(HermesError) as info:
