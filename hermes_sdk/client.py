@@ -203,6 +203,11 @@ class HermesClient:
             if self._closed:
                 return
             self._closed = True
+        for stream in list(self._rt.open_streams):  # cancelled (and recorded so), not left to the GC
+            try:
+                stream.close()
+            except Exception:
+                pass
         self._rt.transport.close()
 
     def __repr__(self) -> str:

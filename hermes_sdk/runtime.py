@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Optional
 
 import attrs
@@ -29,3 +30,5 @@ class Runtime:
     strict_idempotency: bool = False
     key_retention: float = 86_400.0
     timeout: Optional[Any] = None  #: the client's default Timeout (None: each contract's own)
+    #: Streams not yet settled; ``close()`` cancels them (shared with ``with_options`` copies).
+    open_streams: "weakref.WeakSet[Any]" = attrs.field(factory=weakref.WeakSet, eq=False, repr=False)

@@ -533,24 +533,22 @@ class HermesStream:
             # Transport failures and undecodable bytes mid-stream are typed, never raw (urllib3's
             # read1 raises its own ProtocolError / ReadTimeoutError, which requests does not wrap here).
             typed: HermesError
+            cut = self._cut_by_timer()
             if isinstance(exc, UnicodeDecodeError):
                 typed = InvalidResponseError("the stream is not valid UTF-8", uncertain_outcome=True,
                                              details={"operation": agg.operation})
-            elif self._idle is not None and self._idle.fired:
-                typed = DeadlineExceededError(
-                    f"no stream event for {self._idle_timeout:g} s (idle_timeout; keepalives do not count)",
-                    uncertain_outcome=True,
-                    details={"operation": agg.operation, "reason": "idle_timeout", "idle_timeout": self._idle_timeout})
-            elif (self._alarm is not None and self._alarm.fired) or (
-                    self._deadline is not None and time.time() >= self._deadline - 0.01):
-                typed = DeadlineExceededError("the call's deadline passed during the stream",
-                                              uncertain_outcome=True, details={"operation": agg.operation})
+            elif cut is not None:
+                typed = cut
             else:
                 typed = TransportError(f"the stream broke ({type(exc).__name__})", uncertain_outcome=True,
                                        details={"operation": agg.operation, "exception": type(exc).__name__})
             self._fail(typed)
             raise typed from None
         if sse is None:
+            cut = self._cut_by_timer()
+            if cut is not None and not agg.terminal:  # the watchdog ended a body that looked complete
+                self._fail(cut)
+                raise cut
             self._settle()
             return None
         event = decode_event(*sse)
@@ -560,6 +558,20 @@ class HermesStream:
         if self._observed:
             self._sink.event(event)  # type: ignore[union-attr]
         return event
+
+    def _cut_by_timer(self) -> Optional[HermesError]:
+        """The deadline or idle error, if one of this stream's alarms fired."""
+        op = self._agg.operation
+        if self._idle is not None and self._idle.fired:
+            return DeadlineExceededError(
+                f"no stream event for {self._idle_timeout:g} s (idle_timeout; keepalives do not count)",
+                uncertain_outcome=True, details={"operation": op, "reason": "idle_timeout",
+                                                 "idle_timeout": self._idle_timeout})
+        if (self._alarm is not None and self._alarm.fired) or (
+                self._deadline is not None and time.time() >= self._deadline - 0.01):
+            return DeadlineExceededError("the call's deadline passed during the stream", uncertain_outcome=True,
+                                         details={"operation": op})
+        return None
 
     def _rearm_idle(self) -> None:
         if self._idle is not None:

@@ -13,7 +13,6 @@ import random
 import re
 import threading
 import time
-import weakref
 from typing import Any, Mapping, Optional, Tuple
 
 import requests
@@ -155,7 +154,6 @@ class Transport:
         self._direct = type(session).send is requests.Session.send
         self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
-        self._streams: "weakref.WeakSet[requests.Response]" = weakref.WeakSet()
 
     def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
         """Proxies, CA verification and client cert for an origin, resolved once.
@@ -173,10 +171,15 @@ class Transport:
                 self._settings[base_url] = settings
         return settings
 
-    def track(self, response: requests.Response) -> None:
-        """An open stream's response, closed with the transport if it is still open then."""
-        with self._lock:
-            self._streams.add(response)
+    def check_session_headers(self) -> None:
+        """A caller's session headers go on every request: each must be sendable (checked before a key is spent)."""
+        if self._own_session:
+            return
+        from .endpoints import validate_header_value
+
+        for name, value in self.session.headers.items():
+            if isinstance(value, str):
+                validate_header_value(f"session.headers[{name!r}]", value)
 
     def send(self, endpoint: Endpoint, method: str, path: str, headers: Mapping[str, str],
              body: Optional[bytes], timeout: float, connect_timeout: float = CONNECT_TIMEOUT) -> requests.Response:
@@ -215,15 +218,7 @@ class Transport:
         return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
     def close(self) -> None:
-        """Close streams still open, then the pool (a caller's session stays open)."""
-        with self._lock:
-            streams = list(self._streams)
-            self._streams.clear()
-        for response in streams:
-            try:
-                response.close()
-            except Exception:
-                pass
+        """Close the pool (a caller's own session is left open)."""
         if self._own_session:
             self.session.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import Optional
 
 import requests
 import urllib3.exceptions
@@ -44,10 +45,10 @@ def execute(call: Call) -> ActionResult:
     if spec.stream_class is not None:
         aggregate = Aggregate(call.endpoint_id, spec.name, reply.status, call.request.max_events, session_id,
                               call.keep_events)
-        call.runtime.transport.track(reply.stream)
         call.value = spec.stream_class(reply.stream, aggregate, deadline=call.ends_at, alarm=call.alarm,
                                        idle_timeout=call.idle_timeout, sink=StreamSink(call, base))
         call.value.action_id = call.action_id
+        call.runtime.open_streams.add(call.value)
         return base
     assert spec.decode is not None and reply.body is not None
     try:
@@ -109,36 +110,41 @@ def _attempts(call: Call) -> HttpReply:
 
 
 def send_once(call: Call, timeout: float) -> HttpReply:
-    """One request; a 2xx JSON body is read here, so a body cut short is a (retryable) attempt failure."""
+    """One request; a 2xx JSON body is read here, so a body cut short is a (retryable) attempt failure.
+
+    Failures are raised outside the ``except`` blocks, with the redacted cause only: requests' own
+    exception text (which carries the URL path, and so ids) stays out of ``__context__``.
+    """
     contract, request = call.contract, call.request
-    transport = call.runtime.transport
+    failure: Optional[HermesError] = None
     set_current_alarm(call.alarm)
     try:
-        response = transport.send(call.endpoint, request.method, request.path, call.headers, request.body, timeout,
-                                  call.connect_timeout or CONNECT_TIMEOUT)
+        response = call.runtime.transport.send(call.endpoint, request.method, request.path, call.headers,
+                                               request.body, timeout, call.connect_timeout or CONNECT_TIMEOUT)
     except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
-        raise error_for_exception(exc, contract, deadline_hit=_late(call)) from None
+        failure = error_for_exception(exc, contract, deadline_hit=_late(call))
     finally:
         set_current_alarm(None)
+    if failure is not None:
+        raise failure from failure.__cause__
     if call.alarm is not None:
         call.alarm.attach(socket_of(response))  # a caller's own adapter: its socket is known from here on
+    if not 200 <= response.status_code < 300:
+        # Hermes' status decides the error; a body cut at the deadline only loses its detail.
+        failure = error_for_status(response, contract)
+        if _late(call):
+            failure.details["body_cut_at_deadline"] = True
+        raise failure
+    if request.stream:
+        return HttpReply(response.status_code, response.headers, None, stream=response)
     try:
-        if not 200 <= response.status_code < 300:
-            failure = error_for_status(response, contract)
-            if _late(call):  # the error body was cut at the deadline
-                raise DeadlineExceededError("the call's deadline passed while reading Hermes' error reply",
-                                            uncertain_outcome=failure.uncertain_outcome,
-                                            http_status=response.status_code,
-                                            details={"operation": call.operation,
-                                                     "remote_status": response.status_code})
-            raise failure
-        if request.stream:
-            return HttpReply(response.status_code, response.headers, None, stream=response)
         body = read_body(response)
     except InvalidResponseError as exc:
-        raise _typed_invalid(exc, call, response.status_code) from None
+        failure = _typed_invalid(exc, call, response.status_code)
     except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
-        raise error_for_exception(exc, contract, deadline_hit=_late(call)) from None
+        failure = error_for_exception(exc, contract, deadline_hit=_late(call))
+    if failure is not None:
+        raise failure from failure.__cause__
     if _late(call):  # the watchdog cut a body that then looked complete
         raise error_for_exception(TimeoutError(), contract, deadline_hit=True)
     return HttpReply(response.status_code, response.headers, body)

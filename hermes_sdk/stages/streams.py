@@ -35,6 +35,7 @@ class StreamSink:
         call = self.call
         if call.alarm is not None:
             call.alarm.cancel()
+        call.runtime.open_streams.discard(call.value)
         # The record keeps the aggregate, not a copy of every event.
         output: Optional[dict[str, object]] = None
         if call.record_key is not None:

@@ -48,8 +48,6 @@ def test_the_cause_is_kept_redacted_as_dunder_cause() -> None:
     assert "resp_hidden42" not in err.details["cause"] and "at http://h:1 (" in err.message
 
 
-@pytest.mark.xfail(reason="execution.py raises the mapped error `from None`, which drops the cause; the "
-                          "call-path rewrite raises it plainly", strict=False)
 def test_a_call_keeps_the_cause() -> None:
     with HermesClient(f"http://127.0.0.1:{free_port()}", "k", load_entrypoints=False) as c:
         with pytest.raises(TransportError) as info:

@@ -5,9 +5,6 @@ Each row asserts the exact error class and code, ``retryable``, ``uncertain_outc
 the idempotency record afterwards, that the call ended within its ``deadline=`` (absolute epoch
 seconds, plus 0.25 s), that no secret the server echoed reaches ``str()``/``repr()``, and that no
 socket is left open (the server sees every connection closed).
-
-Rows whose correct outcome needs the call-path rewrite are marked ``xfail(strict=False)`` with the
-reason; they state the correct outcome, so they turn green (XPASS) when it lands.
 """
 
 from __future__ import annotations
@@ -50,10 +47,6 @@ DELETE = ("response_delete",)
 JSON_OPS = MODEL + READ + DELETE
 ALL_OPS = JSON_OPS + STREAMS
 
-WALL_CLOCK = "needs call-path: a wall-clock deadline that bounds the whole call (drips, keepalives)"
-NON_JSON = "needs call-path: a 200 whose body is not the expected JSON is invalid_response, recorded as failed"
-HEADERS = "needs call-path: every header value validated before the idempotency key is reserved"
-CLOSE = "needs call-path: client.close() closes the sockets of open streams"
 
 
 @attrs.frozen
@@ -66,7 +59,6 @@ class Row:
     uncertain: bool = False
     record: Optional[str] = "failed"  # the recorded ActionResult status, or None: no record (key given back)
     retry_after_ms: Any = "any"
-    xfail: Optional[str] = None
     call: Optional[Callable[..., Any]] = None  # (client, key, deadline, server): instead of the op's call
     server: dict[str, Any] = attrs.Factory(dict)
 
@@ -99,8 +91,7 @@ def status_rows() -> list[Row]:
             Row("status_502_agent_incomplete", op, AgentIncompleteError, P + "remote_temporary",
                 retryable=read, uncertain=not read),
             Row("gzip_bomb_error", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
-            Row("drip_error_body", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read,
-                xfail=WALL_CLOCK),
+            Row("drip_error_body", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
         ]
     return rows
 
@@ -128,10 +119,8 @@ def body_rows() -> list[Row]:
         unsure = not read
         rows += [
             Row("ok", op, None, record="completed"),
-            Row("non_json_200", op, InvalidResponseError, P + "invalid_response", uncertain=unsure,
-                xfail=None if op in DELETE else NON_JSON),
-            Row("json_wrong_shape", op, InvalidResponseError, P + "invalid_response", uncertain=unsure,
-                xfail=None if op in DELETE else NON_JSON),
+            Row("non_json_200", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
+            Row("json_wrong_shape", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
             Row("json_array", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
             Row("json_too_deep", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
             Row("gzip_bomb", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
@@ -142,9 +131,9 @@ def body_rows() -> list[Row]:
             Row("half_open", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=unsure,
                 record=None if read else "failed"),
             Row("drip_headers", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=unsure,
-                record=None if read else "failed", xfail=WALL_CLOCK),
+                record=None if read else "failed"),
             Row("drip_json_body", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=unsure,
-                record=None if read else "failed", xfail=WALL_CLOCK),
+                record=None if read else "failed"),
         ]
     return rows
 
@@ -163,11 +152,9 @@ def stream_rows() -> list[Row]:
             Row("close_mid_stream", op, StreamError, P + "stream_incomplete", uncertain=True),
             Row("non_json_200", op, StreamError, P + "stream_incomplete", uncertain=True),
             Row("half_open", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True),
-            Row("keepalive_forever", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True,
-                xfail=WALL_CLOCK),
-            Row("drip_sse", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True, xfail=WALL_CLOCK),
-            Row("drip_headers", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True,
-                xfail=WALL_CLOCK),
+            Row("keepalive_forever", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True),
+            Row("drip_sse", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True),
+            Row("drip_headers", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True),
         ]
     return rows
 
@@ -268,21 +255,20 @@ def input_rows() -> list[Row]:
         Row("ok", "response_delete", call=_nan_approval, error=ApprovalDeniedError, code="hermes_sdk.approval_denied",
             record=None),
         Row("ok", "response_delete", call=_nan_approval_mapping, **bad),
-        Row("ok", "chat", call=_caller_session_bad_header, xfail=HEADERS, **bad),
+        Row("ok", "chat", call=_caller_session_bad_header, **bad),
     ]
 
 
 ROWS = status_rows() + retry_after_rows() + body_rows() + stream_rows() + input_rows()
 ROWS.append(Row("keepalive_forever", "chat_stream", CancelledError, P + "cancelled", uncertain=True,
-                record="cancelled", call=_stream_left_open, xfail=CLOSE))
+                record="cancelled", call=_stream_left_open))
 
 
 def _params() -> list[Any]:
     out = []
     for row in ROWS:
         name = row.id + (f"-{row.call.__name__.strip('_')}" if row.call else "")
-        marks = [pytest.mark.xfail(strict=False, reason=row.xfail)] if row.xfail else []
-        out.append(pytest.param(row, id=name, marks=marks))
+        out.append(pytest.param(row, id=name))
     return out
 
 

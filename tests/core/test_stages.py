@@ -54,7 +54,7 @@ class FakeTransport:
                                             preload_content=False)
         return response
 
-    def track(self, response: requests.Response) -> None:
+    def check_session_headers(self) -> None:
         pass
 
     def close(self) -> None:
