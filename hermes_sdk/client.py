@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import random
@@ -31,9 +30,10 @@ from .endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch, nor
 from .errors import ApprovalRequiredError, HermesError, InvalidInputError
 from .idempotency import COMPLETED, IdempotencyRecord, IdempotencyStore
 from .models import ActionResult, ChatCompletion, DeletionReceipt, Response
-from .operations import SPECS, OperationSpec
+from .operations import SPECS, OperationSpec, keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .operations.common import idempotency_value
+from .operations.keywords import CHAT_FIELDS, RESPONSES_FIELDS  # noqa: F401  (published here too)
 from .plugins import build_manager, call_pipeline
 from .redaction import Redactor, install_log_filters, register_secret
 from .runtime import Runtime
@@ -286,7 +286,7 @@ class HermesClient:
         provider body. Inspect ``finish_reason`` and ``hermes`` of the result, not only ``text``.
         Not retried: a failure after sending says ``uncertain_outcome=True``.
         """
-        data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
+        data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         return self._call(CHAT, data, endpoint, idempotency_key, action_id, context, deadline, timeout=timeout)
 
     def chat_stream(self, *, prompt: Optional[str] = None, query: Optional[str] = None,
@@ -302,7 +302,7 @@ class HermesClient:
         ``max_events`` stops collection before a terminal event (``stream_truncated``);
         ``keep_events=False`` keeps only the aggregate. Closing the stream early cancels the turn.
         """
-        data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
+        data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         data["max_events"] = max_events
         return self._call(CHAT_STREAM, data, endpoint, idempotency_key, action_id, context, deadline,
                           keep_events=keep_events, timeout=timeout, idle_timeout=idle_timeout)
@@ -318,7 +318,7 @@ class HermesClient:
         (not both); ``store=False`` keeps it out of storage. A field given both in ``body`` and as a
         keyword with different values is an InvalidInputError.
         """
-        data = _responses_input(body, session_key, body_fields, extra_body)
+        data = keywords.responses_input(body, session_key, body_fields, extra_body)
         return self._call(RESPONSES, data, endpoint, idempotency_key, action_id, context, deadline, timeout=timeout)
 
     def responses_stream(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
@@ -329,7 +329,7 @@ class HermesClient:
                          idle_timeout: Optional[float] = None, extra_body: Optional[Mapping[str, Any]] = None,
                          **body_fields: Any) -> ResponseStream:
         """A streamed response: iterate the ResponseStream; ``result().final`` is the terminal envelope."""
-        data = _responses_input(body, session_key, body_fields, extra_body)
+        data = keywords.responses_input(body, session_key, body_fields, extra_body)
         data["max_events"] = max_events
         return self._call(RESPONSES_STREAM, data, endpoint, idempotency_key, action_id, context, deadline,
                           keep_events=keep_events, timeout=timeout, idle_timeout=idle_timeout)
@@ -343,7 +343,7 @@ class HermesClient:
         The one capability retried automatically (bounded, jittered, honouring ``Retry-After``).
         :class:`~hermes_sdk.NotFoundError` for an unknown or deleted id.
         """
-        data = _stored_input(response_id, session_key)
+        data = keywords.stored_input(response_id, session_key)
         return self._call(RESPONSE_GET, data, endpoint, idempotency_key, action_id, context, deadline,
                           timeout=timeout)
 
@@ -358,7 +358,7 @@ class HermesClient:
         nothing is sent and ApprovalRequiredError is raised. A replay of the same key returns the
         recorded receipt without asking again.
         """
-        data = _stored_input(response_id, session_key)
+        data = keywords.stored_input(response_id, session_key)
         key = None if idempotency_key is REQUIRED else idempotency_key
         return self._call(RESPONSE_DELETE, data, endpoint, key, action_id, context, deadline,
                           approval=approval, reason=reason, timeout=timeout)
@@ -533,77 +533,3 @@ def _new_action_id() -> str:
     # wait to get it back. A per-process generator seeded from urandom (again after fork) is unique
     # enough for an id that is not a secret.
     return f"act_{_ids.getrandbits(128):032x}"
-
-
-#: The provider fields each typed method models; anything else goes through ``extra_body=``.
-CHAT_FIELDS = frozenset({"temperature", "top_p", "max_tokens", "stop", "tools", "tool_choice", "response_format",
-                         "user", "metadata", "stream_options", "n", "seed", "presence_penalty", "frequency_penalty",
-                         "logprobs", "top_logprobs", "logit_bias", "parallel_tool_calls", "max_completion_tokens"})
-RESPONSES_FIELDS = frozenset({"input", "instructions", "model", "previous_response_id", "conversation",
-                              "conversation_history", "store", "truncation", "tools", "tool_choice", "metadata",
-                              "temperature", "top_p", "max_output_tokens", "user", "parallel_tool_calls",
-                              "reasoning", "text"})
-_CALL_KEYWORDS = ("endpoint", "action_id", "context", "deadline", "timeout", "idempotency_key", "session_key",
-                  "session_id", "extra_body", "max_events", "keep_events", "idle_timeout", "model", "prompt",
-                  "query", "messages", "body")
-
-
-def _known(fields: Mapping[str, Any], known: frozenset[str], method: str) -> None:
-    """Refuse a keyword the method does not model, before anything is sent, suggesting the close match."""
-    for name in fields:
-        if name in known:
-            continue
-        close = difflib.get_close_matches(name, sorted(known) + list(_CALL_KEYWORDS), n=1, cutoff=0.75)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise InvalidInputError(
-            f"{method}() got an unknown keyword argument {name!r}{hint}. Provider fields the SDK does not "
-            "model go through extra_body={...}",
-            details={"field": name, **({"suggestion": close[0]} if close else {})})
-
-
-def _extra(fields: dict[str, Any], extra_body: Optional[Mapping[str, Any]]) -> dict[str, Any]:
-    if extra_body is None:
-        return fields
-    if not isinstance(extra_body, Mapping):
-        raise InvalidInputError("extra_body must be a JSON object", details={"field": "extra_body"})
-    clash = sorted(k for k in extra_body if k in fields and fields[k] != extra_body[k])
-    if clash:
-        raise InvalidInputError(f"{clash[0]!r} is given as a keyword and in extra_body with different values",
-                                details={"field": clash[0]})
-    return {**extra_body, **fields}
-
-
-def _chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[list[Any]], model: str,
-                session_id: Optional[str], session_key: Optional[str], provider_fields: Mapping[str, Any],
-                extra_body: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    _known(provider_fields, CHAT_FIELDS, "chat")
-    data: dict[str, Any] = _extra(dict(provider_fields), extra_body)
-    for name, value in (("prompt", prompt), ("query", query), ("messages", messages), ("model", model),
-                        ("session_id", session_id), ("session_key", session_key)):
-        if value is not None:
-            data[name] = value
-    return data
-
-
-def _responses_input(body: Optional[Mapping[str, Any]], session_key: Optional[str],
-                     body_fields: Mapping[str, Any], extra_body: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    if body is not None and not isinstance(body, Mapping):
-        raise InvalidInputError("body must be a JSON object", details={"field": "body"})
-    _known(body_fields, RESPONSES_FIELDS, "responses")
-    clash = sorted(k for k in body_fields if body and k in body and body[k] != body_fields[k])
-    if clash:
-        # Neither value may be dropped silently: the caller says which one is meant.
-        raise InvalidInputError(f"{clash[0]!r} is given in body and as a keyword with different values",
-                                details={"field": clash[0]})
-    merged = _extra({**(body or {}), **body_fields}, extra_body)
-    data: dict[str, Any] = {"body": merged}
-    if session_key is not None:
-        data["session_key"] = session_key
-    return data
-
-
-def _stored_input(response_id: str, session_key: Optional[str]) -> dict[str, Any]:
-    data: dict[str, Any] = {"response_id": response_id}
-    if session_key is not None:
-        data["session_key"] = session_key
-    return data
