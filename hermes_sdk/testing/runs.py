@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .model import AgentHooks, AgentResult, Cancelled, RequestInfo
+from .model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
 from .sse import ClientGone
 from .tools import Danger, ToolCall
 from .wire import DEFAULT_MODEL, JSONDict, bare_error, content_text, openai_error, parse_bool
@@ -512,7 +512,7 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
             emit.event("run.failed", error=error)
         else:
             assert result is not None
-            usage = _usage(result)
+            usage = io_usage(result)
             run.set_status("completed", output=result.final_response, usage=usage)
             emit.event("run.completed", output=result.final_response, usage=usage)
     finally:
@@ -557,16 +557,6 @@ def _await_approval(state: EmulatorState, run: Run, emit: _Emitter, danger: Dang
     if pending.answered.is_set():
         return pending.choice or "deny"
     return outcome
-
-
-def _usage(result: AgentResult) -> JSONDict:
-    if not result.completed:
-        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    return {
-        "input_tokens": result.prompt_tokens,
-        "output_tokens": result.completion_tokens,
-        "total_tokens": result.prompt_tokens + result.completion_tokens,
-    }
 
 
 def _transcript(info: RequestInfo, result: AgentResult | None) -> list[dict[str, str]]:
