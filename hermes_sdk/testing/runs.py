@@ -267,6 +267,7 @@ def handle_create(ex: Exchange) -> None:
             headers=info.headers,
         )
         run = Run(run_id, session_id, model, time.time())
+        run.set_status("running")  # "queued" only lasts until the task's first step: never observed
         queue = RunQueue()
         with state.runs.lock:
             state.runs.runs[run_id] = run
@@ -483,8 +484,6 @@ class _Emitter:
 def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo) -> None:
     emit = _Emitter(state, run, queue)
     try:
-        if not run.cancel.is_set():
-            run.set_status("running")
         hooks = AgentHooks(
             tool_started=lambda call: _tool_started(emit, call),
             tool_completed=lambda record: emit.event(
