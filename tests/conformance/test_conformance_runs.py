@@ -872,3 +872,47 @@ def test_a_chained_non_stream_response_repeats_the_previous_turns_tool_items(run
     assert [i["type"] for i in second["output"]] == ["function_call", "function_call_output", "message"]
     assert second["output"][:2] == first["output"][:2]  # Hermes' bug (hermes-wire/40), reproduced
     assert second["output"][-1]["content"][0]["text"] == "ECHO: follow-up after tool"
+
+
+# --------------------------------------------------------------------------- approvals.mode: smart
+
+
+def _smart_victim(target: RunsTarget, verdict: str) -> str:
+    directory = f"{target.victim()}/{verdict}"
+    target.make_file(f"{directory}/file.txt")
+    return directory
+
+
+def test_smart_approve_runs_the_command_without_asking(runs_target_smart: RunsTarget) -> None:
+    target = runs_target_smart
+    victim = _smart_victim(target, "smart-approve")
+    events, _ = target.events(target.start_id(f"TOOL:terminal:rm -rf {victim}"))
+    assert "approval.request" not in kinds(events)
+    assert "and auto-approved by smart approval." in events[-1]["output"]
+    assert not target.exists(victim)
+
+
+def test_smart_deny_asks_the_owner_with_once_or_deny_only(runs_target_smart: RunsTarget) -> None:
+    target = runs_target_smart
+    victim = _smart_victim(target, "smart-deny")
+    run_id = target.start_id(f"TOOL:terminal:rm -rf {victim}")
+    with target.subscribe(run_id) as stream:
+        request = stream.until("approval.request")
+        assert list(request) == APPROVAL_KEYS[:5] + ["smart_denied"] + APPROVAL_KEYS[5:]
+        assert request["allow_permanent"] is False and request["smart_denied"] is True
+        assert request["choices"] == ["once", "deny"]
+        assert target.approve(run_id, {"choice": "deny"}).status_code == 200
+        stream.read_all()
+    assert target.exists(victim)
+
+
+def test_smart_escalate_is_an_ordinary_request(runs_target_smart: RunsTarget) -> None:
+    target = runs_target_smart
+    victim = target.victim()
+    run_id = target.start_id(f"TOOL:terminal:rm -rf {victim}")
+    with target.subscribe(run_id) as stream:
+        request = stream.until("approval.request")
+        assert list(request) == APPROVAL_KEYS and request["choices"] == ALL_CHOICES
+        target.approve(run_id, {"choice": "deny"})
+        stream.read_all()
+    assert target.exists(victim)
