@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
 from .sse import ClientGone
 from .tools import Danger, ToolCall
-from .wire import DEFAULT_MODEL, JSONDict, bare_error, content_text, openai_error, parse_bool
+from .wire import DEFAULT_MODEL, JSONDict, bare_error, openai_error, parse_bool
 
 if TYPE_CHECKING:
     from .server import Exchange
@@ -343,7 +343,7 @@ def _flatten(content: Any) -> str:
         return "".join(str(p) for p in parts if p)
     if content is None:
         return ""
-    return content_text(content) if isinstance(content, str) else str(content)
+    return content if isinstance(content, str) else str(content)
 
 
 def handle_get(ex: Exchange, run_id: str) -> None:
