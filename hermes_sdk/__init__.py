@@ -11,6 +11,7 @@ from .approval import (
 )
 from .capabilities import capability_id, parse_capability_id
 from .client import HermesClient
+from .deadline import Timeout
 from .endpoints import Endpoint, ExecutionContext
 from .errors import (
     AgentIncompleteError,
@@ -64,7 +65,8 @@ __all__ = [
     "OutcomeUnknownError", "PayloadTooLargeError", "PluginError", "PolicyRule", "RateLimitedError", "Redactor",
     "RemoteRejectedError", "RemoteTemporaryError", "Response", "ResponseStream",
     "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamError", "StreamEvent", "StreamResult",
-    "TenantMismatchError", "TransportError", "capability_id", "hookimpl", "input_hash", "parse_capability_id",
+    "TenantMismatchError", "Timeout", "TransportError", "capability_id", "hookimpl", "input_hash",
+    "parse_capability_id",
 ]
 
 # Plugin-author types live in hermes_sdk.plugin; the old top-level names keep working.
