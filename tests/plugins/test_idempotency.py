@@ -355,3 +355,15 @@ def test_typed_results_carry_their_action_and_whether_they_were_replayed(make_cl
     receipt = client.response_delete(plain.id, idempotency_key="k-typed-d", action_id="act_d")
     assert (receipt.action_id, receipt.replayed) == ("act_d", False)
     assert client.response_delete(plain.id, idempotency_key="k-typed-d").replayed is True
+
+
+def test_a_keyed_stream_records_its_aggregate_not_every_event(make_client: Any, tmp_path: Any) -> None:
+    client = make_client(idempotency_store=f"sqlite:///{tmp_path}/idem.db")
+    words = " ".join(f"w{i}" for i in range(2000))
+    live = client.chat_stream(prompt=words, idempotency_key="k-big").result()
+    assert live.status == "completed" and live.event_count > 100
+    record = client.idempotency_record("cap:hermes_agent:default:chat_stream", "k-big")
+    output = record.result["output"]
+    assert output["events"] == [] and output["event_count"] == live.event_count and output["text"] == live.text
+    replayed = client.chat_stream(prompt=words, idempotency_key="k-big")
+    assert "".join(replayed.text_deltas()) == live.text and replayed.replayed
