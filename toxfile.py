@@ -71,9 +71,14 @@ def tox_add_core_config(core_conf: Any, state: Any) -> None:
     links.mkdir(parents=True, exist_ok=True)
     for name, exe in found.items():
         link = links / name
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(exe)
+        if link.is_symlink() and os.readlink(link) == str(exe):
+            continue
+        # Atomic, so a tox already running from this directory never sees the link missing.
+        temporary = links / f".{name}.{os.getpid()}"
+        if temporary.is_symlink():
+            temporary.unlink()
+        temporary.symlink_to(exe)
+        os.replace(temporary, link)
     os.environ["PATH"] = str(links) + os.pathsep + os.environ.get("PATH", "")
 
 

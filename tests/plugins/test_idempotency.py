@@ -255,6 +255,9 @@ def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(hermes_e
     client = hermes_emulator.client(load_entrypoints=False)
     holder = client.chat_stream(prompt="SLOW:1 hold")
     next(iter(holder))  # holds the only slot
+    deadline = time.monotonic() + 10  # the role chunk can come before the model thread runs (a loaded machine)
+    while hermes_emulator.executions < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     with pytest.raises(HermesError) as info:
         client.chat(prompt="wanted", idempotency_key="k-429")
     # The holder's first event can arrive before its agent turn starts: close it once it has.
