@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import attrs
 
@@ -69,6 +69,8 @@ class ChatCompletion:
     # from the idempotency record instead of executing.
     action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
+    #: Hermes' response headers (case-insensitive); empty when replayed from a record.
+    headers: Mapping[str, str] = attrs.field(factory=dict, kw_only=True, eq=False, repr=False)
 
     @property
     def text(self) -> Optional[str]:
@@ -120,6 +122,8 @@ class Response:
     # from the idempotency record instead of executing.
     action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
+    #: Hermes' response headers (case-insensitive); empty when replayed from a record.
+    headers: Mapping[str, str] = attrs.field(factory=dict, kw_only=True, eq=False, repr=False)
 
     @property
     def output_text(self) -> str:
@@ -163,6 +167,8 @@ class DeletionReceipt:
     # from the idempotency record instead of executing.
     action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
+    #: Hermes' response headers (case-insensitive); empty when replayed from a record.
+    headers: Mapping[str, str] = attrs.field(factory=dict, kw_only=True, eq=False, repr=False)
 
 
 @attrs.frozen

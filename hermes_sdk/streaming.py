@@ -11,7 +11,7 @@ import itertools
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 import requests
 import sseclient
@@ -487,6 +487,11 @@ class HermesStream:
     def session_id(self) -> Optional[str]:
         """The ``X-Hermes-Session-Id`` response header (pass it as ``session_id=`` to continue), or None."""
         return self._agg.session_id
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Hermes' response headers (case-insensitive); empty for a replayed stream."""
+        return self._response.headers if self._response is not None else {}
 
     @property
     def http_status(self) -> int:

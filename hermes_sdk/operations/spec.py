@@ -23,7 +23,7 @@ Builder = Callable[[str, Mapping[str, Any]], RequestParts]
 class OperationSpec(Generic[T]):
     """One operation: its published contract, request builder, and how its reply becomes ``T``.
 
-    ``decode(json, session_id, action_id)`` turns a 2xx JSON body into the typed value; a
+    ``decode(json, session_id, action_id, headers=...)`` turns a 2xx JSON body into the typed value; a
     streaming spec has ``stream_class`` instead. ``from_record(output, session_id, action_id,
     replayed)`` rebuilds the typed value from a durable record's output, so a replay returns what
     the first call returned (``decode`` when not given).

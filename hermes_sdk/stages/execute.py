@@ -53,7 +53,7 @@ def execute(call: Call) -> ActionResult:
     assert spec.decode is not None and reply.body is not None
     try:
         data = decode_reply(reply.body)
-        call.value = spec.decode(data, session_id, call.action_id)
+        call.value = spec.decode(data, session_id, call.action_id, headers=reply.headers)
     except InvalidResponseError as exc:
         raise _typed_invalid(exc, call, reply.status) from None
     base.status, base.output, base.recorded_at = "completed", data, time.time()

@@ -143,3 +143,14 @@ def test_close_closes_streams_left_open(hermes_emulator_factory: Any) -> None:
     except Exception:
         pass  # a read on the closed connection may fail or end; either way it is over at once
     assert stream.result().status in ("failed", "cancelled") and time.monotonic() - began < 2
+
+
+def test_typed_results_and_streams_show_response_headers(hermes_emulator: HermesEmulator) -> None:
+    with hermes_emulator.client(load_entrypoints=False) as client:
+        reply = client.chat(prompt="h", session_id="s-9")
+        assert reply.headers["x-hermes-session-id"] == "s-9" and "content-type" in reply.headers
+        created = client.responses(input="h")
+        assert created.headers["Content-Type"].startswith("application/json")
+        stream = client.chat_stream(prompt="h")
+        assert stream.headers["Content-Type"].startswith("text/event-stream")
+        stream.close()

@@ -279,8 +279,8 @@ def _health_parts(operation: str, input: Any) -> RequestParts:
 def test_a_seventh_operation_is_one_registered_spec(hermes_emulator: HermesEmulator) -> None:
     contract = attrs.evolve(SPECS["response_get"].contract, operation="health_probe", path="/health",
                             stability="experimental")
-    spec: OperationSpec[dict[str, Any]] = OperationSpec(contract, _health_parts,
-                                                        decode=lambda data, session_id, action_id=None, r=False: data)
+    spec: OperationSpec[dict[str, Any]] = OperationSpec(
+        contract, _health_parts, decode=lambda data, session_id, action_id=None, r=False, **kw: data)
     assert isinstance(contract, Contract)
     register(spec)
     try:
