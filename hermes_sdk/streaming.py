@@ -220,7 +220,12 @@ class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
         return _sse_frames(self._event_source)
 
     def frames(self) -> Iterator[tuple[str, Optional[str], str]]:
+        """``(event, id, data)`` for each frame that has a ``data``, ``event`` or ``id`` field."""
         for chunk in self._read():
+            if chunk[:6] == b"data: " and b"\n" not in chunk and b"\r" not in chunk:
+                # The usual frame, one data line: what the loop below would make of it, directly.
+                yield "message", None, chunk[6:].decode("utf-8")
+                continue
             name: Optional[str] = None
             event_id: Optional[str] = None
             data: Optional[list[str]] = None
