@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import attrs
 
+from .capabilities import Contract
 from .endpoints import Endpoint, ExecutionContext
+from .errors import HermesError
+from .models import ActionResult
 
 if TYPE_CHECKING:
     from .approval import ApprovalDecision
-    from .capabilities import Contract
-    from .errors import HermesError
-    from .models import ActionResult
     from .operations import OperationSpec, ProviderRequest
     from .runtime import Runtime
 
