@@ -67,11 +67,19 @@ def check_tree(value: object, field: str = "input") -> None:
             if isinstance(node, Mapping):
                 if not isinstance(key, str):
                     raise bad(path, f"{path} has a key that is not a string: {type(key).__name__}")
-                sub = f"{path}.{key}" if len(path) < 200 else path
+                sub = f"{path}.{_label(key)}" if len(path) < 200 else path
             else:
                 sub = path + key if len(path) < 200 else path
             if isinstance(child, (Mapping, list, tuple)):
                 stack.append((child, sub, depth + 1))
+
+
+def _label(key: str) -> str:
+    """A key as it appears in a field path: plain names as they are, anything else JSON-escaped
+    (ASCII, so a lone surrogate or a control character cannot break a log line or a JSON record)."""
+    if key.isascii() and key.replace("_", "a").replace("-", "a").isalnum():
+        return key[:64]
+    return json.dumps(key[:64])
 
 
 def is_number(value: object) -> bool:
