@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable, Optional, Sequence
 
 from .errors import HermesError
+from .redaction import scrub
 
 
 def _client(**kwargs: Any) -> Any:
@@ -42,8 +43,9 @@ def _stream_out(stream: Any, as_json: bool) -> int:
         _print_json(stream_result_to_json(result))
     if result.status != "completed":
         err = result.error
+        # Scrubbed like str(error): a server may echo the API key or ids into its message.
         sys.stderr.write(f"{err.code if err else 'hermes_sdk.stream'}: stream {result.status}"
-                         f"{': ' + err.message if err else ''}\n")
+                         f"{': ' + scrub(err.message) if err else ''}\n")
         return 1
     return 0
 
@@ -226,7 +228,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stdout.flush()  # a closed pipe must surface here, not in the interpreter's exit flush
         return code
     except HermesError as exc:
-        sys.stderr.write(f"{exc.code}: {exc.message}\n")
+        sys.stderr.write(f"{exc}\n")  # "code: message", the message scrubbed of keys and ids
         return 1
     except KeyboardInterrupt:
         return 130
