@@ -300,3 +300,11 @@ def test_the_decoder_never_buffers_without_bound(sizes: list[int], filler: bytes
 def test_decode_event_never_raises(raw: str) -> None:
     event = decode_event("message", None, raw)
     assert event.raw_data == raw
+
+
+@DETERMINISTIC
+@given(value=st.one_of(json_like, st.builds(_nest, json_like, st.integers(95, 105))))
+def test_the_fast_input_check_agrees_with_the_one_that_names_the_field(value: Any) -> None:
+    from hermes_sdk.operations.common import _plain_tree, tree_error
+
+    assert _plain_tree(value) is (tree_error(value) is None)
