@@ -6,9 +6,10 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from .model import AgentResult, RequestInfo
-from .sse import AgentPump, ClientGone, data_event
+from .model import AgentHooks, AgentResult, RequestInfo
+from .sse import AgentPump, ClientGone, data_event, named_event
 from .state import CachedChat
+from .tools import EMOJI, ToolCall, ToolRecord
 from .wire import (
     DEFAULT_MODEL,
     ContentError,
@@ -265,11 +266,18 @@ def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> N
     try:
         # The role chunk goes out before the agent is even started (L3025-3031).
         writer.event(data_event(chunk({"role": "assistant"}, None)))
-        pump = AgentPump(lambda on_delta, ev: state.model.run(info, on_delta, ev), cancel)
+        hooks = AgentHooks()
+        pump = AgentPump(lambda on_delta, ev: state.model.run(info, on_delta, ev, hooks), cancel, start=False)
+        hooks.tool_started = lambda call: pump.post("progress", tool_progress(call, None))
+        hooks.tool_completed = lambda record: pump.post("progress", tool_progress(record.call, record))
+        pump.start()
         for kind, value in pump.items(writer, state.settings.keepalive_seconds):
             if kind == "delta":
                 if value:
                     writer.event(data_event(chunk({"content": value}, None)))
+            elif kind == "progress":
+                if value is not None:
+                    writer.event(named_event("hermes.tool.progress", value))
             elif kind == "done":
                 _persist(ex, info, value)
                 final = chunk({}, value.finish_reason)
@@ -293,3 +301,21 @@ def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> N
     finally:
         if pump is not None:
             pump.join(0.5)
+
+
+def tool_progress(call: ToolCall, record: ToolRecord | None) -> JSONDict | None:
+    """The ``hermes.tool.progress`` payload (L2806-2848); ``_``-prefixed tools are skipped.
+
+    ``completed`` carries no error flag: a blocked command also says ``completed``.
+    """
+    if call.name.startswith("_"):
+        return None
+    if record is not None:
+        return {"tool": call.name, "toolCallId": call.call_id, "status": "completed"}
+    return {
+        "tool": call.name,
+        "emoji": EMOJI.get(call.name, "\u26a1"),
+        "label": call.preview,
+        "toolCallId": call.call_id,
+        "status": "running",
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -13,6 +13,9 @@ from .model import Reply, ReplyLike, RequestInfo, Responder
 from .server import HermesHTTPServer
 from .state import FAULT_MODES, EmulatorState, Fault, SeenRequest, Settings
 from .store import ResponseStore
+from .tools import DEFAULT_TOOLSETS, TOOLSET_TOOLS
+
+APPROVAL_MODES = ("manual", "smart", "off")
 
 
 class HermesEmulator:
@@ -37,9 +40,24 @@ class HermesEmulator:
         token_delay: float = 0.0,
         api_max_retries: int = 1,
         verbose: bool = False,
+        toolsets: Sequence[str] = (),
+        approval_mode: str = "manual",
+        approval_timeout: float = 60.0,
+        run_events_keepalive_seconds: float = 30.0,
+        run_stream_ttl: float = 300.0,
+        run_status_ttl: float = 3600.0,
+        files: Mapping[str, str] | None = None,
     ) -> None:
+        """``toolsets`` like Hermes' ``platform_toolsets.api_server`` (``()`` = no tools, the
+        peer default; ``TOOLSETS`` = ``("terminal", "file", "todo")`` as in the captures);
+        ``approval_mode``/``approval_timeout`` like ``approvals.mode``/``approvals.timeout``;
+        ``run_events_keepalive_seconds``, ``run_stream_ttl`` and ``run_status_ttl`` are the
+        runs' SSE keepalive, unsubscribed-buffer sweep and finished-run retention (Hermes:
+        30, 300 and 3600 s); ``files`` seeds the simulated file system the tools act on.
+        """
         if framing not in ("chunked", "close"):
             raise ValueError("framing must be 'chunked' or 'close'")
+        _check_tools(toolsets, approval_mode)
         self.host = host
         self._port = port
         self._verbose = verbose
@@ -50,12 +68,19 @@ class HermesEmulator:
                 keepalive_seconds=keepalive_seconds,
                 delta_batch_ms=delta_batch_ms,
                 framing=framing,
+                approval_timeout=approval_timeout,
+                run_events_keepalive_seconds=run_events_keepalive_seconds,
+                run_stream_ttl=run_stream_ttl,
+                run_status_ttl=run_status_ttl,
             ),
             max_stored_responses=max_stored_responses,
             token_delay=token_delay,
         )
         model = self._state.model
         model.default_api_max_retries = model.api_max_retries = max(1, api_max_retries)
+        self._state.default_toolsets = model.toolbox.toolsets = tuple(toolsets)
+        self._state.default_approval_mode = model.toolbox.approval_mode = approval_mode
+        model.toolbox.files.update(files or {})
         self._server: HermesHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -200,6 +225,105 @@ class HermesEmulator:
     def draining(self, value: bool) -> None:
         self._state.settings.draining = bool(value)
 
+    # -- tools, approvals and runs ------------------------------------------------------
+    @property
+    def toolsets(self) -> tuple[str, ...]:
+        """Enabled toolsets (``platform_toolsets.api_server``); ``()`` disables tool calls."""
+        return self._state.model.toolbox.toolsets
+
+    @toolsets.setter
+    def toolsets(self, value: Sequence[str]) -> None:
+        _check_tools(value, self.approval_mode)
+        self._state.model.toolbox.toolsets = tuple(value)
+
+    @property
+    def approval_mode(self) -> str:
+        """``manual`` (ask), ``smart`` (``smart-approve``/``smart-deny`` in the command) or ``off``."""
+        return self._state.model.toolbox.approval_mode
+
+    @approval_mode.setter
+    def approval_mode(self, value: str) -> None:
+        _check_tools(self.toolsets, value)
+        self._state.model.toolbox.approval_mode = value
+
+    @property
+    def approval_timeout(self) -> float:
+        return self._state.settings.approval_timeout
+
+    @approval_timeout.setter
+    def approval_timeout(self, seconds: float) -> None:
+        self._state.settings.approval_timeout = float(seconds)
+
+    @property
+    def run_events_keepalive_seconds(self) -> float:
+        return self._state.settings.run_events_keepalive_seconds
+
+    @run_events_keepalive_seconds.setter
+    def run_events_keepalive_seconds(self, seconds: float) -> None:
+        self._state.settings.run_events_keepalive_seconds = float(seconds)
+
+    @property
+    def run_stream_ttl(self) -> float:
+        return self._state.settings.run_stream_ttl
+
+    @run_stream_ttl.setter
+    def run_stream_ttl(self, seconds: float) -> None:
+        self._state.settings.run_stream_ttl = float(seconds)
+
+    @property
+    def run_status_ttl(self) -> float:
+        return self._state.settings.run_status_ttl
+
+    @run_status_ttl.setter
+    def run_status_ttl(self, seconds: float) -> None:
+        self._state.settings.run_status_ttl = float(seconds)
+
+    @property
+    def files(self) -> dict[str, str]:
+        """The simulated file system (path -> text) that terminal/read_file/write_file act on.
+
+        Nothing touches the real disk: ``rm -rf <dir>`` removes the entries under ``<dir>``.
+        """
+        return self._state.model.toolbox.files
+
+    @property
+    def command_allowlist(self) -> set[str]:
+        """Pattern keys approved with ``always`` (process-wide, like Hermes' ``command_allowlist``)."""
+        return self._state.model.toolbox.command_allowlist
+
+    def run_status(self, run_id: str) -> dict[str, Any] | None:
+        """The run object ``GET /v1/runs/{id}`` would return, or None."""
+        run = self._state.runs.get(run_id)
+        return None if run is None else run.snapshot()
+
+    def run_ids(self) -> list[str]:
+        with self._state.runs.lock:
+            return list(self._state.runs.runs)
+
+    def run_events(self, run_id: str) -> list[dict[str, Any]]:
+        """Every event the run queued so far, whoever (if anyone) received it."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return []
+        with run.lock:
+            return [dict(e) for e in run.events_emitted]
+
+    def pending_approvals(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's unanswered approval requests, oldest first (payload fields only)."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return []
+        with run.lock:
+            return [p.danger.payload() for p in run.approvals]
+
+    def wait_run(self, run_id: str, timeout: float = 10.0) -> dict[str, Any] | None:
+        """Block until the run's task finished (or ``timeout``); return its run object."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return None
+        run.done.wait(timeout)
+        return run.snapshot()
+
     def drop_connection(
         self,
         mode: str = "before_response",
@@ -287,6 +411,17 @@ class HermesEmulator:
         return f"<HermesEmulator {where}>"
 
 
+def _check_tools(toolsets: Sequence[str], approval_mode: str) -> None:
+    unknown = [t for t in toolsets if t not in TOOLSET_TOOLS]
+    if unknown:
+        raise ValueError(f"unsupported toolsets {unknown}; the emulator simulates {sorted(TOOLSET_TOOLS)}")
+    if approval_mode not in APPROVAL_MODES:
+        raise ValueError(f"approval_mode must be one of {APPROVAL_MODES}")
+
+
+TOOLSETS = DEFAULT_TOOLSETS
+
+
 def serve(
     host: str = "127.0.0.1",
     port: int = 8642,
@@ -320,6 +455,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key", default="test-key")
     parser.add_argument("--max-concurrent-runs", type=int, default=10)
     parser.add_argument("--framing", choices=("chunked", "close"), default="chunked")
+    parser.add_argument("--tools", action="store_true", help="enable the terminal, file and todo toolsets")
+    parser.add_argument("--approval-mode", choices=APPROVAL_MODES, default="manual")
+    parser.add_argument("--approval-timeout", type=float, default=60.0)
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     print(f"Hermes emulator (API key {args.api_key!r}); Ctrl-C to stop", file=sys.stderr)
@@ -330,8 +468,11 @@ def main(argv: list[str] | None = None) -> int:
         max_concurrent_runs=args.max_concurrent_runs,
         framing=args.framing,
         verbose=args.verbose,
+        toolsets=DEFAULT_TOOLSETS if args.tools else (),
+        approval_mode=args.approval_mode,
+        approval_timeout=args.approval_timeout,
     )
     return 0
 
 
-__all__ = ["HermesEmulator", "Reply", "RequestInfo", "main", "serve"]
+__all__ = ["TOOLSETS", "HermesEmulator", "Reply", "RequestInfo", "main", "serve"]

@@ -9,7 +9,11 @@ truncation continuations, zeroed usage), so one suite can run against both:
 - ``SLOW:<sec>`` in the last user message sleeps first;
 - ``FAIL500`` / ``FAIL400`` / ``FAIL401`` in the last user message fail the run;
 - ``TRUNCATE`` in any user message gives ``ECHO-PART`` x4 with an
-  ``output_truncated`` partial state; ``TRUNCEMPTY`` gives no text at all.
+  ``output_truncated`` partial state; ``TRUNCEMPTY`` gives no text at all;
+- ``THINKTAG`` prefixes the answer with ``<think>pondering the request</think>``
+  (dropped from the text, kept in the runs' ``reasoning.available``);
+- with tools on (``toolsets``), ``TOOL:``/``TOOLJSON:`` directives and ``PREAMBLE``
+  make one tool-call turn, then ``DONE: <results>`` (see ``tools.py``).
 
 Tests steer it further with queued replies, a responder callable, forced
 failures and truncation (see ``HermesEmulator``).
@@ -18,6 +22,7 @@ failures and truncation (see ``HermesEmulator``).
 from __future__ import annotations
 
 import functools
+import json
 import re
 import threading
 import time
@@ -26,9 +31,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from .tools import (
+    PREAMBLE_TEXT,
+    Approver,
+    Interrupted,
+    ToolBox,
+    ToolCall,
+    ToolRecord,
+    call_arguments,
+    done_text,
+    parse_directives,
+)
 from .wire import repair_turns, word_count
 
 PROMPT_OVERHEAD_TOKENS = 251  # Hermes' own system prompt, as counted by the fake LLM
+TOOLS_PROMPT_OVERHEAD_TOKENS = 587  # ... plus the seven tool schemas of [terminal, file, todo]
+THINK_PREFIX = "<think>pondering the request</think>"
+REASONING_PREVIEW_CHARS = 500
+_THINK_TAGS = re.compile(r"</?(think|reasoning|REASONING_SCRATCHPAD)>")
 TRUNCATION_ERROR = "Response remained truncated after 4 continuation attempts"
 _CONTINUATIONS = 4
 _UPSTREAM_FAILURES = {
@@ -47,7 +67,7 @@ CONTINUATION_PROMPT = (
 class RequestInfo:
     """What the agent was asked to do; handed to responder callables."""
 
-    endpoint: str  # "chat" or "responses"
+    endpoint: str  # "chat", "responses" or "runs"
     prompt: str
     history: list[dict[str, str]]
     system_prompt: str
@@ -106,6 +126,8 @@ class AgentResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     streamed: list[str] = field(default_factory=list)
+    tool_records: list[ToolRecord] = field(default_factory=list)
+    preamble: str = ""
 
     @property
     def finish_reason(self) -> str:
@@ -130,7 +152,31 @@ def word_groups(text: str, size: int = 3) -> list[str]:
 
 
 class Cancelled(Exception):
-    """The client went away or the emulator is stopping."""
+    """The client went away, the run was stopped, or the emulator is stopping."""
+
+
+def _ignore(*_args: Any) -> None:
+    return None
+
+
+@dataclass
+class AgentHooks:
+    """What an endpoint wants to hear about while the agent works (all optional).
+
+    ``approver`` is set only by ``/v1/runs``: without it a dangerous command is not run
+    and the model receives a ``pending_approval`` result, as on chat and Responses.
+    """
+
+    tool_started: Callable[[ToolCall], None] = _ignore
+    tool_completed: Callable[[ToolRecord], None] = _ignore
+    assistant_message: Callable[[str], None] = _ignore  # runs: reasoning.available
+    approver: Approver | None = None
+    session_patterns: set[str] = field(default_factory=set)
+
+
+def reasoning_text(content: str) -> str:
+    """``reasoning.available.text``: think tags removed (inner text kept), 500 chars."""
+    return _THINK_TAGS.sub("", content)[:REASONING_PREVIEW_CHARS]
 
 
 class ScriptedModel:
@@ -147,6 +193,8 @@ class ScriptedModel:
         self._fail_next: deque[int] = deque()
         self._truncation: bool | None = None  # None: off; False: with text; True: empty
         self._executions = 0
+        self._call_seq = 0
+        self.toolbox = ToolBox()
         self.stopping = threading.Event()
         self.default_token_delay = token_delay
         self.token_delay = token_delay
@@ -175,6 +223,7 @@ class ScriptedModel:
             self._fail_next.clear()
             self._truncation = None
             self._executions = 0
+            self._call_seq = 0
             self._upstream.clear()
             self.token_delay = self.default_token_delay
             self.api_max_retries = self.default_api_max_retries
@@ -195,6 +244,10 @@ class ScriptedModel:
         with self._lock:
             return list(self._upstream)
 
+    @property
+    def prompt_overhead(self) -> int:
+        return TOOLS_PROMPT_OVERHEAD_TOKENS if self.toolbox.toolsets else PROMPT_OVERHEAD_TOKENS
+
     def _log_upstream(self, info: RequestInfo, calls: int = 1, continuation: bool = False) -> None:
         roles = ["system"] + [str(m.get("role")) for m in info.upstream_turns]
         last = info.upstream_prompt
@@ -213,8 +266,12 @@ class ScriptedModel:
         info: RequestInfo,
         on_delta: Callable[[str], None],
         cancel: threading.Event,
+        hooks: AgentHooks | None = None,
     ) -> AgentResult:
         """Run one agent turn, calling ``on_delta`` for each streamed piece."""
+        hooks = hooks or AgentHooks()
+        if cancel.is_set():
+            raise Cancelled()
         with self._lock:
             self._executions += 1
             failure = self._fail_next.popleft() if self._fail_next else None
@@ -233,14 +290,21 @@ class ScriptedModel:
         if scripted is not None:
             reply = Reply(text=scripted) if isinstance(scripted, str) else scripted
             self._log_upstream(info)
-            return self._scripted(info, reply, on_delta, cancel)
-        return self._default(info, on_delta, cancel)
+            return self._announce(self._scripted(info, reply, on_delta, cancel), hooks)
+        return self._default(info, on_delta, cancel, hooks)
+
+    @staticmethod
+    def _announce(result: AgentResult, hooks: AgentHooks) -> AgentResult:
+        if result.final_response and not result.failed:
+            hooks.assistant_message(reasoning_text(result.final_response))
+        return result
 
     def _default(
         self,
         info: RequestInfo,
         on_delta: Callable[[str], None],
         cancel: threading.Event,
+        hooks: AgentHooks,
     ) -> AgentResult:
         prompt = info.upstream_prompt
         for status in (500, 400, 401):
@@ -251,8 +315,83 @@ class ScriptedModel:
             return self._truncated(info, on_delta, cancel, empty=True)
         if any("TRUNCATE" in u for u in users):
             return self._truncated(info, on_delta, cancel, empty=False)
+        directives = parse_directives(prompt) if self.toolbox.toolsets else []
+        if directives:
+            return self._tool_turn(info, directives, on_delta, cancel, hooks)
         self._log_upstream(info)
-        return self._scripted(info, Reply(text="ECHO: " + prompt), on_delta, cancel)
+        if "THINKTAG" in prompt:
+            raw = THINK_PREFIX + "ECHO: " + prompt
+            visible = [re.sub(r"<think>.*?</think>", "", g, flags=re.S) for g in word_groups(raw)]
+            reply = Reply(
+                text=raw.replace(THINK_PREFIX, ""),
+                deltas=[g for g in visible if g],
+                completion_tokens=word_count(raw),
+            )
+            result = self._scripted(info, reply, on_delta, cancel)
+            hooks.assistant_message(reasoning_text(raw))
+            return result
+        return self._announce(self._scripted(info, Reply(text="ECHO: " + prompt), on_delta, cancel), hooks)
+
+    def _tool_turn(
+        self,
+        info: RequestInfo,
+        directives: list[tuple[str, str, str]],
+        on_delta: Callable[[str], None],
+        cancel: threading.Event,
+        hooks: AgentHooks,
+    ) -> AgentResult:
+        """One tool-call turn (calls run one after another), then the ``DONE:`` answer."""
+        preamble = PREAMBLE_TEXT if "PREAMBLE" in info.upstream_prompt else ""
+        with self._lock:
+            calls = []
+            for kind, name, arg in directives:
+                self._call_seq += 1
+                calls.append(ToolCall(f"call_fake{self._call_seq:04d}", name, call_arguments(kind, name, arg)))
+        self._log_upstream(info)
+        first_prompt = prompt_token_count(info, self.prompt_overhead)
+        if preamble:
+            self._emit([preamble], on_delta, cancel)
+            hooks.assistant_message(reasoning_text(preamble))
+        known = set(self.toolbox.tool_names)
+        records: list[ToolRecord] = []
+        for call in calls:
+            if cancel.is_set():
+                raise Cancelled()
+            if call.name not in known:
+                records.append(ToolRecord(call, self.toolbox.unknown_tool_text(call.name), True, 0.0, ran=False))
+                continue
+            hooks.tool_started(call)
+            began = time.monotonic()
+            try:
+                result, error = self.toolbox.execute(call, hooks.approver, cancel, hooks.session_patterns)
+            except Interrupted:
+                interrupted = json.dumps({"output": "", "exit_code": 130, "error": "Command interrupted"})
+                hooks.tool_completed(ToolRecord(call, interrupted, True, round(time.monotonic() - began, 3)))
+                raise Cancelled() from None
+            record = ToolRecord(call, result, error, round(time.monotonic() - began, 3))
+            records.append(record)
+            hooks.tool_completed(record)
+        if cancel.is_set():
+            raise Cancelled()
+        text = done_text([r.result for r in records])
+        roles = ["system"] + [str(m.get("role")) for m in info.upstream_turns] + ["assistant"]
+        roles += ["tool"] * len(records)
+        with self._lock:
+            self._upstream.append({"roles": roles, "n_messages": len(roles), "last_user": info.upstream_prompt})
+        deltas = word_groups(text)
+        if deltas and any(r.ran for r in records):
+            deltas[0] = "\n\n" + deltas[0]  # Hermes' paragraph break after a tool turn (stream only)
+        streamed = self._emit(deltas, on_delta, cancel)
+        hooks.assistant_message(reasoning_text(text))
+        second_prompt = first_prompt + word_count(preamble) + sum(word_count(r.result) for r in records)
+        return AgentResult(
+            final_response=text,
+            prompt_tokens=first_prompt + second_prompt,
+            completion_tokens=max(1, word_count(preamble)) + word_count(text),
+            streamed=streamed,
+            tool_records=records,
+            preamble=preamble,
+        )
 
     def _scripted(
         self,
@@ -289,7 +428,7 @@ class ScriptedModel:
             )
         prompt_tokens = reply.prompt_tokens
         if prompt_tokens is None:
-            prompt_tokens = prompt_token_count(info)
+            prompt_tokens = prompt_token_count(info, self.prompt_overhead)
         completion = reply.completion_tokens
         if completion is None:
             completion = word_count(text)
@@ -353,8 +492,8 @@ class ScriptedModel:
                 raise Cancelled()
 
 
-def prompt_token_count(info: RequestInfo) -> int:
+def prompt_token_count(info: RequestInfo, overhead: int = PROMPT_OVERHEAD_TOKENS) -> int:
     """The fake LLM counts whitespace words on top of Hermes' system prompt."""
     words = word_count(info.system_prompt) + word_count(info.prompt)
     words += sum(word_count(m.get("content", "")) for m in info.history)
-    return PROMPT_OVERHEAD_TOKENS + words
+    return overhead + words

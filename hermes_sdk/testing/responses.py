@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .chat import refused_before_work
-from .model import AgentResult, RequestInfo
+from .model import AgentHooks, AgentResult, RequestInfo
 from .sse import AgentPump, ClientGone, named_event
 from .store import StoredResponse
+from .tools import ToolRecord
 from .wire import (
     DEFAULT_MODEL,
     ContentError,
@@ -54,6 +56,8 @@ class _Turn:
     instructions: str | None
     conversation: str | None
     store: bool
+    # Hermes bug (hermes-wire/40): a chained non-stream response repeats earlier tool items.
+    prior_items: list[JSONDict] = field(default_factory=list)
 
 
 def handle_create(ex: Exchange) -> None:
@@ -80,7 +84,7 @@ def handle_create(ex: Exchange) -> None:
             )
         else:
             result = _run(ex, turn)
-        envelope = _envelope(response_id(), int(time.time()), turn.model, result)
+        envelope = _envelope(response_id(), int(time.time()), turn.model, result, turn.prior_items)
         _save(ex, turn, envelope, result)
         ex.send_json(200, envelope, [("X-Hermes-Session-Id", turn.info.session_id)] + key_echo)
     finally:
@@ -119,6 +123,7 @@ def _prepare(ex: Exchange) -> _Turn:
     history = _explicit_history(body.get("conversation_history"))
     instructions = body.get("instructions")
     session_id: str | None = None
+    prior_items: list[JSONDict] = []
     if history is None:
         history = []
         if conversation and not previous_id:
@@ -130,6 +135,7 @@ def _prepare(ex: Exchange) -> _Turn:
                 raise _Invalid(404, openai_error(f"Previous response not found: {previous_id}"))
             history = stored.conversation_history
             session_id = stored.session_id
+            prior_items = _tool_items_of(stored.response)
             if instructions is None:
                 instructions = stored.instructions
     history = history + items[:-1]
@@ -151,7 +157,30 @@ def _prepare(ex: Exchange) -> _Turn:
         instructions=None if instructions is None else str(instructions),
         conversation=str(conversation) if conversation else None,
         store=bool(body.get("store", True)),
+        prior_items=prior_items,
     )
+
+
+def _tool_items_of(response: JSONDict) -> list[JSONDict]:
+    items: list[JSONDict] = []
+    for item in response.get("output") or []:
+        if not isinstance(item, dict) or item.get("type") not in ("function_call", "function_call_output"):
+            continue
+        item = dict(item)
+        if isinstance(item.get("output"), list):
+            item["output"] = "".join(str(p.get("text", "")) for p in item["output"] if isinstance(p, dict))
+        items.append(item)
+    return items
+
+
+def function_call_item(record: ToolRecord) -> JSONDict:
+    call = record.call
+    return {"type": "function_call", "name": call.name, "arguments": call.display_arguments, "call_id": call.call_id}
+
+
+def function_call_output_item(record: ToolRecord, streamed: bool) -> JSONDict:
+    output: Any = [{"type": "input_text", "text": record.result}] if streamed else record.result
+    return {"type": "function_call_output", "call_id": record.call.call_id, "output": output}
 
 
 def _input_items(raw: Any) -> list[dict[str, str]]:
@@ -232,15 +261,21 @@ def _message(text: str) -> JSONDict:
     }
 
 
-def _envelope(rid: str, created_at: int, model: str, result: AgentResult) -> JSONDict:
+def _envelope(
+    rid: str, created_at: int, model: str, result: AgentResult, prior_items: list[JSONDict] | None = None
+) -> JSONDict:
     # Non-streaming Responses never signal failure: completed, error text, zero usage.
+    # Tool items come from the transcript: every function_call, then every output (L4505-4552).
+    items = list(prior_items or [])
+    items += [function_call_item(r) for r in result.tool_records]
+    items += [function_call_output_item(r, streamed=False) for r in result.tool_records]
     return {
         "id": rid,
         "object": "response",
         "status": "completed",
         "created_at": created_at,
         "model": model,
-        "output": [_message(_output_text(result))],
+        "output": items + [_message(_output_text(result))],
         "usage": _usage(result),
     }
 
@@ -280,6 +315,9 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
     text: list[str] = []
     item_id: list[str] = []
     final_saved = [False]
+    next_index = [0]  # output_index of the next item opened (streamed order != final order)
+    msg_index = [0]
+    tool_items: list[JSONDict] = []
 
     writer = ex.open_sse([("X-Hermes-Session-Id", turn.info.session_id)] + key_echo)
 
@@ -293,10 +331,12 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
     def delta(piece: str) -> None:
         if not item_id:
             item_id.append(message_item_id())
+            msg_index[0] = next_index[0]
+            next_index[0] += 1
             emit(
                 "response.output_item.added",
                 {
-                    "output_index": 0,
+                    "output_index": msg_index[0],
                     "item": {
                         "id": item_id[0],
                         "type": "message",
@@ -311,12 +351,33 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
             "response.output_text.delta",
             {
                 "item_id": item_id[0],
-                "output_index": 0,
+                "output_index": msg_index[0],
                 "content_index": 0,
                 "delta": piece,
                 "logprobs": [],
             },
         )
+
+    def tool_done(record: ToolRecord) -> None:
+        # Sent at tool completion: the call (no argument deltas), then its output (L3420-3480).
+        call_item = function_call_item(record)
+        output_item = function_call_output_item(record, streamed=True)
+        fc: JSONDict = {
+            "id": "fc_" + secrets.token_hex(12),
+            "type": "function_call",
+            "status": "in_progress",
+            "name": call_item["name"],
+            "call_id": call_item["call_id"],
+            "arguments": call_item["arguments"],
+        }
+        index = next_index[0]
+        next_index[0] += 2
+        emit("response.output_item.added", {"output_index": index, "item": fc})
+        emit("response.output_item.done", {"output_index": index, "item": dict(fc, status="completed")})
+        fco = {"id": "fco_" + secrets.token_hex(12), **output_item, "status": "completed"}
+        emit("response.output_item.added", {"output_index": index + 1, "item": fco})
+        emit("response.output_item.done", {"output_index": index + 1, "item": fco})
+        tool_items.extend([call_item, output_item])
 
     def finish(result: AgentResult | None, error: str | None) -> None:
         if result is not None and not text and result.final_response:
@@ -327,7 +388,7 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
                 "response.output_text.done",
                 {
                     "item_id": item_id[0],
-                    "output_index": 0,
+                    "output_index": msg_index[0],
                     "content_index": 0,
                     "text": full,
                     "logprobs": [],
@@ -336,7 +397,7 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
             emit(
                 "response.output_item.done",
                 {
-                    "output_index": 0,
+                    "output_index": msg_index[0],
                     "item": {
                         "id": item_id[0],
                         "type": "message",
@@ -361,7 +422,7 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
             envelope = dict(
                 head,
                 status="completed",
-                output=[_message(full)] if full else [],
+                output=tool_items + ([_message(full)] if full else []),
                 usage=usage,
             )
             event_type = "response.completed"
@@ -376,12 +437,19 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
         # written so a client that saw response.created can always GET it.
         _save(ex, turn, dict(head), None)
         emit("response.created", {"response": head})
-        pump = AgentPump(lambda on_delta, ev: state.model.run(turn.info, on_delta, ev), cancel)
+        hooks = AgentHooks()
+        pump = AgentPump(
+            lambda on_delta, ev: state.model.run(turn.info, on_delta, ev, hooks), cancel, start=False
+        )
+        hooks.tool_completed = lambda record: pump.post("tool", record)
+        pump.start()
         batch = max(0.0, float(state.settings.delta_batch_ms)) / 1000.0
         for kind, value in pump.items(writer, state.settings.keepalive_seconds, batch):
             if kind == "delta":
                 if value:
                     delta(value)
+            elif kind == "tool":
+                tool_done(value)
             elif kind == "done":
                 finish(value, None)
             else:

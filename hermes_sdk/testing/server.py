@@ -18,7 +18,7 @@ from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
-from . import chat, responses
+from . import chat, discovery, responses, runs
 from .model import Cancelled
 from .sse import SSEWriter
 from .state import EmulatorState, Fault, SeenRequest
@@ -86,8 +86,12 @@ class Exchange:
             fault=self.fault,
         )
 
-    def open_sse(self, headers: Headers) -> SSEWriter:
-        return self._handler.open_sse(headers, self.fault)
+    def open_sse(self, headers: Headers, check_alive: bool = False) -> SSEWriter:
+        return self._handler.open_sse(headers, self.fault, check_alive)
+
+    def send_crash(self) -> None:
+        """aiohttp's answer to an unhandled exception: text/plain 500, connection closed."""
+        self._handler.send_crash()
 
 
 class HermesHandler(BaseHTTPRequestHandler):
@@ -295,7 +299,19 @@ class HermesHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
         self.wfile.flush()
 
-    def open_sse(self, headers: Headers, fault: Fault | None) -> SSEWriter:
+    def send_crash(self) -> None:
+        body = b"500 Internal Server Error\n\nServer got itself in trouble"
+        self._status_line(500)
+        self.send_header("Content-Type", TEXT_CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self._trailing_headers()
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+        self.close_connection = True
+
+    def open_sse(self, headers: Headers, fault: Fault | None, check_alive: bool = False) -> SSEWriter:
         framing = self.server.state.settings.framing
         if fault is not None and fault.mode == "before_response":
             # The agent still runs; the client just never hears about it.
@@ -316,7 +332,9 @@ class HermesHandler(BaseHTTPRequestHandler):
         drop_after: int | None = None
         if fault is not None:
             drop_after = 0 if fault.mode == "mid_body" else fault.after_events
-        return SSEWriter(self.wfile, self.connection, framing, drop_after_events=drop_after)
+        return SSEWriter(
+            self.wfile, self.connection, framing, drop_after_events=drop_after, check_alive=check_alive
+        )
 
     def _trailing_headers(self) -> None:
         self.send_header("Date", formatdate(usegmt=True))
@@ -409,6 +427,14 @@ _HANDLERS: dict[str, Callable[[Exchange, str | None], None]] = {
     "responses": lambda ex, _arg: responses.handle_create(ex),
     "response_get": lambda ex, arg: responses.handle_get(ex, arg or ""),
     "response_delete": lambda ex, arg: responses.handle_delete(ex, arg or ""),
+    "capabilities": lambda ex, _arg: ex.send_json(200, discovery.capabilities()),
+    "toolsets": lambda ex, _arg: ex.send_json(200, discovery.toolsets(ex.state.model.toolbox.toolsets)),
+    "health_detailed": lambda ex, _arg: ex.send_json(200, discovery.health_detailed(ex.state.active_api_runs)),
+    "run_create": lambda ex, _arg: runs.handle_create(ex),
+    "run_get": lambda ex, arg: runs.handle_get(ex, arg or ""),
+    "run_events": lambda ex, arg: runs.handle_events(ex, arg or ""),
+    "run_approval": lambda ex, arg: runs.handle_approval(ex, arg or ""),
+    "run_stop": lambda ex, arg: runs.handle_stop(ex, arg or ""),
 }
 
 _STATIC_ROUTES: dict[str, dict[str, str]] = {
@@ -417,21 +443,42 @@ _STATIC_ROUTES: dict[str, dict[str, str]] = {
     "/v1/models": {"GET": "models", "HEAD": "models"},
     "/v1/chat/completions": {"POST": "chat"},
     "/v1/responses": {"POST": "responses"},
+    "/v1/runs": {"POST": "run_create"},
+    "/v1/capabilities": {"GET": "capabilities", "HEAD": "capabilities"},
+    "/v1/toolsets": {"GET": "toolsets", "HEAD": "toolsets"},
+    "/health/detailed": {"GET": "health_detailed", "HEAD": "health_detailed"},
 }
 _ITEM_ROUTE = {
     "GET": "response_get",
     "HEAD": "response_get",
     "DELETE": "response_delete",
 }
+# /v1/runs/{run_id}[/suffix]: aiohttp lists only the registered method in Allow (hermes-wire/34).
+_RUN_ROUTES: dict[str, dict[str, str]] = {
+    "": {"GET": "run_get"},
+    "events": {"GET": "run_events"},
+    "approval": {"POST": "run_approval"},
+    "stop": {"POST": "run_stop"},
+}
+
+
+def _table(path: str) -> tuple[dict[str, str] | None, str | None]:
+    table = _STATIC_ROUTES.get(path)
+    if table is not None:
+        return table, None
+    if path.startswith("/v1/responses/"):
+        arg = path[len("/v1/responses/") :]
+        if arg and "/" not in arg:
+            return _ITEM_ROUTE, arg
+    if path.startswith("/v1/runs/"):
+        run_id, _, suffix = path[len("/v1/runs/") :].partition("/")
+        if run_id and suffix in _RUN_ROUTES:
+            return _RUN_ROUTES[suffix], run_id
+    return None, None
 
 
 def _resolve(method: str, path: str) -> Route | int:
-    table = _STATIC_ROUTES.get(path)
-    arg: str | None = None
-    if table is None and path.startswith("/v1/responses/"):
-        arg = path[len("/v1/responses/") :]
-        if arg and "/" not in arg:
-            table = _ITEM_ROUTE
+    table, arg = _table(path)
     if table is None:
         return 404
     name = table.get(method)
@@ -441,8 +488,8 @@ def _resolve(method: str, path: str) -> Route | int:
 
 
 def _allowed_methods(path: str) -> str:
-    table = _STATIC_ROUTES.get(path) or _ITEM_ROUTE
-    return ",".join(sorted(table))
+    table, _arg = _table(path)
+    return ",".join(sorted(table or _ITEM_ROUTE))
 
 
 def _strip_profile(path: str) -> str:

@@ -8,6 +8,7 @@ server still holds the rest.
 from __future__ import annotations
 
 import queue
+import select
 import socket
 import threading
 import time
@@ -52,7 +53,9 @@ class SSEWriter:
         framing: str,
         drop_after_events: int | None = None,
         discard: bool = False,
+        check_alive: bool = False,
     ) -> None:
+        self._check_alive = check_alive
         self._wfile = wfile
         self._discard = discard
         self._sock = sock
@@ -69,6 +72,19 @@ class SSEWriter:
 
     def keepalive(self) -> None:
         self._write(KEEPALIVE)
+
+    def comment(self, text: str) -> None:
+        self._write(f": {text}\n\n".encode())
+
+    def client_gone(self) -> bool:
+        """True once the peer closed its end (aiohttp's transport knows this before a write)."""
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+            if not readable:
+                return False
+            return self._sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     def finish(self) -> None:
         if self._discard:
@@ -96,6 +112,8 @@ class SSEWriter:
         self.last_write = time.monotonic()
 
     def _raw(self, data: bytes) -> None:
+        if self._check_alive and not self._discard and self.client_gone():
+            raise ClientGone("client closed the connection")
         try:
             self._wfile.write(data)
             self._wfile.flush()
@@ -103,7 +121,8 @@ class SSEWriter:
             raise ClientGone(str(exc)) from exc
 
 
-Item = tuple[str, Any]  # ("delta", str) | ("done", AgentResult) | ("error", BaseException)
+# ("delta", str) | ("done", AgentResult) | ("error", BaseException) | (other, payload) posted by hooks
+Item = tuple[str, Any]
 
 
 class AgentPump:
@@ -113,11 +132,20 @@ class AgentPump:
         self,
         run: Callable[[Callable[[str], None], threading.Event], AgentResult],
         cancel: threading.Event,
+        start: bool = True,
     ) -> None:
         self._queue: queue.Queue[Item] = queue.Queue()
         self.cancel = cancel
         self._thread = threading.Thread(target=self._target, args=(run,), daemon=True, name="hermes-emulator-agent")
+        if start:
+            self._thread.start()
+
+    def start(self) -> None:
         self._thread.start()
+
+    def post(self, kind: str, value: Any) -> None:
+        """Hand a side event (e.g. tool progress) to the writer, in order with the deltas."""
+        self._queue.put((kind, value))
 
     def _target(self, run: Callable[[Callable[[str], None], threading.Event], AgentResult]) -> None:
         try:
@@ -154,11 +182,12 @@ class AgentPump:
                 yield ("delta", pending)
                 pending, deadline = "", None
             yield (kind, value)
-            if kind != "delta":
+            if kind in ("done", "error"):
                 return
 
     def join(self, timeout: float = 5.0) -> None:
-        self._thread.join(timeout)
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
 
 
 __all__ = [

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import AgentResult, ScriptedModel
+from .runs import RunRegistry
 from .store import IdempotencyCache, ResponseStore, SessionTranscripts
 
 FAULT_MODES = ("before_response", "mid_body", "mid_stream")
@@ -63,6 +64,10 @@ class Settings:
     delta_batch_ms: float
     framing: str
     draining: bool = False
+    approval_timeout: float = 60.0  # approvals.timeout: an unanswered approval is BLOCKED after it
+    run_events_keepalive_seconds: float = 30.0  # ": keepalive" on an idle /v1/runs/{id}/events
+    run_stream_ttl: float = 300.0  # an unsubscribed event buffer is dropped this long after creation
+    run_status_ttl: float = 3600.0  # a finished run object is dropped this long after its last update
 
 
 class EmulatorState:
@@ -70,6 +75,9 @@ class EmulatorState:
         self.defaults = Settings(**vars(settings))
         self.settings = settings
         self.model = ScriptedModel(token_delay=token_delay)
+        self.runs = RunRegistry()
+        self.default_toolsets: tuple[str, ...] = ()
+        self.default_approval_mode = "manual"
         self.store = ResponseStore(max_stored_responses)
         self._default_store_size = max_stored_responses
         self.idempotency: IdempotencyCache[Any] = IdempotencyCache()
@@ -98,6 +106,13 @@ class EmulatorState:
     def active_runs(self) -> int:
         with self._lock:
             return self._active_runs
+
+    @property
+    def active_api_runs(self) -> int:
+        """``/health/detailed``: runs that are queued, running or waiting for approval."""
+        with self.runs.lock:
+            runs = list(self.runs.runs.values())
+        return sum(1 for r in runs if r.state in ("queued", "running", "waiting_for_approval"))
 
     # -- counters and records ---------------------------------------------------
     def count_connection(self) -> None:
@@ -135,6 +150,13 @@ class EmulatorState:
 
     def reset(self) -> None:
         self.model.reset()
+        self.runs.clear_finished()
+        toolbox = self.model.toolbox
+        with toolbox._lock:
+            toolbox.files.clear()
+            toolbox.command_allowlist.clear()
+        toolbox.toolsets = self.default_toolsets
+        toolbox.approval_mode = self.default_approval_mode
         self.store.clear()
         self.idempotency.clear()
         self.transcripts.clear()

@@ -1,0 +1,559 @@
+"""``/v1/runs``: durable agent runs with tool and approval events, as Hermes 0.19.0 serves them.
+
+Everything mirrors ``spec/hermes-runs.md`` (transcripts ``hermes-wire/25``-``49``):
+
+- ``POST /v1/runs`` answers ``202 {"run_id", "status": "started"}`` and runs the agent on a
+  thread; ``Idempotency-Key`` is ignored (every POST is a new run);
+- ``GET /v1/runs/{id}`` is the pollable status object (``last_event`` ignores deltas);
+- ``GET /v1/runs/{id}/events`` is data-only SSE over ONE queue per run: concurrent
+  subscribers split the events, a finished or broken subscription deletes the buffer (later
+  subscribes get 404 after ~1 s, later events are dropped), an unsubscribed buffer is swept
+  ``run_stream_ttl`` seconds after creation;
+- ``POST /v1/runs/{id}/approval`` resolves the oldest pending approval (FIFO, no id);
+- ``POST /v1/runs/{id}/stop`` interrupts; 404 once the run's task has finished.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .model import AgentHooks, AgentResult, Cancelled, RequestInfo
+from .sse import ClientGone
+from .tools import Danger, ToolCall
+from .wire import DEFAULT_MODEL, JSONDict, bare_error, content_text, openai_error, parse_bool
+
+if TYPE_CHECKING:
+    from .server import Exchange
+    from .state import EmulatorState
+
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
+SESSION_KEY_MAX = 256
+SUBSCRIBE_TRIES = 20  # the events route waits 20 x 50 ms for the run's queue (L5147-5152)
+SUBSCRIBE_STEP = 0.05
+APPROVAL_POLL_SECONDS = 1.0  # the approval wait notices a stop within ~1 s (tools/approval.py:3134)
+INVALID_CHOICE = "Invalid approval choice; expected one of: once, session, always, deny"
+
+
+class RunQueue:
+    """``asyncio.Queue`` semantics for threads: each item goes to ONE getter, oldest waiter first."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: deque[JSONDict | None] = deque()
+        self._waiters: deque[_Waiter] = deque()
+
+    def put(self, item: JSONDict | None) -> None:
+        with self._lock:
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                waiter.item = item
+                waiter.ready.set()
+                return
+            self._items.append(item)
+
+    def get(self, timeout: float) -> tuple[bool, JSONDict | None]:
+        """``(True, item)``, or ``(False, None)`` after ``timeout`` seconds without one."""
+        with self._lock:
+            if self._items:
+                return True, self._items.popleft()
+            waiter = _Waiter()
+            self._waiters.append(waiter)
+        if waiter.ready.wait(max(0.0, timeout)):
+            return True, waiter.item
+        with self._lock:
+            if waiter.ready.is_set():  # handed over just as the wait timed out
+                return True, waiter.item
+            self._waiters.remove(waiter)
+        return False, None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+@dataclass
+class _Waiter:
+    ready: threading.Event = field(default_factory=threading.Event)
+    item: JSONDict | None = None
+
+
+@dataclass
+class PendingApproval:
+    danger: Danger
+    answered: threading.Event = field(default_factory=threading.Event)
+    choice: str | None = None
+
+
+class Run:
+    """One run: its status object, control state and pending approvals."""
+
+    def __init__(self, run_id: str, session_id: str, model: Any, created_at: float) -> None:
+        self.run_id = run_id
+        self.lock = threading.Lock()
+        self.status: JSONDict = {
+            "object": "hermes.run",
+            "run_id": run_id,
+            "status": "queued",
+            "updated_at": created_at,
+            "created_at": created_at,
+            "session_id": session_id,
+            "model": model,
+        }
+        self.cancel = threading.Event()
+        self.done = threading.Event()  # the agent task has finished
+        self.approvals: deque[PendingApproval] = deque()
+        self.session_patterns: set[str] = set()
+        self.events_emitted: list[JSONDict] = []  # everything the agent queued (for tests)
+
+    def set_status(self, status: str | None = None, **fields: Any) -> None:
+        """Hermes' ``_set_run_status``: status and ``updated_at`` first, then the fields."""
+        with self.lock:
+            if status is not None:
+                self.status["status"] = status
+            self.status["updated_at"] = time.time()
+            self.status.update(fields)
+
+    def snapshot(self) -> JSONDict:
+        with self.lock:
+            return dict(self.status)
+
+    @property
+    def state(self) -> str:
+        with self.lock:
+            return str(self.status["status"])
+
+
+class RunRegistry:
+    """All runs of one emulator plus the per-run event queues (Hermes' ``_run_streams``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runs: dict[str, Run] = {}
+        self.streams: dict[str, RunQueue] = {}
+        self.streams_created: dict[str, float] = {}
+        self.subscribers: set[str] = set()
+
+    def get(self, run_id: str) -> Run | None:
+        with self.lock:
+            return self.runs.get(run_id)
+
+    def put_event(self, run_id: str, queue: RunQueue, event: JSONDict | None) -> None:
+        """``_put_event_if_active``: only while this run still owns its transport."""
+        with self.lock:
+            if self.streams.get(run_id) is not queue:
+                return
+        queue.put(event)
+
+    def drop_stream(self, run_id: str) -> None:
+        with self.lock:
+            self.subscribers.discard(run_id)
+            self.streams.pop(run_id, None)
+            self.streams_created.pop(run_id, None)
+
+    def sweep(self, now: float, stream_ttl: float, status_ttl: float) -> None:
+        """Unsubscribed buffers older than ``stream_ttl``; terminal runs ``status_ttl`` after update."""
+        with self.lock:
+            for run_id, created in list(self.streams_created.items()):
+                if now - created > stream_ttl and run_id not in self.subscribers:
+                    self.streams.pop(run_id, None)
+                    self.streams_created.pop(run_id, None)
+            for run_id, run in list(self.runs.items()):
+                snap = run.snapshot()
+                if snap["status"] in TERMINAL_STATUSES and now - float(snap["updated_at"]) > status_ttl:
+                    del self.runs[run_id]
+
+    def clear_finished(self) -> None:
+        with self.lock:
+            for run_id, run in list(self.runs.items()):
+                if run.done.is_set():
+                    del self.runs[run_id]
+                    self.streams.pop(run_id, None)
+                    self.streams_created.pop(run_id, None)
+                    self.subscribers.discard(run_id)
+
+
+class _BadInput(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _Crash(Exception):
+    """Hermes raises an unhandled AttributeError here: aiohttp's text/plain 500."""
+
+
+# --------------------------------------------------------------------------- routes
+
+
+def not_found(ex: Exchange, run_id: str) -> None:
+    ex.send_json(404, openai_error(f"Run not found: {run_id}", code="run_not_found"))
+
+
+def _sweep(state: EmulatorState) -> None:
+    s = state.settings
+    state.runs.sweep(time.time(), s.run_stream_ttl, s.run_status_ttl)
+
+
+def handle_create(ex: Exchange) -> None:
+    state = ex.state
+    _sweep(state)
+    if state.settings.draining:
+        ex.send_json(
+            503,
+            openai_error("Gateway is draining; retry shortly", err_type="server_error", code="gateway_draining"),
+            [("Retry-After", "1")],
+        )
+        return
+    session_key = ex.header("X-Hermes-Session-Key")
+    if session_key is not None:
+        if len(session_key) > SESSION_KEY_MAX:
+            return ex.send_json(400, bare_error("Session key too long"))
+        if any(ch in session_key for ch in ("\r", "\n", "\x00")):
+            return ex.send_json(400, bare_error("Invalid session key"))
+    if not state.try_acquire_run():  # before the body is parsed (hermes-wire/37)
+        from .chat import rate_limited  # chat imports state, which imports this module
+
+        return rate_limited(ex)
+    started = False
+    try:
+        try:
+            body = json.loads(ex.raw_body.decode("utf-8")) if ex.raw_body and not ex.oversize else None
+        except ValueError:
+            body = None
+        if body is None:
+            return ex.send_json(400, openai_error("Invalid JSON"))
+        try:
+            info, model = _prepare(ex, body)
+        except _BadInput as exc:
+            return ex.send_json(400, openai_error(exc.message))
+        except _Crash:
+            return ex.send_crash()
+        run_id = "run_" + uuid.uuid4().hex
+        session_id = info.session_id or run_id
+        info = RequestInfo(
+            endpoint="runs",
+            prompt=info.prompt,
+            history=info.history,
+            system_prompt=info.system_prompt,
+            session_id=session_id,
+            stream=True,
+            body=info.body,
+            headers=info.headers,
+        )
+        run = Run(run_id, session_id, model, time.time())
+        queue = RunQueue()
+        with state.runs.lock:
+            state.runs.runs[run_id] = run
+            state.runs.streams[run_id] = queue
+            state.runs.streams_created[run_id] = run.status["created_at"]
+        thread = threading.Thread(
+            target=_execute, args=(state, run, queue, info), daemon=True, name=f"hermes-emulator-{run_id}"
+        )
+        thread.start()
+        started = True
+        headers = [("X-Hermes-Session-Key", session_key)] if session_key is not None else []
+        ex.send_json(202, {"run_id": run_id, "status": "started"}, headers)
+    finally:
+        if not started:
+            state.release_run()
+
+
+def _prepare(ex: Exchange, body: Any) -> tuple[RequestInfo, Any]:
+    if not isinstance(body, dict):
+        raise _Crash()  # body.get on a list (L4794)
+    raw = body.get("input")
+    if not raw:
+        raise _BadInput("Missing 'input' field")
+    history: list[dict[str, str]] = []
+    if isinstance(raw, str):
+        prompt = raw
+    elif isinstance(raw, list):
+        last = raw[-1]
+        if not isinstance(last, dict):
+            raise _Crash()  # "str" has no .get (L4798)
+        prompt = _flatten(last.get("content"))
+        for item in raw[:-1]:
+            if isinstance(item, dict) and item.get("role") and item.get("content"):
+                history.append({"role": str(item["role"]), "content": _flatten(item["content"])})
+    else:
+        prompt = ""
+    if not prompt:
+        raise _BadInput("No user message found in input")
+    instructions = body.get("instructions")
+    session_id = body.get("session_id")
+    explicit = body.get("conversation_history")
+    if explicit is not None:
+        if not isinstance(explicit, list):
+            raise _BadInput("'conversation_history' must be an array of message objects")
+        for index, entry in enumerate(explicit):
+            if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
+                raise _BadInput(f"conversation_history[{index}] must have 'role' and 'content' fields")
+        history = [{"role": str(e["role"]), "content": str(e["content"])} for e in explicit] + history
+    elif body.get("previous_response_id"):
+        stored = ex.state.store.get(str(body["previous_response_id"]))
+        if stored is not None:  # an unknown id is not an error: just no history
+            # Hermes duplicates the user turn on this path (L4436-4439, hermes-wire/33).
+            history = list(stored.conversation_history) + history
+            session_id = session_id or stored.session_id
+            if instructions is None:
+                instructions = stored.instructions
+    info = RequestInfo(
+        endpoint="runs",
+        prompt=prompt,
+        history=history,
+        system_prompt=str(instructions or ""),
+        session_id=str(session_id) if session_id else "",
+        stream=True,
+        body=body,
+        headers={k: str(v) for k, v in ex.headers.items()},
+    )
+    return info, body.get("model") or DEFAULT_MODEL
+
+
+def _flatten(content: Any) -> str:
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text")]
+        return "".join(str(p) for p in parts if p)
+    if content is None:
+        return ""
+    return content_text(content) if isinstance(content, str) else str(content)
+
+
+def handle_get(ex: Exchange, run_id: str) -> None:
+    _sweep(ex.state)
+    run = ex.state.runs.get(run_id)
+    if run is None:
+        return not_found(ex, run_id)
+    ex.send_json(200, run.snapshot())
+
+
+def handle_events(ex: Exchange, run_id: str) -> None:
+    from .server import DropConnection
+
+    state = ex.state
+    _sweep(state)
+    registry = state.runs
+    queue: RunQueue | None = None
+    for _attempt in range(SUBSCRIBE_TRIES):
+        with registry.lock:
+            queue = registry.streams.get(run_id)
+            if queue is not None:
+                registry.subscribers.add(run_id)
+                break
+        time.sleep(SUBSCRIBE_STEP)
+    if queue is None:
+        return not_found(ex, run_id)
+    writer = ex.open_sse([], check_alive=True)
+    try:
+        while True:
+            got, event = queue.get(state.settings.run_events_keepalive_seconds)
+            if not got:
+                writer.keepalive()
+                continue
+            if event is None:
+                writer.comment("stream closed")
+                break
+            writer.event(f"data: {json.dumps(event)}\n\n".encode())
+        writer.finish()
+    except ClientGone:
+        raise DropConnection() from None
+    finally:
+        registry.drop_stream(run_id)
+
+
+def handle_approval(ex: Exchange, run_id: str) -> None:
+    run = ex.state.runs.get(run_id)
+    if run is None:  # looked up before the body is read (hermes-wire/36)
+        return not_found(ex, run_id)
+    try:
+        body = json.loads(ex.raw_body.decode("utf-8")) if ex.raw_body else None
+    except ValueError:
+        body = None
+    if body is None:
+        return ex.send_json(400, openai_error("Invalid JSON"))
+    if not isinstance(body, dict):
+        return ex.send_crash()
+    choice = str(body.get("choice", "")).strip().lower()
+    choice = CHOICE_ALIASES.get(choice, choice)
+    if choice not in APPROVAL_CHOICES:
+        return ex.send_json(400, openai_error(INVALID_CHOICE, code="invalid_approval_choice"))
+    if run.done.is_set():
+        return ex.send_json(
+            409, openai_error(f"Run has no active approval session: {run_id}", code="approval_not_active")
+        )
+    resolve_all = parse_bool(body.get("all")) or parse_bool(body.get("resolve_all"))
+    resolved: list[PendingApproval] = []
+    with run.lock:
+        while run.approvals and (resolve_all or not resolved):
+            resolved.append(run.approvals.popleft())
+    if not resolved:
+        return ex.send_json(409, openai_error(f"Run has no pending approval: {run_id}", code="approval_not_pending"))
+    for pending in resolved:
+        pending.choice = choice
+        pending.answered.set()
+    emitter = _Emitter(ex.state, run, _queue_of(ex.state, run_id))
+    run.set_status("running", last_event="approval.responded")
+    emitter.put({"event": "approval.responded", "run_id": run_id, "timestamp": time.time(),
+                 "choice": choice, "resolved": len(resolved)})
+    ex.send_json(
+        200,
+        {"object": "hermes.run.approval_response", "run_id": run_id, "choice": choice, "resolved": len(resolved)},
+    )
+
+
+def handle_stop(ex: Exchange, run_id: str) -> None:
+    run = ex.state.runs.get(run_id)
+    if run is None or run.done.is_set():
+        return not_found(ex, run_id)
+    run.set_status("stopping", last_event="run.stopping")
+    run.cancel.set()
+    ex.send_json(200, {"run_id": run_id, "status": "stopping"})
+
+
+def _queue_of(state: EmulatorState, run_id: str) -> RunQueue | None:
+    with state.runs.lock:
+        return state.runs.streams.get(run_id)
+
+
+# --------------------------------------------------------------------------- the agent task
+
+
+class _Emitter:
+    """Queues events for the run's subscriber and keeps ``last_event`` current."""
+
+    def __init__(self, state: EmulatorState, run: Run, queue: RunQueue | None) -> None:
+        self.state = state
+        self.run = run
+        self.queue = queue
+
+    def put(self, event: JSONDict | None) -> None:
+        if event is not None:
+            with self.run.lock:
+                self.run.events_emitted.append(event)
+        if self.queue is not None:
+            self.state.runs.put_event(self.run.run_id, self.queue, event)
+
+    def event(self, event_type: str, **fields: Any) -> None:
+        event: JSONDict = {"event": event_type, "run_id": self.run.run_id, "timestamp": time.time()}
+        event.update(fields)
+        if event_type != "message.delta":  # deltas never touch the status object
+            self.run.set_status(last_event=event_type)
+        self.put(event)
+
+
+def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo) -> None:
+    emit = _Emitter(state, run, queue)
+    try:
+        if not run.cancel.is_set():
+            run.set_status("running")
+        hooks = AgentHooks(
+            tool_started=lambda call: _tool_started(emit, call),
+            tool_completed=lambda record: emit.event(
+                "tool.completed", tool=record.call.name, duration=round(record.duration, 3), error=record.error
+            ),
+            assistant_message=lambda text: emit.event("reasoning.available", text=text),
+            approver=lambda danger: _await_approval(state, run, emit, danger),
+            session_patterns=run.session_patterns,
+        )
+        result: AgentResult | None = None
+        failure: str | None = None
+        try:
+            result = state.model.run(info, lambda piece: emit.event("message.delta", delta=piece), run.cancel, hooks)
+        except Cancelled:
+            result = None
+        except Exception as exc:  # noqa: BLE001 - Hermes reports a raising agent as run.failed
+            failure = str(exc) or type(exc).__name__
+        state.transcripts.append(info.session_id, _transcript(info, result))
+        if run.cancel.is_set() or (result is None and failure is None):
+            run.set_status("cancelled")
+            emit.event("run.cancelled")
+        elif failure is not None or (result is not None and result.failed):
+            error = failure if failure is not None else (result.error if result else None) or "agent failed"
+            run.set_status("failed", error=error)
+            emit.event("run.failed", error=error)
+        else:
+            assert result is not None
+            usage = _usage(result)
+            run.set_status("completed", output=result.final_response, usage=usage)
+            emit.event("run.completed", output=result.final_response, usage=usage)
+    finally:
+        run.done.set()
+        with run.lock:
+            leftovers = list(run.approvals)
+            run.approvals.clear()
+        for pending in leftovers:
+            pending.choice = "deny"
+            pending.answered.set()
+        state.release_run()
+        emit.put(None)  # the close sentinel: the subscriber writes ": stream closed"
+
+
+def _tool_started(emit: _Emitter, call: ToolCall) -> None:
+    emit.event("tool.started", tool=call.name, preview=call.preview)
+
+
+def _await_approval(state: EmulatorState, run: Run, emit: _Emitter, danger: Danger) -> str:
+    """Block like ``_await_gateway_decision``: answer, timeout, or a stop (resolved as deny)."""
+    pending = PendingApproval(danger)
+    with run.lock:
+        run.approvals.append(pending)
+    event: JSONDict = danger.payload()
+    event.update(event="approval.request", run_id=run.run_id, timestamp=time.time(), choices=danger.choices)
+    run.set_status("waiting_for_approval", last_event="approval.request")
+    emit.put(event)
+    deadline = time.monotonic() + state.settings.approval_timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or state.model.stopping.is_set():
+            outcome = "timeout"
+            break
+        if pending.answered.wait(min(remaining, APPROVAL_POLL_SECONDS)):
+            return pending.choice or "deny"
+        if run.cancel.is_set():
+            outcome = "deny"
+            break
+    with run.lock:
+        if pending in run.approvals:
+            run.approvals.remove(pending)
+    if pending.answered.is_set():
+        return pending.choice or "deny"
+    return outcome
+
+
+def _usage(result: AgentResult) -> JSONDict:
+    if not result.completed:
+        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    return {
+        "input_tokens": result.prompt_tokens,
+        "output_tokens": result.completion_tokens,
+        "total_tokens": result.prompt_tokens + result.completion_tokens,
+    }
+
+
+def _transcript(info: RequestInfo, result: AgentResult | None) -> list[dict[str, str]]:
+    """What Hermes writes to state.db for the run's session (simplified to text turns)."""
+    turn = [{"role": "user", "content": info.prompt}]
+    if result is not None:
+        if result.final_response and not result.failed:
+            turn.append({"role": "assistant", "content": result.final_response})
+    return turn
+
+
+__all__ = [
+    "Run",
+    "RunQueue",
+    "RunRegistry",
+    "handle_approval",
+    "handle_create",
+    "handle_events",
+    "handle_get",
+    "handle_stop",
+]
