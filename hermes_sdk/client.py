@@ -23,6 +23,7 @@ from ._constants import (
 from .approval import ApprovalDecision, ApprovalRequest
 from .call import Call
 from .capabilities import CONTRACTS, capability_id, descriptor, parse_capability_id
+from .discovery import Health, ModelInfo, ServerCapabilities, Toolset
 from .endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id
 from .errors import ApprovalRequiredError, HermesError, InvalidInputError
 from .idempotency import COMPLETED, IdempotencyRecord, IdempotencyStore
@@ -30,8 +31,20 @@ from .models import ActionResult, ChatCompletion, DeletionReceipt, Response
 from .operations import SPECS, OperationSpec
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .operations.common import idempotency_value
+from .operations.runs import (
+    HEALTH,
+    MODELS,
+    RUN_APPROVAL,
+    RUN_EVENTS,
+    RUN_GET,
+    RUN_START,
+    RUN_STOP,
+    SERVER_CAPABILITIES,
+    TOOLSETS,
+)
 from .plugins import build_manager, call_pipeline
 from .redaction import Redactor, install_log_filters, register_secret
+from .runs import ApprovalAnswer, Run, RunStarted, RunStatus
 from .runtime import Runtime
 from .stages.approval import request_for
 from .streaming import ChatStream, HermesStream, ResponseStream
@@ -73,6 +86,8 @@ class HermesClient:
         key_retention: seconds a keyed model call's record is kept (delete receipts: 24 hours).
         max_attempts: attempts of a retry-safe call (only ``response_get``); at least 1.
         redaction_patterns: extra regular expressions whose matches are redacted from logs and traces.
+        allow_permanent_approvals: allow the run approval choice ``always`` (Hermes then allows the
+            command pattern process-wide and rewrites its own config.yaml); refused by default.
     """
 
     def __init__(
@@ -93,6 +108,7 @@ class HermesClient:
         key_retention: float = DEFAULT_KEY_RETENTION_SECONDS,
         max_attempts: int = RETRY_MAX_ATTEMPTS,
         redaction_patterns: Iterable[str] = (),
+        allow_permanent_approvals: bool = False,
     ) -> None:
         self._endpoints = _build_endpoints(base_url, api_key, endpoint_id, tenant_id, endpoints)
         if context is not None and not isinstance(context, ExecutionContext):
@@ -113,7 +129,8 @@ class HermesClient:
             pm, "hermes_approval_provider", client=self)
         self._rt = Runtime(pm=pm, store=store, transport=Transport(session), redactor=redactor,
                            approval_provider=provider, max_attempts=max_attempts,
-                           strict_idempotency=strict_idempotency, key_retention=float(key_retention))
+                           strict_idempotency=strict_idempotency, key_retention=float(key_retention),
+                           allow_permanent_approvals=bool(allow_permanent_approvals))
         self._closed = False
         self._lock = threading.Lock()
 
@@ -153,6 +170,11 @@ class HermesClient:
     def max_attempts(self) -> int:
         """Attempts of a retry-safe call."""
         return self._rt.max_attempts
+
+    @property
+    def allow_permanent_approvals(self) -> bool:
+        """Whether the run approval choice ``always`` may be sent."""
+        return self._rt.allow_permanent_approvals
 
     def __enter__(self) -> "HermesClient":
         return self
@@ -311,6 +333,118 @@ class HermesClient:
         key = None if idempotency_key is REQUIRED else idempotency_key
         return self._call(RESPONSE_DELETE, data, endpoint, key, action_id, context, deadline,
                           approval=approval, reason=reason)
+
+    # ---------------------------------------------------------------- durable runs
+
+    def run(self, input: Any = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
+            session_id: Optional[str] = None, session_key: Optional[str] = None,
+            conversation_history: Optional[list[Any]] = None, previous_response_id: Optional[str] = None,
+            model: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
+            action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
+            deadline: Deadline = None) -> Run:
+        """Start a durable run (``POST /v1/runs``) and subscribe to its events at once.
+
+        Hermes ignores ``Idempotency-Key`` on runs, so the key is required and the SDK's own store
+        makes it one run per key: a replay returns the same run (``run.replayed``, nothing sent,
+        followed by polling); a key whose first call never recorded its 202 (a crash) raises
+        OutcomeUnknownError. Follow with ``run.events()`` or ``run.wait()``; approval requests go
+        to ``approval_provider`` (default: the client's).
+
+        Args:
+            input: the user message (a string) or a list of ``{role, content}`` messages.
+            idempotency_key: required; one run per key for 24 hours.
+            instructions: appended to Hermes' system prompt for this run.
+            session_id: the run's session id (default: the run id).
+            session_key: scopes long-term memory (``X-Hermes-Session-Key``).
+            conversation_history: earlier turns (wins over ``previous_response_id``).
+            previous_response_id: continue a stored response's conversation.
+            model: echoed in the run object (default ``hermes-agent``).
+            approval_provider: answers this run's approval requests (see docs/runs.md).
+            deadline: bounds the start call and, by default, ``run.wait()``.
+        """
+        data: dict[str, Any] = {"input": None if input is REQUIRED else input}
+        for name, value in (("instructions", instructions), ("session_id", session_id),
+                            ("session_key", session_key), ("conversation_history", conversation_history),
+                            ("previous_response_id", previous_response_id), ("model", model)):
+            if value is not None:
+                data[name] = value
+        key = None if idempotency_key is REQUIRED else idempotency_key
+        started: RunStarted = self._call(RUN_START, data, endpoint, key, action_id, context, deadline)
+        provider = approval_provider if approval_provider is not None else self._rt.approval_provider
+        run = Run(self, started, endpoint=endpoint, approval_provider=provider, deadline=deadline_epoch(deadline),
+                  context=context)
+        run._subscribe()  # early: Hermes sweeps an unsubscribed buffer 300 s after the run was created
+        return run
+
+    def run_get(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                context: Optional[ExecutionContext] = None, deadline: Deadline = None) -> RunStatus:
+        """The run object (``GET /v1/runs/{run_id}``); retried like ``response_get``.
+
+        RunNotFoundError for an unknown id (or one Hermes dropped: finished runs live one hour,
+        and none survive a restart).
+        """
+        return self._call(RUN_GET, {"run_id": run_id}, endpoint, None, action_id, context, deadline)
+
+    def run_stop(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                 context: Optional[ExecutionContext] = None, deadline: Deadline = None) -> RunStatus:
+        """Stop a run (``POST /v1/runs/{run_id}/stop``): status ``stopping``, then ``cancelled``.
+
+        From this call on, this client sends no approval for the run (RunStoppedError): Hermes
+        executed a command approved right after a stop. A finished run answers RunNotFoundError.
+        """
+        return self._call(RUN_STOP, {"run_id": run_id}, endpoint, None, action_id, context, deadline)
+
+    def run_approval(self, run_id: str, choice: str, *, resolve_all: bool = False, endpoint: Optional[str] = None,
+                     action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
+                     deadline: Deadline = None) -> ApprovalAnswer:
+        """Answer a run's oldest pending approval (``POST /v1/runs/{run_id}/approval``).
+
+        Args:
+            choice: ``once``, ``session`` (this run), ``deny``, or ``always`` (only with
+                ``allow_permanent_approvals=True``).
+            resolve_all: answer every request queued for the run.
+
+        Raises:
+            RunStoppedError: this client stopped the run (nothing sent).
+            InvalidApprovalChoiceError, ApprovalNotPendingError, ApprovalNotActiveError: Hermes'
+                400 ``invalid_approval_choice`` and 409 ``approval_not_pending`` / ``approval_not_active``.
+        """
+        data: dict[str, Any] = {"run_id": run_id, "choice": choice}
+        if resolve_all:
+            data["all"] = True
+        return self._call(RUN_APPROVAL, data, endpoint, None, action_id, context, deadline)
+
+    def run_approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
+                             endpoint: Optional[str] = None) -> ApprovalRequest:
+        """The ApprovalRequest a run's approval request becomes: capability ``run_approval``, input
+        ``{run_id, command}`` (bound by its hash), with the same evidence and TTL rules as deletes."""
+        cap = capability_id(self._endpoint(endpoint).id, RUN_APPROVAL.name)
+        return request_for(cap, {"run_id": run_id, "command": command}, reason or "the agent asked to run a command",
+                           _new_action_id(), self.context, self._rt.redactor)
+
+    def _run_events(self, run_id: str, endpoint: Optional[str], context: Optional[ExecutionContext]) -> Any:
+        """Open a run's one events subscription (only :class:`Run` calls this, once per run)."""
+        return self._call(RUN_EVENTS, {"run_id": run_id}, endpoint, None, None, context, None, keep_events=False)
+
+    # ---------------------------------------------------------------- discovery
+
+    def health(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> Health:
+        """``GET /health`` (Hermes needs no key for it; the SDK sends it anyway)."""
+        return self._call(HEALTH, {}, endpoint, None, None, None, deadline)
+
+    def models(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> list[ModelInfo]:
+        """``GET /v1/models``."""
+        return self._call(MODELS, {}, endpoint, None, None, None, deadline)
+
+    def server_capabilities(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> ServerCapabilities:
+        """``GET /v1/capabilities``: Hermes' static feature flags (not the SDK's ``capabilities()``)."""
+        return self._call(SERVER_CAPABILITIES, {}, endpoint, None, None, None, deadline)
+
+    def toolsets(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> list[Toolset]:
+        """``GET /v1/toolsets``: which toolsets the API server offers (``enabled``)."""
+        return self._call(TOOLSETS, {}, endpoint, None, None, None, deadline)
+
+    # ---------------------------------------------------------------- the generic AIP path
 
     def invoke(self, capability_id: str, input: Mapping[str, Any], *, idempotency_key: Optional[str] = None,
                action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,

@@ -29,3 +29,6 @@ class Runtime:
     strict_idempotency: bool = False
     key_retention: float = 86_400.0
     timeout: Optional[Any] = None  #: the client's default Timeout (None: each contract's own)
+    allow_permanent_approvals: bool = False  #: whether ``always`` may be sent to a run's approval
+    #: Runs this client asked to stop: no approval is ever sent to them afterwards.
+    stopped_runs: set[str] = attrs.field(factory=set, eq=False)

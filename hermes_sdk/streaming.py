@@ -28,6 +28,7 @@ from .errors import (
     StreamError,
     TransportError,
 )
+from .events import tool_event, typed_stream_event
 from .models import ActionResult, StreamEvent, StreamResult
 
 if TYPE_CHECKING:
@@ -214,6 +215,7 @@ class Aggregate:
         self.hermes: Any = None
         self.usage: Optional[dict[str, Any]] = None
         self.final: Optional[dict[str, Any]] = None
+        self.tools: list[Any] = []  # typed tool events (ToolProgress, FunctionCall, FunctionCallOutput)
 
     def add(self, event: StreamEvent) -> Optional[str]:
         """Fold one event in; return the text it adds (or None)."""
@@ -276,6 +278,19 @@ class Aggregate:
             if isinstance(piece, str) and piece:
                 self.parts.append(piece)
                 return piece
+        elif name == "message.delta":  # a run's events: the JSON names its own type
+            piece = data.get("delta")
+            if isinstance(piece, str) and piece:
+                self.parts.append(piece)
+                return piece
+        elif name == "run.completed":
+            self.final = data
+            if isinstance(data.get("usage"), dict):
+                self.usage = data["usage"]
+        elif name in ("hermes.tool.progress", "response.output_item.done"):
+            found = tool_event(name, data)
+            if found is not None:
+                self.tools.append(found)
         elif name in ("response.completed", "response.failed", "response.incomplete"):
             envelope = data.get("response")
             if isinstance(envelope, dict):
@@ -295,7 +310,7 @@ class Aggregate:
             events=self.events, text=self._compact(), terminal=self.terminal,
             truncated=self.truncated,
             status=status, error=error, session_id=self.session_id, event_count=self.count,
-            finish_reason=self.finish_reason, usage=self.usage, final=self.final,
+            finish_reason=self.finish_reason, usage=self.usage, final=self.final, tools=list(self.tools),
         )
 
     def _outcome(self, error: Optional[HermesError], cancelled: bool) -> tuple[str, Optional[HermesError]]:
@@ -451,6 +466,16 @@ class HermesStream:
             if self._pending_piece:
                 yield self._pending_piece
 
+    def typed(self) -> Iterator[Any]:
+        """Yield typed events as they arrive: ``MessageDelta`` per visible text piece, and the tool
+        events (``ToolProgress`` on chat streams, ``FunctionCall`` / ``FunctionCallOutput`` on
+        Responses streams). Other events are skipped; iterate the stream itself for every event.
+        """
+        for event in self:
+            typed = typed_stream_event(event, self._pending_piece)
+            if typed is not None:
+                yield typed
+
     def result(self) -> StreamResult:
         """Read to the end and return the aggregate; never raises for a stream-level outcome."""
         while self._result is None:
@@ -540,3 +565,12 @@ class ChatStream(HermesStream):
 
 class ResponseStream(HermesStream):
     """A ``responses_stream`` call; ``result().final`` is the terminal Responses envelope."""
+
+
+class RunEventStream(HermesStream):
+    """A ``run_events`` subscription: data-only SSE (the event type is the JSON ``event`` field, no
+    ``[DONE]``); it ends after ``run.completed|failed|cancelled`` with the comment ``: stream closed``.
+
+    Hermes has one queue per run and no resume: never open a second one for the same run
+    (:class:`hermes_sdk.runs.Run` holds the only one).
+    """

@@ -89,7 +89,10 @@ def send_once(call: Call, timeout: float) -> HttpReply:
     except (requests.RequestException, OSError) as exc:
         raise error_for_exception(exc, contract, deadline_hit=_passed(call.deadline)) from None
     if not 200 <= response.status_code < 300:
-        raise error_for_status(response, contract)
+        error = error_for_status(response, contract)
+        if call.spec.refine_error is not None:
+            error = call.spec.refine_error(error)
+        raise error
     if request.stream:
         return HttpReply(response.status_code, response.headers, None, stream=response)
     try:
