@@ -422,6 +422,10 @@ class HermesClient:
         return request_for(cap, {"run_id": run_id, "command": command}, reason or "the agent asked to run a command",
                            _new_action_id(), self.context, self._rt.redactor)
 
+    def _stopped(self, run_id: str) -> bool:
+        """Whether this client asked to stop the run (no approval is sent to it from then on)."""
+        return run_id in self._rt.stopped_runs
+
     def _run_events(self, run_id: str, endpoint: Optional[str], context: Optional[ExecutionContext]) -> Any:
         """Open a run's one events subscription (only :class:`Run` calls this, once per run)."""
         return self._call(RUN_EVENTS, {"run_id": run_id}, endpoint, None, None, context, None, keep_events=False)

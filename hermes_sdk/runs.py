@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 import attrs
 
-from .approval import ApprovalDecision, ApprovalRequest, ask, check
+from .approval import ApprovalDecision, ApprovalRequest, check
 from .errors import (
     ApprovalDeniedError,
     HermesError,
     InvalidInputError,
-    PluginError,
     RunNotFoundError,
     TransportError,
 )
@@ -42,6 +41,7 @@ from .events import (
     ToolStarted,
     parse_run_event,
 )
+from .stages.approval import ask_provider
 
 if TYPE_CHECKING:
     from .client import HermesClient
@@ -408,7 +408,8 @@ class Run:
         if isinstance(event, ApprovalRequested):
             self._pending.append(event)
             self.status = "waiting_for_approval"
-            if self._provider is not None:
+            # Never asked once this client stopped the run: Hermes resolves the request as deny.
+            if self._provider is not None and not self._client._stopped(self.id):
                 self._ask(event)
             return
         if isinstance(event, ApprovalResponded):
@@ -440,13 +441,7 @@ class Run:
         client = self._client
         request = client.run_approval_request(self.id, event.command, reason=event.description,
                                               endpoint=self._endpoint)
-        try:
-            decision = ask(self._provider, request)
-        except HermesError:
-            raise
-        except Exception as exc:
-            raise PluginError(f"the approval provider failed: {type(exc).__name__}",
-                              details={"hook": "approval_provider"}) from exc
+        decision = ask_provider(self._provider, request)
         if decision is None:
             return  # left pending: the caller answers with run.approve(...)
         choice = choice_for(decision, request, event, client.allow_permanent_approvals)
