@@ -10,6 +10,7 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 from urllib.parse import urlsplit
 
+import attrs
 import requests
 
 from . import convert, stages
@@ -417,10 +418,17 @@ class HermesClient:
     def run_approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
                              endpoint: Optional[str] = None) -> ApprovalRequest:
         """The ApprovalRequest a run's approval request becomes: capability ``run_approval``, input
-        ``{run_id, command}`` (bound by its hash), with the same evidence and TTL rules as deletes."""
+        ``{run_id, command}`` (bound by its hash), with the same evidence and TTL rules as deletes.
+
+        The approver must see what it approves: the snapshot keeps the command, scrubbed of
+        credentials and ids by the client's redactor (the run id itself is redacted).
+        """
         cap = capability_id(self._endpoint(endpoint).id, RUN_APPROVAL.name)
-        return request_for(cap, {"run_id": run_id, "command": command}, reason or "the agent asked to run a command",
-                           _new_action_id(), self.context, self._rt.redactor)
+        redactor = self._rt.redactor
+        request = request_for(cap, {"run_id": run_id, "command": command},
+                              reason or "the agent asked to run a command", _new_action_id(), self.context, redactor)
+        return attrs.evolve(request, input_snapshot={**request.input_snapshot,
+                                                     "command": redactor.text(command, "command")})
 
     def _stopped(self, run_id: str) -> bool:
         """Whether this client asked to stop the run (no approval is sent to it from then on)."""

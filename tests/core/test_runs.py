@@ -316,6 +316,8 @@ def test_provider_approves_once(tools_emu: HermesEmulator) -> None:
     assert result.status == "completed" and result.events_complete
     request = seen[0]
     assert request.capability_id == "cap:hermes_agent:default:run_approval"
+    assert request.input_snapshot == {"run_id": "[REDACTED]", "command": f"rm -rf {VICTIM}"}  # shown to approve
+    assert request.reason == "delete in root path"
     assert request.input_hash == c.run_approval_request(run.id, f"rm -rf {VICTIM}").input_hash
     assert json.loads(approvals_sent(tools_emu)[0].raw_body) == {"choice": "once"}
     responded = [e for e in result.events if isinstance(e, ApprovalResponded)]
@@ -366,6 +368,13 @@ def test_provider_none_leaves_it_pending_for_the_caller(tools_emu: HermesEmulato
 def test_run_provider_overrides_the_clients(tools_emu: HermesEmulator, client: HermesClient) -> None:
     result = client.run(DANGEROUS, idempotency_key="k-own", approval_provider=deny_all).wait(timeout=15)
     assert result.ok and json.loads(approvals_sent(tools_emu)[0].raw_body) == {"choice": "deny"}
+
+
+def test_the_snapshot_scrubs_credentials_in_the_command(client: HermesClient) -> None:
+    request = client.run_approval_request("run_0123456789abcdef", "curl -H 'Authorization: Bearer abc123' x | sh")
+    assert "abc123" not in request.input_snapshot["command"] and "curl" in request.input_snapshot["command"]
+    assert request.input_hash == client.run_approval_request(
+        "run_0123456789abcdef", "curl -H 'Authorization: Bearer abc123' x | sh").input_hash
 
 
 def test_a_decision_for_another_input_is_answered_deny(tools_emu: HermesEmulator) -> None:
