@@ -47,13 +47,17 @@ class HermesEmulator:
         run_stream_ttl: float = 300.0,
         run_status_ttl: float = 3600.0,
         files: Mapping[str, str] | None = None,
+        tool_followup_delay: float = 0.2,
+        stop_latency: float = 0.2,
     ) -> None:
         """``toolsets`` like Hermes' ``platform_toolsets.api_server`` (``()`` = no tools, the
         peer default; ``TOOLSETS`` = ``("terminal", "file", "todo")`` as in the captures);
         ``approval_mode``/``approval_timeout`` like ``approvals.mode``/``approvals.timeout``;
         ``run_events_keepalive_seconds``, ``run_stream_ttl`` and ``run_status_ttl`` are the
         runs' SSE keepalive, unsubscribed-buffer sweep and finished-run retention (Hermes:
-        30, 300 and 3600 s); ``files`` seeds the simulated file system the tools act on.
+        30, 300 and 3600 s); ``files`` seeds the simulated file system the tools act on;
+        ``tool_followup_delay`` is how long the model call after a tool turn takes and
+        ``stop_latency`` how long ``POST /v1/runs/{id}/stop`` takes to interrupt the agent.
         """
         if framing not in ("chunked", "close"):
             raise ValueError("framing must be 'chunked' or 'close'")
@@ -72,6 +76,7 @@ class HermesEmulator:
                 run_events_keepalive_seconds=run_events_keepalive_seconds,
                 run_stream_ttl=run_stream_ttl,
                 run_status_ttl=run_status_ttl,
+                stop_latency=max(0.0, stop_latency),
             ),
             max_stored_responses=max_stored_responses,
             token_delay=token_delay,
@@ -81,6 +86,7 @@ class HermesEmulator:
         self._state.default_toolsets = model.toolbox.toolsets = tuple(toolsets)
         self._state.default_approval_mode = model.toolbox.approval_mode = approval_mode
         model.toolbox.files.update(files or {})
+        model.followup_delay = max(0.0, tool_followup_delay)
         self._server: HermesHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -277,6 +283,22 @@ class HermesEmulator:
     @run_status_ttl.setter
     def run_status_ttl(self, seconds: float) -> None:
         self._state.settings.run_status_ttl = float(seconds)
+
+    @property
+    def stop_latency(self) -> float:
+        return self._state.settings.stop_latency
+
+    @stop_latency.setter
+    def stop_latency(self, seconds: float) -> None:
+        self._state.settings.stop_latency = max(0.0, float(seconds))
+
+    @property
+    def tool_followup_delay(self) -> float:
+        return self._state.model.followup_delay
+
+    @tool_followup_delay.setter
+    def tool_followup_delay(self, seconds: float) -> None:
+        self._state.model.followup_delay = max(0.0, float(seconds))
 
     @property
     def files(self) -> dict[str, str]:

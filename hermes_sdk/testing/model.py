@@ -195,6 +195,9 @@ class ScriptedModel:
         self._executions = 0
         self._call_seq = 0
         self.toolbox = ToolBox()
+        # The upstream call after a tool turn takes a while on Hermes too: long enough that an
+        # approval POSTed right after another one finds the run alive (409 approval_not_pending).
+        self.followup_delay = 0.2
         self.stopping = threading.Event()
         self.default_token_delay = token_delay
         self.token_delay = token_delay
@@ -371,6 +374,8 @@ class ScriptedModel:
             record = ToolRecord(call, result, error, round(time.monotonic() - began, 3))
             records.append(record)
             hooks.tool_completed(record)
+        if self.followup_delay and any(r.ran for r in records):
+            self._sleep(self.followup_delay, cancel)
         if cancel.is_set():
             raise Cancelled()
         text = done_text([r.result for r in records])

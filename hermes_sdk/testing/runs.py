@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +43,20 @@ APPROVAL_POLL_SECONDS = 1.0  # the approval wait notices a stop within ~1 s (too
 INVALID_CHOICE = "Invalid approval choice; expected one of: once, session, always, deny"
 
 
+HANDOFF_WAIT_SECONDS = 1.0
+
+
+def _no_ack() -> None:
+    return None
+
+
 class RunQueue:
-    """``asyncio.Queue`` semantics for threads: each item goes to ONE getter, oldest waiter first."""
+    """``asyncio.Queue`` semantics for threads: each item goes to ONE getter, oldest waiter first.
+
+    A hand-off to a waiting subscriber blocks the producer until that subscriber has written
+    the item (or found its client gone), as Hermes' single event loop orders it: a dead
+    subscriber then drops the buffer before the next event is queued.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -52,27 +65,31 @@ class RunQueue:
 
     def put(self, item: JSONDict | None) -> None:
         with self._lock:
-            while self._waiters:
-                waiter = self._waiters.popleft()
-                waiter.item = item
-                waiter.ready.set()
+            waiter = self._waiters.popleft() if self._waiters else None
+            if waiter is None:
+                self._items.append(item)
                 return
-            self._items.append(item)
+            waiter.item = item
+            waiter.ready.set()
+        waiter.processed.wait(HANDOFF_WAIT_SECONDS)
 
-    def get(self, timeout: float) -> tuple[bool, JSONDict | None]:
-        """``(True, item)``, or ``(False, None)`` after ``timeout`` seconds without one."""
+    def get(self, timeout: float) -> tuple[bool, JSONDict | None, Callable[[], None]]:
+        """``(True, item, ack)``, or ``(False, None, ack)`` after ``timeout`` s without one.
+
+        Call ``ack()`` once the item was written (or the write failed).
+        """
         with self._lock:
             if self._items:
-                return True, self._items.popleft()
+                return True, self._items.popleft(), _no_ack
             waiter = _Waiter()
             self._waiters.append(waiter)
         if waiter.ready.wait(max(0.0, timeout)):
-            return True, waiter.item
+            return True, waiter.item, waiter.processed.set
         with self._lock:
             if waiter.ready.is_set():  # handed over just as the wait timed out
-                return True, waiter.item
+                return True, waiter.item, waiter.processed.set
             self._waiters.remove(waiter)
-        return False, None
+        return False, None, _no_ack
 
     def __len__(self) -> int:
         with self._lock:
@@ -82,6 +99,7 @@ class RunQueue:
 @dataclass
 class _Waiter:
     ready: threading.Event = field(default_factory=threading.Event)
+    processed: threading.Event = field(default_factory=threading.Event)
     item: JSONDict | None = None
 
 
@@ -354,14 +372,20 @@ def handle_events(ex: Exchange, run_id: str) -> None:
     writer = ex.open_sse([], check_alive=True)
     try:
         while True:
-            got, event = queue.get(state.settings.run_events_keepalive_seconds)
-            if not got:
-                writer.keepalive()
-                continue
-            if event is None:
-                writer.comment("stream closed")
-                break
-            writer.event(f"data: {json.dumps(event)}\n\n".encode())
+            got, event, ack = queue.get(state.settings.run_events_keepalive_seconds)
+            try:
+                if not got:
+                    writer.keepalive()
+                    continue
+                if event is None:
+                    writer.comment("stream closed")
+                    break
+                writer.event(f"data: {json.dumps(event)}\n\n".encode())
+            except ClientGone:
+                registry.drop_stream(run_id)  # before the producer may queue the next event
+                raise
+            finally:
+                ack()
         writer.finish()
     except ClientGone:
         raise DropConnection() from None
@@ -414,7 +438,14 @@ def handle_stop(ex: Exchange, run_id: str) -> None:
     if run is None or run.done.is_set():
         return not_found(ex, run_id)
     run.set_status("stopping", last_event="run.stopping")
-    run.cancel.set()
+    delay = ex.state.settings.stop_latency
+    if delay > 0:
+        # Hermes' interrupt lands a moment later (~0.2 s for an upstream call in flight).
+        timer = threading.Timer(delay, run.cancel.set)
+        timer.daemon = True
+        timer.start()
+    else:
+        run.cancel.set()
     ex.send_json(200, {"run_id": run_id, "status": "stopping"})
 
 

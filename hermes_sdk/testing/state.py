@@ -68,6 +68,7 @@ class Settings:
     run_events_keepalive_seconds: float = 30.0  # ": keepalive" on an idle /v1/runs/{id}/events
     run_stream_ttl: float = 300.0  # an unsubscribed event buffer is dropped this long after creation
     run_status_ttl: float = 3600.0  # a finished run object is dropped this long after its last update
+    stop_latency: float = 0.2  # how long a POST /stop takes to interrupt the agent
 
 
 class EmulatorState:

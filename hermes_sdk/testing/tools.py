@@ -82,7 +82,7 @@ class ToolCall:
 
     call_id: str
     name: str
-    arguments: str  # the JSON the model sent (compact, keys sorted, like the fake LLM)
+    arguments: str  # the JSON the model sent (compact, like the fake LLM)
 
     @property
     def args(self) -> dict[str, Any]:
@@ -94,17 +94,8 @@ class ToolCall:
 
     @property
     def display_arguments(self) -> str:
-        """``json.dumps`` of the display args (what Responses items carry)."""
-        args = self.args
-        if self.name == "todo" and isinstance(args.get("todos"), list):
-            todos = [
-                {"id": t.get("id"), "content": t.get("content"), "status": t.get("status")}
-                if isinstance(t, dict)
-                else t
-                for t in args["todos"]
-            ]
-            args = dict(args, todos=todos)
-        return json.dumps(args)
+        """``json.dumps`` of the parsed args, default separators (what Responses items carry)."""
+        return json.dumps(self.args)
 
     @property
     def preview(self) -> str:
@@ -177,10 +168,10 @@ def parse_directives(prompt: str) -> list[tuple[str, str, str]]:
 
 
 def call_arguments(kind: str, name: str, arg: str) -> str:
-    """The arguments JSON the fake LLM sends for one directive (compact, sorted keys)."""
+    """The arguments JSON the fake LLM sends for one directive (compact, in this key order)."""
     if kind == "TOOLJSON":
         try:
-            return json.dumps(json.loads(arg), separators=(",", ":"), sort_keys=True)
+            return json.dumps(json.loads(arg), separators=(",", ":"))
         except ValueError:
             return arg
     if name == "terminal":
@@ -188,13 +179,13 @@ def call_arguments(kind: str, name: str, arg: str) -> str:
     elif name == "read_file":
         args = {"path": arg}
     elif name == "todo":
-        args = {"todos": [{"content": arg, "id": "1", "status": "in_progress"}]}
+        args = {"todos": [{"id": "1", "content": arg, "status": "in_progress"}]}
     elif name == "write_file":
         path, _, content = arg.partition("=")
-        args = {"content": content, "path": path}
+        args = {"path": path, "content": content}
     else:
         args = {"input": arg}
-    return json.dumps(args, separators=(",", ":"), sort_keys=True)
+    return json.dumps(args, separators=(",", ":"))
 
 
 def done_text(results: list[str]) -> str:

@@ -33,6 +33,9 @@ from hermes_server import HermesServer  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conformance_helpers import HERMES_KEEPALIVE_SECONDS, Target  # noqa: E402
+from runs_helpers import APPROVAL_TIMEOUT, RunsTarget  # noqa: E402
+
+from hermes_sdk.testing.emulator import TOOLSETS  # noqa: E402
 
 LIVE = os.environ.get("HERMES_LIVE") == "1"
 SERVERS = ["emulator", "hermes"]
@@ -126,6 +129,72 @@ def server(request: pytest.FixtureRequest) -> Target:
 def server_cap1(server: Target, request: pytest.FixtureRequest) -> Target:
     """A second instance of the same kind: cap 1 and Hermes' default 3 upstream tries."""
     target: Target = request.getfixturevalue(f"_{server.kind}_cap1")
+    return target
+
+
+# --------------------------------------------------------------------------- runs (tools on)
+# spec/hermes-runs.md section 0: platform_toolsets.api_server [terminal, file, todo], manual
+# approvals with a short approvals.timeout, the terminal's cwd a per-server scratch directory.
+
+
+def _runs_make(request: pytest.FixtureRequest, kind: str, cap: int) -> Iterator[RunsTarget]:
+    if kind == "emulator":
+        emulator = HermesEmulator(
+            api_key=f"conformance-runs-{secrets.token_hex(8)}",
+            max_concurrent_runs=cap,
+            keepalive_seconds=HERMES_KEEPALIVE_SECONDS,
+            delta_batch_ms=50,
+            toolsets=TOOLSETS,
+            approval_timeout=APPROVAL_TIMEOUT,
+        ).start()
+        try:
+            yield RunsTarget(
+                "emulator", emulator.base_url, emulator.api_key, emulator=emulator, max_concurrent_runs=cap
+            )
+        finally:
+            emulator.stop()
+        return
+    if not LIVE:
+        pytest.skip("the real Hermes server needs HERMES_LIVE=1 (docs/live-server.md)")
+    live = HermesServer(
+        max_concurrent_runs=cap, api_max_retries=1, tools=True, approval_timeout=APPROVAL_TIMEOUT
+    )
+    request.addfinalizer(live.stop)
+    live.start()
+    yield RunsTarget("hermes", live.base_url, live.api_key, live=live, max_concurrent_runs=cap)
+
+
+@pytest.fixture(scope="session")
+def _runs_emulator(request: pytest.FixtureRequest) -> Iterator[RunsTarget]:
+    yield from _runs_make(request, "emulator", 10)
+
+
+@pytest.fixture(scope="session")
+def _runs_hermes(request: pytest.FixtureRequest) -> Iterator[RunsTarget]:
+    yield from _runs_make(request, "hermes", 10)
+
+
+@pytest.fixture(scope="session")
+def _runs_emulator_cap1(request: pytest.FixtureRequest) -> Iterator[RunsTarget]:
+    yield from _runs_make(request, "emulator", 1)
+
+
+@pytest.fixture(scope="session")
+def _runs_hermes_cap1(request: pytest.FixtureRequest) -> Iterator[RunsTarget]:
+    yield from _runs_make(request, "hermes", 1)
+
+
+@pytest.fixture(params=SERVERS)
+def runs_target(request: pytest.FixtureRequest) -> RunsTarget:
+    """A server with tools and manual approvals on (cap 10): emulator, or real Hermes."""
+    target: RunsTarget = request.getfixturevalue(f"_runs_{request.param}")
+    return target
+
+
+@pytest.fixture
+def runs_target_cap1(runs_target: RunsTarget, request: pytest.FixtureRequest) -> RunsTarget:
+    """A second instance of the same kind with tools on and ``max_concurrent_runs: 1``."""
+    target: RunsTarget = request.getfixturevalue(f"_runs_{runs_target.kind}_cap1")
     return target
 
 

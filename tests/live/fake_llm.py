@@ -12,6 +12,20 @@ Magic prompts (see docs/live-server.md):
 * ``TRUNCATE`` in any user message: ``ECHO-PART``, ``finish_reason: "length"``.
 * otherwise: ``ECHO: <last user message>``.
 
+Tool-call magic (the same prompts make the same calls in ``hermes_sdk.testing``; put the
+magic words BEFORE the first directive, whose argument runs to ``||`` or the end of line):
+
+* ``TOOL:terminal:<cmd>``, ``TOOL:read_file:<path>``, ``TOOL:todo:<text>``,
+  ``TOOL:write_file:<path>=<content>``, ``TOOL:<other>:<x>`` (``{"input": x}``),
+  ``TOOLJSON:<name>:{...}``; directives joined by ``||`` are parallel calls of one turn.
+  Streamed, each call's arguments are split over two chunks, ``finish_reason: "tool_calls"``.
+* ``PREAMBLE``: the tool-call turn also carries the text ``Calling tools now.``.
+* last message has role ``tool``: ``DONE: <first 160 chars of each result joined by " | ">``.
+* ``REASON``: ``reasoning_content`` deltas (non-stream: ``message.reasoning_content``).
+* ``THINKTAG``: the content starts with ``<think>pondering the request</think>``.
+* approvals reviewer (system prompt "security reviewer"): ``APPROVE`` if the command
+  contains ``smart-approve``, ``DENY`` for ``smart-deny``, else ``ESCALATE``.
+
 Every request is logged as one JSON line, which lets tests count upstream calls
 (the oracle for "the model ran exactly once").
 
@@ -52,6 +66,78 @@ FAILURES: dict[str, tuple[int, str, str, str | None]] = {
 }
 SLOW_RE = re.compile(r"SLOW:(\d+(?:\.\d+)?)")
 N_DELTAS = 3
+DIRECTIVE_RE = re.compile(r"(TOOLJSON|TOOL):([^:\s|]+):")
+PREAMBLE_TEXT = "Calling tools now."
+THINK_PREFIX = "<think>pondering the request</think>"
+RESULT_PREVIEW_CHARS = 160
+_CALL_SEQ = [0]
+_CALL_LOCK = threading.Lock()
+
+
+def parse_directives(prompt: str) -> list[tuple[str, str, str]]:
+    """``(kind, name, argument)`` per directive; an argument runs to ``||`` or end of line."""
+    found: list[tuple[str, str, str]] = []
+    for line in prompt.splitlines():
+        for part in line.split("||"):
+            match = DIRECTIVE_RE.search(part)
+            if match:
+                found.append((match.group(1), match.group(2), part[match.end() :].strip()))
+    return found
+
+
+def call_arguments(kind: str, name: str, arg: str) -> str:
+    """The arguments JSON the fake LLM sends for one directive (compact, in this key order)."""
+    if kind == "TOOLJSON":
+        try:
+            return json.dumps(json.loads(arg), separators=(",", ":"))
+        except ValueError:
+            return arg
+    if name == "terminal":
+        args: dict[str, Any] = {"command": arg}
+    elif name == "read_file":
+        args = {"path": arg}
+    elif name == "todo":
+        args = {"todos": [{"id": "1", "content": arg, "status": "in_progress"}]}
+    elif name == "write_file":
+        path, _, content = arg.partition("=")
+        args = {"path": path, "content": content}
+    else:
+        args = {"input": arg}
+    return json.dumps(args, separators=(",", ":"))
+
+
+def plan_tool_calls(last_user: str) -> list[dict[str, Any]]:
+    calls = []
+    for kind, name, arg in parse_directives(last_user):
+        with _CALL_LOCK:
+            _CALL_SEQ[0] += 1
+            call_id = f"call_fake{_CALL_SEQ[0]:04d}"
+        function = {"name": name, "arguments": call_arguments(kind, name, arg)}
+        calls.append({"id": call_id, "type": "function", "function": function})
+    return calls
+
+
+def trailing_tool_results(messages: list[dict[str, Any]]) -> list[str]:
+    """Contents of the tool messages after the last assistant turn (empty if the last isn't a tool)."""
+    results: list[str] = []
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "tool":
+            break
+        results.append(message_text(message))
+    return list(reversed(results))
+
+
+def reviewer_verdict(messages: list[dict[str, Any]]) -> str | None:
+    """The smart-approval reviewer call: recognised by its system prompt."""
+    system = " ".join(message_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "system")
+    if "security reviewer" not in system.lower():
+        return None
+    text = " ".join(message_text(m) for m in messages if isinstance(m, dict))
+    if "smart-approve" in text:
+        return "APPROVE"
+    if "smart-deny" in text:
+        return "DENY"
+    return "ESCALATE"
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -123,7 +209,25 @@ class CallLog:
 def chat_log_entry(body: dict[str, Any]) -> dict[str, Any]:
     messages = body.get("messages") if isinstance(body.get("messages"), list) else []
     users = user_texts(messages)
+    tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+    assistant_calls = [
+        [c.get("id"), c.get("function", {}).get("name"), c.get("function", {}).get("arguments")]
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    tool_results = [
+        {"tool_call_id": m.get("tool_call_id"), "content": message_text(m)}
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "tool"
+    ]
+    system = " ".join(message_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "system")
     return {
+        "tool_names": sorted(n for n in tools if isinstance(n, str)),
+        "assistant_tool_calls": assistant_calls,
+        "tool_results": tool_results,
+        "system_tail": system[-120:],
         "stream": bool(body.get("stream", False)),
         "model": body.get("model"),
         "n_messages": len(messages),
@@ -178,6 +282,17 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
         messages: list[dict[str, Any]] = body["messages"]
         users = user_texts(messages)
         last_user = users[-1] if users else ""
+        model = body.get("model") or MODEL_ID
+        stream = body.get("stream") in (True, "true")
+        verdict = reviewer_verdict(messages)
+        if verdict is not None:
+            self.reply(stream, model, verdict, "stop", usage_for(messages, verdict))
+            return
+        results = trailing_tool_results(messages)
+        if results:
+            text = "DONE: " + " | ".join(r[:RESULT_PREVIEW_CHARS] for r in results)
+            self.reply(stream, model, text, "stop", usage_for(messages, text))
+            return
         slow = SLOW_RE.search(last_user)
         if slow:
             time.sleep(float(slow.group(1)))
@@ -186,15 +301,45 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
             status, message, err_type, code = failure
             self.send_error_json(status, message, err_type, code)
             return
+        calls = plan_tool_calls(last_user) if body.get("tools") else []
+        if calls:
+            preamble = PREAMBLE_TEXT if "PREAMBLE" in last_user else ""
+            usage = usage_for(messages, preamble)
+            if stream:
+                self.stream_chat(model, preamble, "tool_calls", usage, calls=calls)
+            else:
+                self.send_json(200, completion(model, preamble or None, "tool_calls", usage, calls=calls))
+            return
         text, finish = plan_reply(messages)
+        if "THINKTAG" in last_user and finish == "stop":
+            text = THINK_PREFIX + text
         usage = usage_for(messages, text)
-        model = body.get("model") or MODEL_ID
-        if body.get("stream") in (True, "true"):
-            self.stream_chat(model, text, finish, usage)
-        else:
-            self.send_json(200, completion(model, text, finish, usage))
+        reasoning = "Reasoning about: " + last_user if "REASON" in last_user else None
+        self.reply(stream, model, text, finish, usage, reasoning)
 
-    def stream_chat(self, model: str, text: str, finish: str, usage: dict[str, int]) -> None:
+    def reply(
+        self,
+        stream: bool,
+        model: str,
+        text: str,
+        finish: str,
+        usage: dict[str, int],
+        reasoning: str | None = None,
+    ) -> None:
+        if stream:
+            self.stream_chat(model, text, finish, usage, reasoning=reasoning)
+        else:
+            self.send_json(200, completion(model, text, finish, usage, reasoning=reasoning))
+
+    def stream_chat(
+        self,
+        model: str,
+        text: str,
+        finish: str,
+        usage: dict[str, int],
+        calls: list[dict[str, Any]] | None = None,
+        reasoning: str | None = None,
+    ) -> None:
         base = {
             "id": f"chatcmpl-fake{uuid.uuid4().hex[:20]}",
             "object": "chat.completion.chunk",
@@ -202,7 +347,22 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
             "model": model,
         }
         events = [dict(base, choices=[delta_choice({"role": "assistant", "content": ""})])]
+        if reasoning:
+            pieces = split_deltas(reasoning)
+            events += [dict(base, choices=[delta_choice({"reasoning_content": p})]) for p in pieces]
         events += [dict(base, choices=[delta_choice({"content": piece})]) for piece in split_deltas(text)]
+        for index, call in enumerate(calls or []):
+            args = call["function"]["arguments"]
+            half = len(args) // 2
+            head = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": args[:half]},
+            }
+            events.append(dict(base, choices=[delta_choice({"tool_calls": [head]})]))
+            tail = {"index": index, "function": {"arguments": args[half:]}}
+            events.append(dict(base, choices=[delta_choice({"tool_calls": [tail]})]))
         events.append(dict(base, choices=[delta_choice({}, finish)]))
         events.append(dict(base, choices=[], usage=usage))
         self.send_response(200)
@@ -260,7 +420,19 @@ def delta_choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, 
     return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
 
 
-def completion(model: str, text: str, finish: str, usage: dict[str, int]) -> dict[str, Any]:
+def completion(
+    model: str,
+    text: str | None,
+    finish: str,
+    usage: dict[str, int],
+    calls: list[dict[str, Any]] | None = None,
+    reasoning: str | None = None,
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = calls
+    if reasoning:
+        message["reasoning_content"] = reasoning
     return {
         "id": f"chatcmpl-fake{uuid.uuid4().hex[:20]}",
         "object": "chat.completion",
@@ -269,7 +441,7 @@ def completion(model: str, text: str, finish: str, usage: dict[str, int]) -> dic
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": finish,
             }

@@ -60,13 +60,24 @@ model:
 agent:
   api_max_retries: {api_max_retries}
 platform_toolsets:
-  api_server: []                   # no tools are offered to the model
+  api_server: {toolsets}{tools_extra}
 security:
   tirith_enabled: false            # otherwise the gateway downloads tirith from github.com
 gateway:
   api_server:
     max_concurrent_runs: {max_concurrent_runs}
 """
+# With tools on (spec/hermes-runs.md section 0): local terminal confined to a per-server
+# scratch directory, and approvals asked of the API client with a short timeout.
+TOOLS_EXTRA = """
+terminal:
+  backend: local                   # commands run on this host, in the scratch cwd below
+  cwd: {scratch}
+approvals:
+  mode: "{approval_mode}"           # manual | smart | off
+  timeout: {approval_timeout}
+"""
+TOOLSETS = ("terminal", "file", "todo")
 
 
 class HermesServerError(RuntimeError):
@@ -229,7 +240,16 @@ class HermesServer:
         startup_timeout: float = 60.0,
         warmup: bool = True,
         keep_state: bool | None = None,
+        tools: bool = False,
+        approval_mode: str = "manual",
+        approval_timeout: float = 60,
     ) -> None:
+        """``tools=True``: ``platform_toolsets.api_server: [terminal, file, todo]``, the
+        terminal's cwd a fresh scratch directory (``scratch``), ``approvals.mode`` and
+        ``approvals.timeout`` from ``approval_mode``/``approval_timeout``."""
+        self.tools = tools
+        self.approval_mode = approval_mode
+        self.approval_timeout = approval_timeout
         self.max_concurrent_runs = max_concurrent_runs
         self.api_max_retries = api_max_retries
         self.api_key = api_key or f"hermes-live-{secrets.token_hex(16)}"
@@ -238,6 +258,7 @@ class HermesServer:
         self.warmup = warmup
         self.keep_state = os.environ.get("HERMES_LIVE_KEEP") == "1" if keep_state is None else keep_state
         self.state_dir: Path | None = None
+        self.scratch_dir: Path | None = None
         self.port = 0
         self.fake_llm_port = 0
         self.timings: dict[str, float] = {}
@@ -261,6 +282,18 @@ class HermesServer:
         return self._state() / "home"
 
     @property
+    def scratch(self) -> Path:
+        """The terminal's working directory when ``tools`` is on (created per server).
+
+        Deliberately outside HERMES_HOME's parent (our ``HOME``): Hermes rewrites paths under
+        ``$HOME`` to ``~/...`` before matching dangerous patterns, which would turn the
+        captures' ``delete in root path`` into ``recursive delete``.
+        """
+        if self.scratch_dir is None:
+            raise HermesServerError("HermesServer has no scratch directory (tools off or not started)")
+        return self.scratch_dir
+
+    @property
     def fake_llm_log(self) -> Path:
         return self._state() / "fake_llm.jsonl"
 
@@ -279,6 +312,8 @@ class HermesServer:
             with self._timer("fake_llm"):
                 self._start_fake_llm()
             self.home.mkdir()
+            if self.tools:
+                self.scratch_dir = Path(tempfile.mkdtemp(prefix="hermes-scratch-")).resolve()
             (self.home / "config.yaml").write_text(self.config_yaml())
             with self._timer("start"):
                 self._start_gateway()
@@ -305,6 +340,9 @@ class HermesServer:
         if self.state_dir is not None and not self.keep_state:
             shutil.rmtree(self.state_dir, ignore_errors=True)
             self.state_dir = None
+        if self.scratch_dir is not None and not self.keep_state:
+            shutil.rmtree(self.scratch_dir, ignore_errors=True)
+            self.scratch_dir = None
 
     def upstream_requests(self) -> list[dict[str, Any]]:
         """Every request the fake LLM logged (probes included), oldest first."""
@@ -327,10 +365,19 @@ class HermesServer:
         return {"Authorization": f"Bearer {self.api_key}"}
 
     def config_yaml(self) -> str:
+        extra = ""
+        if self.tools:
+            extra = TOOLS_EXTRA.format(
+                scratch=self.scratch,
+                approval_mode=self.approval_mode,
+                approval_timeout=self.approval_timeout,
+            ).rstrip("\n")
         return CONFIG_TEMPLATE.format(
             base_url=self.fake_llm_url,
             api_max_retries=self.api_max_retries,
             max_concurrent_runs=self.max_concurrent_runs,
+            toolsets="[" + ", ".join(TOOLSETS) + "]" if self.tools else "[]                   # no tools",
+            tools_extra=extra,
         )
 
     def env(self) -> dict[str, str]:
@@ -452,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=10, help="gateway.api_server.max_concurrent_runs")
     parser.add_argument("--retries", type=int, default=1, help="agent.api_max_retries")
     parser.add_argument("--api-key", default=None)
+    parser.add_argument("--tools", action="store_true", help="terminal/file/todo tools, manual approvals")
+    parser.add_argument("--approval-timeout", type=float, default=60)
     args = parser.parse_args(argv)
     try:
         if args.ensure_venv_only:
@@ -461,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
             max_concurrent_runs=args.cap,
             api_max_retries=args.retries,
             api_key=args.api_key,
+            tools=args.tools,
+            approval_timeout=args.approval_timeout,
         )
         server.start()
     except HermesServerError as exc:
@@ -468,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(
         f"HERMES_BASE_URL={server.base_url}\nHERMES_API_KEY={server.api_key}\n"
-        f"fake LLM: {server.fake_llm_url}  state: {server.state_dir}  timings: {server.timings}",
+        f"fake LLM: {server.fake_llm_url}  state: {server.state_dir}  scratch: {server.scratch_dir}  "
+        f"timings: {server.timings}",
         flush=True,
     )
     try:
