@@ -29,6 +29,7 @@ from hermes_sdk.errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
     BadRequestError,
+    HermesError,
     InvalidApprovalChoiceError,
     RateLimitedError,
     RunNotFoundError,
@@ -622,3 +623,50 @@ def test_invoke_run_get(emu: HermesEmulator, client: HermesClient) -> None:
     assert result.ok and result.output["status"] == "completed"
     failed = client.invoke("cap:hermes_agent:default:run_approval", {"run_id": run.id, "choice": "once"})
     assert failed.status == "failed" and isinstance(failed.error, ApprovalNotActiveError)
+
+
+# --------------------------------------------------------------------------- decoders (per spec)
+
+
+def test_decoders() -> None:
+    from hermes_sdk import discovery
+    from hermes_sdk.errors import InvalidResponseError
+    from hermes_sdk.runs import approval_answer, run_started, run_status
+
+    started = run_started({"run_id": "run_1", "status": "started"}, None, "act_1")
+    assert (started.run_id, started.status, started.action_id, started.replayed) == ("run_1", "started", "act_1",
+                                                                                     False)
+    assert run_started({"run_id": "run_1"}, None, "act_1", True).replayed
+    status = run_status({"object": "hermes.run", "run_id": "run_1", "status": "cancelled", "created_at": 1,
+                         "updated_at": 2.5})
+    assert status.terminal and status.output is None and status.last_event is None and status.created_at == 1.0
+    done = run_status({"run_id": "r", "status": "completed", "output": None, "usage": {"total_tokens": 0},
+                       "last_event": "run.completed"})
+    assert done.terminal and done.output is None and done.usage == {"total_tokens": 0}
+    assert not run_status({"run_id": "r", "status": "waiting_for_approval"}).terminal
+    assert approval_answer({"object": "hermes.run.approval_response", "run_id": "r", "choice": "deny",
+                            "resolved": 2}).resolved == 2
+    for bad in ([], {"status": "x"}, {"run_id": 5, "status": "x"}, {"run_id": ""}):
+        with pytest.raises(InvalidResponseError):
+            run_started(bad, None)
+        with pytest.raises(InvalidResponseError):
+            run_status(bad)
+    with pytest.raises(InvalidResponseError):
+        discovery.models({"object": "list"})
+    with pytest.raises(InvalidResponseError):
+        discovery.health([])
+    sets = discovery.toolsets({"data": [{"name": "web", "enabled": False, "tools": ["a", 1]}, "junk"]})
+    assert [(t.name, t.enabled, t.tools) for t in sets] == [("web", False, ("a",))]
+    caps = discovery.server_capabilities({"features": {"run_stop": True, "cors": False}})
+    assert caps.supports("run_stop") and not caps.supports("cors") and not caps.supports("missing")
+
+
+def test_run_start_replays_a_recorded_failure(emu: HermesEmulator, client: HermesClient) -> None:
+    emu.drop_connection("before_response", path="/v1/runs", after_execution=False)
+    with pytest.raises(HermesError) as first:
+        client.run("lost 202", idempotency_key="k-lost")
+    assert first.value.uncertain_outcome  # the POST may have started a run: never sent again
+    with pytest.raises(HermesError) as again:
+        client.run("lost 202", idempotency_key="k-lost")
+    assert again.value.details.get("replayed") is True
+    assert len([r for r in runs_seen(emu) if r.path == "/v1/runs"]) == 1
