@@ -25,6 +25,7 @@ import attrs
 from .approval import ApprovalDecision, ApprovalRequest, check
 from .errors import (
     ApprovalDeniedError,
+    CancelledError,
     HermesError,
     InvalidInputError,
     RunNotFoundError,
@@ -323,8 +324,10 @@ class Run:
     def close(self) -> None:
         """Drop the events connection (the run goes on at Hermes; this handle then polls)."""
         stream = self._stream
-        if stream is not None:
-            stream.close()
+        if stream is not None and not stream.closed:
+            stream.abort()  # the reader thread, blocked on the socket, settles the stream
+            # Events already read are still delivered; then the handle polls (never re-subscribes).
+            self._queue.put(("broken", CancelledError("the events stream was closed by the caller")))
 
     # ------------------------------------------------------------ following
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
@@ -500,6 +501,20 @@ class HermesStream:
             self._response.close()
             self._finish(self._agg.result(cancelled=True))
 
+    def abort(self) -> bool:
+        """Interrupt the stream from another thread: its socket is shut down, so a read blocked on
+        it returns at once and the reading thread settles the stream (``close()`` would wait for
+        that read). Returns whether a socket was found to shut down."""
+        connection = getattr(getattr(self._response, "raw", None), "_connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is None:
+            return False
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            return False
+        return True
+
     def _fail(self, error: HermesError) -> None:
         self._response.close()
         self._finish(self._agg.result(error=error))
@@ -538,6 +553,8 @@ class HermesStream:
 
     def _finish(self, result: StreamResult) -> None:
         """The one place a stream settles (end, error, close or garbage collection): exactly once."""
+        if self._result is not None:  # closed from another thread while a read was failing
+            return
         self._result = result
         if self._sink is not None:
             self.action_result = self._sink.settled(result)

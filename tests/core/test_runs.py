@@ -670,3 +670,18 @@ def test_run_start_replays_a_recorded_failure(emu: HermesEmulator, client: Herme
         client.run("lost 202", idempotency_key="k-lost")
     assert again.value.details.get("replayed") is True
     assert len([r for r in runs_seen(emu) if r.path == "/v1/runs"]) == 1
+
+
+def test_close_switches_to_polling_without_waiting_for_the_server(tools_emu: HermesEmulator) -> None:
+    tools_emu.run_events_keepalive_seconds = 60  # a silent stream: only the close can end the wait
+    with client_for(tools_emu, approval_provider=lambda request: None) as c:
+        run = c.run(DANGEROUS, idempotency_key="k-close")
+        request = next(e for e in run.events() if isinstance(e, ApprovalRequested))
+        run.close()
+        assert list(run.events()) == []  # the stream is gone; events() ends, wait() polls
+        run.approve("deny")
+        started = time.time()
+        result = run.wait(timeout=15)
+    assert result.status == "completed" and not result.events_complete and time.time() - started < 5
+    assert result.events[-1] == request and run.stream_error is not None
+    assert len(runs_seen(tools_emu, "/events")) == 1
