@@ -474,3 +474,52 @@ def test_concurrent_subscribers_alternate_events(emu: HermesEmulator) -> None:
     finished = next(r[1] for r in results if r[1] != "timeout")
     events, comments = parse(finished)
     assert comments == ["stream closed"] and 0 < len(events) < len(emu.run_events(run_id))
+
+
+def test_the_pytest_plugin_offers_a_runs_emulator(hermes_runs_emulator: HermesEmulator) -> None:
+    assert hermes_runs_emulator.toolsets == TOOLSETS
+    assert hermes_runs_emulator.approval_timeout == 5.0
+    hermes_runs_emulator.files["/tmp/f.txt"] = "plugin\n"
+    events = events_of(hermes_runs_emulator, start_id(hermes_runs_emulator, "TOOL:terminal:cat /tmp/f.txt"))
+    assert events[-1]["output"] == 'DONE: {"output": "plugin", "exit_code": 0, "error": null}'
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "TOOL:terminal:echo hi",
+        "PREAMBLE TOOL:read_file:/a/b.txt || TOOL:todo:write the SDK",
+        "TOOL:write_file:/a/c.txt=some = text || TOOL:no_such_tool:x",
+        'TOOLJSON:terminal:{"command": "echo json", "timeout": 5}',
+        "line one\nTOOL:terminal:echo two || TOOL:terminal:echo three",
+    ],
+)
+def test_the_live_fake_llm_makes_the_same_calls_as_the_scripted_model(prompt: str) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    from hermes_sdk.testing import tools
+
+    path = Path(__file__).resolve().parent / "live" / "fake_llm.py"
+    spec = importlib.util.spec_from_file_location("fake_llm_for_drift_check", path)
+    assert spec is not None and spec.loader is not None
+    fake_llm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake_llm)
+    ours = [(name, tools.call_arguments(kind, name, arg)) for kind, name, arg in tools.parse_directives(prompt)]
+    theirs = [
+        (name, fake_llm.call_arguments(kind, name, arg)) for kind, name, arg in fake_llm.parse_directives(prompt)
+    ]
+    assert ours == theirs and ours
+
+
+def test_a_dropped_start_still_starts_the_run(emu: HermesEmulator) -> None:
+    emu.drop_connection("before_response")
+    with pytest.raises(requests.exceptions.ConnectionError):
+        start(emu, {"input": "lost 202"})
+    wait_for(lambda: len(emu.run_ids()) == 1)
+    (run_id,) = emu.run_ids()
+    assert emu.wait_run(run_id)["output"] == "ECHO: lost 202"  # type: ignore[index]
+    emu.drop_connection("before_response", after_execution=False)
+    with pytest.raises(requests.exceptions.ConnectionError):
+        start(emu, {"input": "never started"})
+    assert len(emu.run_ids()) == 1

@@ -4,11 +4,12 @@ Nothing here imports the rest of ``hermes_sdk`` at import time, so the
 emulator can serve on its own (``python -m hermes_sdk.testing``).
 """
 
-from .emulator import HermesEmulator, main, serve
+from .emulator import TOOLSETS, HermesEmulator, main, serve
 from .model import AgentResult, Reply, RequestInfo
 from .state import SeenRequest
 
 __all__ = [
+    "TOOLSETS",
     "AgentResult",
     "HermesEmulator",
     "Reply",

@@ -361,7 +361,8 @@ class HermesEmulator:
         still runs unless ``after_execution=False``), ``"mid_body"`` (headers
         and part of the JSON body; for SSE, headers only) or ``"mid_stream"``
         (SSE cut after ``after_events`` events; for JSON same as mid_body).
-        ``path`` defaults to the two agent POST routes.
+        ``path`` defaults to the agent POST routes (chat, Responses, ``/v1/runs``); a
+        dropped ``POST /v1/runs`` still starts the run (unless ``after_execution=False``).
         """
         if mode not in FAULT_MODES:
             raise ValueError(f"mode must be one of {FAULT_MODES}")

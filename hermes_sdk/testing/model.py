@@ -139,6 +139,17 @@ class AgentResult:
         return "stop"
 
 
+def io_usage(result: AgentResult) -> dict[str, int]:
+    """``input``/``output`` token usage (Responses, runs); zero unless the run completed."""
+    if not result.completed:
+        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    return {
+        "input_tokens": result.prompt_tokens,
+        "output_tokens": result.completion_tokens,
+        "total_tokens": result.prompt_tokens + result.completion_tokens,
+    }
+
+
 def word_groups(text: str, size: int = 3) -> list[str]:
     """Split into runs of ``size`` words, keeping the original whitespace."""
     tokens = re.findall(r"\s*\S+", text)

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from .emulator import HermesEmulator
+from .emulator import TOOLSETS, HermesEmulator
+
+RUNS_APPROVAL_TIMEOUT = 5.0
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +34,26 @@ def hermes_emulator(
     _hermes_emulator_session.reset()
     yield _hermes_emulator_session
     _hermes_emulator_session.reset()
+
+
+@pytest.fixture(scope="session")
+def _hermes_runs_emulator_session() -> Iterator[HermesEmulator]:
+    emulator = HermesEmulator(toolsets=TOOLSETS, approval_timeout=RUNS_APPROVAL_TIMEOUT).start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+def hermes_runs_emulator(
+    _hermes_runs_emulator_session: HermesEmulator,
+) -> Iterator[HermesEmulator]:
+    """Like ``hermes_emulator`` with tools on: ``[terminal, file, todo]``, manual approvals
+    with a 5 s ``approvals.timeout`` (the ``/v1/runs`` tool and approval events)."""
+    _hermes_runs_emulator_session.reset()
+    yield _hermes_runs_emulator_session
+    _hermes_runs_emulator_session.reset()
 
 
 @pytest.fixture

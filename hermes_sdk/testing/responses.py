@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .chat import refused_before_work
 from .model import AgentHooks, AgentResult, RequestInfo
+from .model import io_usage as _usage
 from .sse import AgentPump, ClientGone, named_event
 from .store import StoredResponse
 from .tools import ToolRecord
@@ -241,16 +242,6 @@ def _run(ex: Exchange, turn: _Turn) -> AgentResult:
 
 def _output_text(result: AgentResult) -> str:
     return result.final_response or result.error or ""
-
-
-def _usage(result: AgentResult) -> JSONDict:
-    if not result.completed:
-        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    return {
-        "input_tokens": result.prompt_tokens,
-        "output_tokens": result.completion_tokens,
-        "total_tokens": result.prompt_tokens + result.completion_tokens,
-    }
 
 
 def _message(text: str) -> JSONDict:

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .model import AgentHooks, AgentResult, Cancelled, RequestInfo
+from .model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
 from .sse import ClientGone
 from .tools import Danger, ToolCall
-from .wire import DEFAULT_MODEL, JSONDict, bare_error, content_text, openai_error, parse_bool
+from .wire import DEFAULT_MODEL, JSONDict, bare_error, openai_error, parse_bool
 
 if TYPE_CHECKING:
     from .server import Exchange
@@ -267,6 +267,7 @@ def handle_create(ex: Exchange) -> None:
             headers=info.headers,
         )
         run = Run(run_id, session_id, model, time.time())
+        run.set_status("running")  # "queued" only lasts until the task's first step: never observed
         queue = RunQueue()
         with state.runs.lock:
             state.runs.runs[run_id] = run
@@ -342,7 +343,7 @@ def _flatten(content: Any) -> str:
         return "".join(str(p) for p in parts if p)
     if content is None:
         return ""
-    return content_text(content) if isinstance(content, str) else str(content)
+    return content if isinstance(content, str) else str(content)
 
 
 def handle_get(ex: Exchange, run_id: str) -> None:
@@ -483,8 +484,6 @@ class _Emitter:
 def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo) -> None:
     emit = _Emitter(state, run, queue)
     try:
-        if not run.cancel.is_set():
-            run.set_status("running")
         hooks = AgentHooks(
             tool_started=lambda call: _tool_started(emit, call),
             tool_completed=lambda record: emit.event(
@@ -512,7 +511,7 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
             emit.event("run.failed", error=error)
         else:
             assert result is not None
-            usage = _usage(result)
+            usage = io_usage(result)
             run.set_status("completed", output=result.final_response, usage=usage)
             emit.event("run.completed", output=result.final_response, usage=usage)
     finally:
@@ -557,16 +556,6 @@ def _await_approval(state: EmulatorState, run: Run, emit: _Emitter, danger: Dang
     if pending.answered.is_set():
         return pending.choice or "deny"
     return outcome
-
-
-def _usage(result: AgentResult) -> JSONDict:
-    if not result.completed:
-        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    return {
-        "input_tokens": result.prompt_tokens,
-        "output_tokens": result.completion_tokens,
-        "total_tokens": result.prompt_tokens + result.completion_tokens,
-    }
 
 
 def _transcript(info: RequestInfo, result: AgentResult | None) -> list[dict[str, str]]:

@@ -46,6 +46,7 @@ class Fault:
             return method == "POST" and path in (
                 "/v1/chat/completions",
                 "/v1/responses",
+                "/v1/runs",
             )
         return path == self.path or path.startswith(self.path.rstrip("/") + "/")
 

@@ -22,7 +22,6 @@ import os
 import re
 import shlex
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -387,17 +386,6 @@ class ToolBox:
                         return f"ls: cannot access '{path}': No such file or directory", 2
                 return "\n".join(out), 0
         return "", 0
-
-    def exists(self, path: str) -> bool:
-        prefix = path.rstrip("/") + "/"
-        with self._lock:
-            return any(n == path or n.startswith(prefix) for n in self.files)
-
-
-def timed(fn: Callable[[], tuple[str, bool]]) -> tuple[str, bool, float]:
-    began = time.monotonic()
-    result, error = fn()
-    return result, error, round(time.monotonic() - began, 3)
 
 
 __all__ = [

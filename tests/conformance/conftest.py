@@ -137,7 +137,9 @@ def server_cap1(server: Target, request: pytest.FixtureRequest) -> Target:
 # approvals with a short approvals.timeout, the terminal's cwd a per-server scratch directory.
 
 
-def _runs_make(request: pytest.FixtureRequest, kind: str, cap: int) -> Iterator[RunsTarget]:
+def _runs_make(
+    request: pytest.FixtureRequest, kind: str, cap: int, approval_mode: str = "manual"
+) -> Iterator[RunsTarget]:
     if kind == "emulator":
         emulator = HermesEmulator(
             api_key=f"conformance-runs-{secrets.token_hex(8)}",
@@ -146,6 +148,7 @@ def _runs_make(request: pytest.FixtureRequest, kind: str, cap: int) -> Iterator[
             delta_batch_ms=50,
             toolsets=TOOLSETS,
             approval_timeout=APPROVAL_TIMEOUT,
+            approval_mode=approval_mode,
         ).start()
         try:
             yield RunsTarget(
@@ -157,7 +160,11 @@ def _runs_make(request: pytest.FixtureRequest, kind: str, cap: int) -> Iterator[
     if not LIVE:
         pytest.skip("the real Hermes server needs HERMES_LIVE=1 (docs/live-server.md)")
     live = HermesServer(
-        max_concurrent_runs=cap, api_max_retries=1, tools=True, approval_timeout=APPROVAL_TIMEOUT
+        max_concurrent_runs=cap,
+        api_max_retries=1,
+        tools=True,
+        approval_timeout=APPROVAL_TIMEOUT,
+        approval_mode=approval_mode,
     )
     request.addfinalizer(live.stop)
     live.start()
@@ -184,6 +191,16 @@ def _runs_hermes_cap1(request: pytest.FixtureRequest) -> Iterator[RunsTarget]:
     yield from _runs_make(request, "hermes", 1)
 
 
+@pytest.fixture(scope="session")
+def _runs_emulator_smart(request: pytest.FixtureRequest) -> Iterator[RunsTarget]:
+    yield from _runs_make(request, "emulator", 10, "smart")
+
+
+@pytest.fixture(scope="session")
+def _runs_hermes_smart(request: pytest.FixtureRequest) -> Iterator[RunsTarget]:
+    yield from _runs_make(request, "hermes", 10, "smart")
+
+
 @pytest.fixture(params=SERVERS)
 def runs_target(request: pytest.FixtureRequest) -> RunsTarget:
     """A server with tools and manual approvals on (cap 10): emulator, or real Hermes."""
@@ -195,6 +212,13 @@ def runs_target(request: pytest.FixtureRequest) -> RunsTarget:
 def runs_target_cap1(runs_target: RunsTarget, request: pytest.FixtureRequest) -> RunsTarget:
     """A second instance of the same kind with tools on and ``max_concurrent_runs: 1``."""
     target: RunsTarget = request.getfixturevalue(f"_runs_{runs_target.kind}_cap1")
+    return target
+
+
+@pytest.fixture
+def runs_target_smart(runs_target: RunsTarget, request: pytest.FixtureRequest) -> RunsTarget:
+    """A third instance of the same kind with ``approvals.mode: smart`` (an auxiliary reviewer)."""
+    target: RunsTarget = request.getfixturevalue(f"_runs_{runs_target.kind}_smart")
     return target
 
 

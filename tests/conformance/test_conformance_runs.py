@@ -365,6 +365,11 @@ def test_always_allows_the_pattern_for_later_runs(runs_target: RunsTarget) -> No
     events, _ = runs_target.events(again)
     assert "approval.request" not in kinds(events)
     assert events[-1]["event"] == "run.completed"
+    if runs_target.live is not None:  # Hermes persists it by rewriting its own config.yaml
+        config = (runs_target.live.home / "config.yaml").read_text()
+        assert "command_allowlist" in config and "world/other-writable permissions" in config
+    else:
+        assert "world/other-writable permissions" in runs_target.emulator.command_allowlist
 
 
 def test_an_unanswered_approval_times_out_blocked_and_the_run_completes(runs_target: RunsTarget) -> None:
@@ -815,3 +820,99 @@ def test_discovery_routes(runs_target: RunsTarget) -> None:
     assert isinstance(queues["active_api_runs"], int)
     health = runs_target.http.get(runs_target.url("/health")).json()
     assert health == {"status": "ok", "platform": "hermes-agent", "version": "0.19.0"}
+
+
+# --------------------------------------------------------------------------- more tool shapes
+
+
+def test_stop_during_a_running_tool_interrupts_it_and_ends_cancelled(runs_target: RunsTarget) -> None:
+    run_id = runs_target.start_id("TOOL:terminal:sleep 8")
+    with runs_target.subscribe(run_id) as stream:
+        started = stream.until("tool.started")
+        assert started["preview"] == "sleep 8"
+        running = runs_target.get(run_id).json()
+        assert running["status"] == "running" and running["last_event"] == "tool.started"
+        began = time.monotonic()
+        assert runs_target.stop(run_id).status_code == 200
+        events, _ = stream.read_all()
+    assert time.monotonic() - began < 7.5  # interrupted, not waited out
+    assert kinds(events)[-2:] == ["tool.completed", "run.cancelled"]
+    assert events[-2]["error"] is True
+    assert runs_target.wait_done(run_id)["status"] == "cancelled"
+
+
+def test_write_file_then_read_file_through_tooljson(runs_target: RunsTarget) -> None:
+    path = f"{runs_target.scratch}/{uniq('written')}.txt"
+    args = json.dumps({"path": path, "content": "written by the agent\n"})
+    run_id = runs_target.start_id(f"TOOLJSON:write_file:{args} || TOOL:read_file:{path}")
+    events, _ = runs_target.events(run_id)
+    tools = [(e["event"], e["tool"]) for e in events if e["event"].startswith("tool.")]
+    assert tools == [
+        ("tool.started", "write_file"),
+        ("tool.completed", "write_file"),
+        ("tool.started", "read_file"),
+        ("tool.completed", "read_file"),
+    ]
+    assert [e["error"] for e in events if e["event"] == "tool.completed"] == [False, False]
+    assert '"bytes_written": 21' in events[-1]["output"]
+    assert '"content": "1|written by the agent' in events[-1]["output"]
+    assert runs_target.exists(path)
+
+
+def test_a_chained_non_stream_response_repeats_the_previous_turns_tool_items(runs_target: RunsTarget) -> None:
+    word = uniq("chained")
+    first = runs_target.http.post(
+        runs_target.url("/v1/responses"), json={"input": f"TOOL:terminal:echo {word}"}, headers=runs_target.auth()
+    ).json()
+    second = runs_target.http.post(
+        runs_target.url("/v1/responses"),
+        json={"input": "follow-up after tool", "previous_response_id": first["id"]},
+        headers=runs_target.auth(),
+    ).json()
+    assert [i["type"] for i in second["output"]] == ["function_call", "function_call_output", "message"]
+    assert second["output"][:2] == first["output"][:2]  # Hermes' bug (hermes-wire/40), reproduced
+    assert second["output"][-1]["content"][0]["text"] == "ECHO: follow-up after tool"
+
+
+# --------------------------------------------------------------------------- approvals.mode: smart
+
+
+def _smart_victim(target: RunsTarget, verdict: str) -> str:
+    directory = f"{target.victim()}/{verdict}"
+    target.make_file(f"{directory}/file.txt")
+    return directory
+
+
+def test_smart_approve_runs_the_command_without_asking(runs_target_smart: RunsTarget) -> None:
+    target = runs_target_smart
+    victim = _smart_victim(target, "smart-approve")
+    events, _ = target.events(target.start_id(f"TOOL:terminal:rm -rf {victim}"))
+    assert "approval.request" not in kinds(events)
+    assert "and auto-approved by smart approval." in events[-1]["output"]
+    assert not target.exists(victim)
+
+
+def test_smart_deny_asks_the_owner_with_once_or_deny_only(runs_target_smart: RunsTarget) -> None:
+    target = runs_target_smart
+    victim = _smart_victim(target, "smart-deny")
+    run_id = target.start_id(f"TOOL:terminal:rm -rf {victim}")
+    with target.subscribe(run_id) as stream:
+        request = stream.until("approval.request")
+        assert list(request) == APPROVAL_KEYS[:5] + ["smart_denied"] + APPROVAL_KEYS[5:]
+        assert request["allow_permanent"] is False and request["smart_denied"] is True
+        assert request["choices"] == ["once", "deny"]
+        assert target.approve(run_id, {"choice": "deny"}).status_code == 200
+        stream.read_all()
+    assert target.exists(victim)
+
+
+def test_smart_escalate_is_an_ordinary_request(runs_target_smart: RunsTarget) -> None:
+    target = runs_target_smart
+    victim = target.victim()
+    run_id = target.start_id(f"TOOL:terminal:rm -rf {victim}")
+    with target.subscribe(run_id) as stream:
+        request = stream.until("approval.request")
+        assert list(request) == APPROVAL_KEYS and request["choices"] == ALL_CHOICES
+        target.approve(run_id, {"choice": "deny"})
+        stream.read_all()
+    assert target.exists(victim)

@@ -74,6 +74,9 @@ _CALL_SEQ = [0]
 _CALL_LOCK = threading.Lock()
 
 
+# parse_directives and call_arguments mirror hermes_sdk/testing/tools.py on purpose: this
+# process stands alone (it must not import the SDK under test); tests/test_emulator_runs.py
+# checks that both make the same calls for the same prompts.
 def parse_directives(prompt: str) -> list[tuple[str, str, str]]:
     """``(kind, name, argument)`` per directive; an argument runs to ``||`` or end of line."""
     found: list[tuple[str, str, str]] = []
