@@ -255,3 +255,22 @@ def test_discovery(runs_target: RunsTarget) -> None:
         assert client.server_capabilities().supports("run_approval_response")
         enabled = {t.name for t in client.toolsets() if t.enabled}
     assert {"terminal", "file", "todo"} <= enabled
+
+
+def test_a_smart_denied_request_gets_once_for_a_session_decision(runs_target_smart: RunsTarget) -> None:
+    target = runs_target_smart
+    victim = f"{target.victim()}/smart-deny"
+    target.make_file(f"{victim}/file.txt")
+    asked: list[ApprovalRequest] = []
+
+    def provider(request: ApprovalRequest) -> Any:
+        asked.append(request)
+        return approve_session(request)
+
+    with sdk(target, approval_provider=provider) as client:
+        result = client.run(f"TOOL:terminal:rm -rf {victim}", idempotency_key=uniq("k")).wait(timeout=30)
+    request = next(e for e in result.events if isinstance(e, ApprovalRequested))
+    assert request.smart_denied and request.choices == ("once", "deny") and not request.allow_permanent
+    assert len(asked) == 1
+    assert next(e for e in result.events if isinstance(e, ApprovalResponded)).choice == "once"  # session not offered
+    assert result.status == "completed" and not target.exists(victim)
