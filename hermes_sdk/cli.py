@@ -263,10 +263,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_json({"run_id": result.run_id, "status": result.status, "output": result.output,
                      "usage": result.usage, "error": result.error, "events_complete": result.events_complete,
                      "events": [event.raw for event in result.events]})
-    elif open_line:
-        sys.stdout.write("\n")
-    if not result.events_complete and not args.json:
-        sys.stderr.write("[run] the events stream broke: the outcome comes from the run's status\n")
+    else:
+        if open_line:
+            sys.stdout.write("\n")
+        if not result.events_complete:
+            sys.stderr.write("[run] the events were not all seen (a replayed key, or a broken stream): "
+                             "the output comes from the run's status\n")
+            if result.output:
+                sys.stdout.write(result.output + "\n")
     if result.status != "completed":
         sys.stderr.write(f"hermes_sdk.run: run {result.status}{': ' + result.error if result.error else ''}\n")
         return 1

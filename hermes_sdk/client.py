@@ -361,7 +361,8 @@ class HermesClient:
             previous_response_id: continue a stored response's conversation.
             model: echoed in the run object (default ``hermes-agent``).
             approval_provider: answers this run's approval requests (see docs/runs.md).
-            deadline: bounds the start call and, by default, ``run.wait()``.
+            deadline: bounds the start call and, by default, ``run.wait()`` and ``run.events()``
+                (the context's deadline when not given).
         """
         data: dict[str, Any] = {"input": None if input is REQUIRED else input}
         for name, value in (("instructions", instructions), ("session_id", session_id),
@@ -372,8 +373,11 @@ class HermesClient:
         key = None if idempotency_key is REQUIRED else idempotency_key
         started: RunStarted = self._call(RUN_START, data, endpoint, key, action_id, context, deadline)
         provider = approval_provider if approval_provider is not None else self._rt.approval_provider
-        run = Run(self, started, endpoint=endpoint, approval_provider=provider, deadline=deadline_epoch(deadline),
-                  context=context)
+        limit = deadline_epoch(deadline)
+        ctx = context if context is not None else self.context
+        if limit is None and ctx is not None:
+            limit = ctx.deadline
+        run = Run(self, started, endpoint=endpoint, approval_provider=provider, deadline=limit, context=context)
         run._subscribe()  # early: Hermes sweeps an unsubscribed buffer 300 s after the run was created
         return run
 

@@ -685,3 +685,29 @@ def test_close_switches_to_polling_without_waiting_for_the_server(tools_emu: Her
     assert result.status == "completed" and not result.events_complete and time.time() - started < 5
     assert result.events[-1] == request and run.stream_error is not None
     assert len(runs_seen(tools_emu, "/events")) == 1
+
+
+def test_keepalives_do_not_break_the_stream(emu: HermesEmulator, client: HermesClient) -> None:
+    emu.run_events_keepalive_seconds = 0.1
+    result = client.run("SLOW:1 quiet", idempotency_key="k-keepalive").wait(timeout=15)
+    assert result.status == "completed" and result.events_complete
+
+
+def test_a_waiting_run_holds_the_shared_slot(hermes_emulator_factory: Any) -> None:
+    small = hermes_emulator_factory(max_concurrent_runs=1, toolsets=TOOLSETS)
+    with small.client(load_entrypoints=False) as c:
+        run = c.run(DANGEROUS, idempotency_key="k-slot")
+        next(e for e in run.events() if isinstance(e, ApprovalRequested))
+        with pytest.raises(RateLimitedError) as info:
+            c.chat(prompt="meanwhile")
+        assert info.value.http_status == 429 and info.value.details["before_agent_work"] is True
+        run.approve("deny")
+        assert run.wait(timeout=15).ok
+
+
+def test_the_context_deadline_bounds_wait(emu: HermesEmulator, client: HermesClient) -> None:
+    from hermes_sdk import ExecutionContext
+
+    run = client.run("SLOW:3 bounded", idempotency_key="k-ctx", context=ExecutionContext(deadline=time.time() + 1))
+    started = time.time()
+    assert not run.wait().done and time.time() - started < 2.5

@@ -97,3 +97,12 @@ def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["run", "x", "--approve", "always"])
     assert info.value.code == 2
+
+
+def test_a_replayed_key_prints_the_output(env: Any, capsys: pytest.CaptureFixture[str], tmp_path: Any,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_SDK_IDEMPOTENCY_STORE", f"sqlite:///{tmp_path / 'keys.db'}")
+    assert run(capsys, "once please", "--idempotency-key", "cli-replay")[0] == 0
+    code, out, err = run(capsys, "once please", "--idempotency-key", "cli-replay")
+    assert code == 0 and out == "ECHO: once please\n" and "(replayed)" in err and "were not all seen" in err
+    assert len([r for r in env.requests_seen if r.path == "/v1/runs"]) == 1
