@@ -434,6 +434,10 @@ class HermesClient:
         return attrs.evolve(request, input_snapshot={**request.input_snapshot,
                                                      "command": redactor.text(command, "command")})
 
+    def _mark_stopped(self, run_id: str) -> None:
+        """Refuse every later approval for the run (as ``run_stop`` does before it sends)."""
+        self._rt.stopped_runs.add(run_id)
+
     def _stopped(self, run_id: str) -> bool:
         """Whether this client asked to stop the run (no approval is sent to it from then on)."""
         return run_id in self._rt.stopped_runs

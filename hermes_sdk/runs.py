@@ -303,8 +303,13 @@ class Run:
     def stop(self) -> RunStatus:
         """Ask Hermes to stop the run (it ends ``cancelled``); from now on no approval is sent.
 
-        A run that already finished answers 404: then its final status is returned.
+        A run that already finished answers 404: then its final status is returned (and a run this
+        handle saw end is not sent a stop at all: its task may still be closing, when Hermes would
+        answer 200 ``stopping`` for a run that is over).
         """
+        if self._result is not None:
+            self._client._mark_stopped(self.id)
+            return self._client.run_get(self.id, endpoint=self._endpoint, context=self._context)
         try:
             status = self._client.run_stop(self.id, endpoint=self._endpoint, context=self._context)
         except RunNotFoundError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -78,6 +79,18 @@ def approvals_sent(emu: HermesEmulator) -> list[Any]:
 def client_for(emu: HermesEmulator, **kwargs: Any) -> HermesClient:
     kwargs.setdefault("load_entrypoints", False)
     return emu.client(**kwargs)
+
+
+def stop_until_404(client: HermesClient, run_id: str) -> RunNotFoundError:
+    """``/stop`` once the run's task ended (it ends just after its terminal event): 404."""
+    deadline = time.time() + 5
+    while True:
+        try:
+            client.run_stop(run_id)
+        except RunNotFoundError as exc:
+            return exc
+        assert time.time() < deadline
+        time.sleep(0.05)
 
 
 def deny_all(request: ApprovalRequest) -> Any:
@@ -186,9 +199,8 @@ def test_typed_run_errors(emu: HermesEmulator, client: HermesClient) -> None:
     with pytest.raises(ApprovalNotActiveError) as active:
         client.run_approval(run.id, "deny")
     assert active.value.http_status == 409 and not active.value.uncertain_outcome
-    with pytest.raises(RunNotFoundError) as stop:
-        client.run_stop(run.id)  # finished: 404 although GET still has it
-    assert stop.value.http_status == 404
+    stop = stop_until_404(client, run.id)  # finished: 404 although GET still has it
+    assert stop.http_status == 404 and not stop.uncertain_outcome
     assert client.run_get(run.id).status == "completed"
     with pytest.raises(RunNotFoundError):
         client.run_get("run_unknown")
@@ -711,3 +723,24 @@ def test_the_context_deadline_bounds_wait(emu: HermesEmulator, client: HermesCli
     run = client.run("SLOW:3 bounded", idempotency_key="k-ctx", context=ExecutionContext(deadline=time.time() + 1))
     started = time.time()
     assert not run.wait().done and time.time() - started < 2.5
+
+
+def test_observers_see_run_events_redacted(tools_emu: HermesEmulator) -> None:
+    from hermes_sdk import hookimpl
+
+    seen: list[dict[str, Any]] = []
+
+    class Observer:
+        @hookimpl
+        def hermes_stream_event(self, invocation: Any, event: dict[str, Any]) -> None:
+            seen.append(event)
+
+    with client_for(tools_emu, approval_provider=approve_all, plugins=[Observer()]) as c:
+        c.run(DANGEROUS, idempotency_key="k-observed").wait(timeout=15)
+    names = [e["data"]["event"] for e in seen]
+    assert names[:4] == ["tool.started", "approval.request", "approval.responded", "tool.completed"]
+    started, request, responded = seen[0]["data"], seen[1]["data"], seen[2]["data"]
+    assert started["tool"] == "terminal" and started["preview"] == "[REDACTED]"
+    assert request["pattern_key"] == "delete in root path" and request["command"] == "[REDACTED]"
+    assert responded["choice"] == "once"
+    assert all(VICTIM not in json.dumps(e) and not re.search(r"run_[0-9a-f]{8}", json.dumps(e)) for e in seen)
