@@ -258,7 +258,8 @@ class Run:
 
         Each ``ApprovalRequested`` is first handed to the approval provider (if any). When the
         stream breaks, iteration ends without the terminal event: call :meth:`wait`, which polls.
-        Calling ``events()`` again continues where the last iteration stopped (never re-subscribes).
+        Calling ``events()`` again continues where the last iteration stopped (never re-subscribes);
+        events already consumed (by ``wait()`` too) are in ``run.result.events``, not yielded again.
         """
         while True:
             event = self._next(self._deadline, poll=False)
