@@ -28,6 +28,7 @@ from .errors import (
     CancelledError,
     HermesError,
     InvalidInputError,
+    InvalidResponseError,
     RunNotFoundError,
     TransportError,
 )
@@ -158,8 +159,6 @@ class RunResult:
 def run_started(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
                 replayed: bool = False) -> RunStarted:
     """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed)."""
-    from .errors import InvalidResponseError
-
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
         raise InvalidResponseError("the run start reply has no run_id")
     return RunStarted(run_id=data["run_id"], status=str(data.get("status") or "started"),
@@ -169,8 +168,6 @@ def run_started(data: Any, session_id: Optional[str], action_id: Optional[str] =
 def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
                replayed: bool = False) -> RunStatus:
     """Decode a run object (fields Hermes leaves out stay None)."""
-    from .errors import InvalidResponseError
-
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) \
             or not isinstance(data.get("status"), str):
         raise InvalidResponseError("the run object has no run_id or status")
@@ -185,8 +182,6 @@ def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[
 def approval_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
                     replayed: bool = False) -> ApprovalAnswer:
     """Decode the 200 of ``POST /v1/runs/{id}/approval``."""
-    from .errors import InvalidResponseError
-
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str):
         raise InvalidResponseError("the approval reply has no run_id")
     resolved = data.get("resolved")
