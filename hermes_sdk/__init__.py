@@ -1,4 +1,4 @@
-"""hermes-sdk: a synchronous client for the Hermes Agent chat and Responses capabilities of AIP."""
+"""hermes-sdk: a synchronous client for the Hermes Agent capabilities of AIP (chat, Responses, durable runs)."""
 
 from .approval import (
     ApprovalDecision,
@@ -12,10 +12,13 @@ from .approval import (
 from .capabilities import capability_id, parse_capability_id
 from .client import HermesClient
 from .deadline import Timeout
+from .discovery import Health, ModelInfo, ServerCapabilities, Toolset
 from .endpoints import Endpoint, ExecutionContext
 from .errors import (
     AgentIncompleteError,
     ApprovalDeniedError,
+    ApprovalNotActiveError,
+    ApprovalNotPendingError,
     ApprovalRequiredError,
     AuthenticationError,
     BadRequestError,
@@ -23,6 +26,7 @@ from .errors import (
     DeadlineExceededError,
     HermesError,
     IdempotencyConflictError,
+    InvalidApprovalChoiceError,
     InvalidInputError,
     InvalidResponseError,
     MissingCredentialError,
@@ -33,10 +37,27 @@ from .errors import (
     RateLimitedError,
     RemoteRejectedError,
     RemoteTemporaryError,
+    RunNotFoundError,
+    RunStoppedError,
     ServerError,
     StreamError,
     TenantMismatchError,
     TransportError,
+)
+from .events import (
+    ApprovalRequested,
+    ApprovalResponded,
+    FunctionCall,
+    FunctionCallOutput,
+    MessageDelta,
+    ReasoningAvailable,
+    RunCancelled,
+    RunCompleted,
+    RunEvent,
+    RunFailed,
+    ToolCompleted,
+    ToolProgress,
+    ToolStarted,
 )
 from .hookspecs import hookimpl
 from .idempotency import IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
@@ -51,7 +72,8 @@ from .models import (
     StreamResult,
 )
 from .redaction import Redactor
-from .streaming import ChatStream, ResponseStream
+from .runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
+from .streaming import ChatStream, ResponseStream, RunEventStream
 
 __version__ = "0.1.0"
 
@@ -67,6 +89,12 @@ __all__ = [
     "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamError", "StreamEvent", "StreamResult",
     "TenantMismatchError", "Timeout", "TransportError", "capability_id", "hookimpl", "input_hash",
     "parse_capability_id",
+    # durable runs, typed events and discovery
+    "ApprovalAnswer", "ApprovalNotActiveError", "ApprovalNotPendingError", "ApprovalRequested",
+    "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "Health", "InvalidApprovalChoiceError",
+    "MessageDelta", "ModelInfo", "ReasoningAvailable", "Run", "RunCancelled", "RunCompleted", "RunEvent",
+    "RunEventStream", "RunFailed", "RunNotFoundError", "RunResult", "RunStarted", "RunStatus", "RunStoppedError",
+    "ServerCapabilities", "ToolCompleted", "ToolProgress", "ToolStarted", "Toolset",
 ]
 
 # Plugin-author types live in hermes_sdk.plugin; the old top-level names keep working.

@@ -15,6 +15,10 @@ from ._constants import APPROVAL_TTL_SECONDS
 from .errors import ApprovalDeniedError, InvalidInputError
 
 DECISIONS = ("approved", "denied", "expired", "revoked")
+#: How far an approved decision reaches when it answers a run's approval request: ``once`` (the
+#: default, this command), ``session`` (this pattern for the rest of this run), ``always`` (Hermes
+#: allows the pattern process-wide and rewrites its config; needs ``allow_permanent_approvals``).
+SCOPES = ("once", "session", "always")
 
 
 def canonical_input(input: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,6 +78,9 @@ class ApprovalDecision:
     # Evidence from the request it answers (filled by ``ApprovalRequest.approve/deny`` and ``check``).
     input_snapshot: Optional[dict[str, Any]] = None
     approval_request_id: Optional[str] = None
+    #: For a run's approval request: ``once`` (None means once), ``session`` or ``always`` (see SCOPES).
+    scope: Optional[str] = attrs.field(default=None, validator=attrs.validators.optional(
+        attrs.validators.in_(SCOPES)))
 
     def evidence(self) -> dict[str, Any]:
         """The decision and its evidence as kept with the recorded result (the audit record)."""
@@ -111,33 +118,31 @@ class ApprovalRequest:
     principal_id: Optional[str] = None
     tenant_id: Optional[str] = None
 
-    def approve(self, *, approver: str, policy_decision_id: str, reason: Optional[str] = None) -> ApprovalDecision:
-        """Approve this request: a decision bound to its input, valid for 15 minutes (never past the request).
+    def approve(self, *, approver: str, policy_decision_id: str, reason: Optional[str] = None,
+                scope: Optional[str] = None) -> ApprovalDecision:
+        """An approved decision bound to this request.
 
         Args:
-            approver: who approves (recorded with the result).
-            policy_decision_id: the policy decision that allows the action (required evidence).
-            reason: why; default the request's ``reason``.
+            approver: who approved.
+            policy_decision_id: the policy decision that allowed it.
+            reason: why (default: the request's reason).
+            scope: for a run's approval request, ``session`` approves the pattern for the rest of
+                the run; None or ``once`` approves this command only.
         """
-        return self._decide("approved", approver, reason, policy_decision_id)
+        return self._decide("approved", approver, reason, policy_decision_id, scope)
 
     def deny(self, *, approver: str, reason: Optional[str] = None) -> ApprovalDecision:
-        """Deny this request; a call given this decision raises :class:`~hermes_sdk.ApprovalDeniedError`.
-
-        Args:
-            approver: who denies.
-            reason: why; default the request's ``reason``.
-        """
+        """A denied decision bound to this request."""
         return self._decide("denied", approver, reason, None)
 
     def _decide(self, decision: str, approver: str, reason: Optional[str],
-                policy_decision_id: Optional[str]) -> ApprovalDecision:
+                policy_decision_id: Optional[str], scope: Optional[str] = None) -> ApprovalDecision:
         now = time.time()
         return ApprovalDecision(
             approval_id=f"apr_{uuid.uuid4().hex}", decision=decision, approver=approver, decided_at=now,
             expires_at=min(now + APPROVAL_TTL_SECONDS, self.expires_at), input_hash=self.input_hash,
             reason=reason or self.reason, policy_decision_id=policy_decision_id,
-            input_snapshot=self.input_snapshot, approval_request_id=self.id,
+            input_snapshot=self.input_snapshot, approval_request_id=self.id, scope=scope,
         )
 
 

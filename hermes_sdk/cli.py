@@ -269,6 +269,134 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return code
 
 
+# ---------------------------------------------------------------- hermes-sdk run (durable runs)
+# Self-contained: the command, its approval prompt and its parser live in this block.
+
+_RUN_CHOICES = {"o": "once", "once": "once", "s": "session", "session": "session", "d": "deny", "deny": "deny",
+                "": "deny"}
+
+
+def _run_approver(mode: str) -> Callable[[Any], Any]:
+    """The approval provider of ``hermes-sdk run --approve MODE`` (the operator is the approver)."""
+
+    def provide(request: Any) -> Any:
+        user = getpass.getuser()
+        snapshot = request.input_snapshot
+        if mode == "deny":
+            sys.stderr.write("[approval] denied (--approve deny)\n")
+            return request.deny(approver=user, reason="denied by --approve deny")
+        if mode == "once":
+            sys.stderr.write("[approval] approved once (--approve once)\n")
+            return request.approve(approver=user, policy_decision_id="cli-approve-once", reason="--approve once")
+        if not sys.stdin.isatty():
+            sys.stderr.write("[approval] no terminal to ask: denied\n")
+            return request.deny(approver=user, reason="no terminal to ask")
+        sys.stderr.write(f"[approval] the agent wants to run: {snapshot.get('command')}\n"
+                         f"           ({request.reason})\n")
+        while True:
+            sys.stderr.write("Allow? [o]nce / [s]ession (this run) / [d]eny: ")
+            sys.stderr.flush()
+            try:
+                answer = input().strip().lower()
+            except EOFError:
+                answer = ""
+            choice = _RUN_CHOICES.get(answer)
+            if choice is not None:
+                break
+        if choice == "deny":
+            return request.deny(approver=user, reason="declined at the terminal")
+        return request.approve(approver=user, policy_decision_id="cli-operator-confirmation",
+                               reason="approved at the terminal", scope=choice)
+
+    return provide
+
+
+def _run_line(event: Any) -> Optional[str]:
+    """The stderr line of one run event (None: not shown there)."""
+    from .events import ApprovalResponded, RunCancelled, RunFailed, ToolCompleted, ToolStarted
+
+    if isinstance(event, ToolStarted):
+        return f"[tool] {event.tool}: {event.preview or ''}".rstrip()
+    if isinstance(event, ToolCompleted):
+        took = f" in {event.duration:.2f} s" if event.duration is not None else ""
+        return f"[tool] {event.tool} {'failed' if event.error else 'done'}{took}"
+    if isinstance(event, ApprovalResponded):
+        return f"[approval] answered: {event.choice}"
+    if isinstance(event, RunFailed):
+        return f"[run] failed: {event.error or ''}".rstrip()
+    if isinstance(event, RunCancelled):
+        return "[run] cancelled"
+    return None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Start a durable run, print its text and tool lines live, answer approvals, exit 0 if completed."""
+    import uuid
+
+    from .events import MessageDelta
+
+    key = args.idempotency_key or f"cli-run-{uuid.uuid4().hex}"
+    with _client(args, approval_provider=_run_approver(args.approve)) as client:
+        run = client.run(args.text, idempotency_key=key)
+        sys.stderr.write(f"run id: {run.id}{' (replayed)' if run.replayed else ''}\n")
+        open_line = False  # text written without its newline yet
+        try:
+            for event in run.events():
+                if args.json:
+                    continue
+                if isinstance(event, MessageDelta):
+                    sys.stdout.write(event.delta)
+                    sys.stdout.flush()
+                    open_line = not event.delta.endswith("\n")
+                    continue
+                line = _run_line(event)
+                if line:
+                    if open_line:
+                        sys.stdout.write("\n")
+                        sys.stdout.flush()
+                        open_line = False
+                    sys.stderr.write(line + "\n")
+            result = run.wait()
+        except KeyboardInterrupt:
+            sys.stderr.write("[run] interrupted: stopping it\n")
+            run.stop()
+            result = run.wait(timeout=10)
+    if args.json:
+        _print_json({"run_id": result.run_id, "status": result.status, "output": result.output,
+                     "usage": result.usage, "error": result.error, "events_complete": result.events_complete,
+                     "events": [event.raw for event in result.events]})
+    else:
+        if open_line:
+            sys.stdout.write("\n")
+        if not result.events_complete:
+            sys.stderr.write("[run] the events were not all seen (a replayed key, or a broken stream): "
+                             "the output comes from the run's status\n")
+            if result.output:
+                sys.stdout.write(result.output + "\n")
+    if result.status != "completed":
+        sys.stderr.write(f"hermes_sdk.run: run {result.status}{': ' + result.error if result.error else ''}\n")
+        return 1
+    return 0
+
+
+def add_run_parser(sub: Any) -> None:
+    """``hermes-sdk run TEXT [--approve ask|deny|once] [--idempotency-key KEY] [--json]``."""
+    run = sub.add_parser("run", help="start a durable run and follow it (tools, approvals)",
+                         description="Start a durable run (POST /v1/runs) and follow its events: text on stdout, "
+                                     "tool and approval lines on stderr. Exits 0 if the run completed.")
+    run.add_argument("text", help="what the agent should do")
+    run.add_argument("--base-url", default=argparse.SUPPRESS, metavar="URL",
+                     help="Hermes origin (default: $HERMES_BASE_URL)")
+    run.add_argument("--api-key", default=argparse.SUPPRESS, metavar="KEY", help="default: $HERMES_API_KEY")
+    run.add_argument("--approve", choices=("ask", "deny", "once"), default="ask",
+                     help="answer the agent's approval requests: ask at the terminal (default; "
+                          "denied without one), deny all, or approve each once")
+    run.add_argument("--idempotency-key", help="one run per key (durable with HERMES_SDK_IDEMPOTENCY_STORE); "
+                                               "default: a new key, so a new run")
+    run.add_argument("--json", action="store_true", help="print the result and its events as JSON at the end")
+    run.set_defaults(func=cmd_run)
+
+
 def _version() -> str:
     from . import __version__
 
@@ -357,6 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
                           description="A streamed chat turn and a stored Responses round trip against the "
                                       "bundled emulator; needs no server.")
     demo.set_defaults(func=cmd_demo)
+
+    add_run_parser(sub)
     return parser
 
 

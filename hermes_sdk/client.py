@@ -26,6 +26,7 @@ from .approval import ApprovalDecision, ApprovalRequest
 from .call import Call
 from .capabilities import CONTRACTS, capability_id, descriptor, parse_capability_id
 from .deadline import Timeout, TimeoutLike, as_timeout, effective
+from .discovery import Health, ModelInfo, ServerCapabilities, Toolset
 from .endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id
 from .errors import ApprovalRequiredError, HermesError, InvalidInputError
 from .idempotency import COMPLETED, IdempotencyRecord, IdempotencyStore
@@ -34,8 +35,20 @@ from .operations import SPECS, OperationSpec, keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .operations.common import idempotency_value
 from .operations.keywords import CHAT_FIELDS, RESPONSES_FIELDS  # noqa: F401  (published here too)
+from .operations.runs import (
+    HEALTH,
+    MODELS,
+    RUN_APPROVAL,
+    RUN_EVENTS,
+    RUN_GET,
+    RUN_START,
+    RUN_STOP,
+    SERVER_CAPABILITIES,
+    TOOLSETS,
+)
 from .plugins import build_manager, call_pipeline
 from .redaction import Redactor, install_log_filters, register_secret
+from .runs import ApprovalAnswer, Run, RunStarted, RunStatus
 from .runtime import Runtime
 from .stages.approval import request_for
 from .streaming import ChatStream, HermesStream, ResponseStream
@@ -89,6 +102,8 @@ class HermesClient:
         redaction_patterns: extra regular expressions whose matches are redacted from logs and traces.
         timeout: the default relative bound of every call in seconds, or a :class:`Timeout`; without
             one, each capability's published ``sla.timeout_ms`` bounds it (60 s, streams 300 s).
+        allow_permanent_approvals: allow the run approval choice ``always`` (Hermes then allows the
+            command pattern process-wide and rewrites its own config.yaml); refused by default.
     """
 
     def __init__(
@@ -110,6 +125,7 @@ class HermesClient:
         max_attempts: int = RETRY_MAX_ATTEMPTS,
         redaction_patterns: Iterable[str] = (),
         timeout: TimeoutLike = None,
+        allow_permanent_approvals: bool = False,
     ) -> None:
         self._endpoints = _build_endpoints(base_url, api_key, endpoint_id, tenant_id, endpoints)
         if context is not None and not isinstance(context, ExecutionContext):
@@ -135,7 +151,8 @@ class HermesClient:
         self._rt = Runtime(pm=pm, store=store, transport=Transport(session), redactor=redactor,
                            approval_provider=provider, max_attempts=max_attempts,
                            strict_idempotency=strict_idempotency, key_retention=float(key_retention),
-                           timeout=as_timeout(timeout))
+                           timeout=as_timeout(timeout),
+                           allow_permanent_approvals=bool(allow_permanent_approvals))
         self._closed = False
         self._lock = threading.Lock()
 
@@ -200,6 +217,10 @@ class HermesClient:
     def timeout(self) -> Optional[Timeout]:
         """The default time limits of every call (None: each capability's published timeout)."""
         return self._rt.timeout
+    @property
+    def allow_permanent_approvals(self) -> bool:
+        """Whether the run approval choice ``always`` may be sent."""
+        return self._rt.allow_permanent_approvals
 
     def __enter__(self) -> "HermesClient":
         return self
@@ -215,7 +236,9 @@ class HermesClient:
             self._closed = True
         for stream in list(self._rt.open_streams):  # cancelled (and recorded so), not left to the GC
             try:
-                stream.close()
+                if not stream.closed:
+                    stream.abort()  # wakes a thread blocked reading it, so close() never waits on a read
+                    stream.close()
             except Exception:
                 pass
         self._rt.transport.close()
@@ -372,6 +395,137 @@ class HermesClient:
         key = None if idempotency_key is REQUIRED else idempotency_key
         return self._call(RESPONSE_DELETE, data, endpoint, key, action_id, context, deadline,
                           approval=approval, reason=reason, timeout=timeout)
+
+    # ---------------------------------------------------------------- durable runs
+
+    def run(self, input: Any = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
+            session_id: Optional[str] = None, session_key: Optional[str] = None,
+            conversation_history: Optional[list[Any]] = None, previous_response_id: Optional[str] = None,
+            model: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
+            action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
+            deadline: Deadline = None) -> Run:
+        """Start a durable run (``POST /v1/runs``) and subscribe to its events at once.
+
+        Hermes ignores ``Idempotency-Key`` on runs, so the key is required and the SDK's own store
+        makes it one run per key: a replay returns the same run (``run.replayed``, nothing sent,
+        followed by polling); a key whose first call never recorded its 202 (a crash) raises
+        OutcomeUnknownError. Follow with ``run.events()`` or ``run.wait()``; approval requests go
+        to ``approval_provider`` (default: the client's).
+
+        Args:
+            input: the user message (a string) or a list of ``{role, content}`` messages.
+            idempotency_key: required; one run per key for 24 hours.
+            instructions: appended to Hermes' system prompt for this run.
+            session_id: the run's session id (default: the run id).
+            session_key: scopes long-term memory (``X-Hermes-Session-Key``).
+            conversation_history: earlier turns (wins over ``previous_response_id``).
+            previous_response_id: continue a stored response's conversation.
+            model: echoed in the run object (default ``hermes-agent``).
+            approval_provider: answers this run's approval requests (see docs/runs.md).
+            deadline: bounds the start call and, by default, ``run.wait()`` and ``run.events()``
+                (the context's deadline when not given).
+        """
+        data: dict[str, Any] = {"input": None if input is REQUIRED else input}
+        for name, value in (("instructions", instructions), ("session_id", session_id),
+                            ("session_key", session_key), ("conversation_history", conversation_history),
+                            ("previous_response_id", previous_response_id), ("model", model)):
+            if value is not None:
+                data[name] = value
+        key = None if idempotency_key is REQUIRED else idempotency_key
+        started: RunStarted = self._call(RUN_START, data, endpoint, key, action_id, context, deadline)
+        provider = approval_provider if approval_provider is not None else self._rt.approval_provider
+        limit = deadline_epoch(deadline)
+        ctx = context if context is not None else self.context
+        if limit is None and ctx is not None:
+            limit = ctx.deadline
+        run = Run(self, started, endpoint=endpoint, approval_provider=provider, deadline=limit, context=context)
+        run._subscribe()  # early: Hermes sweeps an unsubscribed buffer 300 s after the run was created
+        return run
+
+    def run_get(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                context: Optional[ExecutionContext] = None, deadline: Deadline = None) -> RunStatus:
+        """The run object (``GET /v1/runs/{run_id}``); retried like ``response_get``.
+
+        RunNotFoundError for an unknown id (or one Hermes dropped: finished runs live one hour,
+        and none survive a restart).
+        """
+        return self._call(RUN_GET, {"run_id": run_id}, endpoint, None, action_id, context, deadline)
+
+    def run_stop(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                 context: Optional[ExecutionContext] = None, deadline: Deadline = None) -> RunStatus:
+        """Stop a run (``POST /v1/runs/{run_id}/stop``): status ``stopping``, then ``cancelled``.
+
+        From this call on, this client sends no approval for the run (RunStoppedError): Hermes
+        executed a command approved right after a stop. A finished run answers RunNotFoundError.
+        """
+        return self._call(RUN_STOP, {"run_id": run_id}, endpoint, None, action_id, context, deadline)
+
+    def run_approval(self, run_id: str, choice: str, *, resolve_all: bool = False, endpoint: Optional[str] = None,
+                     action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
+                     deadline: Deadline = None) -> ApprovalAnswer:
+        """Answer a run's oldest pending approval (``POST /v1/runs/{run_id}/approval``).
+
+        Args:
+            choice: ``once``, ``session`` (this run), ``deny``, or ``always`` (only with
+                ``allow_permanent_approvals=True``).
+            resolve_all: answer every request queued for the run.
+
+        Raises:
+            RunStoppedError: this client stopped the run (nothing sent).
+            InvalidApprovalChoiceError, ApprovalNotPendingError, ApprovalNotActiveError: Hermes'
+                400 ``invalid_approval_choice`` and 409 ``approval_not_pending`` / ``approval_not_active``.
+        """
+        data: dict[str, Any] = {"run_id": run_id, "choice": choice}
+        if resolve_all:
+            data["all"] = True
+        return self._call(RUN_APPROVAL, data, endpoint, None, action_id, context, deadline)
+
+    def run_approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
+                             endpoint: Optional[str] = None) -> ApprovalRequest:
+        """The ApprovalRequest a run's approval request becomes: capability ``run_approval``, input
+        ``{run_id, command}`` (bound by its hash), with the same evidence and TTL rules as deletes.
+
+        The approver must see what it approves: the snapshot keeps the command, scrubbed of
+        credentials and ids by the client's redactor (the run id itself is redacted).
+        """
+        cap = capability_id(self._endpoint(endpoint).id, RUN_APPROVAL.name)
+        redactor = self._rt.redactor
+        request = request_for(cap, {"run_id": run_id, "command": command},
+                              reason or "the agent asked to run a command", _new_action_id(), self.context, redactor)
+        return attrs.evolve(request, input_snapshot={**request.input_snapshot,
+                                                     "command": redactor.text(command, "command")})
+
+    def _mark_stopped(self, run_id: str) -> None:
+        """Refuse every later approval for the run (as ``run_stop`` does before it sends)."""
+        self._rt.stopped_runs.add(run_id)
+
+    def _stopped(self, run_id: str) -> bool:
+        """Whether this client asked to stop the run (no approval is sent to it from then on)."""
+        return run_id in self._rt.stopped_runs
+
+    def _run_events(self, run_id: str, endpoint: Optional[str], context: Optional[ExecutionContext]) -> Any:
+        """Open a run's one events subscription (only :class:`Run` calls this, once per run)."""
+        return self._call(RUN_EVENTS, {"run_id": run_id}, endpoint, None, None, context, None, keep_events=False)
+
+    # ---------------------------------------------------------------- discovery
+
+    def health(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> Health:
+        """``GET /health`` (Hermes needs no key for it; the SDK sends it anyway)."""
+        return self._call(HEALTH, {}, endpoint, None, None, None, deadline)
+
+    def models(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> list[ModelInfo]:
+        """``GET /v1/models``."""
+        return self._call(MODELS, {}, endpoint, None, None, None, deadline)
+
+    def server_capabilities(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> ServerCapabilities:
+        """``GET /v1/capabilities``: Hermes' static feature flags (not the SDK's ``capabilities()``)."""
+        return self._call(SERVER_CAPABILITIES, {}, endpoint, None, None, None, deadline)
+
+    def toolsets(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> list[Toolset]:
+        """``GET /v1/toolsets``: which toolsets the API server offers (``enabled``)."""
+        return self._call(TOOLSETS, {}, endpoint, None, None, None, deadline)
+
+    # ---------------------------------------------------------------- the generic AIP path
 
     def invoke(self, capability_id: str, input: Mapping[str, Any], *, idempotency_key: Optional[str] = None,
                action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,

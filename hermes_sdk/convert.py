@@ -8,6 +8,7 @@ import attrs
 import cattrs
 
 from .errors import HermesError, InvalidResponseError
+from .events import tool_event_from_json, tool_event_to_json
 from .models import ActionResult, ChatCompletion, DeletionReceipt, Response, StreamEvent, StreamResult
 
 converter = cattrs.Converter()
@@ -106,20 +107,27 @@ def _event_json(event: StreamEvent) -> dict[str, Any]:
 
 
 def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
-    # The events dominate (one per SSE event): unstructure them by hand, the rest with cattrs.
     """A StreamResult as JSON: the output of a stream's ActionResult and its durable record."""
-    events = result.events
+    # The events dominate (one per SSE event): unstructure them by hand, the rest with cattrs.
+    events, tools = result.events, result.tools
+    if tools:
+        result = attrs.evolve(result, tools=[])
     if type(events) is not list or any(type(e) is not StreamEvent for e in events):
-        slow: dict[str, Any] = converter.unstructure(result)
-        return slow
-    out: dict[str, Any] = converter.unstructure(attrs.evolve(result, events=[]))
-    out["events"] = [_event_json(e) for e in events]
+        out: dict[str, Any] = converter.unstructure(result)
+    else:
+        out = converter.unstructure(attrs.evolve(result, events=[]))
+        out["events"] = [_event_json(e) for e in events]
+    out["tools"] = [t if isinstance(t, dict) else tool_event_to_json(t) for t in tools]
     return out
 
 
 def stream_result_from_json(data: Mapping[str, Any]) -> StreamResult:
     """Rebuild a StreamResult from its JSON (a replayed stream's record)."""
-    return converter.structure(dict(data), StreamResult)
+    fields = dict(data)
+    tools = fields.pop("tools", None) or []
+    result = converter.structure(fields, StreamResult)
+    result.tools = [tool_event_from_json(t) if isinstance(t, Mapping) else t for t in tools]
+    return result
 
 
 def action_result_to_json(result: ActionResult) -> dict[str, Any]:

@@ -28,6 +28,7 @@ APPROVAL_DENIED = "hermes_sdk.approval_denied"
 OUTCOME_UNKNOWN = "hermes_sdk.outcome_unknown"
 IDEMPOTENCY_CONFLICT = "hermes_sdk.idempotency_conflict"
 PLUGIN_FAILED = "hermes_sdk.plugin_failed"
+RUN_STOPPED = "hermes_sdk.run_stopped"
 
 
 class HermesError(Exception):
@@ -390,10 +391,35 @@ class PluginError(HermesError):
     default_category = "connector"
 
 
+class RunNotFoundError(NotFoundError):
+    """HTTP 404 ``run_not_found``: an unknown run, a finished run's ``/stop``, or a spent events route."""
+
+
+class InvalidApprovalChoiceError(BadRequestError):
+    """HTTP 400 ``invalid_approval_choice``: the choice is not once, session, always or deny."""
+
+
+class ApprovalNotActiveError(RemoteRejectedError):
+    """HTTP 409 ``approval_not_active``: the run finished or its approval session closed (also after a stop)."""
+
+
+class ApprovalNotPendingError(RemoteRejectedError):
+    """HTTP 409 ``approval_not_pending``: the run is live but no approval is waiting for an answer."""
+
+
+class RunStoppedError(HermesError):
+    """Refused locally: this client stopped the run, and an approval sent now could still execute the
+    command (Hermes ran a command approved right after ``/stop``). Nothing was sent."""
+
+    default_code = RUN_STOPPED
+    default_category = "policy"
+
+
 _ALL = [HermesError, InvalidInputError, MissingCredentialError, AuthenticationError, TenantMismatchError,
         RemoteRejectedError, BadRequestError, NotFoundError, PayloadTooLargeError, RemoteTemporaryError,
         RateLimitedError, ServerError, AgentIncompleteError, TransportError, InvalidResponseError,
         DeadlineExceededError, CancelledError, StreamError, ApprovalRequiredError, ApprovalDeniedError,
-        OutcomeUnknownError, IdempotencyConflictError, PluginError]
+        OutcomeUnknownError, IdempotencyConflictError, PluginError, RunNotFoundError, InvalidApprovalChoiceError,
+        ApprovalNotActiveError, ApprovalNotPendingError, RunStoppedError]
 _BY_NAME = {k.__name__: k for k in _ALL}
 _BY_CODE = {k.default_code: k for k in reversed(_ALL)}

@@ -226,6 +226,9 @@ class StreamResult:
     finish_reason: Optional[str] = None
     usage: Optional[dict[str, Any]] = None
     final: Optional[dict[str, Any]] = None  # the terminal Responses envelope or the chat finish chunk
+    #: Typed tool events in arrival order: ``ToolProgress`` (chat) or ``FunctionCall`` /
+    #: ``FunctionCallOutput`` (Responses), from ``hermes_sdk.events``.
+    tools: list[Any] = attrs.field(factory=list)
 
 
 @attrs.define

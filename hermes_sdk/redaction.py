@@ -22,6 +22,9 @@ ALLOWED_KEYS = frozenset({
     "finish_reason", "object", "model", "outcome", "kind", "plugin", "hook", "exception",
     "decision", "stability", "risk", "framing", "reason_code", "attempt", "attempts", "terminal",
     "truncated", "streaming", "idempotency", "content_type",
+    # Run events: the tool's name, Hermes' name of a dangerous-command pattern, an approval choice
+    # (never the command, its preview or arguments).
+    "tool", "pattern_key", "choice",
 })
 
 FilterFn = Callable[[Optional[str], str], str]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import socket
 import time
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
@@ -31,6 +32,7 @@ from .errors import (
     StreamError,
     TransportError,
 )
+from .events import tool_event, typed_stream_event
 from .models import ActionResult, StreamEvent, StreamResult
 from .transport import socket_of
 
@@ -312,6 +314,7 @@ class Aggregate:
         self.hermes: Any = None
         self.usage: Optional[dict[str, Any]] = None
         self.final: Optional[dict[str, Any]] = None
+        self.tools: list[Any] = []  # typed tool events (ToolProgress, FunctionCall, FunctionCallOutput)
 
     def add(self, event: StreamEvent) -> Optional[str]:
         """Fold one event in; return the text it adds (or None)."""
@@ -374,6 +377,19 @@ class Aggregate:
             if isinstance(piece, str) and piece:
                 self.parts.append(piece)
                 return piece
+        elif name == "message.delta":  # a run's events: the JSON names its own type
+            piece = data.get("delta")
+            if isinstance(piece, str) and piece:
+                self.parts.append(piece)
+                return piece
+        elif name == "run.completed":
+            self.final = data
+            if isinstance(data.get("usage"), dict):
+                self.usage = data["usage"]
+        elif name in ("hermes.tool.progress", "response.output_item.done"):
+            found = tool_event(name, data)
+            if found is not None:
+                self.tools.append(found)
         elif name in ("response.completed", "response.failed", "response.incomplete"):
             envelope = data.get("response")
             if isinstance(envelope, dict):
@@ -395,7 +411,7 @@ class Aggregate:
             events=self.events, text=self._compact(), terminal=self.terminal,
             truncated=self.truncated,
             status=status, error=error, session_id=self.session_id, event_count=self.count,
-            finish_reason=self.finish_reason, usage=self.usage, final=self.final,
+            finish_reason=self.finish_reason, usage=self.usage, final=self.final, tools=list(self.tools),
         )
 
     def _outcome(self, error: Optional[HermesError], cancelled: bool) -> tuple[str, Optional[HermesError]]:
@@ -604,6 +620,16 @@ class HermesStream:
             if self._pending_piece:
                 yield self._pending_piece
 
+    def typed(self) -> Iterator[Any]:
+        """Yield typed events as they arrive: ``MessageDelta`` per visible text piece, and the tool
+        events (``ToolProgress`` on chat streams, ``FunctionCall`` / ``FunctionCallOutput`` on
+        Responses streams). Other events are skipped; iterate the stream itself for every event.
+        """
+        for event in self:
+            typed = typed_stream_event(event, self._pending_piece)
+            if typed is not None:
+                yield typed
+
     def result(self) -> StreamResult:
         """Read to the end and return the aggregate; never raises for a stream-level outcome."""
         while self._result is None:
@@ -630,6 +656,20 @@ class HermesStream:
                 return
             self._response.close()
             self._finish(self._agg.result(cancelled=True))
+
+    def abort(self) -> bool:
+        """Interrupt the stream from another thread: its socket is shut down, so a read blocked on
+        it returns at once and the reading thread settles the stream (``close()`` would wait for
+        that read). Returns whether a socket was found to shut down."""
+        connection = getattr(getattr(self._response, "raw", None), "_connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is None:
+            return False
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            return False
+        return True
 
     def _fail(self, error: HermesError) -> None:
         self._response.close()
@@ -669,6 +709,8 @@ class HermesStream:
 
     def _finish(self, result: StreamResult) -> None:
         """The one place a stream settles (end, error, close or garbage collection): exactly once."""
+        if self._result is not None:  # closed from another thread while a read was failing
+            return
         self._result = result
         if self._idle is not None:
             self._idle.cancel()
@@ -702,4 +744,13 @@ class ResponseStream(HermesStream):
     """The live stream of a :meth:`~hermes_sdk.HermesClient.responses_stream` call.
 
     Its events are Responses events; ``result().final`` is the terminal Responses envelope.
+    """
+
+
+class RunEventStream(HermesStream):
+    """A ``run_events`` subscription: data-only SSE (the event type is the JSON ``event`` field, no
+    ``[DONE]``); it ends after ``run.completed|failed|cancelled`` with the comment ``: stream closed``.
+
+    Hermes has one queue per run and no resume: never open a second one for the same run
+    (:class:`hermes_sdk.runs.Run` holds the only one).
     """

@@ -36,6 +36,11 @@ class OperationSpec(Generic[T]):
     from_record: Optional[Callable[..., T]] = None
     #: Non-secret facts of an input for hooks and tracers (``request.model``, ``request.max_tokens``...).
     describe: Optional[Callable[[Mapping[str, Any]], dict[str, Any]]] = None
+    #: A local admission rule run by the policy stage before anything is reserved or sent
+    #: (``run_approval`` refuses a stopped run; ``run_stop`` marks the run stopped first).
+    admit: Optional[Callable[[Any], None]] = None
+    #: Refines the typed error of a non-2xx reply with what this operation's codes mean.
+    refine_error: Optional[Callable[[Any], Any]] = None
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""

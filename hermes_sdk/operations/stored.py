@@ -15,19 +15,24 @@ def response_id_value(value: object) -> str:
 
     ``.`` and ``..`` are refused: servers and proxies would resolve them away from ``/v1/responses/``.
     """
+    return path_id_value("response_id", value)
+
+
+def path_id_value(field: str, value: object) -> str:
+    """An id that becomes one path segment: a non-empty string, bounded, no control characters."""
     if not isinstance(value, str) or not value.strip():
-        raise bad("response_id", "'response_id' must be a non-empty string")
+        raise bad(field, f"'{field}' must be a non-empty string")
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError:
-        raise bad("response_id", "'response_id' holds text that is not valid Unicode (a lone surrogate)") from None
+        raise bad(field, f"'{field}' holds text that is not valid Unicode (a lone surrogate)") from None
     if size > MAX_RESPONSE_ID_BYTES:
-        raise bad("response_id", f"'response_id' is longer than {MAX_RESPONSE_ID_BYTES} bytes")
+        raise bad(field, f"'{field}' is longer than {MAX_RESPONSE_ID_BYTES} bytes")
     if _CONTROL.search(value):
-        raise bad("response_id", "'response_id' must not contain control characters")
+        raise bad(field, f"'{field}' must not contain control characters")
     if value in (".", ".."):
-        # A dot segment is not a resource name: servers and proxies resolve it away from /v1/responses/.
-        raise bad("response_id", "'response_id' must not be a dot segment")
+        # A dot segment is not a resource name: servers and proxies resolve it away from the route.
+        raise bad(field, f"'{field}' must not be a dot segment")
     return value
 
 

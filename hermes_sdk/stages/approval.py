@@ -26,6 +26,17 @@ def request_for(capability_id: str, input: Mapping[str, Any], reason: Optional[s
     )
 
 
+def ask_provider(provider: Any, request: ApprovalRequest) -> Any:
+    """Ask an approval provider; a provider that raises something other than a HermesError is a PluginError."""
+    try:
+        return ask(provider, request)
+    except HermesError:
+        raise
+    except Exception as exc:
+        raise PluginError(f"the approval provider failed: {type(exc).__name__}",
+                          details={"hook": "approval_provider"}) from exc
+
+
 def approve(call: Call) -> None:
     """Set ``call.decision`` from ``approval=`` or the approval provider, checked against this input."""
     if not call.contract.requires_approval:
@@ -34,13 +45,7 @@ def approve(call: Call) -> None:
     request = request_for(call.capability_id, call.input, call.reason, call.action_id, call.context, rt.redactor)
     decision = call.approval
     if decision is None and rt.approval_provider is not None:
-        try:
-            decision = ask(rt.approval_provider, request)
-        except HermesError:
-            raise
-        except Exception as exc:
-            raise PluginError(f"the approval provider failed: {type(exc).__name__}",
-                              details={"hook": "approval_provider"}) from exc
+        decision = ask_provider(rt.approval_provider, request)
     if decision is None:
         raise ApprovalRequiredError(approval_required_message(call.operation),
                                     details={"input_hash": request.input_hash, "approval_request_id": request.id})

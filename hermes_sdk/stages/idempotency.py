@@ -89,5 +89,7 @@ def finish(call: Call, result: ActionResult, unsent: bool = False) -> None:
 
 
 def never_sent(exc: HermesError) -> bool:
-    """Known not to have reached Hermes: no original result exists, so the key is given back."""
-    return exc.details.get("sent") is False or (exc.http_status is None and not exc.uncertain_outcome)
+    """Known not to have reached Hermes, or refused before any work: no original result exists, so
+    the key is given back (``details.started`` False: e.g. a run Hermes refused with a 4xx)."""
+    return (exc.details.get("sent") is False or exc.details.get("started") is False
+            or (exc.http_status is None and not exc.uncertain_outcome))

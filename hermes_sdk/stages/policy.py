@@ -21,6 +21,8 @@ def check(call: Call) -> None:
             raise TenantMismatchError(f"endpoint {ep.id!r} belongs to another tenant",
                                       details={"endpoint_id": ep.id, "actual_tenant": actual or "none"})
     api_key = ep.require_key()
+    if call.spec.admit is not None:
+        call.spec.admit(call)
     if contract.key_requirement == "required" and call.key is None:
         raise InvalidInputError(f"{contract.operation} requires an idempotency key: pass idempotency_key=",
                                 details={"field": "idempotency_key"})

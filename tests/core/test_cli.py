@@ -130,13 +130,14 @@ def test_capabilities_with_and_without_a_server(env: Any, capsys: pytest.Capture
     caps = json.loads(out)
     assert code == 0 and [c["capability_id"] for c in caps] == [
         f"cap:hermes_agent:default:{op}" for op in
-        ("chat", "chat_stream", "responses", "responses_stream", "response_get", "response_delete")]
+        ("chat", "chat_stream", "responses", "responses_stream", "response_get", "response_delete", "run_start",
+         "run_get", "run_events", "run_approval", "run_stop", "health", "models", "server_capabilities", "toolsets")]
     monkeypatch.delenv("HERMES_BASE_URL")
     monkeypatch.setenv("HERMES_ENDPOINT_ID", "Prod-EU")
     code, out, _ = run(capsys, "capabilities")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 6 and lines[-1].startswith("cap:hermes_agent:prod-eu:response_delete")
-    assert "approval=yes" in lines[-1] and "key=required" in lines[-1]
+    assert code == 0 and len(lines) == 15 and lines[-1].startswith("cap:hermes_agent:prod-eu:toolsets")
+    assert "approval=yes" in lines[5] and "key=required" in lines[5]
 
 
 def test_plugins_prints_json(capsys: pytest.CaptureFixture[str]) -> None:

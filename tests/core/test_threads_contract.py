@@ -8,6 +8,8 @@ import threading
 from hermes_sdk import Endpoint, HermesClient
 
 OPS = ("chat", "chat_stream", "responses", "responses_stream", "response_get", "response_delete")
+RUN_OPS = ("run_start", "run_get", "run_events", "run_approval", "run_stop", "health", "models",
+           "server_capabilities", "toolsets")
 
 
 def test_sixteen_threads_share_one_client(hermes_emulator_factory) -> None:
@@ -61,8 +63,8 @@ def test_capabilities_contract(emu) -> None:
     with HermesClient(endpoints=eps, load_entrypoints=False) as c:
         caps = c.capabilities()
     assert [d["capability_id"] for d in caps] == [f"cap:hermes_agent:{e}:{op}" for e in ("alpha", "beta")
-                                                  for op in OPS]
-    by = {d["operation"]: d for d in caps if d["endpoint_id"] == "alpha"}
+                                                  for op in OPS + RUN_OPS]
+    by = {d["operation"]: d for d in caps if d["endpoint_id"] == "alpha" and d["operation"] in OPS}
     for op, d in by.items():
         assert d["kind"] == "agent" and d["auth"] == {"scheme": "bearer", "source": "endpoint.api_key"}
         assert d["sla"]["max_queue_delay_ms"] == 10_000 and d["sla"]["availability_target"] == "99.9%"

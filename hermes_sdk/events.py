@@ -1,0 +1,302 @@
+"""Typed events: the events of a run (``/v1/runs/{id}/events``) and the tool events of chat and
+Responses streams.
+
+Every class keeps the event's JSON in ``raw``, so a field the SDK does not model is never lost; an
+event type the SDK does not know arrives as a plain :class:`RunEvent`. Correlate ``ToolStarted``
+and ``ToolCompleted`` by order: Hermes runs one run's tools one after another and sends no tool-call
+id on runs (``spec/hermes-runs.md`` section 3).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Optional, Union
+
+import attrs
+
+from .models import StreamEvent
+
+JSONDict = dict[str, Any]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _number(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+@attrs.frozen(kw_only=True)
+class RunEvent:
+    """One event of a run. Unknown event types arrive as this class, with their JSON in ``raw``."""
+
+    event: str = ""
+    run_id: Optional[str] = None
+    timestamp: Optional[float] = None
+    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    #: Whether this event ends the run (``run.completed``, ``run.failed``, ``run.cancelled``).
+    terminal: ClassVar[bool] = False
+
+
+@attrs.frozen(kw_only=True)
+class MessageDelta(RunEvent):
+    """A piece of the assistant's visible text (``message.delta``).
+
+    The first delta after a tool turn starts with ``"\\n\\n"``; the run's final ``output`` does not.
+    """
+
+    delta: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ToolStarted(RunEvent):
+    """A tool began (``tool.started``): ``preview`` is the command of ``terminal``, a file name, ..."""
+
+    tool: str = ""
+    preview: Optional[str] = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCompleted(RunEvent):
+    """A tool ended (``tool.completed``); ``error`` is true for a failed, denied or timed-out command."""
+
+    tool: str = ""
+    duration: Optional[float] = None
+    error: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningAvailable(RunEvent):
+    """``reasoning.available``: despite its name it carries the assistant's **content** (think tags
+    removed, inner text kept, at most 500 characters), not model reasoning. Never part of ``text``."""
+
+    text: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRequested(RunEvent):
+    """The agent waits for a decision on a dangerous command (``approval.request``).
+
+    There is no request id: Hermes answers a run's approvals oldest first.
+    """
+
+    command: str = ""
+    pattern_key: Optional[str] = None
+    pattern_keys: tuple[str, ...] = ()
+    description: Optional[str] = None
+    choices: tuple[str, ...] = ()
+    allow_permanent: bool = False
+    smart_denied: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalResponded(RunEvent):
+    """An answer was applied (``approval.responded``): the normalised ``choice`` and how many it resolved."""
+
+    choice: str = ""
+    resolved: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class RunCompleted(RunEvent):
+    """The run ended ``completed``; ``output`` may be None, and a denied command still completes."""
+
+    output: Optional[str] = None
+    usage: Optional[JSONDict] = None
+    terminal: ClassVar[bool] = True
+
+
+@attrs.frozen(kw_only=True)
+class RunFailed(RunEvent):
+    """The run ended ``failed`` (an agent-level failure, e.g. the model's upstream refused)."""
+
+    error: Optional[str] = None
+    terminal: ClassVar[bool] = True
+
+
+@attrs.frozen(kw_only=True)
+class RunCancelled(RunEvent):
+    """The run ended ``cancelled`` (after a stop)."""
+
+    terminal: ClassVar[bool] = True
+
+
+def parse_run_event(data: Mapping[str, Any]) -> RunEvent:
+    """The typed event for one decoded ``/v1/runs/{id}/events`` payload."""
+    raw = dict(data)
+    name = _text(raw.get("event"))
+    base: JSONDict = {"event": name, "run_id": raw.get("run_id") if isinstance(raw.get("run_id"), str) else None,
+                      "timestamp": _number(raw.get("timestamp")), "raw": raw}
+    if name == "message.delta":
+        return MessageDelta(delta=_text(raw.get("delta")), **base)
+    if name == "tool.started":
+        preview = raw.get("preview")
+        return ToolStarted(tool=_text(raw.get("tool")), preview=preview if isinstance(preview, str) else None, **base)
+    if name == "tool.completed":
+        return ToolCompleted(tool=_text(raw.get("tool")), duration=_number(raw.get("duration")),
+                             error=raw.get("error") is True, **base)
+    if name == "reasoning.available":
+        return ReasoningAvailable(text=_text(raw.get("text")), **base)
+    if name == "approval.request":
+        key = raw.get("pattern_key")
+        description = raw.get("description")
+        return ApprovalRequested(
+            command=_text(raw.get("command")), pattern_key=key if isinstance(key, str) else None,
+            pattern_keys=_strings(raw.get("pattern_keys")),
+            description=description if isinstance(description, str) else None,
+            choices=_strings(raw.get("choices")), allow_permanent=raw.get("allow_permanent") is True,
+            smart_denied=raw.get("smart_denied") is True, **base)
+    if name == "approval.responded":
+        resolved = raw.get("resolved")
+        return ApprovalResponded(choice=_text(raw.get("choice")),
+                                 resolved=resolved if isinstance(resolved, int) and not isinstance(resolved, bool)
+                                 else 0, **base)
+    if name == "run.completed":
+        output, usage = raw.get("output"), raw.get("usage")
+        return RunCompleted(output=output if isinstance(output, str) else None,
+                            usage=usage if isinstance(usage, dict) else None, **base)
+    if name == "run.failed":
+        error = raw.get("error")
+        return RunFailed(error=error if isinstance(error, str) else None, **base)
+    if name == "run.cancelled":
+        return RunCancelled(**base)
+    return RunEvent(**base)
+
+
+# ------------------------------------------------------------------ chat and Responses tool events
+
+
+@attrs.frozen(kw_only=True)
+class ToolProgress:
+    """A chat stream's ``hermes.tool.progress`` event: ``status`` is ``running`` or ``completed``.
+
+    ``completed`` carries no error flag: Hermes says ``completed`` even for a blocked command.
+    """
+
+    tool: str
+    tool_call_id: Optional[str] = None
+    status: Optional[str] = None
+    label: Optional[str] = None
+    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    kind: ClassVar[str] = "tool_progress"
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCall:
+    """A Responses ``function_call`` item (streamed when the tool completed; no argument deltas).
+
+    ``output_index`` is the streamed index, which need not match the item's position in the
+    final ``response.completed`` output array.
+    """
+
+    name: str
+    call_id: Optional[str] = None
+    arguments: Optional[str] = None
+    id: Optional[str] = None
+    status: Optional[str] = None
+    output_index: Optional[int] = None
+    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    kind: ClassVar[str] = "function_call"
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCallOutput:
+    """A Responses ``function_call_output`` item; ``output`` is the tool result's text.
+
+    The stream sends a list of ``input_text`` parts and a stored or non-stream response a plain
+    string: both become ``output`` text here (the original stays in ``raw``).
+    """
+
+    call_id: Optional[str] = None
+    output: str = ""
+    id: Optional[str] = None
+    status: Optional[str] = None
+    output_index: Optional[int] = None
+    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    kind: ClassVar[str] = "function_call_output"
+
+
+ToolEvent = Union[ToolProgress, FunctionCall, FunctionCallOutput]
+TOOL_EVENT_CLASSES: dict[str, type] = {c.kind: c for c in (ToolProgress, FunctionCall, FunctionCallOutput)}
+
+
+def _output_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(str(p.get("text", "")) for p in value if isinstance(p, dict))
+    return ""
+
+
+def tool_item(item: Mapping[str, Any], output_index: Optional[int] = None) -> Optional[ToolEvent]:
+    """The typed form of a Responses output item, when it is a tool item (else None)."""
+    kind = item.get("type")
+    raw = dict(item)
+    opt = {k: item.get(k) if isinstance(item.get(k), str) else None for k in ("call_id", "id", "status")}
+    if kind == "function_call":
+        arguments = item.get("arguments")
+        return FunctionCall(name=_text(item.get("name")), arguments=arguments if isinstance(arguments, str) else None,
+                            output_index=output_index, raw=raw, **opt)
+    if kind == "function_call_output":
+        return FunctionCallOutput(output=_output_text(item.get("output")), output_index=output_index, raw=raw, **opt)
+    return None
+
+
+def tool_event(name: Optional[str], data: Any) -> Optional[ToolEvent]:
+    """The tool event a chat or Responses SSE event carries, or None.
+
+    Chat: the named event ``hermes.tool.progress``. Responses: ``response.output_item.done`` of a
+    ``function_call`` or ``function_call_output`` item (``.added`` announces the same item).
+    """
+    if not isinstance(data, dict):
+        return None
+    if name == "hermes.tool.progress":
+        call_id, status, label = data.get("toolCallId"), data.get("status"), data.get("label")
+        return ToolProgress(tool=_text(data.get("tool")), tool_call_id=call_id if isinstance(call_id, str) else None,
+                            status=status if isinstance(status, str) else None,
+                            label=label if isinstance(label, str) else None, raw=dict(data))
+    if name == "response.output_item.done" and isinstance(data.get("item"), dict):
+        index = data.get("output_index")
+        return tool_item(data["item"], index if isinstance(index, int) and not isinstance(index, bool) else None)
+    return None
+
+
+def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Optional[Union[MessageDelta, ToolEvent]]:
+    """What ``HermesStream.typed()`` yields for one chat or Responses event: its text piece as a
+    :class:`MessageDelta`, its tool event, or None for the rest."""
+    from .streaming import event_name
+
+    found = tool_event(event_name(event.event, event.data), event.data)
+    if found is not None:
+        return found
+    if piece:
+        return MessageDelta(event="message.delta", delta=piece,
+                            raw=event.data if isinstance(event.data, dict) else {})
+    return None
+
+
+def tool_event_to_json(value: ToolEvent) -> JSONDict:
+    """A tool event as JSON for a durable record (its ``kind`` names the class)."""
+    out = attrs.asdict(value)
+    out["kind"] = value.kind
+    return out
+
+
+def tool_event_from_json(data: Mapping[str, Any]) -> Any:
+    """Rebuild a recorded tool event (an unknown kind stays a dict)."""
+    klass = TOOL_EVENT_CLASSES.get(str(data.get("kind")))
+    if klass is None:
+        return dict(data)
+    names = {f.name for f in attrs.fields(klass)}
+    return klass(**{k: v for k, v in data.items() if k in names})
+
+
+__all__ = [
+    "ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "MessageDelta",
+    "ReasoningAvailable", "RunCancelled", "RunCompleted", "RunEvent", "RunFailed", "ToolCompleted",
+    "ToolEvent", "ToolProgress", "ToolStarted", "parse_run_event", "tool_event", "tool_item",
+]
