@@ -1,9 +1,11 @@
 """One command, every client side by side: ``python -m benchmarks [--quick] [--json PATH]``.
 
 Clients: hermes-sdk (default plugins; with an idempotency key on the SQLite store; with an extra
-no-op wrapper plugin), raw ``requests`` (plain ``Session()``, and ``trust_env=False``), the
-``openai`` client, and ``http.client`` (the floor). The server is ``benchmarks/server.py`` in a
-subprocess, so the client process has the GIL to itself.
+no-op wrapper plugin; with the OpenTelemetry plugin on a real SDK tracer and meter provider: a
+``BatchSpanProcessor`` into an in-memory exporter and an in-memory metric reader), raw ``requests``
+(plain ``Session()``, and ``trust_env=False``), the ``openai`` client, and ``http.client`` (the
+floor). The server is ``benchmarks/server.py`` in a subprocess, so the client process has the GIL to
+itself.
 
 Every timing is the median of several rounds; clients are interleaved inside each round so drift
 hits them all alike. ``--quick`` uses small counts: it proves the benchmark runs and that its
@@ -34,6 +36,7 @@ import requests  # noqa: E402
 import sseclient  # noqa: E402
 
 import hermes_sdk  # noqa: E402
+from benchmarks import baseline  # noqa: E402
 from hermes_sdk import HermesClient  # noqa: E402
 
 try:
@@ -109,6 +112,27 @@ class NoopWrapper:
         return (yield)
 
 
+OTEL = "hermes-sdk + OpenTelemetry plugin"
+
+
+def otel_client(base: str) -> Optional[tuple[HermesClient, tuple[Any, Any]]]:
+    """A client traced by the OpenTelemetry plugin through real SDK providers; None if not installed."""
+    try:
+        from hermes_sdk_opentelemetry import OpenTelemetryPlugin
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:  # pragma: no cover - the table then has no OpenTelemetry row
+        return None
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    plugin = OpenTelemetryPlugin(tracer_provider, meter_provider)
+    return HermesClient(base, API_KEY, plugins=[plugin], load_entrypoints=False), (tracer_provider, meter_provider)
+
+
 def floor_sse(resp: http.client.HTTPResponse) -> Iterator[Any]:
     """The minimal SSE parser: split on blank lines, take ``data:``, parse JSON."""
     buf = b""
@@ -155,6 +179,7 @@ class Clients:
         self.sdk_sqlite = HermesClient(base, API_KEY, idempotency_store=f"sqlite:///{tmp}/idem.db",
                                        load_entrypoints=False)
         self.sdk_installed = HermesClient(base, API_KEY)
+        self._otel = otel_client(base)
         self._key = 0
         self._chat_body = json.dumps(CHAT_JSON).encode()
         self._resp_body = json.dumps(RESP_JSON).encode()
@@ -170,6 +195,17 @@ class Clients:
         self.sdk_noop.close()
         self.sdk_sqlite.close()
         self.sdk_installed.close()
+        if self._otel is not None:
+            self._otel[0].close()
+            for provider in self._otel[1]:
+                provider.shutdown()
+
+    def _sdk(self, name: str) -> HermesClient:
+        if name == OTEL:
+            if self._otel is None:
+                raise LookupError(name)
+            return self._otel[0]
+        return {"hermes-sdk": self.sdk, "hermes-sdk + no-op plugin": self.sdk_noop}.get(name, self.sdk_installed)
 
     # non-streaming calls: op is "chat" or "responses"
     def call(self, name: str, op: str) -> Callable[[], Any]:
@@ -196,8 +232,8 @@ class Clients:
             if chat:
                 return lambda: oc.chat.completions.create(model="hermes-agent", messages=CHAT_JSON["messages"])
             return lambda: oc.responses.create(model="hermes-agent", input=PROMPT)
-        if name in ("hermes-sdk", "hermes-sdk + no-op plugin", "hermes-sdk + installed entry-point plugins"):
-            c = {"hermes-sdk": self.sdk, "hermes-sdk + no-op plugin": self.sdk_noop}.get(name, self.sdk_installed)
+        if name in ("hermes-sdk", "hermes-sdk + no-op plugin", "hermes-sdk + installed entry-point plugins", OTEL):
+            c = self._sdk(name)
             if chat:
                 return lambda: c.chat(prompt=PROMPT)
             return lambda: c.responses(model="hermes-agent", input=PROMPT)
@@ -230,17 +266,17 @@ class Clients:
                                                             messages=CHAT_JSON["messages"], stream=True))
         if name == "hermes-sdk keep_events=False":
             name, keep_events = "hermes-sdk", False
-        if name in ("hermes-sdk", "hermes-sdk + installed entry-point plugins"):
-            c = self.sdk if name == "hermes-sdk" else self.sdk_installed
+        if name in ("hermes-sdk", "hermes-sdk + installed entry-point plugins", OTEL):
+            c = self._sdk(name)
             return iter(c.chat_stream(prompt=PROMPT, max_events=max_events, keep_events=keep_events))
         raise LookupError(name)
 
 
 NONSTREAM = ["http.client", "requests", "requests (trust_env=False)", "openai", "hermes-sdk",
-             "hermes-sdk + no-op plugin", "hermes-sdk + idempotency key (sqlite)",
+             "hermes-sdk + no-op plugin", OTEL, "hermes-sdk + idempotency key (sqlite)",
              "hermes-sdk + installed entry-point plugins"]
 STREAMERS = ["http.client", "requests", "requests + iter_content (trap)", "openai", "hermes-sdk",
-             "hermes-sdk keep_events=False", "hermes-sdk + installed entry-point plugins"]
+             "hermes-sdk keep_events=False", OTEL, "hermes-sdk + installed entry-point plugins"]
 
 
 # ---------------------------------------------------------------------------- measurements
@@ -431,6 +467,21 @@ def bench_reuse(server: Server, clients: Clients, p: dict[str, Any]) -> dict[str
 # ---------------------------------------------------------------------------- report
 
 
+def otel_cost(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What tracing with the OpenTelemetry plugin adds to a call (and to a stream event), same run."""
+    out: dict[str, dict[str, Any]] = {}
+    for op in ("chat", "responses"):
+        calls = res["calls"][op]
+        if OTEL in calls:
+            traced, plain = calls[OTEL]["us_per_call"], calls["hermes-sdk"]["us_per_call"]
+            out[f"{op} call"] = {"delta": traced - plain, "ratio": ratio(traced, plain), "unit": "µs/call"}
+    st = res["stream"]
+    if OTEL in st:
+        traced, plain = st[OTEL]["us_per_event"], st["hermes-sdk"]["us_per_event"]
+        out["stream event"] = {"delta": traced - plain, "ratio": ratio(traced, plain), "unit": "µs/event"}
+    return out
+
+
 def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     if a is None or b is None or not b or math.isnan(a) or math.isnan(b):
         return None
@@ -452,6 +503,9 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         calls = res["calls"][op]
         sdk = calls["hermes-sdk"]["us_per_call"]
         add(f"{op}: sdk / requests", ratio(sdk, calls["requests"]["us_per_call"]), 1.0, "<=", "non-streaming call")
+        add(f"{op}: sdk / requests (trust_env=False)",
+            ratio(sdk, calls["requests (trust_env=False)"]["us_per_call"]), 0.8, "<=",
+            "non-streaming call, against requests without per-request environment lookups")
         if "openai" in calls:
             add(f"{op}: sdk / openai", ratio(sdk, calls["openai"]["us_per_call"]), 0.6, "<=", "non-streaming call")
     st = res["stream"]
@@ -532,6 +586,12 @@ def table(res: dict[str, Any]) -> str:
     for name, v in res["threads"].items():
         a, b = v["1_thread_calls_per_s"], v["4_thread_calls_per_s"]
         row([name, f"{a:.0f}", f"{b:.0f}", fmt_ratio(ratio(b, a)), ""], w)
+    otel = res.get("otel") or {}
+    if otel:
+        lines.append("\nOpenTelemetry plugin (real SDK tracer + meter provider, BatchSpanProcessor, in-memory "
+                     "exporter), against the plain hermes-sdk row of the same run")
+        for what, v in otel.items():
+            lines.append(f"  {what}: {v['delta']:+.1f} {v['unit']} ({fmt_ratio(v['ratio'])} plain hermes-sdk)")
     chat = res["calls"]["chat"]
     lines.append("\nPlugin hook overhead (extra no-op wrapper on both around-hooks): "
                  f"{chat['hermes-sdk + no-op plugin']['us_per_call'] - chat['hermes-sdk']['us_per_call']:+.1f} µs/call")
@@ -593,6 +653,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         res["reuse"] = bench_reuse(server, clients, p)
         res["threads"] = bench_threads(server, clients, p)
         res["memory"] = bench_memory(server, clients, p)
+        res["otel"] = otel_cost(res)
         res["targets"] = evaluate(res)
         res["sanity_problems"] = sanity(res)
         return res
@@ -605,11 +666,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke test, not a measurement")
     parser.add_argument("--json", metavar="PATH", help="write every figure as JSON")
+    parser.add_argument("--baseline", metavar="REV", default=baseline.DEFAULT_BASELINE,
+                        help="also run this harness on hermes_sdk as of git REV and print both (default: %(default)s)")
+    parser.add_argument("--no-baseline", action="store_true", help="measure the working tree only")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
+    before = None if args.no_baseline else baseline.run_at(args.baseline, args.quick)
     res = run(args.quick)
     res["elapsed_s"] = round(time.perf_counter() - t0, 1)
     print(table(res))
+    if before is not None:
+        res["baseline"] = {"rev": args.baseline, "ratios": baseline.key_ratios(before)}
+        print(baseline.table(before, res, args.baseline))
     print(f"\n({'quick mode: not a measurement; ' if args.quick else ''}{res['elapsed_s']} s)")
     if args.json:
         with open(args.json, "w") as fh:

@@ -11,6 +11,7 @@ from .approval import (
 )
 from .capabilities import capability_id, parse_capability_id
 from .client import HermesClient
+from .deadline import Timeout
 from .discovery import Health, ModelInfo, ServerCapabilities, Toolset
 from .endpoints import Endpoint, ExecutionContext
 from .errors import (
@@ -86,7 +87,8 @@ __all__ = [
     "OutcomeUnknownError", "PayloadTooLargeError", "PluginError", "PolicyRule", "RateLimitedError", "Redactor",
     "RemoteRejectedError", "RemoteTemporaryError", "Response", "ResponseStream",
     "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamError", "StreamEvent", "StreamResult",
-    "TenantMismatchError", "TransportError", "capability_id", "hookimpl", "input_hash", "parse_capability_id",
+    "TenantMismatchError", "Timeout", "TransportError", "capability_id", "hookimpl", "input_hash",
+    "parse_capability_id",
     # durable runs, typed events and discovery
     "ApprovalAnswer", "ApprovalNotActiveError", "ApprovalNotPendingError", "ApprovalRequested",
     "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "Health", "InvalidApprovalChoiceError",

@@ -15,6 +15,7 @@ CONNECT_TIMEOUT = 10.0
 # Limits.
 MAX_REQUEST_BODY_BYTES = 10_000_000  # Hermes' aiohttp client_max_size
 MAX_JSON_RESPONSE_BYTES = 16 * 1024 * 1024
+MAX_ERROR_BODY_BYTES = 64 * 1024  # a non-2xx body is read this far at most (Hermes' are tiny JSON)
 MAX_SSE_FRAME_BYTES = 1024 * 1024
 MAX_STREAM_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_EVENTS = 4096
@@ -24,13 +25,18 @@ MAX_RESPONSE_ID_BYTES = 512
 MAX_HEADER_VALUE_BYTES = 16 * 1024
 MAX_API_KEY_BYTES = 16 * 1024
 MAX_TENANT_ID_CHARS = 512
+MAX_INPUT_DEPTH = 100  # nested objects/lists in an input; deeper is refused (decoders and hashing recurse)
+MAX_SAFE_INTEGER = 2 ** 53 - 1  # the largest integer every JSON decoder reads exactly (sampling controls)
+# A deadline is absolute epoch seconds: below this (2001-09-09) it is a relative number by mistake.
+MIN_DEADLINE_EPOCH = 1_000_000_000.0
+MAX_DEADLINE_EPOCH = 253_402_300_799.0  # 9999-12-31T23:59:59Z
 MAX_ENDPOINT_ID_CHARS = 128
 
 # Retry of the one retry-safe capability (response_get).
 RETRY_MAX_ATTEMPTS = 3
 RETRY_BASE_DELAY = 0.25
 RETRY_MAX_DELAY = 4.0
-RETRY_AFTER_CAP = 30.0
+RETRY_AFTER_CAP = 30.0  # seconds: a larger (or non-finite) Retry-After is reported as this
 
 # Idempotency and approvals.
 DELETE_KEY_TTL_SECONDS = 86_400.0

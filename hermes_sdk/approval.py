@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 import uuid
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Union
@@ -11,7 +12,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Union
 import attrs
 
 from ._constants import APPROVAL_TTL_SECONDS
-from .errors import ApprovalDeniedError
+from .errors import ApprovalDeniedError, InvalidInputError
 
 DECISIONS = ("approved", "denied", "expired", "revoked")
 #: How far an approved decision reaches when it answers a run's approval request: ``once`` (the
@@ -32,13 +33,45 @@ def input_hash(capability_id: str, input: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _timestamp(value: object) -> bool:
+    """A usable decision time: a finite real number of epoch seconds (not a bool, NaN or infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return abs(value) < 1e12 if isinstance(value, int) else math.isfinite(value) and abs(value) < 1e12
+
+
+def _check_timestamp(_: Any, attribute: Any, value: Any) -> None:
+    if not _timestamp(value):
+        raise InvalidInputError(f"approval {attribute.name} must be finite epoch seconds, not {value!r}",
+                                details={"field": f"approval.{attribute.name}"})
+
+
 @attrs.frozen
 class ApprovalDecision:
+    """An approver's answer to an :class:`~hermes_sdk.ApprovalRequest`, bound to one input by its hash.
+
+    Build it with :meth:`~hermes_sdk.ApprovalRequest.approve` or :meth:`~hermes_sdk.ApprovalRequest.deny`
+    (or from its AIP JSON shape) and pass it as ``approval=``. Before anything is sent, the SDK checks it
+    against the call's own input, TTL and evidence; a mismatch raises :class:`~hermes_sdk.ApprovalDeniedError`.
+
+    Attributes:
+        approval_id: this decision's id (``apr_...``).
+        decision: ``approved``, ``denied``, ``expired`` or ``revoked``; only ``approved`` lets a call run.
+        approver: who decided (a person or a policy engine).
+        decided_at: when, in epoch seconds; a decision is valid for 15 minutes.
+        expires_at: epoch seconds after which the decision no longer counts.
+        input_hash: :func:`~hermes_sdk.input_hash` of the capability id and the input it approves.
+        reason: why the action is wanted (required evidence; the request's ``reason`` when not given).
+        policy_decision_id: the policy decision that allowed it (required evidence).
+        input_snapshot: the redacted input the approver saw.
+        approval_request_id: the id of the :class:`~hermes_sdk.ApprovalRequest` it answers.
+    """
+
     approval_id: str
     decision: str = attrs.field(validator=attrs.validators.in_(DECISIONS))
     approver: str
-    decided_at: float
-    expires_at: float
+    decided_at: float = attrs.field(validator=_check_timestamp)
+    expires_at: float = attrs.field(validator=_check_timestamp)
     input_hash: str
     reason: Optional[str] = None
     policy_decision_id: Optional[str] = None
@@ -56,7 +89,23 @@ class ApprovalDecision:
 
 @attrs.frozen
 class ApprovalRequest:
-    """What an approver sees: never the raw input, only its redacted snapshot and its hash."""
+    """What an approver sees: never the raw input, only its redacted snapshot and its hash.
+
+    Handed to the approval provider, or built up front with
+    :meth:`~hermes_sdk.HermesClient.approval_request`; answer it with :meth:`approve` or :meth:`deny`.
+
+    Attributes:
+        id: this request's id (``aprq_...``).
+        action_id: the action that asks.
+        capability_id: the capability to approve.
+        input_snapshot: the input, redacted (every string outside the operational allowlist replaced).
+        input_hash: :func:`~hermes_sdk.input_hash` of the capability id and the exact input.
+        reason: the ``reason=`` given to the call, or None.
+        requested_at: epoch seconds of the request.
+        expires_at: epoch seconds after which a decision on it no longer counts (15 minutes).
+        principal_id: the principal of the call's context, or None.
+        tenant_id: the tenant of the call's context, or None.
+    """
 
     id: str
     action_id: str
@@ -71,19 +120,25 @@ class ApprovalRequest:
 
     def approve(self, *, approver: str, policy_decision_id: str, reason: Optional[str] = None,
                 scope: Optional[str] = None) -> ApprovalDecision:
-        """An approved decision bound to this request.
+        """Approve this request: a decision bound to its input, valid for 15 minutes (never past the request).
 
         Args:
-            approver: who approved.
-            policy_decision_id: the policy decision that allowed it.
-            reason: why (default: the request's reason).
+            approver: who approves (recorded with the result).
+            policy_decision_id: the policy decision that allows the action (required evidence).
+            reason: why; default the request's ``reason``.
             scope: for a run's approval request, ``session`` approves the pattern for the rest of
-                the run; None or ``once`` approves this command only.
+                the run (``always``: process-wide, only with ``allow_permanent_approvals``); None
+                or ``once`` approves this command only.
         """
         return self._decide("approved", approver, reason, policy_decision_id, scope)
 
     def deny(self, *, approver: str, reason: Optional[str] = None) -> ApprovalDecision:
-        """A denied decision bound to this request."""
+        """Deny this request; a call given this decision raises :class:`~hermes_sdk.ApprovalDeniedError`.
+
+        Args:
+            approver: who denies.
+            reason: why; default the request's ``reason``.
+        """
         return self._decide("denied", approver, reason, None)
 
     def _decide(self, decision: str, approver: str, reason: Optional[str],
@@ -98,11 +153,16 @@ class ApprovalRequest:
 
 
 ProviderFn = Callable[[ApprovalRequest], Optional[ApprovalDecision]]
-ApprovalProvider = Union[ProviderFn, "HasRequestApproval"]
 
 
 class HasRequestApproval(Protocol):
-    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]: ...
+    """An approval provider given as an object: anything with a ``request_approval`` method."""
+
+    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Return a decision for ``request``, or None to leave it undecided (the call is then refused)."""
+
+
+ApprovalProvider = Union[ProviderFn, HasRequestApproval]
 
 
 def ask(provider: Any, request: ApprovalRequest) -> Optional[ApprovalDecision]:
@@ -125,6 +185,11 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
     details = {"approval_id": decision.approval_id, "decision": decision.decision}
     if decision.decision != "approved":
         raise ApprovalDeniedError(f"approval was {decision.decision}", details=details)
+    if not (_timestamp(decision.decided_at) and _timestamp(decision.expires_at)):
+        # Fail closed: a NaN compares false with everything, so it would never expire. (The
+        # constructor refuses these; one changed behind its back, or a subclass's, lands here.)
+        raise ApprovalDeniedError("approval timestamps are not finite epoch seconds",
+                                  details={**details, "reason": "malformed_timestamps"})
     if decision.input_hash != request.input_hash:
         raise ApprovalDeniedError("approval is bound to a different input", details={**details,
                                                                                       "reason": "input_mismatch"})
@@ -136,26 +201,47 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
                                         ("policy_decision_id", decision.policy_decision_id),
                                         ("approver", decision.approver)) if not value]
     if missing:
-        raise ApprovalDeniedError("approval lacks required evidence", details={**details, "missing": missing})
+        hints = {"reason": "reason= on the call or on request.approve(...)",
+                 "policy_decision_id": "policy_decision_id= on request.approve(...)",
+                 "approver": "approver= on request.approve(...)"}
+        raise ApprovalDeniedError(
+            "approval lacks required evidence: " + ", ".join(missing) + " (give "
+            + "; ".join(hints[name] for name in missing) + ")",
+            details={**details, "reason": "missing_evidence", "missing": missing})
     return attrs.evolve(decision, reason=decision.reason or request.reason,
                         input_snapshot=decision.input_snapshot or request.input_snapshot,
                         approval_request_id=decision.approval_request_id or request.id)
+
+
+def approval_required_message(operation: str) -> str:
+    """The text of ``ApprovalRequiredError``: what is missing and every way to supply it."""
+    return (f"{operation} needs an approved decision bound to this input; nothing was sent. Pass "
+            f"approval=client.approval_request({operation!r}, input, reason=...).approve(approver=..., "
+            "policy_decision_id=...), or build the client with HermesClient(approval_provider=...) (or install "
+            "a plugin implementing hermes_approval_provider); from the shell, confirm at the prompt or pass "
+            "--yes to `hermes-sdk responses delete`. See the Approvals guide (docs/approvals.md)")
 
 
 class DenyAll:
     """The default: no approver is configured, so nothing destructive runs."""
 
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Decide nothing, so every approval-gated call raises :class:`~hermes_sdk.ApprovalRequiredError`."""
         return None
 
 
 class CallbackProvider:
-    """Wraps a function; handy for an interactive prompt or a ticketing system."""
+    """An approval provider that asks a function; handy for an interactive prompt or a ticketing system.
+
+    Args:
+        callback: ``callback(request) -> ApprovalDecision | None``.
+    """
 
     def __init__(self, callback: ProviderFn) -> None:
         self._callback = callback
 
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Return what the callback decides for ``request`` (None leaves it undecided)."""
         return self._callback(request)
 
 
@@ -167,7 +253,14 @@ def _names(value: Optional[Iterable[str]]) -> Optional[frozenset[str]]:
 
 @attrs.frozen
 class PolicyRule:
-    """Approve when principal and tenant match (None matches any); the rule names its policy decision."""
+    """Approve when principal, tenant and capability match (None matches any); the rule names its policy decision.
+
+    Attributes:
+        policy_decision_id: recorded as the decision's ``policy_decision_id``.
+        principals: allowed principal ids (a string or an iterable), or None for any.
+        tenants: allowed tenant ids, or None for any.
+        capabilities: allowed capability ids, or None for any.
+    """
 
     policy_decision_id: str
     principals: Optional[frozenset[str]] = attrs.field(default=None, converter=_names)
@@ -175,13 +268,20 @@ class PolicyRule:
     capabilities: Optional[frozenset[str]] = attrs.field(default=None, converter=_names)
 
     def matches(self, request: ApprovalRequest) -> bool:
+        """Whether the request's principal, tenant and capability are all allowed by this rule."""
         return all(allowed is None or value in allowed for allowed, value in (
             (self.principals, request.principal_id), (self.tenants, request.tenant_id),
             (self.capabilities, request.capability_id)))
 
 
 class StaticPolicyProvider:
-    """Approves requests that match a rule (on principal, tenant, capability); denies the rest."""
+    """An approval provider that approves requests matching a rule (principal, tenant, capability).
+
+    Args:
+        rules: the :class:`~hermes_sdk.PolicyRule` objects, tried in order.
+        approver: the approver named in its decisions.
+        deny_unmatched: deny a request no rule matches (default); False leaves it undecided.
+    """
 
     def __init__(self, rules: Iterable[PolicyRule], approver: str = "static-policy",
                  deny_unmatched: bool = True) -> None:
@@ -190,6 +290,7 @@ class StaticPolicyProvider:
         self.deny_unmatched = deny_unmatched
 
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Approve by the first matching rule; otherwise deny, or return None when ``deny_unmatched`` is False."""
         for rule in self.rules:
             if rule.matches(request):
                 return request.approve(approver=self.approver, policy_decision_id=rule.policy_decision_id,

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import attrs
 
+from .capabilities import Contract
 from .endpoints import Endpoint, ExecutionContext
+from .errors import HermesError
+from .models import ActionResult
 
 if TYPE_CHECKING:
     from .approval import ApprovalDecision
-    from .capabilities import Contract
-    from .errors import HermesError
-    from .models import ActionResult
     from .operations import OperationSpec, ProviderRequest
     from .runtime import Runtime
 
@@ -41,7 +41,12 @@ class Call:
     runtime: "Runtime" = attrs.field(repr=False)
     key: Optional[str] = None
     context: Optional[ExecutionContext] = None
-    deadline: Optional[float] = None
+    deadline: Optional[float] = None  #: the caller's absolute deadline (sent as X-AIP-Deadline-Unix-Ms)
+    ends_at: Optional[float] = None  #: the wall-clock end of the whole call: the deadline or the total timeout
+    read_timeout: Optional[float] = None  #: the longest wait for bytes (default: the published timeout)
+    connect_timeout: Optional[float] = None
+    idle_timeout: Optional[float] = None  #: streams: the longest wait for an event (keepalives not counted)
+    alarm: Any = None  #: the watchdog alarm that cuts the connection at ``ends_at``
     approval: Any = None  #: the decision the caller passed as ``approval=`` (or its JSON shape)
     reason: Optional[str] = None
     keep_events: bool = True
@@ -52,7 +57,7 @@ class Call:
     replay_of: Optional["ActionResult"] = None  #: the recorded outcome, when this call is a replay
     attributes: dict[str, Any] = attrs.field(factory=dict)
     started_at: float = attrs.field(factory=time.time)
-    executed: bool = False  #: handed to the transport: its outcome may be uncertain from here on
+    executed: bool = False  #: whether it was handed to the transport (its outcome may be uncertain from then on)
     stream_settled: bool = False
     _settle_callbacks: list[SettleCallback] = attrs.field(factory=list, alias="_settle_callbacks")
 

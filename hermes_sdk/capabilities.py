@@ -48,6 +48,11 @@ class Contract:
 
     @property
     def read_only(self) -> bool:
+        """Whether the operation only reads (``retry_safe``).
+
+        A read-only call's transport and server failures are ``retryable`` and never leave an
+        uncertain outcome; every other call's are not retried and are marked ``uncertain_outcome``.
+        """
         return self.retry_safe
 
 
@@ -56,6 +61,10 @@ CONTRACTS: dict[str, Contract] = {}
 
 
 def capability_id(endpoint_id: str, operation: str) -> str:
+    """The capability id of an operation on an endpoint: ``cap:hermes_agent:<endpoint_id>:<operation>``.
+
+    ``endpoint_id`` is used as given: pass the normalised id (:attr:`hermes_sdk.Endpoint.id`).
+    """
     return f"{CAPABILITY_PREFIX}{endpoint_id}:{operation}"
 
 

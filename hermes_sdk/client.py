@@ -21,17 +21,20 @@ from ._constants import (
     DEFAULT_MODEL,
     RETRY_MAX_ATTEMPTS,
 )
+from ._logging import configure_from_env
 from .approval import ApprovalDecision, ApprovalRequest
 from .call import Call
 from .capabilities import CONTRACTS, capability_id, descriptor, parse_capability_id
+from .deadline import Timeout, TimeoutLike, as_timeout, effective
 from .discovery import Health, ModelInfo, ServerCapabilities, Toolset
 from .endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id
 from .errors import ApprovalRequiredError, HermesError, InvalidInputError
 from .idempotency import COMPLETED, IdempotencyRecord, IdempotencyStore
 from .models import ActionResult, ChatCompletion, DeletionReceipt, Response
-from .operations import SPECS, OperationSpec
+from .operations import SPECS, OperationSpec, keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .operations.common import idempotency_value
+from .operations.keywords import CHAT_FIELDS, RESPONSES_FIELDS  # noqa: F401  (published here too)
 from .operations.runs import (
     HEALTH,
     MODELS,
@@ -87,6 +90,8 @@ class HermesClient:
         key_retention: seconds a keyed model call's record is kept (delete receipts: 24 hours).
         max_attempts: attempts of a retry-safe call (only ``response_get``); at least 1.
         redaction_patterns: extra regular expressions whose matches are redacted from logs and traces.
+        timeout: the default relative bound of every call in seconds, or a :class:`Timeout`; without
+            one, each capability's published ``sla.timeout_ms`` bounds it (60 s, streams 300 s).
         allow_permanent_approvals: allow the run approval choice ``always`` (Hermes then allows the
             command pattern process-wide and rewrites its own config.yaml); refused by default.
     """
@@ -109,6 +114,7 @@ class HermesClient:
         key_retention: float = DEFAULT_KEY_RETENTION_SECONDS,
         max_attempts: int = RETRY_MAX_ATTEMPTS,
         redaction_patterns: Iterable[str] = (),
+        timeout: TimeoutLike = None,
         allow_permanent_approvals: bool = False,
     ) -> None:
         self._endpoints = _build_endpoints(base_url, api_key, endpoint_id, tenant_id, endpoints)
@@ -119,8 +125,12 @@ class HermesClient:
             raise InvalidInputError("max_attempts must be a positive integer", details={"field": "max_attempts"})
         pm = build_manager(plugins, load_entrypoints)
         install_log_filters()
+        configure_from_env()  # HERMES_SDK_LOG=debug|info
         for ep in self._endpoints.values():
             register_secret(ep.api_key)
+            if not ep.api_key:  # said now, not first at the first call (which refuses with missing_credential)
+                log.warning("hermes_sdk endpoint %r has no API key: set HERMES_API_KEY or pass api_key=; "
+                            "calls will fail with missing_credential", ep.id)
         filters: list[Any] = []
         for group in call_pipeline(pm, "hermes_redaction_filters", client=self) or ():
             filters.extend(group if isinstance(group, (list, tuple)) else [group])
@@ -131,6 +141,7 @@ class HermesClient:
         self._rt = Runtime(pm=pm, store=store, transport=Transport(session), redactor=redactor,
                            approval_provider=provider, max_attempts=max_attempts,
                            strict_idempotency=strict_idempotency, key_retention=float(key_retention),
+                           timeout=as_timeout(timeout),
                            allow_permanent_approvals=bool(allow_permanent_approvals))
         self._closed = False
         self._lock = threading.Lock()
@@ -172,6 +183,31 @@ class HermesClient:
         """Attempts of a retry-safe call."""
         return self._rt.max_attempts
 
+    def with_options(self, *, timeout: TimeoutLike = REQUIRED, max_attempts: int = REQUIRED) -> "HermesClient":
+        """A copy of this client with other call settings, sharing its connection pool, store and plugins.
+
+        ``client.with_options(timeout=5).chat(...)``; closing the copy does not close the pool.
+        """
+        changes: dict[str, Any] = {}
+        if timeout is not REQUIRED:
+            changes["timeout"] = as_timeout(timeout)
+        if max_attempts is not REQUIRED:
+            if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+                raise InvalidInputError("max_attempts must be a positive integer", details={"field": "max_attempts"})
+            changes["max_attempts"] = max_attempts
+        copy = object.__new__(HermesClient)
+        copy._endpoints = self._endpoints
+        copy.context = self.context
+        copy._rt = attrs.evolve(self._rt, **changes)
+        copy._closed = True  # the pool belongs to the client it was copied from
+        copy._lock = self._lock
+        return copy
+
+    @property
+    def timeout(self) -> Optional[Timeout]:
+        """The default time limits of every call (None: each capability's published timeout)."""
+        return self._rt.timeout
+
     @property
     def allow_permanent_approvals(self) -> bool:
         """Whether the run approval choice ``always`` may be sent."""
@@ -189,6 +225,11 @@ class HermesClient:
             if self._closed:
                 return
             self._closed = True
+        for stream in list(self._rt.open_streams):  # cancelled (and recorded so), not left to the GC
+            try:
+                stream.close()
+            except Exception:
+                pass
         self._rt.transport.close()
 
     def __repr__(self) -> str:
@@ -258,6 +299,7 @@ class HermesClient:
              session_key: Optional[str] = None, idempotency_key: Optional[str] = None,
              endpoint: Optional[str] = None, action_id: Optional[str] = None,
              context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+             timeout: TimeoutLike = None, extra_body: Optional[Mapping[str, Any]] = None,
              **provider_fields: Any) -> ChatCompletion:
         """One chat turn (``POST /v1/chat/completions``); give exactly one of prompt, query or messages.
 
@@ -266,8 +308,8 @@ class HermesClient:
         provider body. Inspect ``finish_reason`` and ``hermes`` of the result, not only ``text``.
         Not retried: a failure after sending says ``uncertain_outcome=True``.
         """
-        data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields)
-        return self._call(CHAT, data, endpoint, idempotency_key, action_id, context, deadline)
+        data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
+        return self._call(CHAT, data, endpoint, idempotency_key, action_id, context, deadline, timeout=timeout)
 
     def chat_stream(self, *, prompt: Optional[str] = None, query: Optional[str] = None,
                     messages: Optional[list[Any]] = None, model: str = DEFAULT_MODEL,
@@ -275,65 +317,73 @@ class HermesClient:
                     idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
                     keep_events: bool = True, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                     context: Optional[ExecutionContext] = None, deadline: Deadline = None,
-                    **provider_fields: Any) -> ChatStream:
+                    timeout: TimeoutLike = None, idle_timeout: Optional[float] = None,
+                    extra_body: Optional[Mapping[str, Any]] = None, **provider_fields: Any) -> ChatStream:
         """A streamed chat turn: returns once the headers arrived; iterate the ChatStream for events.
 
         ``max_events`` stops collection before a terminal event (``stream_truncated``);
         ``keep_events=False`` keeps only the aggregate. Closing the stream early cancels the turn.
         """
-        data = _chat_input(prompt, query, messages, model, session_id, session_key, provider_fields)
+        data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         data["max_events"] = max_events
         return self._call(CHAT_STREAM, data, endpoint, idempotency_key, action_id, context, deadline,
-                          keep_events=keep_events)
+                          keep_events=keep_events, timeout=timeout, idle_timeout=idle_timeout)
 
     def responses(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
                   idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
                   action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                  deadline: Deadline = None, **body_fields: Any) -> Response:
+                  deadline: Deadline = None, timeout: TimeoutLike = None,
+                  extra_body: Optional[Mapping[str, Any]] = None, **body_fields: Any) -> Response:
         """Create a response (``POST /v1/responses``) from ``body`` and/or keyword body fields.
 
         ``input`` is required; ``previous_response_id`` or ``conversation`` continue earlier turns
         (not both); ``store=False`` keeps it out of storage. A field given both in ``body`` and as a
         keyword with different values is an InvalidInputError.
         """
-        data = _responses_input(body, session_key, body_fields)
-        return self._call(RESPONSES, data, endpoint, idempotency_key, action_id, context, deadline)
+        data = keywords.responses_input(body, session_key, body_fields, extra_body)
+        return self._call(RESPONSES, data, endpoint, idempotency_key, action_id, context, deadline, timeout=timeout)
 
     def responses_stream(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
                          idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
                          keep_events: bool = True, endpoint: Optional[str] = None,
                          action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                         deadline: Deadline = None, **body_fields: Any) -> ResponseStream:
+                         deadline: Deadline = None, timeout: TimeoutLike = None,
+                         idle_timeout: Optional[float] = None, extra_body: Optional[Mapping[str, Any]] = None,
+                         **body_fields: Any) -> ResponseStream:
         """A streamed response: iterate the ResponseStream; ``result().final`` is the terminal envelope."""
-        data = _responses_input(body, session_key, body_fields)
+        data = keywords.responses_input(body, session_key, body_fields, extra_body)
         data["max_events"] = max_events
         return self._call(RESPONSES_STREAM, data, endpoint, idempotency_key, action_id, context, deadline,
-                          keep_events=keep_events)
+                          keep_events=keep_events, timeout=timeout, idle_timeout=idle_timeout)
 
     def response_get(self, response_id: str, *, session_key: Optional[str] = None,
                      idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
                      action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                     deadline: Deadline = None) -> Response:
-        """A stored response by id. The one capability retried automatically (bounded, jittered,
-        honouring ``Retry-After``). NotFoundError for an unknown or deleted id."""
-        data = _stored_input(response_id, session_key)
-        return self._call(RESPONSE_GET, data, endpoint, idempotency_key, action_id, context, deadline)
+                     deadline: Deadline = None, timeout: TimeoutLike = None) -> Response:
+        """A stored response by id (``GET /v1/responses/{response_id}``).
+
+        The one capability retried automatically (bounded, jittered, honouring ``Retry-After``).
+        :class:`~hermes_sdk.NotFoundError` for an unknown or deleted id.
+        """
+        data = keywords.stored_input(response_id, session_key)
+        return self._call(RESPONSE_GET, data, endpoint, idempotency_key, action_id, context, deadline,
+                          timeout=timeout)
 
     def response_delete(self, response_id: str, *, idempotency_key: str = REQUIRED,
                         approval: Optional[ApprovalDecision] = None, reason: Optional[str] = None,
                         session_key: Optional[str] = None, endpoint: Optional[str] = None,
                         action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                        deadline: Deadline = None) -> DeletionReceipt:
+                        deadline: Deadline = None, timeout: TimeoutLike = None) -> DeletionReceipt:
         """Delete a stored response: needs ``idempotency_key`` and an approved decision bound to this input.
 
         The decision comes from ``approval=`` or the client's approval provider; without one,
         nothing is sent and ApprovalRequiredError is raised. A replay of the same key returns the
         recorded receipt without asking again.
         """
-        data = _stored_input(response_id, session_key)
+        data = keywords.stored_input(response_id, session_key)
         key = None if idempotency_key is REQUIRED else idempotency_key
         return self._call(RESPONSE_DELETE, data, endpoint, key, action_id, context, deadline,
-                          approval=approval, reason=reason)
+                          approval=approval, reason=reason, timeout=timeout)
 
     # ---------------------------------------------------------------- durable runs
 
@@ -469,7 +519,7 @@ class HermesClient:
     def invoke(self, capability_id: str, input: Mapping[str, Any], *, idempotency_key: Optional[str] = None,
                action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
                approval: Optional[ApprovalDecision] = None, deadline: Deadline = None,
-               reason: Optional[str] = None) -> ActionResult:
+               reason: Optional[str] = None, timeout: TimeoutLike = None) -> ActionResult:
         """The generic AIP path: failures come back as ``status="failed"`` results, not exceptions.
 
         ``capability_id`` is ``cap:hermes_agent:<endpoint_id>:<operation>``; ``input`` the
@@ -484,7 +534,7 @@ class HermesClient:
                 raise InvalidInputError("capability id must use the normalised endpoint id",
                                         details={"field": "capability_id"})
             call = self._new_call(SPECS[operation], endpoint, input, idempotency_key, action_id, context,
-                                  deadline, approval, reason, True)
+                                  deadline, approval, reason, True, timeout)
             result = stages.run(call)
         except HermesError as exc:
             exc.action_id = exc.action_id or action_id
@@ -507,11 +557,11 @@ class HermesClient:
     def _call(self, spec: OperationSpec[T], data: Mapping[str, Any], endpoint: Optional[str], key: Optional[str],
               action_id: Optional[str], context: Optional[ExecutionContext], deadline: Deadline,
               approval: Optional[ApprovalDecision] = None, reason: Optional[str] = None,
-              keep_events: bool = True) -> T:
+              keep_events: bool = True, timeout: TimeoutLike = None, idle_timeout: Optional[float] = None) -> T:
         """Run one typed call: the typed value, or the recorded one when replayed (its failure raised)."""
         action_id = action_id or _new_action_id()
         call = self._new_call(spec, self._endpoint(endpoint), data, key, action_id, context, deadline, approval,
-                              reason, keep_events)
+                              reason, keep_events, timeout, idle_timeout)
         result = stages.run(call)
         if call.replay_of is None:
             return call.value  # type: ignore[no-any-return]
@@ -523,10 +573,15 @@ class HermesClient:
 
     def _new_call(self, spec: OperationSpec[Any], endpoint: Endpoint, input: Any, key: Optional[str],
                   action_id: str, context: Optional[ExecutionContext], deadline: Deadline, approval: Any,
-                  reason: Optional[str], keep_events: bool) -> Call:
+                  reason: Optional[str], keep_events: bool, timeout: TimeoutLike = None,
+                  idle_timeout: Optional[float] = None) -> Call:
         """Validate everything the caller gave and build the Call; nothing is sent here."""
         cap = capability_id(endpoint.id, spec.name)
+        now = time.time()
         try:
+            limits = effective(as_timeout(timeout), self._rt.timeout)
+            if idle_timeout is not None:
+                as_timeout(idle_timeout, "idle_timeout")
             if not isinstance(input, Mapping):
                 raise InvalidInputError("input must be a JSON object", details={"field": "input"})
             key = idempotency_value(key if key is not None else input.get("idempotency_key"))
@@ -538,12 +593,17 @@ class HermesClient:
             limit = deadline_epoch(deadline)
             if limit is None and ctx is not None:
                 limit = ctx.deadline
+            if limits.total is not None:  # a caller's relative timeout is a deadline too; the earlier wins
+                limit = now + limits.total if limit is None else min(limit, now + limits.total)
         except HermesError as exc:
             exc.action_id, exc.capability_id = action_id, cap
             raise
+        # Without a deadline, the published contract timeout bounds the call in wall-clock time.
+        ends_at = now + spec.timeout if limit is None else limit
         call = Call(endpoint=endpoint, spec=spec, input=clean, request=request, action_id=action_id,
-                    capability_id=cap, runtime=self._rt, key=key, context=ctx, deadline=limit, approval=approval,
-                    reason=reason, keep_events=keep_events)
+                    capability_id=cap, runtime=self._rt, key=key, context=ctx, deadline=limit, ends_at=ends_at,
+                    read_timeout=limits.read, connect_timeout=limits.connect, idle_timeout=idle_timeout,
+                    approval=approval, reason=reason, keep_events=keep_events)
         call.attributes.update(_server_attributes(endpoint))
         if spec.describe is not None:
             call.attributes.update(spec.describe(clean))
@@ -626,37 +686,3 @@ def _new_action_id() -> str:
     # wait to get it back. A per-process generator seeded from urandom (again after fork) is unique
     # enough for an id that is not a secret.
     return f"act_{_ids.getrandbits(128):032x}"
-
-
-def _chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[list[Any]], model: str,
-                session_id: Optional[str], session_key: Optional[str],
-                provider_fields: Mapping[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = dict(provider_fields)
-    for name, value in (("prompt", prompt), ("query", query), ("messages", messages), ("model", model),
-                        ("session_id", session_id), ("session_key", session_key)):
-        if value is not None:
-            data[name] = value
-    return data
-
-
-def _responses_input(body: Optional[Mapping[str, Any]], session_key: Optional[str],
-                     body_fields: Mapping[str, Any]) -> dict[str, Any]:
-    if body is not None and not isinstance(body, Mapping):
-        raise InvalidInputError("body must be a JSON object", details={"field": "body"})
-    clash = sorted(k for k in body_fields if body and k in body and body[k] != body_fields[k])
-    if clash:
-        # Neither value may be dropped silently: the caller says which one is meant.
-        raise InvalidInputError(f"{clash[0]!r} is given in body and as a keyword with different values",
-                                details={"field": clash[0]})
-    merged = {**(body or {}), **body_fields}
-    data: dict[str, Any] = {"body": merged}
-    if session_key is not None:
-        data["session_key"] = session_key
-    return data
-
-
-def _stored_input(response_id: str, session_key: Optional[str]) -> dict[str, Any]:
-    data: dict[str, Any] = {"response_id": response_id}
-    if session_key is not None:
-        data["session_key"] = session_key
-    return data

@@ -14,6 +14,8 @@ from .models import ActionResult, ChatCompletion, DeletionReceipt, Response, Str
 converter = cattrs.Converter()
 converter.register_unstructure_hook(HermesError, lambda e: e.to_dict())
 converter.register_structure_hook(HermesError, lambda d, _: HermesError.from_dict(d))
+# Response headers are kept as the transport gave them (case-insensitive), not copied.
+converter.register_structure_hook_func(lambda t: t == Mapping[str, str], lambda value, _: value)
 
 
 def _optional_error(value: Any, _: Any) -> Optional[HermesError]:
@@ -30,15 +32,18 @@ def _object(data: Any, what: str) -> Mapping[str, Any]:
 
 
 def chat_completion(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                    replayed: bool = False) -> ChatCompletion:
+                    replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> ChatCompletion:
     """A ChatCompletion from Hermes' JSON (InvalidResponseError if it is not one)."""
     obj = _object(data, "chat completion")
+    if not isinstance(obj.get("choices"), list) or not isinstance(obj.get("id"), str):
+        raise InvalidResponseError("malformed chat completion: no 'id' or 'choices'")
     try:
         return converter.structure(
             {
                 "id": obj.get("id", ""), "model": obj.get("model"), "created": obj.get("created"),
                 "choices": obj.get("choices") or [], "usage": obj.get("usage"), "hermes": obj.get("hermes"),
                 "session_id": session_id, "raw": dict(obj), "action_id": action_id, "replayed": replayed,
+                "headers": headers if headers is not None else {},
             },
             ChatCompletion,
         )
@@ -47,16 +52,18 @@ def chat_completion(data: Any, session_id: Optional[str], action_id: Optional[st
 
 
 def response(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
-             replayed: bool = False) -> Response:
+             replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> Response:
     """A Response from Hermes' JSON (InvalidResponseError if it is not one)."""
     obj = _object(data, "response")
+    if not isinstance(obj.get("id"), str) or not isinstance(obj.get("output", []), list):
+        raise InvalidResponseError("malformed response object: no 'id' or 'output'")
     try:
         return converter.structure(
             {
                 "id": obj.get("id", ""), "status": obj.get("status"), "model": obj.get("model"),
                 "created_at": obj.get("created_at"), "output": obj.get("output") or [],
                 "usage": obj.get("usage"), "session_id": session_id, "raw": dict(obj),
-                "action_id": action_id, "replayed": replayed,
+                "action_id": action_id, "replayed": replayed, "headers": headers if headers is not None else {},
             },
             Response,
         )
@@ -64,13 +71,14 @@ def response(data: Any, session_id: Optional[str], action_id: Optional[str] = No
         raise InvalidResponseError(f"malformed response object: {type(exc).__name__}") from None
 
 
-def deletion_receipt(data: Any, action_id: Optional[str] = None, replayed: bool = False) -> DeletionReceipt:
+def deletion_receipt(data: Any, action_id: Optional[str] = None, replayed: bool = False,
+                     headers: Optional[Mapping[str, str]] = None) -> DeletionReceipt:
     """A DeletionReceipt from Hermes' JSON (InvalidResponseError unless it says ``deleted: true``)."""
     obj = _object(data, "deletion receipt")
     if not isinstance(obj.get("id"), str) or obj.get("deleted") is not True:
         raise InvalidResponseError("malformed deletion receipt")
     return DeletionReceipt(id=obj["id"], object=str(obj.get("object", "response")), deleted=True,
-                           action_id=action_id, replayed=replayed)
+                           action_id=action_id, replayed=replayed, headers=headers or {})
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
@@ -100,6 +108,7 @@ def _event_json(event: StreamEvent) -> dict[str, Any]:
 
 def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
     # The events dominate (one per SSE event): unstructure them by hand, the rest with cattrs.
+    """A StreamResult as JSON: the output of a stream's ActionResult and its durable record."""
     events, tools = result.events, result.tools
     if tools:
         result = attrs.evolve(result, tools=[])
@@ -113,6 +122,7 @@ def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
 
 
 def stream_result_from_json(data: Mapping[str, Any]) -> StreamResult:
+    """Rebuild a StreamResult from its JSON (a replayed stream's record)."""
     fields = dict(data)
     tools = fields.pop("tools", None) or []
     result = converter.structure(fields, StreamResult)
@@ -121,11 +131,13 @@ def stream_result_from_json(data: Mapping[str, Any]) -> StreamResult:
 
 
 def action_result_to_json(result: ActionResult) -> dict[str, Any]:
+    """An ActionResult as JSON, as the idempotency store keeps it (the error as its ``to_dict()``)."""
     out: dict[str, Any] = converter.unstructure(result)
     return out
 
 
 def action_result_from_json(data: Mapping[str, Any]) -> ActionResult:
+    """Rebuild an ActionResult from its JSON; the error comes back as its most specific HermesError class."""
     return converter.structure(dict(data), ActionResult)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import re
 from typing import Any, Optional, Sequence, Tuple, Union
 from urllib.parse import urlsplit
@@ -12,9 +13,11 @@ import attrs
 
 from ._constants import (
     MAX_API_KEY_BYTES,
+    MAX_DEADLINE_EPOCH,
     MAX_ENDPOINT_ID_CHARS,
     MAX_HEADER_VALUE_BYTES,
     MAX_TENANT_ID_CHARS,
+    MIN_DEADLINE_EPOCH,
 )
 from .errors import InvalidInputError, MissingCredentialError
 
@@ -54,25 +57,52 @@ def normalize_base_url(value: object) -> str:
         raise _bad("base_url", "base_url needs a host")
     if parts.username is not None or parts.password is not None:
         raise _bad("base_url", "base_url must not contain credentials")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or text.endswith(("?", "#")):
-        raise _bad("base_url", "base_url must be a bare origin (no path, query or fragment)")
     host = parts.hostname
     if ":" in host:
         host = f"[{host}]"
-    return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port is not None else "")
+    origin = f"{parts.scheme.lower()}://{host}" + (f":{port}" if port is not None else "")
+    if parts.path.rstrip("/").lower() in ("/v1", "/v1/chat/completions", "/v1/responses"):
+        # The openai habit: the SDK adds /v1/... itself.
+        raise _bad("base_url", f"base_url must be a bare origin: drop /v1 (use {origin!r}); "
+                               "the SDK adds the /v1/... paths itself")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or text.endswith(("?", "#")):
+        raise _bad("base_url", f"base_url must be a bare origin such as {origin!r} (no path, query or fragment)")
+    return origin
 
 
 def validate_api_key(value: object) -> Optional[str]:
+    """The API key as given, or None for a missing or empty one (a call then raises MissingCredentialError).
+
+    Raises:
+        InvalidInputError: not a string, over 16 KiB, or with whitespace or control characters.
+    """
     if value is None or value == "":
         return None
     if not isinstance(value, str):
         raise _bad("api_key", "api_key must be a string")
-    if len(value.encode("utf-8")) > MAX_API_KEY_BYTES or any(c.isspace() for c in value) or _CONTROL.search(value):
+    if len(value) > MAX_API_KEY_BYTES or any(c.isspace() for c in value) or _CONTROL.search(value):
         raise _bad("api_key", "api_key must be at most 16 KiB with no whitespace or control characters")
+    if not _latin1(value):
+        # It travels as "Authorization: Bearer <key>", which http.client encodes as latin-1.
+        raise _bad("api_key", "api_key must be a latin-1 (in practice ASCII) header value")
     return value
 
 
+def _latin1(value: str) -> bool:
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:  # also every lone surrogate
+        return False
+    return True
+
+
 def validate_tenant_id(value: object, field: str = "tenant_id") -> Optional[str]:
+    """The tenant id as given, or None.
+
+    Raises:
+        InvalidInputError: empty, over 512 characters, or with surrounding whitespace or control
+            characters; ``details["field"]`` is ``field``.
+    """
     if value is None:
         return None
     if (not isinstance(value, str) or not value or value != value.strip()
@@ -83,17 +113,15 @@ def validate_tenant_id(value: object, field: str = "tenant_id") -> Optional[str]
 
 
 def validate_header_value(field: str, value: object) -> str:
-    """A header value must be non-empty, at most 16 KiB, and encodable without CR/LF/NUL."""
+    """The value as given, if it is a valid header value: non-empty latin-1, at most 16 KiB, no control characters."""
     if not isinstance(value, str) or not value:
         raise _bad(field, f"{field} must be a non-empty string")
-    if len(value.encode("utf-8")) > MAX_HEADER_VALUE_BYTES:
+    if len(value) > MAX_HEADER_VALUE_BYTES:  # latin-1: one byte a character
         raise _bad(field, f"{field} is longer than 16 KiB")
     if _CONTROL.search(value.replace("\t", "")) or value != value.strip():
         raise _bad(field, f"{field} is not a valid header value")
-    try:
-        value.encode("latin-1")
-    except UnicodeEncodeError:
-        raise _bad(field, f"{field} must be a latin-1 header value") from None
+    if not _latin1(value):
+        raise _bad(field, f"{field} must be a latin-1 header value (no lone surrogates or wider characters)")
     return value
 
 
@@ -115,21 +143,46 @@ class Endpoint:
                 f"tenant_id={self.tenant_id!r})")
 
     def require_key(self) -> str:
+        """The endpoint's API key; checked when a call is made, so a client can be built without one.
+
+        Raises:
+            MissingCredentialError: the endpoint has no key (set ``HERMES_API_KEY`` or pass ``api_key``).
+        """
         if not self.api_key:
-            raise MissingCredentialError(f"endpoint {self.id!r} has no API key (set HERMES_API_KEY)",
+            raise MissingCredentialError(f"endpoint {self.id!r} has no API key: pass HermesClient(base_url, api_key) "
+                                         "or set HERMES_API_KEY (for the emulator: see `hermes-sdk emulator`)",
                                          details={"endpoint_id": self.id})
         return self.api_key
 
 
 def deadline_epoch(value: Deadline) -> Optional[float]:
-    """Absolute deadline as epoch seconds; a naive datetime is taken as local time."""
+    """Absolute deadline as epoch seconds; a naive datetime is taken as local time.
+
+    Refused before any I/O: NaN, infinities and huge numbers, dates past 9999, and small numbers
+    (before 2001), which are a relative timeout passed by mistake.
+    """
     if value is None:
         return None
     if isinstance(value, _dt.datetime):
-        return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad("deadline", "deadline must be epoch seconds or a datetime")
-    return float(value)
+        try:
+            epoch = value.timestamp()
+        except (OverflowError, ValueError, OSError):
+            raise _bad("deadline", "deadline is a datetime out of range") from None
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad("deadline", "deadline must be absolute epoch seconds (a number) or a datetime")
+    else:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _bad("deadline", "deadline must be a finite number of epoch seconds")
+        if isinstance(value, int) and abs(value) > MAX_DEADLINE_EPOCH:
+            raise _bad("deadline", "deadline is too far in the future (past year 9999)")
+        epoch = float(value)
+    if not MIN_DEADLINE_EPOCH <= epoch <= MAX_DEADLINE_EPOCH:
+        if epoch < MIN_DEADLINE_EPOCH and not isinstance(value, _dt.datetime):
+            raise _bad("deadline", f"deadline={value!r} is not a point in time: deadline is absolute epoch "
+                                   f"seconds (e.g. time.time() + {value!r}); for a relative bound in "
+                                   f"seconds use timeout={value!r}")
+        raise _bad("deadline", "deadline must be between 2001 and the year 9999")
+    return epoch
 
 
 def _optional_header(field: str):  # type: ignore[no-untyped-def]
@@ -137,6 +190,14 @@ def _optional_header(field: str):  # type: ignore[no-untyped-def]
         if value is not None:
             validate_header_value(field, value)
     return check
+
+
+def _chain(_: Any, attribute: Any, value: Tuple[Any, ...]) -> None:
+    """Each delegate is a string; the chain travels as one JSON header, checked here, not at send."""
+    if not all(isinstance(item, str) for item in value):
+        raise _bad("delegation_chain", "delegation_chain must be a sequence of strings")
+    if value:
+        validate_header_value("delegation_chain", json.dumps(list(value), separators=(",", ":")))
 
 
 @attrs.frozen
@@ -149,7 +210,7 @@ class ExecutionContext:
         default=None, validator=_optional_header("authentication_issuer"))
     trace_id: Optional[str] = attrs.field(default=None, validator=_optional_header("trace_id"))
     correlation_id: Optional[str] = attrs.field(default=None, validator=_optional_header("correlation_id"))
-    delegation_chain: Tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    delegation_chain: Tuple[str, ...] = attrs.field(default=(), converter=tuple, validator=_chain)
     aip_session_id: Optional[str] = attrs.field(default=None, validator=_optional_header("aip_session_id"))
     deadline: Optional[float] = attrs.field(default=None, converter=deadline_epoch)
 

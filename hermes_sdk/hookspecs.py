@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .approval import ApprovalProvider
     from .call import Call
     from .client import HermesClient
-    from .http import Attempt, HttpReply
+    from .exchange import Attempt, HttpReply
     from .idempotency import IdempotencyStore
     from .models import ActionResult
     from .redaction import FilterFn

@@ -25,6 +25,21 @@ COMPLETED = "completed"
 
 @attrs.frozen
 class IdempotencyRecord:
+    """One key's record in an idempotency store: pending while its call runs, then completed with the result.
+
+    Attributes:
+        capability_id: the capability the key is scoped to.
+        key: the caller's idempotency key.
+        action_id: the action that reserved the key (the original action of every replay).
+        input_hash: :func:`~hermes_sdk.input_hash` of the input, to detect a reused key
+            (``strict_idempotency``).
+        state: ``pending`` (reserved, no outcome yet) or ``completed``.
+        created_at: epoch seconds of the reservation.
+        expires_at: epoch seconds after which the key is free again, or None for never.
+        result: the :class:`~hermes_sdk.ActionResult` as JSON, once completed.
+        completed_at: epoch seconds of completion.
+    """
+
     capability_id: str
     key: str
     action_id: str
@@ -36,6 +51,7 @@ class IdempotencyRecord:
     completed_at: Optional[float] = None
 
     def expired(self, now: Optional[float] = None) -> bool:
+        """Whether the record has passed ``expires_at`` (at ``now``, epoch seconds; default the current time)."""
         return self.expires_at is not None and (now or time.time()) >= self.expires_at
 
 
@@ -82,6 +98,7 @@ class MemoryStore:
         self._lock = threading.Lock()
 
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
+        """Insert ``record`` unless a live record holds its key; None means this caller owns the key."""
         slot = (record.capability_id, record.key)
         with self._lock:
             existing = self._records.get(slot)
@@ -92,6 +109,7 @@ class MemoryStore:
             return None
 
     def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+        """Store the ActionResult JSON and mark the record completed (no-op if the record is gone)."""
         with self._lock:
             existing = self._records.get((capability_id, key))
             if existing is not None:
@@ -99,15 +117,18 @@ class MemoryStore:
                     existing, state=COMPLETED, result=dict(result), completed_at=time.time())
 
     def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
+        """The live record for the key, or None."""
         record = self._records.get((capability_id, key))
         return None if record is None or record.expired() else record
 
     def get_by_action(self, action_id: str) -> Optional[IdempotencyRecord]:
+        """The live record reserved by that action, or None."""
         slot = self._by_action.get(action_id)
         record = self._records.get(slot) if slot else None
         return record if record is not None and record.action_id == action_id and not record.expired() else None
 
     def forget(self, capability_id: str, key: str) -> bool:
+        """Delete the record; return whether one existed."""
         with self._lock:
             record = self._records.pop((capability_id, key), None)
             if record is not None:
@@ -115,11 +136,17 @@ class MemoryStore:
             return record is not None
 
     def close(self) -> None:
+        """Nothing to release; the records live as long as the store."""
         pass
 
 
 class SQLiteStore:
-    """A file-backed store, safe across threads and processes (WAL, one atomic INSERT to reserve)."""
+    """A file-backed store, safe across threads and processes (WAL, one atomic INSERT to reserve).
+
+    Args:
+        path: the database file (created with mode 0600: records hold model output).
+        timeout: seconds to wait for another writer's lock.
+    """
 
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path = path
@@ -155,6 +182,10 @@ class SQLiteStore:
         return conn
 
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
+        """Insert ``record`` in one ``BEGIN IMMEDIATE`` transaction; None means this caller owns the key.
+
+        An expired record is deleted first, so it gives its key back.
+        """
         conn = self._conn()
         now = time.time()
         conn.execute("BEGIN IMMEDIATE")
@@ -179,6 +210,7 @@ class SQLiteStore:
         return _rec_load(row[0]) if row else None
 
     def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+        """Store the ActionResult JSON and mark the record completed, atomically (no-op if the record is gone)."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -202,18 +234,22 @@ class SQLiteStore:
         return None if record.expired() else record
 
     def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
+        """The live record for the key, or None."""
         return self._one("SELECT record FROM hermes_idempotency WHERE capability_id=? AND key=?",
                          (capability_id, key))
 
     def get_by_action(self, action_id: str) -> Optional[IdempotencyRecord]:
+        """The live record reserved by that action, or None."""
         return self._one("SELECT record FROM hermes_idempotency WHERE action_id=?", (action_id,))
 
     def forget(self, capability_id: str, key: str) -> bool:
+        """Delete the record; return whether one existed."""
         cur = self._conn().execute("DELETE FROM hermes_idempotency WHERE capability_id=? AND key=?",
                                    (capability_id, key))
         return cur.rowcount > 0
 
     def close(self) -> None:
+        """Close every thread's connection; a later call opens a new one."""
         with self._lock:
             for conn in self._conns:
                 try:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from .call import Call
 from .capabilities import CONTRACTS, Contract, descriptor
+from .exchange import Attempt, HttpReply
 from .hookspecs import hookimpl, hookspec
-from .http import Attempt, HttpReply
 from .idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore, store_from_url
 from .models import ActionResult
 from .operations import OperationSpec, ProviderRequest, RequestParts, register, unregister
 from .redaction import Redactor
 from .runtime import Runtime
 
-#: The hook object's former name: a :class:`Call`.
+#: The hook object's former name, an alias of :class:`Call`.
 Invocation = Call
 
 __all__ = [

@@ -22,9 +22,6 @@ ALLOWED_KEYS = frozenset({
     "finish_reason", "object", "model", "outcome", "kind", "plugin", "hook", "exception",
     "decision", "stability", "risk", "framing", "reason_code", "attempt", "attempts", "terminal",
     "truncated", "streaming", "idempotency", "content_type",
-    # Run events: the tool's name, Hermes' name of a dangerous-command pattern, an approval choice
-    # (never the command, its preview or arguments).
-    "tool", "pattern_key", "choice",
 })
 
 FilterFn = Callable[[Optional[str], str], str]
@@ -76,7 +73,13 @@ def _sub(pattern: Pattern[str], text: str) -> str:
 
 
 class Redactor:
-    """Applies the allowlist to structures and the pattern/secret/plugin filters to text."""
+    """The allowlist for structures, and the pattern, secret and plugin filters for text.
+
+    Args:
+        filters: extra text filters ``fn(key, text) -> text`` (a failing one redacts the whole text).
+        patterns: extra regular expressions whose matches are redacted.
+        allowed_keys: extra keys whose string values may be shown.
+    """
 
     def __init__(self, filters: Iterable[FilterFn] = (), patterns: Iterable[str] = (),
                  allowed_keys: Iterable[str] = ()) -> None:
@@ -88,6 +91,13 @@ class Redactor:
             # The process-wide log filter applies these too, for as long as this redactor lives.
             with _live_lock:
                 _live.add(self)
+
+    def allowing(self, keys: Iterable[str]) -> "Redactor":
+        """A copy that also shows the string values of ``keys`` (same filters and patterns)."""
+        copy = object.__new__(Redactor)
+        copy.filters, copy.extra_patterns, copy.patterns = self.filters, self.extra_patterns, self.patterns
+        copy.allowed = self.allowed | frozenset(keys)
+        return copy
 
     def text(self, value: str, key: Optional[str] = None) -> str:
         """Scrub a string that is allowed to be shown (a failing plugin filter redacts it all)."""
@@ -126,7 +136,7 @@ class Redactor:
 
 
 class RedactingLogFilter(logging.Filter):
-    """Defense in depth on log records: renders the message and scrubs it with the text filters.
+    """Defense in depth on log records: the message rendered and scrubbed with the text filters.
 
     Installed on the ``hermes_sdk`` logger, and on ``urllib3.connectionpool`` whose DEBUG lines
     carry request paths (a response id is part of the path).
@@ -137,6 +147,7 @@ class RedactingLogFilter(logging.Filter):
         self.redactor = redactor or Redactor()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Replace the record's message with its scrubbed rendering; never drops a record."""
         try:
             message = record.getMessage()
         except Exception:

@@ -157,16 +157,17 @@ class RunResult:
 
 
 def run_started(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                replayed: bool = False) -> RunStarted:
+                replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStarted:
     """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
         raise InvalidResponseError("the run start reply has no run_id")
+    session_key = _opt_str(data.get("session_key")) or (headers.get("X-Hermes-Session-Key") if headers else None)
     return RunStarted(run_id=data["run_id"], status=str(data.get("status") or "started"),
-                      session_key=_opt_str(data.get("session_key")), action_id=action_id, replayed=replayed)
+                      session_key=session_key, action_id=action_id, replayed=replayed)
 
 
 def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-               replayed: bool = False) -> RunStatus:
+               replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStatus:
     """Decode a run object (fields Hermes leaves out stay None)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) \
             or not isinstance(data.get("status"), str):
@@ -180,7 +181,7 @@ def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[
 
 
 def approval_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                    replayed: bool = False) -> ApprovalAnswer:
+                    replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> ApprovalAnswer:
     """Decode the 200 of ``POST /v1/runs/{id}/approval``."""
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str):
         raise InvalidResponseError("the approval reply has no run_id")
@@ -326,7 +327,7 @@ class Run:
         """Drop the events connection (the run goes on at Hermes; this handle then polls)."""
         stream = self._stream
         if stream is not None and not stream.closed:
-            stream.abort()  # the reader thread, blocked on the socket, settles the stream
+            stream.close()  # from this thread: interrupts the reader, which settles the stream
             # Events already read are still delivered; then the handle polls (never re-subscribes).
             self._queue.put(("broken", CancelledError("the events stream was closed by the caller")))
 
@@ -344,6 +345,7 @@ class Run:
             return
         thread = threading.Thread(target=self._read, args=(self._stream,), daemon=True,
                                   name=f"hermes-sdk-run-{self.id[-8:]}")
+        self._stream.owner = thread
         thread.start()
 
     def _read(self, stream: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Optional
 
 import attrs
@@ -29,6 +30,8 @@ class Runtime:
     strict_idempotency: bool = False
     key_retention: float = 86_400.0
     timeout: Optional[Any] = None  #: the client's default Timeout (None: each contract's own)
+    #: Streams not yet settled; ``close()`` cancels them (shared with ``with_options`` copies).
+    open_streams: "weakref.WeakSet[Any]" = attrs.field(factory=weakref.WeakSet, eq=False, repr=False)
     allow_permanent_approvals: bool = False  #: whether ``always`` may be sent to a run's approval
     #: Runs this client asked to stop: no approval is ever sent to them afterwards.
     stopped_runs: set[str] = attrs.field(factory=set, eq=False)

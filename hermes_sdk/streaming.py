@@ -7,17 +7,20 @@ event back on a close-delimited stream.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import socket
+import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 import requests
 import sseclient
 import urllib3.exceptions
 
 from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
+from .deadline import WATCHDOG, Alarm
 from .errors import (
     STREAM_FAILED,
     STREAM_INCOMPLETE,
@@ -31,6 +34,7 @@ from .errors import (
 )
 from .events import tool_event, typed_stream_event
 from .models import ActionResult, StreamEvent, StreamResult
+from .transport import socket_of
 
 if TYPE_CHECKING:
     from .stages.streams import StreamSink
@@ -43,7 +47,7 @@ _BOUNDARIES = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 def _chunks(response: requests.Response) -> Iterator[bytes]:
-    """Yield body bytes as they arrive, enforcing the frame and stream size limits."""
+    """Yield body bytes as they arrive, enforcing the stream size limit (frames: ``_sse_frames``)."""
     raw = response.raw
     read1 = getattr(raw, "read1", None)
     source: Iterator[bytes]
@@ -56,48 +60,131 @@ def _chunks(response: requests.Response) -> Iterator[bytes]:
     else:  # urllib3 1.x: no read1; chunked streams still arrive live this way
         source = response.iter_content(chunk_size=None)
     total = 0
-    frame = 0
     for chunk in source:
         total += len(chunk)
         if total > MAX_STREAM_BYTES:
-            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit",
+            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit", uncertain_outcome=True,
                                        details={"limit_bytes": MAX_STREAM_BYTES})
-        if frame == 0 and len(chunk) <= MAX_SSE_FRAME_BYTES and chunk.endswith(b"\n\n"):
-            pass  # the usual chunk: whole events, none of them can be over the limit
-        else:
-            frame = _open_frame(chunk, frame)
         yield chunk
 
 
-def _open_frame(chunk: bytes, frame: int) -> int:
-    """Check every frame this chunk ends or holds; return the size of the one it leaves open."""
-    end = _frame_end(chunk, 0)
-    if end < 0:
-        size = frame + len(chunk)
-    elif frame + end > MAX_SSE_FRAME_BYTES or (len(chunk) > MAX_SSE_FRAME_BYTES and _holds_large(chunk, end)):
-        size = MAX_SSE_FRAME_BYTES + 1
-    else:
-        size = len(chunk) - max(i + len(b) for b in _BOUNDARIES for i in (chunk.rfind(b),) if i >= 0)
-    if size > MAX_SSE_FRAME_BYTES:
-        raise InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
-                                   details={"limit_bytes": MAX_SSE_FRAME_BYTES})
-    return size
+def _too_large() -> InvalidResponseError:
+    # Streams are model calls: Hermes has begun the work, so cutting the stream leaves it uncertain.
+    return InvalidResponseError(f"an SSE frame exceeds the {MAX_SSE_FRAME_BYTES}-byte limit",
+                                uncertain_outcome=True, details={"limit_bytes": MAX_SSE_FRAME_BYTES})
 
 
 def _frame_end(chunk: bytes, start: int) -> int:
-    """Where the first frame boundary at or after ``start`` ends, or -1."""
-    ends = [i + len(b) for b in _BOUNDARIES for i in (chunk.find(b, start),) if i >= 0]
-    return min(ends) if ends else -1
+    """Where the first frame boundary at or after ``start`` ends (the smallest end), or -1."""
+    end = -1
+    for boundary in _BOUNDARIES:
+        i = chunk.find(boundary, start)
+        if i >= 0 and (end < 0 or i + len(boundary) < end):
+            end = i + len(boundary)
+    return end
 
 
-def _holds_large(chunk: bytes, start: int) -> bool:
-    """Whether a frame that starts and ends inside this (huge) chunk is over the limit."""
-    end = _frame_end(chunk, start)
-    while end >= 0:
-        if end - start > MAX_SSE_FRAME_BYTES:
-            return True
-        start, end = end, _frame_end(chunk, end)
-    return False
+_BOM = b"\xef\xbb\xbf"
+
+
+def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
+    """Split a byte stream into frames, whatever its HTTP chunking (a frame may keep its boundary:
+    blank lines mean nothing inside a frame).
+
+    A frame ends at the first of ``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r`` (the earliest end) in the
+    whole byte stream, so a boundary split across two chunks is seen; the open frame is kept as a
+    list of pieces, joined once (linear, however many lines or chunks make it). A frame over 1 MiB,
+    boundary included, is refused as soon as its open part passes the limit. One UTF-8 byte-order
+    mark at the start of the stream is skipped, as the SSE standard says.
+    """
+    limit = MAX_SSE_FRAME_BYTES
+    pieces: list[bytes] = []
+    size = 0  # bytes of the open frame
+    tail = b""  # its last (at most 3) bytes: a boundary may start there
+    source = iter(source)
+    head = b""  # the stream's first bytes, until a BOM can be told apart
+    for chunk in source:
+        head += chunk
+        if len(head) >= 3 or not _BOM.startswith(head):
+            break
+    for chunk in itertools.chain((head[3:] if head.startswith(_BOM) else head,), source):
+        if not size and b"\r" not in chunk:
+            # The usual case: LF only, no open frame. split() does it all.
+            frames = chunk.split(b"\n\n")
+            rest = frames.pop()
+            if frames:
+                if len(chunk) > limit - 2 and max(map(len, frames)) > limit - 2:
+                    raise _too_large()
+                yield from frames
+            if rest:
+                if len(rest) > limit:
+                    raise _too_large()
+                pieces.append(rest)
+                size = len(rest)
+                tail = rest[-3:]
+            continue
+        if not chunk:
+            continue
+        pos = 0
+        if size:
+            # A boundary that starts in the open frame's tail and ends in this chunk.
+            probe = tail + chunk[:3]
+            end = _frame_end(probe, 0)
+            if end > 0:
+                cut = end - len(tail)
+                if size + cut > limit:
+                    raise _too_large()
+                pieces.append(chunk[:cut])
+                yield b"".join(pieces)
+                pieces, size, tail, pos = [], 0, b"", cut
+        if b"\r" not in chunk:
+            # LF only, after an open frame. (A CR in its tail was handled above.)
+            if pos:
+                chunk = chunk[pos:]
+            frames = chunk.split(b"\n\n")
+            rest = frames.pop()
+            if frames:
+                first = frames[0]
+                if pieces:
+                    if size + len(first) + 2 > limit:
+                        raise _too_large()
+                    pieces.append(first)
+                    frames[0] = b"".join(pieces)
+                    pieces, size = [], 0
+                tail = b""
+                if len(chunk) > limit - 2 and max(map(len, frames)) > limit - 2:
+                    raise _too_large()
+                yield from frames
+            if rest:
+                size += len(rest)
+                if size > limit:
+                    raise _too_large()
+                pieces.append(rest)
+                tail = (tail + rest)[-3:] if len(rest) < 3 else rest[-3:]
+            continue
+        end = _frame_end(chunk, pos)
+        while end >= 0:
+            if size + end - pos > limit:
+                raise _too_large()
+            if pieces:
+                pieces.append(chunk[pos:end])
+                frame = b"".join(pieces)
+                pieces, size = [], 0
+            else:
+                frame = chunk[pos:end]
+            tail = b""
+            yield frame
+            pos = end
+            end = _frame_end(chunk, pos)
+        if pos < len(chunk):
+            rest = chunk[pos:] if pos else chunk
+            size += len(rest)
+            if size > limit:
+                raise _too_large()
+            pieces.append(rest)
+            tail = (tail + rest)[-3:] if len(rest) < 3 else rest[-3:]
+    if size:
+        yield b"".join(pieces)  # the stream ended inside a frame: it is still parsed (and counted)
 
 
 def _reads_chunks(raw: Any) -> bool:
@@ -130,8 +217,18 @@ class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
         self._char_enc = "utf-8"
         self._logger = _log
 
+    def _read(self) -> Iterator[bytes]:
+        # sseclient-py's own _read grows each frame a line at a time (quadratic in its lines) and
+        # does not skip a byte-order mark; _sse_frames is linear and chunking-independent.
+        return _sse_frames(self._event_source)
+
     def frames(self) -> Iterator[tuple[str, Optional[str], str]]:
-        for chunk in self._read():  # type: ignore[attr-defined]  # sseclient-py is untyped
+        """``(event, id, data)`` for each frame that has a ``data``, ``event`` or ``id`` field."""
+        for chunk in self._read():
+            if chunk[:6] == b"data: " and b"\n" not in chunk and b"\r" not in chunk:
+                # The usual frame, one data line: what the loop below would make of it, directly.
+                yield "message", None, chunk[6:].decode("utf-8")
+                continue
             name: Optional[str] = None
             event_id: Optional[str] = None
             data: Optional[list[str]] = None
@@ -175,7 +272,7 @@ def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEve
                     data = json.loads(raw_data)  # trailing whitespace, or extra data (raises)
             else:
                 data = json.loads(raw_data)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep for the decoder: kept as the raw string
             data = raw_data
     event = None if name == "message" else name
     terminal = data == "[DONE]" or event_name(event, data) in TERMINAL_NAMES
@@ -183,6 +280,7 @@ def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEve
 
 
 def event_name(event: Optional[str], data: Any) -> Optional[str]:
+    """An event's name: its SSE ``event:`` field, else the ``event`` key of its JSON data, else None."""
     if event:
         return event
     if isinstance(data, dict):
@@ -193,7 +291,7 @@ def event_name(event: Optional[str], data: Any) -> Optional[str]:
 
 
 class Aggregate:
-    """Folds events into the stream result, one event at a time, so iteration stays live."""
+    """The stream result being built, one event at a time, so iteration stays live."""
 
     def __init__(self, endpoint_id: str, operation: str, http_status: int, max_events: int,
                  session_id: Optional[str], keep_events: bool = True) -> None:
@@ -302,9 +400,11 @@ class Aggregate:
 
     @property
     def done(self) -> bool:
+        """Whether collection has stopped (a terminal event arrived, or ``max_events`` was reached)."""
         return self.terminal or self.truncated
 
     def result(self, error: Optional[HermesError] = None, cancelled: bool = False) -> StreamResult:
+        """The StreamResult so far; ``error`` or ``cancelled`` say why a stream without a terminal event ended."""
         status, error = self._outcome(error, cancelled)
         return StreamResult(
             endpoint_id=self.endpoint_id, operation=self.operation, http_status=self.http_status,
@@ -348,6 +448,11 @@ class HermesStream:
 
     Closing before the terminal event cancels the call (the connection is dropped, so Hermes
     interrupts the agent); a stream read to its end leaves the connection in the pool for reuse.
+    Use it as a context manager so it is closed either way.
+
+    ``replayed`` is True for a stream answered from the idempotency record (it yields the recorded
+    events); ``action_id`` names its AIP action; ``action_result`` is its settled
+    :class:`~hermes_sdk.ActionResult` once it ended.
     """
 
     replayed = False
@@ -356,10 +461,16 @@ class HermesStream:
     action_result: Optional[ActionResult] = None
 
     def __init__(self, response: requests.Response, aggregate: Aggregate, *,
-                 deadline: Optional[float] = None, sink: Optional[StreamSink] = None) -> None:
+                 deadline: Optional[float] = None, alarm: Optional[Alarm] = None,
+                 idle_timeout: Optional[float] = None, sink: Optional[StreamSink] = None) -> None:
         self._response = response
         self._agg = aggregate
         self._deadline = deadline
+        self._alarm = alarm
+        self._idle_timeout = idle_timeout
+        self._idle: Optional[Alarm] = None
+        if idle_timeout is not None:
+            self._rearm_idle()
         self._sink = sink
         self._observed = sink is not None and sink.observed
         self._events = _sse_events(_chunks(response))
@@ -381,6 +492,9 @@ class HermesStream:
         self._agg = Aggregate(recorded.endpoint_id, recorded.operation, recorded.http_status,
                               max(len(recorded.events), 1) + 1, recorded.session_id, keep_events=False)
         self._deadline = None
+        self._alarm = None
+        self._idle_timeout = None
+        self._idle = None
         self._sink = None
         self._observed = False
         self._events = iter(())
@@ -393,14 +507,22 @@ class HermesStream:
 
     @property
     def session_id(self) -> Optional[str]:
+        """The ``X-Hermes-Session-Id`` response header (pass it as ``session_id=`` to continue), or None."""
         return self._agg.session_id
 
     @property
+    def headers(self) -> Mapping[str, str]:
+        """Hermes' response headers (case-insensitive); empty for a replayed stream."""
+        return self._response.headers if self._response is not None else {}
+
+    @property
     def http_status(self) -> int:
+        """The HTTP status of the stream's response."""
         return self._agg.http_status
 
     @property
     def closed(self) -> bool:
+        """Whether the stream has settled (ended, failed or closed); ``result()`` then returns at once."""
         return self._result is not None
 
     def __iter__(self) -> Iterator[StreamEvent]:
@@ -428,31 +550,62 @@ class HermesStream:
                                             uncertain_outcome=True, details={"operation": agg.operation})
             sse = next(self._events, None)
         except HermesError as exc:
+            if not exc.uncertain_outcome:
+                # A stream refused mid-way (size limits, bad bytes): the agent may have acted already.
+                exc = type(exc)(exc.message, code=exc.code, uncertain_outcome=True, http_status=agg.http_status,
+                                details={"operation": agg.operation, **exc.details})
             self._fail(exc)
-            raise
+            raise exc from None
         except (requests.RequestException, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
             # Transport failures and undecodable bytes mid-stream are typed, never raw (urllib3's
             # read1 raises its own ProtocolError / ReadTimeoutError, which requests does not wrap here).
             typed: HermesError
+            cut = self._cut_by_timer()
             if isinstance(exc, UnicodeDecodeError):
                 typed = InvalidResponseError("the stream is not valid UTF-8", uncertain_outcome=True,
                                              details={"operation": agg.operation})
-            elif self._deadline is not None and time.time() >= self._deadline - 0.01:
-                typed = DeadlineExceededError("the call's deadline passed during the stream",
-                                              uncertain_outcome=True, details={"operation": agg.operation})
+            elif cut is not None:
+                typed = cut
             else:
                 typed = TransportError(f"the stream broke ({type(exc).__name__})", uncertain_outcome=True,
                                        details={"operation": agg.operation, "exception": type(exc).__name__})
             self._fail(typed)
             raise typed from None
         if sse is None:
+            cut = self._cut_by_timer()
+            if cut is not None and not agg.terminal:  # the watchdog ended a body that looked complete
+                self._fail(cut)
+                raise cut
             self._settle()
             return None
         event = decode_event(*sse)
+        if self._idle is not None:
+            self._rearm_idle()
         self._pending_piece = agg.add(event)
         if self._observed:
             self._sink.event(event)  # type: ignore[union-attr]
         return event
+
+    def _cut_by_timer(self) -> Optional[HermesError]:
+        """The deadline or idle error, if one of this stream's alarms fired."""
+        op = self._agg.operation
+        if self._idle is not None and self._idle.fired:
+            return DeadlineExceededError(
+                f"no stream event for {self._idle_timeout:g} s (idle_timeout; keepalives do not count)",
+                uncertain_outcome=True, details={"operation": op, "reason": "idle_timeout",
+                                                 "idle_timeout": self._idle_timeout})
+        if (self._alarm is not None and self._alarm.fired) or (
+                self._deadline is not None and time.time() >= self._deadline - 0.01):
+            return DeadlineExceededError("the call's deadline passed during the stream", uncertain_outcome=True,
+                                         details={"operation": op})
+        return None
+
+    def _rearm_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        assert self._idle_timeout is not None
+        self._idle = WATCHDOG.arm(time.time() + self._idle_timeout)
+        self._idle.attach(socket_of(self._response))
 
     def text_deltas(self) -> Iterator[str]:
         """Yield visible text pieces as they arrive (reasoning never included)."""
@@ -489,8 +642,11 @@ class HermesStream:
         return self._result
 
     def close(self) -> None:
-        """Cancel the stream if it has not ended; idempotent. A stream that already saw its
-        terminal event (the caller broke out of the loop there) settles as it ended, not cancelled."""
+        """Cancel the stream if it has not ended; idempotent.
+
+        A stream that already saw its terminal event (the caller broke out of the loop there)
+        settles as it ended, not cancelled.
+        """
         if self._result is None:
             if self._replay is not None:
                 self._result = self._recorded
@@ -556,6 +712,10 @@ class HermesStream:
         if self._result is not None:  # closed from another thread while a read was failing
             return
         self._result = result
+        if self._idle is not None:
+            self._idle.cancel()
+        if self._alarm is not None:
+            self._alarm.cancel()
         if self._sink is not None:
             self.action_result = self._sink.settled(result)
 
@@ -577,11 +737,14 @@ class HermesStream:
 
 
 class ChatStream(HermesStream):
-    """A ``chat_stream`` call."""
+    """The live stream of a :meth:`~hermes_sdk.HermesClient.chat_stream` call (chat completion chunks)."""
 
 
 class ResponseStream(HermesStream):
-    """A ``responses_stream`` call; ``result().final`` is the terminal Responses envelope."""
+    """The live stream of a :meth:`~hermes_sdk.HermesClient.responses_stream` call.
+
+    Its events are Responses events; ``result().final`` is the terminal Responses envelope.
+    """
 
 
 class RunEventStream(HermesStream):
@@ -589,5 +752,18 @@ class RunEventStream(HermesStream):
     ``[DONE]``); it ends after ``run.completed|failed|cancelled`` with the comment ``: stream closed``.
 
     Hermes has one queue per run and no resume: never open a second one for the same run
-    (:class:`hermes_sdk.runs.Run` holds the only one).
+    (:class:`hermes_sdk.runs.Run` holds the only one, read on a thread of its own).
     """
+
+    #: The thread that reads this stream (set by :class:`~hermes_sdk.runs.Run`), or None.
+    owner: Optional[threading.Thread] = None
+
+    def close(self) -> None:
+        """Cancel the subscription; from another thread than its reader, only interrupt the read
+        (the reader settles the stream: two threads must never read one socket)."""
+        owner = self.owner
+        if owner is not None and owner is not threading.current_thread() and owner.is_alive():
+            if self._result is None:
+                self.abort()
+            return
+        super().close()

@@ -8,18 +8,23 @@ body is encoded once by the operation mapper.
 from __future__ import annotations
 
 import json
+import math
 import random
+import re
 import threading
 import time
 from typing import Any, Mapping, Optional, Tuple
 
 import requests
+import urllib3
+import urllib3.connection
 import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
 from ._constants import (
     CONNECT_TIMEOUT,
+    MAX_ERROR_BODY_BYTES,
     MAX_JSON_RESPONSE_BYTES,
     RETRY_AFTER_CAP,
     RETRY_BASE_DELAY,
@@ -27,6 +32,7 @@ from ._constants import (
     USER_AGENT,
 )
 from .capabilities import Contract
+from .deadline import current_alarm
 from .endpoints import Endpoint
 from .errors import (
     AgentIncompleteError,
@@ -52,6 +58,44 @@ class _NoRedirectSession(requests.Session):
         return None
 
 
+class _WatchedConnection(urllib3.connection.HTTPConnection):
+    """Hands its socket to the deadline alarm of the call being sent (new and reused connections)."""
+
+    def connect(self) -> None:
+        super().connect()
+        alarm = current_alarm()
+        if alarm is not None:
+            alarm.attach(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        alarm = current_alarm()
+        if alarm is not None and self.sock is not None:
+            alarm.attach(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        alarm = current_alarm()
+        if alarm is not None:
+            alarm.attach(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        alarm = current_alarm()
+        if alarm is not None and self.sock is not None:
+            alarm.attach(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _WatchedConnection
+
+
+class _WatchedHTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
 class _PooledAdapter(HTTPAdapter):
     """The SDK's own adapter: the connection pool of an origin is looked up once, not per request,
     and no cookie jar is filled (the SDK sends and keeps no cookies)."""
@@ -59,6 +103,11 @@ class _PooledAdapter(HTTPAdapter):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._pools: dict[Any, Any] = {}
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        # Connections that tell the deadline watchdog their socket (see deadline.py).
+        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
 
     def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
                                         proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:
@@ -89,7 +138,7 @@ class _PooledAdapter(HTTPAdapter):
 
 
 class Transport:
-    """Owns the requests session and the per-origin settings resolved once."""
+    """The requests session of a client, and the per-origin settings resolved once."""
 
     def __init__(self, session: Optional[requests.Session] = None, pool_maxsize: int = 32) -> None:
         self._own_session = session is None
@@ -122,8 +171,18 @@ class Transport:
                 self._settings[base_url] = settings
         return settings
 
+    def check_session_headers(self) -> None:
+        """A caller's session headers go on every request: each must be sendable (checked before a key is spent)."""
+        if self._own_session:
+            return
+        from .endpoints import validate_header_value
+
+        for name, value in self.session.headers.items():
+            if isinstance(value, str):
+                validate_header_value(f"session.headers[{name!r}]", value)
+
     def send(self, endpoint: Endpoint, method: str, path: str, headers: Mapping[str, str],
-             body: Optional[bytes], timeout: float) -> requests.Response:
+             body: Optional[bytes], timeout: float, connect_timeout: float = CONNECT_TIMEOUT) -> requests.Response:
         """Send one attempt and return the response with its body unread (stream=True)."""
         prepared = requests.PreparedRequest()
         prepared.method = method
@@ -143,14 +202,15 @@ class Transport:
             merged["Content-Length"] = "0"
         prepared.headers = merged
         prepared.body = body
-        prepared.hooks = {"response": []}
+        # Runs inside Session.send before it looks for a redirect: see _unredirect.
+        prepared.hooks = {"response": [_unredirect]}
         # Never sent (no Cookie header is prepared); a jar keeps a 3xx from crashing Session.send.
         prepared._cookies = requests.cookies.RequestsCookieJar()  # type: ignore[attr-defined]
         proxies, verify, cert = self._origin_settings(endpoint.base_url)
         # The session's adapter directly: Session.send would only add cookie and redirect
         # bookkeeping the SDK does not use. get_adapter keeps mocking libraries (responses,
         # requests-mock) and a caller's mounted adapters in the path.
-        timeouts = (min(CONNECT_TIMEOUT, timeout), timeout)
+        timeouts = (min(connect_timeout, timeout), timeout)
         if not self._direct:
             return self.session.send(prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify,
                                      cert=cert, timeout=timeouts)
@@ -158,8 +218,25 @@ class Transport:
         return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
     def close(self) -> None:
+        """Close the pool (a caller's own session is left open)."""
         if self._own_session:
             self.session.close()
+
+
+def socket_of(response: requests.Response) -> Any:
+    """The socket under a response (urllib3 2), so the deadline watchdog can cut it; None if unknown."""
+    conn = getattr(response.raw, "_connection", None)
+    return getattr(conn, "sock", None)
+
+
+def _unredirect(response: requests.Response, **_: Any) -> requests.Response:
+    """Hide a 3xx's ``Location`` from ``Session.send``, which otherwise reads the whole (unbounded)
+    body of a redirect to build ``Response.next``, even with ``allow_redirects=False``. Our session
+    never does (``_NoRedirectSession``); a caller's session would. The SDK never follows redirects;
+    the target stays readable as ``X-Hermes-SDK-Redirect-Location``."""
+    if 300 <= response.status_code < 400 and "Location" in response.headers:
+        response.headers["X-Hermes-SDK-Redirect-Location"] = response.headers.pop("Location")
+    return response
 
 
 def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES) -> bytes:
@@ -187,11 +264,15 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
 
 
 def decode_json(data: bytes) -> Any:
-    """The connector's decoding: blank is None, non-JSON becomes ``{"text": raw}``."""
+    """The connector's decoding: blank is None, non-JSON becomes ``{"text": raw}``; JSON nested too
+    deep for the decoder is an invalid response (never a raw RecursionError)."""
     if not data.strip():
         return None
     try:
         return json.loads(data)
+    except RecursionError:
+        raise InvalidResponseError("response JSON is nested too deep to decode",
+                                   details={"reason": "json_too_deep"}) from None
     except ValueError:
         try:
             return {"text": data.decode("utf-8")}
@@ -199,26 +280,46 @@ def decode_json(data: bytes) -> Any:
             raise InvalidResponseError("response body is neither JSON nor UTF-8 text") from None
 
 
+def decode_reply(data: bytes) -> Any:
+    """A 2xx body: strict JSON. Anything else is ``invalid_response``, never an empty success."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise InvalidResponseError("Hermes' reply is not a JSON document",
+                                   details={"body_bytes": len(data)}) from None
+
+
 def retry_after_ms(response: requests.Response) -> Optional[int]:
+    """Retry-After (delta seconds or an HTTP-date) in ms, capped at RETRY_AFTER_CAP; never raises.
+
+    ``inf``, ``1e309``, NaN and absurd values are a server's mistake or an attack: a non-finite or
+    huge delay is reported as the cap, a negative one or a date in the past as 0, garbage as None.
+    """
     value = response.headers.get("Retry-After")
     if value is None:
         return None
+    cap = RETRY_AFTER_CAP
+    text = value.strip()[:64]
     try:
-        return max(0, int(float(value.strip()) * 1000))
+        seconds = float(text)
     except ValueError:
         from email.utils import parsedate_to_datetime
 
         try:
-            return max(0, int((parsedate_to_datetime(value).timestamp() - time.time()) * 1000))
-        except (TypeError, ValueError):
+            seconds = parsedate_to_datetime(text).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
+    if math.isnan(seconds):
+        return None
+    return int(min(max(seconds, 0.0), cap) * 1000)
 
 
 def error_for_status(response: requests.Response, contract: Contract) -> HermesError:
     """Map a non-2xx provider response to a typed error, keeping what the connector drops."""
     status = response.status_code
     try:
-        payload = decode_json(read_body(response))
+        # A small bounded read: an error body adds detail, never megabytes (redirects included).
+        payload = decode_json(read_body(response, MAX_ERROR_BODY_BYTES))
     except (HermesError, requests.RequestException, OSError):
         payload = None  # the status alone decides the error; an unreadable body adds nothing
     err = payload.get("error") if isinstance(payload, dict) else None
@@ -263,27 +364,139 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
     return RemoteRejectedError(text, **kwargs)
 
 
-def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit: bool = False) -> HermesError:
-    """Map a requests/urllib3 failure. A connect failure sent nothing; a read failure may have."""
+def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit: bool = False,
+                        origin: Optional[str] = None) -> HermesError:
+    """Map a requests/urllib3 failure. A connect failure sent nothing; a read failure may have.
+
+    The message names the URL origin (from ``origin``, else the failed request; never a path, which
+    can hold a response id) and the cause in plain words ("connection refused", "name resolution
+    failed", ...), and says what ``uncertain_outcome`` means for this failure. The returned error's
+    ``__cause__`` is a redacted stand-in for ``exc`` (its type, errno and scrubbed text, without
+    the urllib3 and pluggy frames), so raise it with a plain ``raise``: ``raise ... from None``
+    would drop the cause again. ``details["cause"]`` holds the same text.
+    """
     read_only = contract.read_only
     connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
         isinstance(exc, requests.exceptions.ConnectTimeout) or _is_connect_failure(exc))
     # Conservative like the connector: a model call's transport failure is uncertain, even a
     # refused connection; details say what the SDK knows (nothing was sent).
     uncertain = not read_only
-    details = {"operation": contract.operation, "exception": type(exc).__name__, "connect_failure": connect}
+    where = origin or _origin_of(exc)
+    at = f" at {where}" if where else ""
+    cause = _redacted_cause(exc)
+    details: dict[str, Any] = {"operation": contract.operation, "exception": type(exc).__name__,
+                               "connect_failure": connect, "cause": f"{type(cause).__name__}: {cause}"}
+    if where:
+        details["origin"] = where
     if connect:
         details["sent"] = False
     if deadline_hit:
-        return DeadlineExceededError("the call's deadline passed while waiting for Hermes",
-                                     uncertain_outcome=uncertain, details=details)
-    if isinstance(exc, HermesError):
+        error: HermesError = DeadlineExceededError(
+            f"the call's deadline passed while waiting for Hermes{at}", uncertain_outcome=uncertain,
+            details=details)
+    elif isinstance(exc, HermesError):
         return exc
-    if isinstance(exc, requests.exceptions.Timeout):
-        message = "timed out waiting for Hermes"
     else:
-        message = f"transport failure talking to Hermes ({type(exc).__name__})"
-    return TransportError(message, retryable=read_only, uncertain_outcome=uncertain, details=details)
+        reason = _describe(exc, connect)
+        if connect:
+            message = (f"could not connect to Hermes{at} ({reason}); nothing was sent. "
+                       "Is Hermes running there, and is HERMES_BASE_URL right?")
+            if uncertain:
+                message += (" uncertain_outcome=True only because every transport failure of a model call is "
+                            "reported so (as the connector does); details['sent']=False means the request never "
+                            "left this process, so a retry with the same idempotency key is safe")
+        else:
+            message = f"transport failure talking to Hermes{at} ({reason})"
+            if uncertain:
+                message += ("; the request was sent, so the model may have run (uncertain_outcome=True): "
+                            "read client.action_result(action_id) before any retry (docs: Errors and recovery)")
+        error = TransportError(message, retryable=read_only, uncertain_outcome=uncertain, details=details)
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error
+
+
+class TransportCause(Exception):
+    """A redacted stand-in for an underlying transport exception: its type name and scrubbed text."""
+
+    def __init__(self, type_name: str, text: str) -> None:
+        super().__init__(text)
+        self.type_name = type_name
+
+    def __str__(self) -> str:
+        return f"{self.type_name}: {self.args[0]}" if self.args[0] else self.type_name
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it: urllib3's ``reason``, requests' wrapped first argument, ``__cause__``."""
+    import urllib3.exceptions as u3
+
+    out: list[BaseException] = []
+    cur: Optional[BaseException] = exc
+    while cur is not None and all(cur is not seen for seen in out) and len(out) < 16:
+        out.append(cur)
+        if isinstance(cur, u3.MaxRetryError) and cur.reason is not None:
+            cur = cur.reason
+            continue
+        cur = (cur.args[0] if cur.args and isinstance(cur.args[0], BaseException) else None) or cur.__cause__ \
+            or cur.__context__
+    return out
+
+
+def _origin_of(exc: BaseException) -> Optional[str]:
+    """``scheme://host:port`` of the request that failed, when the exception carries it."""
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    if not isinstance(url, str):
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "") \
+            if parts.scheme and parts.hostname else None
+    except ValueError:
+        return None
+
+
+def _describe(exc: BaseException, connect: bool) -> str:
+    import socket
+    import ssl
+
+    chain = _chain(exc)
+    for cur in chain:
+        if isinstance(cur, ConnectionRefusedError) or "Connection refused" in str(cur):
+            return "connection refused"
+        if isinstance(cur, socket.gaierror) or "Name or service not known" in str(cur) \
+                or "getaddrinfo failed" in str(cur) or "nodename nor servname" in str(cur):
+            return "name resolution failed (check the host name)"
+        if isinstance(cur, (ssl.SSLError, requests.exceptions.SSLError)):
+            return "TLS handshake failed (check https vs http, the CA bundle and the certificate)"
+        if isinstance(cur, ConnectionResetError):
+            return "connection reset by the server"
+    if isinstance(exc, requests.exceptions.ConnectTimeout) or (connect and "timed out" in str(exc)):
+        return "connect timed out"
+    if isinstance(exc, requests.exceptions.Timeout):
+        return "timed out waiting for the response"
+    if any(isinstance(cur, (urllib3.exceptions.ProtocolError, ConnectionAbortedError)) for cur in chain):
+        return "the connection was closed before the response was complete"
+    return f"{type(exc).__name__}"
+
+
+def _redacted_cause(exc: BaseException) -> BaseException:
+    """The innermost OS error recreated from its errno and text (nothing secret in them), or a
+    ``TransportCause`` with the scrubbed text of the innermost exception."""
+    from .redaction import scrub
+
+    chain = _chain(exc)
+    for cur in reversed(chain):
+        if type(cur) in (ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError, TimeoutError) \
+                and isinstance(cur, OSError) and cur.errno is not None:
+            return type(cur)(cur.errno, cur.strerror)
+    inner = chain[-1]
+    text = scrub(str(inner))
+    text = re.sub(r"(url: )/\S*", r"\1[REDACTED]", text)  # urllib3 names the request path
+    return TransportCause(type(inner).__name__, text[:500])
 
 
 def _is_connect_failure(exc: BaseException) -> bool:

@@ -38,8 +38,8 @@ def _response_stream_replay(output: Any, session_id: Optional[str], action_id: O
 
 
 def _receipt(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
-             replayed: bool = False) -> DeletionReceipt:
-    return convert.deletion_receipt(data, action_id, replayed)
+             replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> DeletionReceipt:
+    return convert.deletion_receipt(data, action_id, replayed, headers)
 
 
 _SAMPLING = ("max_tokens", "temperature", "top_p")

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
+from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_SAFE_INTEGER
 from .common import (
     RequestParts,
     bad,
     check_message,
+    check_numbers,
     control_headers,
     encode_body,
     is_number,
     max_events_value,
-    require_mapping,
+    require_input,
     visible_text,
 )
 
@@ -58,8 +59,9 @@ def _check_fields(data: Mapping[str, Any]) -> None:
             raise bad(name, f"'{name}' must be a finite number")
     max_tokens = data.get("max_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
-                                   or max_tokens < 0):
-        raise bad("max_tokens", "'max_tokens' must be a non-negative integer")
+                                   or not 0 <= max_tokens <= MAX_SAFE_INTEGER):
+        raise bad("max_tokens", "'max_tokens' must be a non-negative integer of at most 2**53")
+    check_numbers({k: v for k, v in data.items() if k not in CONTROL_FIELDS})
     stop = data.get("stop")
     if stop is not None and not isinstance(stop, str) and not (
             isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
@@ -78,7 +80,17 @@ def _check_fields(data: Mapping[str, Any]) -> None:
 
 
 def build(operation: str, raw: object) -> RequestParts:
-    data = require_mapping(raw)
+    """Validate a chat or chat_stream input and map it to headers and the provider body (no I/O).
+
+    Exactly one of ``prompt``, ``query`` or ``messages``; the last user-or-assistant message must be
+    the user's, since Hermes takes it as the input without checking. Session values and the key travel
+    as headers; ``stream`` is set from the operation.
+
+    Raises:
+        InvalidInputError: a field is missing or invalid (``details["field"]`` names it).
+        PayloadTooLargeError: the body is over Hermes' 10,000,000-byte limit.
+    """
+    data = require_input(raw)
     streaming = operation == "chat_stream"
     messages = _branch(data)
     _check_fields(data)

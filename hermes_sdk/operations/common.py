@@ -8,7 +8,13 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
-from .._constants import MAX_MAX_EVENTS, MAX_REQUEST_BODY_BYTES, MAX_SESSION_VALUE_CHARS
+from .._constants import (
+    MAX_INPUT_DEPTH,
+    MAX_MAX_EVENTS,
+    MAX_REQUEST_BODY_BYTES,
+    MAX_SAFE_INTEGER,
+    MAX_SESSION_VALUE_CHARS,
+)
 from ..errors import CONFIGURATION_OR_INPUT, InvalidInputError, PayloadTooLargeError
 
 
@@ -35,22 +41,73 @@ class ProviderRequest:
 
 
 def bad(field: str, message: str, **details: Any) -> InvalidInputError:
+    """An :class:`~hermes_sdk.InvalidInputError` naming the offending ``field``, for the caller to raise."""
     return InvalidInputError(message, details={"field": field, **details})
 
 
 def require_mapping(value: object, field: str = "input") -> Mapping[str, Any]:
+    """``value`` if it is a JSON object (a mapping), else an InvalidInputError naming ``field``."""
     if not isinstance(value, Mapping):
         raise bad(field, f"{field} must be a JSON object")
     return value
 
 
+def require_input(value: object) -> Mapping[str, Any]:
+    """The whole input: a JSON object whose tree JSON, hashing and redaction can all walk."""
+    data = require_mapping(value)
+    check_tree(data)
+    return data
+
+
+def check_tree(value: object, field: str = "input") -> None:
+    """Refuse, before any I/O, what would escape later as a raw exception: objects nested deeper
+    than MAX_INPUT_DEPTH (recursion in the encoder, the input hash and the redactor) and object
+    keys that are not strings (JSON would turn ``1`` into ``"1"``; sorting mixed keys for the
+    input hash raises). Iterative, so no depth can break the check itself."""
+    stack: list[tuple[object, str, int]] = [(value, field, 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.items()
+        elif isinstance(node, (list, tuple)):
+            children = ((f"[{i}]", v) for i, v in enumerate(node))
+        else:
+            continue
+        if depth >= MAX_INPUT_DEPTH:
+            raise bad(path, f"{path} is nested more than {MAX_INPUT_DEPTH} levels deep", limit=MAX_INPUT_DEPTH)
+        for key, child in children:
+            if isinstance(node, Mapping):
+                if not isinstance(key, str):
+                    raise bad(path, f"{path} has a key that is not a string: {type(key).__name__}")
+                sub = f"{path}.{key}" if len(path) < 200 else path
+            else:
+                sub = path + key if len(path) < 200 else path
+            if isinstance(child, (Mapping, list, tuple)):
+                stack.append((child, sub, depth + 1))
+
+
 def is_number(value: object) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(float(value)))
+    """A finite JSON number every decoder reads as such: no bool, NaN, infinity or huge integer."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def check_numbers(body: Mapping[str, Any], prefix: str = "") -> None:
+    """Top-level numbers of a provider body (sampling controls: temperature, top_p, max_tokens,
+    penalties, seed...) must be finite and at most 2**53 in size: Hermes' decoder and the model
+    provider behind it would overflow or refuse them after the key was spent."""
+    for name, value in body.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not is_number(value):
+            raise bad(prefix + name, f"'{name}' must be a finite number of at most 2**53 in size")
 
 
 def session_value(field: str, value: object) -> Optional[str]:
-    """Hermes session headers: at most 256 characters, no CR, LF or NUL."""
+    """Hermes session headers: at most 256 characters, no CR, LF or NUL, sendable as a header."""
+    from ..endpoints import validate_header_value
+
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
@@ -59,10 +116,11 @@ def session_value(field: str, value: object) -> Optional[str]:
         raise bad(field, f"{field} is longer than {MAX_SESSION_VALUE_CHARS} characters")
     if any(c in value for c in "\r\n\x00"):
         raise bad(field, f"{field} must not contain CR, LF or NUL")
-    return value
+    return validate_header_value(field, value)
 
 
 def idempotency_value(value: object) -> Optional[str]:
+    """An idempotency key as it is sent in ``Idempotency-Key`` (a valid header value), or None."""
     from ..endpoints import validate_header_value
 
     if value is None:
@@ -85,6 +143,7 @@ def control_headers(fields: Mapping[str, Any], with_session_id: bool = False) ->
 
 
 def max_events_value(value: object, default: int) -> int:
+    """``max_events`` as an integer from 1 to 100,000, or ``default`` when not given."""
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_MAX_EVENTS:
@@ -96,8 +155,10 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
     """Encode once; refuse locally what Hermes would refuse with 413, so nothing is sent."""
     try:
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        raise bad("input", f"input is not JSON-serialisable: {exc}") from None
+    except UnicodeEncodeError:
+        raise bad("input", "input holds text that is not valid Unicode (a lone surrogate)") from None
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise bad("input", f"input is not JSON-serialisable: {type(exc).__name__}: {str(exc)[:200]}") from None
     if len(data) > MAX_REQUEST_BODY_BYTES:
         # Refused locally, so the code is the input one; the class matches Hermes' own 413.
         raise PayloadTooLargeError(
@@ -127,6 +188,7 @@ def visible_text(content: object) -> bool:
 
 
 def check_message(field: str, message: object) -> Mapping[str, Any]:
+    """Check one ``role``/``content`` message object and return it; InvalidInputError names ``field``."""
     if not isinstance(message, Mapping):
         raise bad(field, f"{field} must be an object with 'role' and 'content'")
     role = message.get("role")

@@ -9,10 +9,11 @@ from .common import (
     RequestParts,
     bad,
     check_message,
+    check_numbers,
     control_headers,
     encode_body,
     max_events_value,
-    require_mapping,
+    require_input,
     visible_text,
 )
 
@@ -70,10 +71,20 @@ def _check_body(body: Mapping[str, Any]) -> None:
             check_message(f"body.conversation_history[{i}]", item)
     if body.get("store") is not None and not isinstance(body["store"], bool):
         raise bad("body.store", "'store' must be a boolean")
+    check_numbers(body, "body.")
 
 
 def build(operation: str, raw: object) -> RequestParts:
-    data = require_mapping(raw)
+    """Validate a responses or responses_stream input and map it to headers and the provider body (no I/O).
+
+    The body is ``body``, or without it every non-control field. ``input`` is required and its last
+    item must be the user's; ``conversation`` and ``previous_response_id`` exclude each other.
+
+    Raises:
+        InvalidInputError: a field is missing or invalid (``details["field"]`` names it).
+        PayloadTooLargeError: the body is over Hermes' 10,000,000-byte limit.
+    """
+    data = require_input(raw)
     streaming = operation == "responses_stream"
     body, control = _split(data)
     _check_body(body)

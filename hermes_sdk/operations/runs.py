@@ -27,7 +27,7 @@ from .common import (
     check_message,
     control_headers,
     encode_body,
-    require_mapping,
+    require_input,
     session_value,
     visible_text,
 )
@@ -68,7 +68,7 @@ def _optional_text(data: Mapping[str, Any], name: str) -> None:
 
 def build_start(operation: str, raw: object) -> RequestParts:
     """``POST /v1/runs``: the run's input and options; ``session_key`` travels as a header."""
-    data = require_mapping(raw)
+    data = require_input(raw)
     _only(data, START_FIELDS)
     if data.get("input") is None:
         raise bad("input", "'input' is required")
@@ -93,7 +93,7 @@ def _run_id(data: Mapping[str, Any]) -> str:
 
 def build_run(operation: str, raw: object) -> RequestParts:
     """``GET /v1/runs/{run_id}``, ``…/events`` and ``POST …/stop``: the run id only."""
-    data = require_mapping(raw)
+    data = require_input(raw)
     _only(data, ("run_id", "_aip"))
     return RequestParts({}, None, RUN_EVENTS_MAX if operation == "run_events" else 0,
                         path_params={"run_id": _run_id(data)})
@@ -101,7 +101,7 @@ def build_run(operation: str, raw: object) -> RequestParts:
 
 def build_approval(operation: str, raw: object) -> RequestParts:
     """``POST /v1/runs/{run_id}/approval``: ``choice`` and optionally ``all`` (every queued request)."""
-    data = require_mapping(raw)
+    data = require_input(raw)
     _only(data, ("run_id", "choice", "all", "_aip"))
     run_id = _run_id(data)
     choice = data.get("choice")
@@ -117,7 +117,7 @@ def build_approval(operation: str, raw: object) -> RequestParts:
 
 def build_discovery(operation: str, raw: object) -> RequestParts:
     """The discovery routes take no input."""
-    data = require_mapping(raw)
+    data = require_input(raw)
     _only(data, ("_aip",))
     return RequestParts({})
 
@@ -213,7 +213,10 @@ RUN_GET: OperationSpec[RunStatus] = OperationSpec(
 RUN_EVENTS: OperationSpec[RunEventStream] = OperationSpec(
     _contract("run_events", "GET", "/v1/runs/{run_id}/events", retry_safe=False, streaming=True,
               side_effects=("read", "external_network"), expected_latency_ms=30_000, timeout_ms=120_000),
-    build_run, stream_class=RunEventStream, refine_error=refine_run_error)
+    build_run, stream_class=RunEventStream, refine_error=refine_run_error,
+    # Observers (tracing) see which tool ran and which pattern was approved how; never the
+    # command, its preview, the output or the run id.
+    observed_keys=("tool", "pattern_key", "choice"))
 
 RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
     _contract("run_approval", "POST", "/v1/runs/{run_id}/approval", risk="high", retry_safe=False,

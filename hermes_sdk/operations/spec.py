@@ -23,7 +23,7 @@ Builder = Callable[[str, Mapping[str, Any]], RequestParts]
 class OperationSpec(Generic[T]):
     """One operation: its published contract, request builder, and how its reply becomes ``T``.
 
-    ``decode(json, session_id, action_id)`` turns a 2xx JSON body into the typed value; a
+    ``decode(json, session_id, action_id, headers=...)`` turns a 2xx JSON body into the typed value; a
     streaming spec has ``stream_class`` instead. ``from_record(output, session_id, action_id,
     replayed)`` rebuilds the typed value from a durable record's output, so a replay returns what
     the first call returned (``decode`` when not given).
@@ -41,6 +41,9 @@ class OperationSpec(Generic[T]):
     admit: Optional[Callable[[Any], None]] = None
     #: Refines the typed error of a non-2xx reply with what this operation's codes mean.
     refine_error: Optional[Callable[[Any], Any]] = None
+    #: Keys of this stream's events whose string values its observers may see beyond the
+    #: redaction allowlist (``run_events``: the tool name, the pattern key, the approval choice).
+    observed_keys: tuple[str, ...] = ()
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""

@@ -25,8 +25,8 @@ import pluggy
 from .. import hookspecs
 from ..call import Call
 from ..errors import HermesError, PluginError
+from ..exchange import Attempt, HttpReply
 from ..hookspecs import hookimpl
-from ..http import Attempt, HttpReply
 from ..idempotency import IdempotencyStore, store_from_url
 
 log = logging.getLogger("hermes_sdk")
@@ -39,14 +39,17 @@ class CorePlugin:
 
     @hookimpl(trylast=True)
     def hermes_invocation(self, invocation: Call) -> Any:
+        """Execute the call, or return its recorded outcome: the innermost implementation."""
         return invocation.execute()
 
     @hookimpl(trylast=True)
     def hermes_http_attempt(self, attempt: Attempt) -> HttpReply:
+        """Send the attempt: the innermost implementation."""
         return attempt.execute()
 
     @hookimpl(trylast=True)
     def hermes_idempotency_store(self, url: str) -> Optional[IdempotencyStore]:
+        """The built-in stores for ``memory:`` and ``sqlite:///path``; None for other schemes."""
         return store_from_url(url)
 
 
@@ -55,6 +58,7 @@ class LoggingPlugin:
 
     @hookimpl(wrapper=True)
     def hermes_http_attempt(self, attempt: Attempt) -> Any:
+        """Log the attempt's attributes, outcome and duration at DEBUG (nothing when DEBUG is off)."""
         if not log.isEnabledFor(logging.DEBUG):
             return (yield)
         start = time.perf_counter()
@@ -71,6 +75,7 @@ class LoggingPlugin:
 
     @hookimpl
     def hermes_action_result(self, invocation: Call, result: dict[str, Any]) -> None:
+        """Log the call's attributes, status, error code and duration at DEBUG."""
         if log.isEnabledFor(logging.DEBUG):
             error = result.get("error") or {}
             log.debug("hermes_sdk.action %s", json.dumps({
@@ -315,6 +320,7 @@ def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """``python -m hermes_sdk.plugins``: print the loaded plugins and their hooks as JSON; return 0."""
     pm = build_manager()
     json.dump(describe(pm), sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -7,7 +7,7 @@ import uuid
 from typing import Any, Mapping, Optional
 
 from .._constants import APPROVAL_TTL_SECONDS
-from ..approval import ApprovalDecision, ApprovalRequest, ask, check, input_hash
+from ..approval import ApprovalDecision, ApprovalRequest, approval_required_message, ask, check, input_hash
 from ..call import Call
 from ..endpoints import ExecutionContext
 from ..errors import ApprovalRequiredError, HermesError, InvalidInputError, PluginError
@@ -47,11 +47,8 @@ def approve(call: Call) -> None:
     if decision is None and rt.approval_provider is not None:
         decision = ask_provider(rt.approval_provider, request)
     if decision is None:
-        raise ApprovalRequiredError(
-            f"{call.operation} needs an approved decision bound to this input. Pass approval= (build the "
-            "request with client.approval_request(...) and decide it), or give the client an "
-            "approval_provider= (see docs/approvals.md); on the command line, --yes approves",
-            details={"input_hash": request.input_hash, "approval_request_id": request.id})
+        raise ApprovalRequiredError(approval_required_message(call.operation),
+                                    details={"input_hash": request.input_hash, "approval_request_id": request.id})
     if isinstance(decision, Mapping):  # the AIP JSON shape of a decision
         try:
             decision = ApprovalDecision(**decision)

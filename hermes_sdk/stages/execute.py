@@ -11,15 +11,25 @@ import time
 from typing import Optional
 
 import requests
+import urllib3.exceptions
 
 from .. import convert
+from .._constants import CONNECT_TIMEOUT
 from ..call import Call
+from ..deadline import WATCHDOG, set_current_alarm
 from ..errors import DeadlineExceededError, HermesError, InvalidResponseError
-from ..http import Attempt, HttpReply
+from ..exchange import Attempt, HttpReply
 from ..models import ActionResult
 from ..plugins import around
 from ..streaming import Aggregate
-from ..transport import backoff_delay, decode_json, error_for_exception, error_for_status, read_body
+from ..transport import (
+    backoff_delay,
+    decode_reply,
+    error_for_exception,
+    error_for_status,
+    read_body,
+    socket_of,
+)
 from .streams import StreamSink
 
 
@@ -35,14 +45,15 @@ def execute(call: Call) -> ActionResult:
     if spec.stream_class is not None:
         aggregate = Aggregate(call.endpoint_id, spec.name, reply.status, call.request.max_events, session_id,
                               call.keep_events)
-        call.value = spec.stream_class(reply.stream, aggregate, deadline=call.deadline,
-                                       sink=StreamSink(call, base))
+        call.value = spec.stream_class(reply.stream, aggregate, deadline=call.ends_at, alarm=call.alarm,
+                                       idle_timeout=call.idle_timeout, sink=StreamSink(call, base))
         call.value.action_id = call.action_id
+        call.runtime.open_streams.add(call.value)
         return base
     assert spec.decode is not None and reply.body is not None
     try:
-        data = decode_json(reply.body)
-        call.value = spec.decode(data, session_id, call.action_id)
+        data = decode_reply(reply.body)
+        call.value = spec.decode(data, session_id, call.action_id, headers=reply.headers)
     except InvalidResponseError as exc:
         raise _typed_invalid(exc, call, reply.status) from None
     base.status, base.output, base.recorded_at = "completed", data, time.time()
@@ -50,15 +61,33 @@ def execute(call: Call) -> ActionResult:
 
 
 def attempts(call: Call) -> HttpReply:
-    """The HTTP attempts of one call, each inside the ``hermes_http_attempt`` hook."""
+    """The HTTP attempts of one call, each inside the ``hermes_http_attempt`` hook.
+
+    The watchdog alarm armed here cuts the connection at ``call.ends_at`` whatever the server
+    sends; a non-streaming call disarms it once its body is read, a stream when it settles.
+    """
+    if call.ends_at is not None and call.alarm is None:
+        call.alarm = WATCHDOG.arm(call.ends_at)
+    try:
+        reply = _attempts(call)
+    except BaseException:
+        if call.alarm is not None:
+            call.alarm.cancel()
+        raise
+    if reply.stream is None and call.alarm is not None:
+        call.alarm.cancel()
+    return reply
+
+
+def _attempts(call: Call) -> HttpReply:
     rt, contract = call.runtime, call.contract
     allowed = rt.max_attempts if contract.retry_safe else 1
     number = 0
     while True:
         number += 1
-        timeout = call.spec.timeout
-        if call.deadline is not None:
-            remaining = call.deadline - time.time()
+        timeout = call.read_timeout or call.spec.timeout
+        if call.ends_at is not None:
+            remaining = call.ends_at - time.time()
             if remaining <= 0:
                 raise DeadlineExceededError("the deadline passed before the call was sent",
                                             details={"operation": contract.operation, "sent": False})
@@ -72,7 +101,7 @@ def attempts(call: Call) -> HttpReply:
             if not exc.retryable or number >= allowed:
                 raise
             delay = backoff_delay(number, exc)
-            if call.deadline is not None and time.time() + delay >= call.deadline:
+            if call.ends_at is not None and time.time() + delay >= call.ends_at:
                 raise
             time.sleep(delay)
             continue
@@ -81,26 +110,45 @@ def attempts(call: Call) -> HttpReply:
 
 
 def send_once(call: Call, timeout: float) -> HttpReply:
-    """One request; a 2xx JSON body is read here, so a body cut short is a (retryable) attempt failure."""
+    """One request; a 2xx JSON body is read here, so a body cut short is a (retryable) attempt failure.
+
+    Failures are raised outside the ``except`` blocks, with the redacted cause only: requests' own
+    exception text (which carries the URL path, and so ids) stays out of ``__context__``.
+    """
     contract, request = call.contract, call.request
-    transport = call.runtime.transport
+    failure: Optional[HermesError] = None
+    set_current_alarm(call.alarm)
     try:
-        response = transport.send(call.endpoint, request.method, request.path, call.headers, request.body, timeout)
-    except (requests.RequestException, OSError) as exc:
-        raise error_for_exception(exc, contract, deadline_hit=_passed(call.deadline)) from None
+        response = call.runtime.transport.send(call.endpoint, request.method, request.path, call.headers,
+                                               request.body, timeout, call.connect_timeout or CONNECT_TIMEOUT)
+    except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+        failure = error_for_exception(exc, contract, deadline_hit=_late(call))
+    finally:
+        set_current_alarm(None)
+    if failure is not None:
+        raise failure from failure.__cause__
+    if call.alarm is not None:
+        call.alarm.attach(socket_of(response))  # a caller's own adapter: its socket is known from here on
     if not 200 <= response.status_code < 300:
-        error = error_for_status(response, contract)
+        # Hermes' status decides the error; a body cut at the deadline only loses its detail.
+        failure = error_for_status(response, contract)
+        if _late(call):
+            failure.details["body_cut_at_deadline"] = True
         if call.spec.refine_error is not None:
-            error = call.spec.refine_error(error)
-        raise error
+            failure = call.spec.refine_error(failure)
+        raise failure
     if request.stream:
         return HttpReply(response.status_code, response.headers, None, stream=response)
     try:
         body = read_body(response)
     except InvalidResponseError as exc:
-        raise _typed_invalid(exc, call, response.status_code) from None
-    except (requests.RequestException, OSError) as exc:
-        raise error_for_exception(exc, contract, deadline_hit=_passed(call.deadline)) from None
+        failure = _typed_invalid(exc, call, response.status_code)
+    except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+        failure = error_for_exception(exc, contract, deadline_hit=_late(call))
+    if failure is not None:
+        raise failure from failure.__cause__
+    if _late(call):  # the watchdog cut a body that then looked complete
+        raise error_for_exception(TimeoutError(), contract, deadline_hit=True)
     return HttpReply(response.status_code, response.headers, body)
 
 
@@ -110,8 +158,10 @@ def _typed_invalid(exc: InvalidResponseError, call: Call, status: int) -> Invali
                                 details={"operation": call.operation, **exc.details})
 
 
-def _passed(deadline: Optional[float]) -> bool:
-    return deadline is not None and time.time() >= deadline - 0.01
+def _late(call: Call) -> bool:
+    """Whether the call's wall-clock bound has passed (the watchdog fired, or is about to)."""
+    return (call.alarm is not None and call.alarm.fired) or (
+        call.ends_at is not None and time.time() >= call.ends_at - 0.01)
 
 
 __all__ = ["attempts", "execute", "send_once", "convert"]

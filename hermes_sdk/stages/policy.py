@@ -39,4 +39,5 @@ def check(call: Call) -> None:
     if call.key is not None:
         headers["Idempotency-Key"] = call.key  # the caller's key wins, unchanged on every attempt
     headers["Accept"] = "text/event-stream" if call.spec.streaming else "application/json"
+    call.runtime.transport.check_session_headers()
     call.headers = headers

@@ -5,12 +5,17 @@ emulator can serve on its own (``python -m hermes_sdk.testing``).
 """
 
 from .emulator import TOOLSETS, HermesEmulator, main, serve
+from .faults import FAULTS, Fault, FaultRequest, FaultServer
 from .model import AgentResult, Reply, RequestInfo
 from .state import SeenRequest
 
 __all__ = [
+    "FAULTS",
     "TOOLSETS",
     "AgentResult",
+    "Fault",
+    "FaultRequest",
+    "FaultServer",
     "HermesEmulator",
     "Reply",
     "RequestInfo",

@@ -32,6 +32,7 @@ FINGERPRINT_KEYS = ("model", "messages", "tools", "tool_choice", "stream")
 
 
 def rate_limited(ex: Exchange) -> None:
+    """Answer 429 ``rate_limit_exceeded`` with ``Retry-After: 1``, as Hermes does at its run cap."""
     cap = ex.state.settings.max_concurrent_runs
     ex.send_json(
         429,
@@ -45,7 +46,7 @@ def rate_limited(ex: Exchange) -> None:
 
 
 def refused_before_work(ex: Exchange) -> bool:
-    """Hermes' gates after auth and before the body is parsed: draining (503), then the cap (429)."""
+    """Answer Hermes' gates after auth, before the body is parsed (draining 503, then the cap 429); True if refused."""
     if ex.state.settings.draining:
         # Source only (L1047-1058): no transcript shows the message text.
         ex.send_json(
@@ -62,6 +63,7 @@ def refused_before_work(ex: Exchange) -> bool:
 
 def handle(ex: Exchange) -> None:
     # The cap is checked before the body is even parsed (Hermes L2654).
+    """Serve ``POST /v1/chat/completions`` (JSON or SSE), holding one run slot for its duration."""
     if refused_before_work(ex):
         return
     try:
@@ -178,6 +180,7 @@ def _persist(ex: Exchange, info: RequestInfo, result: AgentResult) -> None:
 
 
 def hermes_state(result: AgentResult) -> JSONDict:
+    """The ``hermes`` state object Hermes attaches to a partial or failed completion."""
     return {
         "completed": result.completed,
         "partial": result.partial,

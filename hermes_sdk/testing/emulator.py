@@ -92,6 +92,7 @@ class HermesEmulator:
 
     # -- lifecycle --------------------------------------------------------------
     def start(self) -> HermesEmulator:
+        """Start serving on a background thread and return the emulator; a no-op when running."""
         if self._server is not None:
             return self
         self._state.model.stopping.clear()
@@ -106,6 +107,7 @@ class HermesEmulator:
         return self
 
     def stop(self) -> None:
+        """Stop serving: interrupt slow runs, close every connection and join the server thread."""
         server, thread = self._server, self._thread
         if server is None:
             return
@@ -130,21 +132,25 @@ class HermesEmulator:
 
     @property
     def running(self) -> bool:
+        """Whether the emulator is serving."""
         return self._server is not None
 
     @property
     def port(self) -> int:
+        """The port it listens on (RuntimeError when not running)."""
         if self._server is None:
             raise RuntimeError("emulator is not running; call start()")
         return int(self._server.server_address[1])
 
     @property
     def base_url(self) -> str:
+        """The bare origin to give a client, e.g. ``http://127.0.0.1:40123``."""
         host = self.host if ":" not in self.host else f"[{self.host}]"
         return f"http://{host}:{self.port}"
 
     @property
     def api_key(self) -> str:
+        """The Bearer key the emulator accepts."""
         return self._state.settings.api_key
 
     def client(self, **kwargs: Any) -> Any:
@@ -176,11 +182,12 @@ class HermesEmulator:
         self._state.model.fail_next(count, status)
 
     def force_truncation(self, enabled: bool = True, *, empty: bool = False) -> None:
-        """Every execution ends truncated (``ECHO-PART`` x4, or no text if ``empty``)."""
+        """Make every execution end truncated (``ECHO-PART`` x4, or no text if ``empty``)."""
         self._state.model.force_truncation(enabled, empty)
 
     @property
     def token_delay(self) -> float:
+        """Seconds the model waits before each streamed piece (0 for none); settable."""
         return self._state.model.token_delay
 
     @token_delay.setter
@@ -190,6 +197,7 @@ class HermesEmulator:
     # -- server switches ------------------------------------------------------------
     @property
     def framing(self) -> str:
+        """How SSE bodies are framed, ``chunked`` (as aiohttp) or ``close`` (close-delimited); settable."""
         return self._state.settings.framing
 
     @framing.setter
@@ -200,6 +208,7 @@ class HermesEmulator:
 
     @property
     def keepalive_seconds(self) -> float:
+        """Idle seconds before a stream sends a ``: keepalive`` comment; settable."""
         return self._state.settings.keepalive_seconds
 
     @keepalive_seconds.setter
@@ -208,6 +217,7 @@ class HermesEmulator:
 
     @property
     def delta_batch_ms(self) -> float:
+        """Milliseconds over which streamed pieces are batched into one event (0 for none); settable."""
         return self._state.settings.delta_batch_ms
 
     @delta_batch_ms.setter
@@ -216,6 +226,7 @@ class HermesEmulator:
 
     @property
     def max_concurrent_runs(self) -> int:
+        """The run cap, beyond which agent routes answer 429 (0 for none); settable."""
         return self._state.settings.max_concurrent_runs
 
     @max_concurrent_runs.setter
@@ -402,6 +413,7 @@ class HermesEmulator:
 
     @property
     def requests_seen(self) -> list[SeenRequest]:
+        """Every request received so far, in order, as :class:`~hermes_sdk.testing.SeenRequest` objects."""
         return self._state.requests
 
     @property
@@ -411,14 +423,16 @@ class HermesEmulator:
 
     @property
     def active_runs(self) -> int:
+        """Agent runs in flight now."""
         return self._state.active_runs
 
     @property
     def store(self) -> ResponseStore:
-        """The response store: ``ids()``, ``peek(id)``, ``conversations()``, ``len()``, ``in``."""
+        """The response store (``ids()``, ``peek(id)``, ``conversations()``, ``len()``, ``in``)."""
         return self._state.store
 
     def stored_response(self, response_id: str) -> dict[str, Any] | None:
+        """The stored Responses envelope for ``response_id``, or None (does not refresh its LRU position)."""
         return self._state.store.peek(response_id)
 
     def session_messages(self, session_id: str) -> list[dict[str, str]]:
@@ -467,6 +481,7 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m hermes_sdk.testing``: serve an emulator until interrupted; returns the exit code."""
     import argparse
 
     parser = argparse.ArgumentParser(

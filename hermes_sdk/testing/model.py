@@ -78,16 +78,17 @@ class RequestInfo:
 
     @property
     def user_messages(self) -> list[str]:
+        """The history's user messages and then the prompt, as sent (not merged)."""
         return [m["content"] for m in self.history if m.get("role") == "user"] + [self.prompt]
 
     @functools.cached_property  # computed once per request: the model asks several times
     def upstream_turns(self) -> list[dict[str, str]]:
-        """History and prompt as Hermes sends them upstream: consecutive same-role turns merged."""
+        """History and prompt as Hermes sends them upstream (consecutive same-role turns merged)."""
         return repair_turns(self.history + [{"role": "user", "content": self.prompt}])
 
     @property
     def upstream_prompt(self) -> str:
-        """The last user message the model sees: a failed turn left without a reply merges into it."""
+        """The last user message the model sees (a failed turn left without a reply merges into it)."""
         return self.upstream_turns[-1]["content"]
 
 
@@ -131,7 +132,7 @@ class AgentResult:
 
     @property
     def finish_reason(self) -> str:
-        """Hermes' rule (L2921-2926): length, then error, then stop."""
+        """The finish reason by Hermes' rule (L2921-2926), which tries length, then error, then stop."""
         if self.partial and self.error and "truncat" in self.error.lower():
             return "length"
         if self.failed or (not self.completed and self.error):
@@ -215,22 +216,26 @@ class ScriptedModel:
 
     # -- controls -------------------------------------------------------
     def script(self, replies: Sequence[ReplyLike], responder: Responder | None) -> None:
+        """Queue ``replies`` for the next executions; ``responder`` answers once the queue is empty."""
         with self._lock:
             self._queue.extend(replies)
             if responder is not None:
                 self._responder = responder
 
     def fail_next(self, count: int, status: int) -> None:
+        """Make the next ``count`` executions fail as an upstream ``status`` (500, 400 or 401) would."""
         if status not in _UPSTREAM_FAILURES:
             raise ValueError(f"status must be one of {sorted(_UPSTREAM_FAILURES)}")
         with self._lock:
             self._fail_next.extend([status] * count)
 
     def force_truncation(self, enabled: bool, empty: bool) -> None:
+        """Make every execution end truncated (``empty``: with no text) until turned off."""
         with self._lock:
             self._truncation = empty if enabled else None
 
     def reset(self) -> None:
+        """Forget scripts, faults, counters and the upstream log; restore the constructor's settings."""
         with self._lock:
             self._queue.clear()
             self._responder = None
@@ -244,6 +249,7 @@ class ScriptedModel:
 
     @property
     def executions(self) -> int:
+        """Agent executions so far."""
         with self._lock:
             return self._executions
 

@@ -1,4 +1,4 @@
-"""pytest plugin (entry point ``hermes_sdk``): emulator fixtures.
+"""pytest plugin (entry point ``hermes_sdk``): emulator and fault-server fixtures.
 
 ``hermes_emulator`` is function-scoped but backed by one server per session:
 starting sockets per test is slow, and ``reset()`` gives each test a clean
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from .emulator import TOOLSETS, HermesEmulator
+from .faults import FaultServer
 
 RUNS_APPROVAL_TIMEOUT = 5.0
 
@@ -69,3 +70,14 @@ def hermes_emulator_factory() -> Iterator[Callable[..., HermesEmulator]]:
     yield make
     for emulator in started:
         emulator.stop()
+
+
+@pytest.fixture
+def hermes_fault_server() -> Iterator[FaultServer]:
+    """A started ``FaultServer`` (default fault ``"ok"``; set ``.fault`` or ``.script(...)``),
+    stopped after the test with every connection it still holds."""
+    server = FaultServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

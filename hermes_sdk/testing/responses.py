@@ -62,6 +62,7 @@ class _Turn:
 
 
 def handle_create(ex: Exchange) -> None:
+    """Serve ``POST /v1/responses`` (JSON or SSE), holding one run slot for its duration."""
     if refused_before_work(ex):
         return
     try:
@@ -93,6 +94,7 @@ def handle_create(ex: Exchange) -> None:
 
 
 def handle_get(ex: Exchange, rid: str) -> None:
+    """Serve ``GET /v1/responses/{id}``: the stored envelope, or 404."""
     item = ex.state.store.get(rid)
     if item is None:
         return ex.send_json(404, openai_error(f"Response not found: {rid}"))
@@ -100,6 +102,7 @@ def handle_get(ex: Exchange, rid: str) -> None:
 
 
 def handle_delete(ex: Exchange, rid: str) -> None:
+    """Serve ``DELETE /v1/responses/{id}``: a deletion receipt, or 404."""
     if not ex.state.store.delete(rid):
         return ex.send_json(404, openai_error(f"Response not found: {rid}"))
     ex.send_json(200, {"id": rid, "object": "response", "deleted": True})

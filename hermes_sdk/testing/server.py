@@ -63,6 +63,7 @@ class Exchange:
         self.fault = fault
 
     def header(self, name: str) -> str | None:
+        """A request header by name (case-insensitive), or None."""
         value = self.headers.get(name)
         return None if value is None else str(value)
 
@@ -77,6 +78,7 @@ class Exchange:
         return body if isinstance(body, dict) else None
 
     def send_json(self, status: int, payload: Any, headers: Headers | None = None) -> None:
+        """Send a JSON response with Hermes' security headers, unless an armed fault cuts it."""
         self._handler.send_body(
             status,
             dumps(payload),
@@ -95,33 +97,43 @@ class Exchange:
 
 
 class HermesHandler(BaseHTTPRequestHandler):
+    """The request handler: every method goes through Hermes' middleware order (see the module)."""
+
     protocol_version = "HTTP/1.1"
     server: HermesHTTPServer
 
     # Quiet by default: the emulator lives inside test runs.
     def log_message(self, format: str, *args: Any) -> None:
+        """Log a request line only when the emulator is verbose."""
         if self.server.verbose:
             super().log_message(format, *args)
 
     def do_GET(self) -> None:
+        """Dispatch a GET."""
         self._dispatch()
 
     def do_POST(self) -> None:
+        """Dispatch a POST."""
         self._dispatch()
 
     def do_DELETE(self) -> None:
+        """Dispatch a DELETE."""
         self._dispatch()
 
     def do_PUT(self) -> None:
+        """Dispatch a PUT (no route accepts one)."""
         self._dispatch()
 
     def do_PATCH(self) -> None:
+        """Dispatch a PATCH (no route accepts one)."""
         self._dispatch()
 
     def do_HEAD(self) -> None:
+        """Dispatch a HEAD."""
         self._dispatch()
 
     def do_OPTIONS(self) -> None:
+        """Dispatch an OPTIONS (no route accepts one)."""
         self._dispatch()
 
     # -- dispatch ---------------------------------------------------------------
@@ -280,7 +292,7 @@ class HermesHandler(BaseHTTPRequestHandler):
         security: bool,
         fault: Fault | None = None,
     ) -> None:
-        """Headers in Hermes' order: handler headers, type, security, length."""
+        """Send a response with headers in Hermes' order: handler headers, type, security, length."""
         if fault is not None and fault.mode == "before_response":
             raise DropConnection()
         self._status_line(status)
@@ -312,6 +324,7 @@ class HermesHandler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def open_sse(self, headers: Headers, fault: Fault | None, check_alive: bool = False) -> SSEWriter:
+        """Send the SSE response headers and return a writer, or a discarding one for a ``before_response`` fault."""
         framing = self.server.state.settings.framing
         if fault is not None and fault.mode == "before_response":
             # The agent still runs; the client just never hears about it.
@@ -364,6 +377,8 @@ _REASONS = {413: "Request Entity Too Large", 422: "Unprocessable Entity"}
 
 
 class HermesHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server that tracks its connections, so ``stop()`` can close idle keep-alive ones."""
+
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # socketserver's default of 5 resets bursts of concurrent clients
@@ -377,6 +392,7 @@ class HermesHTTPServer(ThreadingHTTPServer):
         super().__init__(address, HermesHandler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        """Count and track the connection, then serve it on its own daemon thread."""
         self.state.count_connection()
         with self._track_lock:
             self._open[id(request)] = request
@@ -393,12 +409,14 @@ class HermesHTTPServer(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A run interrupted by stop() or a client that went away is expected, not an emulator bug.
+        """Stay quiet about runs interrupted by ``stop()`` and clients that went away; report the rest."""
         exc = sys.exc_info()[1]
         if isinstance(exc, (Cancelled, ConnectionError)):
             return
         super().handle_error(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
+        """Stop tracking the connection and close it."""
         with self._track_lock:
             self._open.pop(id(request), None)
         super().shutdown_request(request)

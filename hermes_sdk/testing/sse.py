@@ -44,7 +44,7 @@ KEEPALIVE = b": keepalive\n\n"
 
 
 class SSEWriter:
-    """Writes events with the chosen framing; can cut the connection on purpose."""
+    """An SSE body writer with the chosen framing, which can cut the connection on purpose."""
 
     def __init__(
         self,
@@ -65,12 +65,14 @@ class SSEWriter:
         self.last_write = time.monotonic()
 
     def event(self, raw: bytes) -> None:
+        """Write one event, flushed on its own; a fault armed for this point cuts the connection instead."""
         if self._drop_after is not None and self.events_written >= self._drop_after:
             self.cut()
         self._write(raw)
         self.events_written += 1
 
     def keepalive(self) -> None:
+        """Write a ``: keepalive`` comment."""
         self._write(KEEPALIVE)
 
     def comment(self, text: str) -> None:
@@ -87,6 +89,7 @@ class SSEWriter:
             return True
 
     def finish(self) -> None:
+        """End the body (the terminating chunk when chunked); a discarding writer hangs up instead."""
         if self._discard:
             self.cut()  # the "drop before response" fault: the run is over, hang up
         if self.chunked:
@@ -126,7 +129,7 @@ Item = tuple[str, Any]
 
 
 class AgentPump:
-    """Runs the agent on its own thread so the writer can send keepalives."""
+    """The agent, run on its own thread so the writer can send keepalives meanwhile."""
 
     def __init__(
         self,
@@ -186,6 +189,7 @@ class AgentPump:
                 return
 
     def join(self, timeout: float = 5.0) -> None:
+        """Wait up to ``timeout`` seconds for the agent thread to end."""
         if self._thread.ident is not None:
             self._thread.join(timeout)
 

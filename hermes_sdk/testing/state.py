@@ -24,6 +24,7 @@ class SeenRequest:
     raw_body: bytes = b""
 
     def header(self, name: str) -> str | None:
+        """A request header by name (case-insensitive), or None."""
         lowered = name.lower()
         for key, value in self.headers.items():
             if key.lower() == lowered:
@@ -42,6 +43,7 @@ class Fault:
     after_execution: bool = True
 
     def matches(self, method: str, path: str) -> bool:
+        """Whether the fault applies to this request (default: the two agent POST routes)."""
         if self.path is None:
             return method == "POST" and path in (
                 "/v1/chat/completions",
@@ -53,12 +55,16 @@ class Fault:
 
 @dataclass
 class CachedChat:
+    """A chat result kept in the idempotency cache, with the session id it ran in."""
+
     result: AgentResult
     session_id: str
 
 
 @dataclass
 class Settings:
+    """The server switches a test may change; ``reset()`` restores the constructor's values."""
+
     api_key: str
     max_concurrent_runs: int
     keepalive_seconds: float
@@ -73,6 +79,8 @@ class Settings:
 
 
 class EmulatorState:
+    """Everything one emulator's connection threads share: settings, model, stores, counters and faults."""
+
     def __init__(self, settings: Settings, max_stored_responses: int, token_delay: float) -> None:
         self.defaults = Settings(**vars(settings))
         self.settings = settings
@@ -93,6 +101,7 @@ class EmulatorState:
 
     # -- concurrency cap ------------------------------------------------------
     def try_acquire_run(self) -> bool:
+        """Take a run slot; False when the run cap is reached (the request is then answered 429)."""
         with self._lock:
             cap = self.settings.max_concurrent_runs
             if cap > 0 and self._active_runs >= cap:
@@ -101,11 +110,13 @@ class EmulatorState:
             return True
 
     def release_run(self) -> None:
+        """Give a run slot back."""
         with self._lock:
             self._active_runs -= 1
 
     @property
     def active_runs(self) -> int:
+        """Agent runs in flight now."""
         with self._lock:
             return self._active_runs
 
@@ -118,29 +129,35 @@ class EmulatorState:
 
     # -- counters and records ---------------------------------------------------
     def count_connection(self) -> None:
+        """Count one accepted TCP connection."""
         with self._lock:
             self._connections += 1
 
     @property
     def connections(self) -> int:
+        """TCP connections accepted so far."""
         with self._lock:
             return self._connections
 
     def record(self, request: SeenRequest) -> None:
+        """Remember one received request."""
         with self._lock:
             self._requests.append(request)
 
     @property
     def requests(self) -> list[SeenRequest]:
+        """A copy of the requests received so far, in order."""
         with self._lock:
             return list(self._requests)
 
     # -- faults -------------------------------------------------------------------
     def arm(self, fault: Fault) -> None:
+        """Arm a connection fault for the next matching requests."""
         with self._lock:
             self._faults.append(fault)
 
     def take_fault(self, method: str, path: str) -> Fault | None:
+        """The first armed fault matching this request (using up one of its count), or None."""
         with self._lock:
             for fault in self._faults:
                 if fault.matches(method, path):
@@ -151,6 +168,7 @@ class EmulatorState:
         return None
 
     def reset(self) -> None:
+        """Clear stores, counters and faults and restore the settings; runs in flight are left alone."""
         self.model.reset()
         self.runs.clear_finished()
         toolbox = self.model.toolbox

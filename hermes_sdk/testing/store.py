@@ -20,6 +20,8 @@ T = TypeVar("T")
 
 @dataclass
 class StoredResponse:
+    """One stored response: its envelope and what a follow-up turn continues from."""
+
     response: dict[str, Any]
     conversation_history: list[dict[str, str]]
     instructions: str | None
@@ -36,6 +38,7 @@ class ResponseStore:
         self._conversations: dict[str, str] = {}
 
     def put(self, rid: str, item: StoredResponse, conversation: str | None = None) -> None:
+        """Store a response (evicting the least recently used beyond ``max_items``); point ``conversation`` at it."""
         with self._lock:
             self._items[rid] = copy.deepcopy(item)
             self._items.move_to_end(rid)
@@ -46,6 +49,7 @@ class ResponseStore:
                 self._drop_pointers(evicted)
 
     def get(self, rid: str) -> StoredResponse | None:
+        """A copy of the stored response, or None; a read refreshes its LRU position, as in Hermes."""
         with self._lock:
             item = self._items.get(rid)
             if item is None:
@@ -54,6 +58,7 @@ class ResponseStore:
             return copy.deepcopy(item)
 
     def delete(self, rid: str) -> bool:
+        """Delete a stored response and the conversation names pointing at it; return whether it existed."""
         with self._lock:
             if self._items.pop(rid, None) is None:
                 return False
@@ -61,6 +66,7 @@ class ResponseStore:
             return True
 
     def conversation_head(self, name: str) -> str | None:
+        """The id of the latest stored turn of conversation ``name``, or None."""
         with self._lock:
             return self._conversations.get(name)
 
@@ -76,10 +82,12 @@ class ResponseStore:
             return copy.deepcopy(item.response) if item else None
 
     def conversations(self) -> dict[str, str]:
+        """A copy of the conversation name to response id table."""
         with self._lock:
             return dict(self._conversations)
 
     def clear(self) -> None:
+        """Forget every stored response and conversation."""
         with self._lock:
             self._items.clear()
             self._conversations.clear()
@@ -153,6 +161,7 @@ class IdempotencyCache(Generic[T]):
             # The owner failed: try again, possibly computing ourselves.
 
     def clear(self) -> None:
+        """Forget every cached result."""
         with self._lock:
             self._slots.clear()
 
@@ -170,17 +179,21 @@ class SessionTranscripts:
     _sessions: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
     def history(self, session_id: str) -> list[dict[str, str]]:
+        """A copy of the messages kept for ``session_id`` (empty when unknown)."""
         with self._lock:
             return [dict(m) for m in self._sessions.get(session_id, [])]
 
     def append(self, session_id: str, messages: list[dict[str, str]]) -> None:
+        """Append ``messages`` to the transcript of ``session_id``."""
         with self._lock:
             self._sessions.setdefault(session_id, []).extend(dict(m) for m in messages)
 
     def sessions(self) -> dict[str, list[dict[str, str]]]:
+        """A copy of every transcript, by session id."""
         with self._lock:
             return {k: [dict(m) for m in v] for k, v in self._sessions.items()}
 
     def clear(self) -> None:
+        """Forget every transcript."""
         with self._lock:
             self._sessions.clear()

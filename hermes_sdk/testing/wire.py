@@ -68,6 +68,7 @@ def bare_error(message: str, err_type: str = "invalid_request_error") -> JSONDic
 
 
 def auth_error() -> JSONDict:
+    """The 401 envelope Hermes sends for a missing or wrong Bearer key."""
     return {
         "error": {
             "message": "Invalid API key",
@@ -94,18 +95,22 @@ def parse_bool(value: Any) -> bool:
 
 
 def chat_id() -> str:
+    """A new chat completion id, shaped like Hermes' (``chatcmpl-`` and 29 hex digits)."""
     return "chatcmpl-" + secrets.token_hex(15)[:29]
 
 
 def response_id() -> str:
+    """A new response id, shaped like Hermes' (``resp_`` and 28 hex digits)."""
     return "resp_" + secrets.token_hex(14)
 
 
 def message_item_id() -> str:
+    """A new output message item id (``msg_`` and 24 hex digits)."""
     return "msg_" + secrets.token_hex(12)
 
 
 def new_session_uuid() -> str:
+    """A new random session id, for a Responses turn that continues no earlier one."""
     return str(uuid.uuid4())
 
 
@@ -132,6 +137,7 @@ def session_id_problem(value: str) -> str | None:
 
 
 def word_count(text: str) -> int:
+    """Whitespace-separated words, as the fake upstream LLM counts tokens."""
     return len(text.split())
 
 
@@ -192,6 +198,7 @@ URL_IMAGE_UNAVAILABLE = (
 
 
 def image_note(url: str, role: str = "user") -> str:
+    """The text that stands in for an image, as Hermes' non-vision fallback writes it."""
     label = {"assistant": "assistant", "tool": "tool result"}.get(role, "user")
     if url.startswith("data:"):
         return f"[The {label} attached an image. Here's what it contains:\nECHO: {VISION_PROMPT}]"

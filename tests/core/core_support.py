@@ -18,6 +18,14 @@ from hermes_sdk.testing import HermesEmulator
 AGENT_PATHS = ("/v1/chat/completions", "/v1/responses")
 
 
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def approve_all(request: ApprovalRequest) -> Any:
     return request.approve(approver="test-approver", policy_decision_id="pd-1", reason="test cleanup")
 

@@ -46,18 +46,30 @@ def test_chat_json_carries_the_session_id(env: Any, capsys: pytest.CaptureFixtur
 def test_chat_stream_prints_as_it_arrives(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "chat", "one two three four", "--stream") == (0, "ECHO: one two three four\n", "")
     code, out, _ = run(capsys, "chat", "x", "--stream", "--json")
-    doc = json.loads(out)
-    assert code == 0 and doc["status"] == "completed" and doc["text"] == "ECHO: x"
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [line["type"] for line in lines] == ["event"] * (len(lines) - 1) + ["result"]
+    assert lines[-1]["status"] == "completed" and lines[-1]["text"] == "ECHO: x" and "events" not in lines[-1]
+    assert lines[-2]["data"] == "[DONE]" and lines[-2]["terminal"] is True
 
 
 def test_a_failed_stream_exits_1_with_its_code(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "chat", "FAIL500 now", "--stream")
-    assert code == 1 and err.startswith(P + "stream_failed: stream failed")
+    assert code == 1 and err == P + "stream_failed: the chat stream finished with finish_reason 'error'\n"
 
 
 def test_a_partial_chat_says_its_finish_reason(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "chat", "TRUNCATE me")
-    assert code == 0 and out == "ECHO-PART" * 4 + "\n" and err == "finish_reason: length\n"
+    assert code == 1 and out == "ECHO-PART" * 4 + "\n"
+    assert err == "finish_reason: length (the agent did not complete)\n"
+
+
+@pytest.mark.parametrize("prompt", ["FAIL500 now", "TRUNCATE me"])
+def test_an_agent_failure_exits_1_with_and_without_stream(env: Any, capsys: pytest.CaptureFixture[str],
+                                                         prompt: str) -> None:
+    for extra in ([], ["--stream"], ["--json"], ["--stream", "--json"]):
+        code, _, err = run(capsys, "chat", prompt, *extra)
+        assert code == 1 and err, (extra, err)
+    assert run(capsys, "chat", "fine")[0] == 0 and run(capsys, "chat", "fine", "--stream")[0] == 0
 
 
 def test_responses_create_get_delete(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,7 +89,8 @@ def test_responses_create_get_delete(env: Any, capsys: pytest.CaptureFixture[str
 
 
 def test_responses_stream_and_conversation(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "responses", "create", "a", "--conversation", "cli-conv", "--stream") == (0, "ECHO: a\n", "")
+    code, out, err = run(capsys, "responses", "create", "a", "--conversation", "cli-conv", "--stream")
+    assert (code, out) == (0, "ECHO: a\n") and err.startswith("response id: resp_")
     code, out, err = run(capsys, "responses", "create", "b", "--conversation", "cli-conv")
     assert code == 0 and out == "ECHO: b\n"
     assert [c["roles"] for c in env.upstream_calls][-1] == ["system", "user", "assistant", "user"]
@@ -102,7 +115,7 @@ def test_errors_print_code_and_message_and_exit_1(env: Any, capsys: pytest.Captu
     assert code == 1 and err.startswith(P)
 
 
-@pytest.mark.parametrize("argv", [[], ["chat"], ["responses"], ["responses", "delete", "resp_1"],
+@pytest.mark.parametrize("argv", [[], ["responses"], ["responses", "delete", "resp_1"],
                                   ["responses", "create", "x", "--conversation", "c", "--previous-response-id", "r"],
                                   ["nonsense"]])
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,17 +165,21 @@ def test_demo_runs_end_to_end() -> None:
     assert "status=completed" in out.stdout and "> response_get: 'ECHO: Summarize the incident notes'" in out.stdout
 
 
-def test_emulator_command_serves_until_interrupted() -> None:
+def test_emulator_command_prints_export_lines_and_serves_until_interrupted() -> None:
     import signal
     import urllib.request
 
     proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk", "emulator", "--api-key", "cli-key"],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout is not None
-        base = proc.stdout.readline().strip()
-        assert base.startswith("http://127.0.0.1:")
-        with urllib.request.urlopen(base + "/health", timeout=10) as reply:
+        assert proc.stdout is not None and proc.stderr is not None
+        first, second = proc.stdout.readline().strip(), proc.stdout.readline().strip()
+        assert first.startswith("export HERMES_BASE_URL=http://127.0.0.1:")
+        assert second == "export HERMES_API_KEY=cli-key"
+        assert "paste the lines above" in proc.stderr.readline()
+        base = first.split("=", 1)[1]
+        request = urllib.request.Request(base + "/v1/models", headers={"Authorization": "Bearer cli-key"})
+        with urllib.request.urlopen(request, timeout=10) as reply:
             assert reply.status == 200
     finally:
         proc.send_signal(signal.SIGINT)
@@ -181,3 +198,164 @@ def test_a_repeated_delete_key_is_recognised_with_a_durable_store(env: Any, caps
     again = run(capsys, *argv)  # a new client, as a new process would be: the receipt is replayed
     assert first == again and first[0] == 0 and json.loads(first[1])["deleted"] is True
     assert len([r for r in env.requests_seen if r.method == "DELETE"]) == 1
+
+
+# ---------------------------------------------------------------- parity with llm / openai habits
+
+
+def subprocess_env(emulator: Any, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+    env.update(HERMES_BASE_URL=emulator.base_url, HERMES_API_KEY=emulator.api_key, HERMES_SDK_PLUGINS="", **extra)
+    return env
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_sdk import __version__
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out == f"hermes-sdk {__version__}\n"
+
+
+def test_a_piped_prompt_is_read_from_stdin(env: Any) -> None:
+    out = subprocess.run([sys.executable, "-m", "hermes_sdk", "chat"], input="piped words\n", capture_output=True,
+                         text=True, timeout=60, env=subprocess_env(env))
+    assert (out.returncode, out.stdout, out.stderr) == (0, "ECHO: piped words\n", "")
+    out = subprocess.run([sys.executable, "-m", "hermes_sdk", "responses", "create"], input="as input",
+                         capture_output=True, text=True, timeout=60, env=subprocess_env(env))
+    assert out.returncode == 0 and out.stdout == "ECHO: as input\n"
+
+
+def test_dash_reads_stdin_and_no_text_on_a_terminal_is_a_usage_error(
+        env: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("from stdin\n"))
+    assert run(capsys, "chat", "-") == (0, "ECHO: from stdin\n", "")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    code, out, err = run(capsys, "chat")
+    assert code == 2 and out == "" and "usage: hermes-sdk" in err and "no prompt" in err
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, _, err = run(capsys, "chat", "-")
+    assert code == 2 and "stdin was empty" in err
+    assert len(env.requests_seen) == 1  # only the first call sent anything
+
+
+def test_model_and_system_options(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "chat", "hi", "-m", "my-model", "--system", "Be terse.")[0] == 0
+    body = env.requests_seen[-1].body
+    assert body["model"] == "my-model"
+    assert body["messages"] == [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]
+    assert run(capsys, "responses", "create", "hi", "--model", "m2", "--system", "Be kind.")[0] == 0
+    body = env.requests_seen[-1].body
+    assert body["model"] == "m2" and body["instructions"] == "Be kind." and body["input"] == "hi"
+
+
+def test_base_url_and_api_key_options(env: Any, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HERMES_BASE_URL")
+    monkeypatch.delenv("HERMES_API_KEY")
+    flags = ["--base-url", env.base_url, "--api-key", env.api_key]
+    assert run(capsys, "chat", "after", *flags) == (0, "ECHO: after\n", "")
+    assert run(capsys, *flags, "chat", "before") == (0, "ECHO: before\n", "")
+    code, _, err = run(capsys, "chat", "x", "--base-url", env.base_url, "--api-key", "wrong-key-0099")
+    assert code == 1 and err.startswith(P + "authentication: ") and "wrong-key-0099" not in err
+
+
+def _options(parser: Any, path: str = "hermes-sdk") -> list[tuple[str, Any]]:
+    import argparse
+
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found += _options(child, f"{path} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            found.append((f"{path} {'/'.join(action.option_strings) or action.dest}", action.help))
+    return found
+
+
+def test_every_option_has_help_text() -> None:
+    from hermes_sdk.cli import build_parser
+
+    options = _options(build_parser())
+    assert len(options) > 30
+    assert [name for name, text in options if not text] == []
+
+
+def test_streamed_json_is_json_lines_as_events_arrive(env: Any) -> None:
+    env.token_delay = 0.4
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk", "chat", "one two three four five six seven",
+                             "--stream", "--json"], stdout=subprocess.PIPE, text=True, env=subprocess_env(env))
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())
+    assert first["type"] == "event" and proc.poll() is None  # printed while the stream still runs
+    rest = [json.loads(line) for line in proc.stdout]
+    assert proc.wait(30) == 0
+    assert rest[-1]["type"] == "result" and rest[-1]["text"] == "ECHO: one two three four five six seven"
+
+
+def test_a_streamed_response_reports_its_id_so_turns_chain(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "responses", "create", "first turn", "--stream")
+    assert code == 0 and out == "ECHO: first turn\n" and err.startswith("response id: resp_")
+    rid = err.split(": ", 1)[1].strip()
+    code, out, _ = run(capsys, "responses", "create", "second turn", "--stream", "--json",
+                       "--previous-response-id", rid)
+    result = json.loads(out.splitlines()[-1])
+    assert code == 0 and result["type"] == "result" and result["response_id"].startswith("resp_")
+    assert result["response_id"] != rid
+    code, out, _ = run(capsys, "responses", "create", "third", "--previous-response-id", result["response_id"])
+    assert code == 0 and env.requests_seen[-1].body["previous_response_id"] == result["response_id"]
+
+
+def test_errors_on_stderr_are_scrubbed_of_ids(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "responses", "create", "x", "--previous-response-id", "resp_secret0123456789")
+    assert code == 1 and err.startswith(P + "remote_rejected: ") and "resp_secret0123456789" not in err
+    code, _, err = run(capsys, "responses", "get", "resp_other0123456789")
+    assert code == 1 and "resp_other0123456789" not in err
+
+
+def test_ctrl_c_exits_130(hermes_emulator_factory: Any) -> None:
+    import signal
+    import time
+
+    emulator = hermes_emulator_factory()  # its own server: the interrupted run must not outlive this test
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk", "chat", "SLOW:20 wait for it"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(emulator))
+    deadline = time.time() + 30
+    while emulator.active_runs == 0 and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err
+
+
+def test_emulator_help_documents_its_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["emulator", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for default in ("(default: 127.0.0.1)", "(default: 0, a free port", "(default: test-key)",
+                    "export HERMES_BASE_URL=... HERMES_API_KEY=..."):
+        assert default in text
+
+
+def test_emulator_on_a_taken_port_fails_in_one_line() -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        out = subprocess.run([sys.executable, "-m", "hermes_sdk", "emulator", "--port", str(port)],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        taken.close()
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}: the address is already in use" \
+        in out.stderr

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from typing import Any
 
 import pytest
-from core_support import agent_requests, json_response, raw_client
+from core_support import agent_requests, free_port, json_response, raw_client
 
 from hermes_sdk import (
     AgentIncompleteError,
@@ -145,8 +144,9 @@ def test_emulator_draining_is_503_before_the_cap_and_before_any_work(emu) -> Non
     assert emu.executions == 1
 
 
-def test_emulator_429_keeps_retry_after(emu) -> None:
-    emu.max_concurrent_runs = 1
+def test_emulator_429_keeps_retry_after(hermes_emulator_factory) -> None:
+    # Its own emulator: a run another test left in flight on the shared one would take the only slot.
+    emu = hermes_emulator_factory(max_concurrent_runs=1)
     with emu.client(load_entrypoints=False) as c:
         slow = c.chat_stream(prompt="SLOW:1 hold")
         next(iter(slow))  # the run is admitted and holds the only slot
@@ -249,14 +249,6 @@ def test_mid_body_drop_on_chat_is_typed(emu) -> None:
     assert len([r for r in emu.requests_seen if r.method == "GET"]) == 2
 
 
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_connect_refused_is_conservative_but_says_nothing_was_sent() -> None:
     # The connector marks every transport failure of a model call uncertain; details keep the fact.
     with HermesClient(f"http://127.0.0.1:{free_port()}", "k", load_entrypoints=False) as c:
@@ -279,7 +271,7 @@ def test_connect_refused_is_conservative_but_says_nothing_was_sent() -> None:
 def test_passed_deadline_sends_nothing(client: HermesClient, emu) -> None:
     for call in (lambda: client.chat(prompt="x", deadline=time.time() - 1),
                  lambda: client.chat_stream(prompt="x", deadline=time.time() - 1),
-                 lambda: client.response_get("resp_1", deadline=0),
+                 lambda: client.response_get("resp_1", deadline=time.time() - 3600),
                  lambda: client.responses(input="x", deadline=time.time())):
         with pytest.raises(DeadlineExceededError) as info:
             call()

@@ -258,15 +258,78 @@ def test_redirect_with_caller_session(raw_server) -> None:
     assert info.value.http_status == 302 and target.connections == 0
 
 
-def test_frame_accounting_within_and_across_chunks() -> None:
-    # The wire tests above cover the framings; this pins the arithmetic at the edges.
-    from hermes_sdk.streaming import _open_frame
+def _frames(*chunks: bytes) -> list[bytes]:
+    from hermes_sdk.streaming import _sse_frames
 
-    assert _open_frame(b"\n\nabc", 0) == 3  # bytes after the last boundary stay open
-    assert _open_frame(b"abc", 5) == 8  # no boundary: the open frame grows
-    assert _open_frame(b"data: x\r\n\r\ndata: y", 0) == 7
-    with pytest.raises(InvalidResponseError):  # an open frame closed just past the limit
-        _open_frame(b"a" * 10 + b"\n\n", MiB - 5)
-    with pytest.raises(InvalidResponseError):  # a whole oversize frame in the middle of one chunk
-        _open_frame(b"ok\n\ndata: " + b"x" * (MiB + 10) + b"\n\ndata: y\n\n", 0)
-    assert _open_frame(b"ok\n\ndata: " + b"x" * (MiB - 100) + b"\n\ndata: y\n\n", 0) == 0
+    return list(_sse_frames(iter(chunks)))
+
+
+def test_frame_accounting_within_and_across_chunks() -> None:
+    # The wire tests above cover the framings; this pins the arithmetic at the edges. A frame's size
+    # counts its boundary; exactly 1 MiB is accepted, one byte more is refused, however it is chunked.
+    exact = b"d" * (MiB - 2) + b"\n\n"
+    for chunks in ([exact], [exact[:-1], exact[-1:]], [exact[:10], exact[10:-2], b"\n", b"\nok\n\n"]):
+        assert _frames(*chunks)[0].rstrip(b"\n") == b"d" * (MiB - 2)
+    for over in ([b"d" * (MiB - 1) + b"\n\n"], [b"d" * (MiB - 1) + b"\n", b"\n"],
+                 [b"ok\n\n" + b"d" * (MiB - 1) + b"\n\nx\n\n"], [b"d" * (MiB + 1)],
+                 [b"d" * (MiB - 3) + b"\r\n\r\n"], [b"d" * 10, b"d" * (MiB - 11), b"\r", b"\r"]):
+        with pytest.raises(InvalidResponseError) as info:
+            _frames(*over)
+        assert info.value.details["limit_bytes"] == MiB
+    # An open frame exactly at the limit is fine until it grows; chunking never resets the count.
+    assert _frames(b"d" * MiB) == [b"d" * MiB]
+    with pytest.raises(InvalidResponseError):
+        _frames(*([b"d" * 1000] * (MiB // 1000 + 1)))
+
+
+def test_a_boundary_split_across_chunks_ends_the_frame() -> None:
+    # Issue 9: each chunk ended just before the last "\n" of its boundary, so no chunk held a whole
+    # "\n\n" and the open-frame count grew until a valid stream of small events was refused as > 1 MiB.
+    event = b'data: {"x": 1}\n'
+    chunks = [event] + [b"\n" + event] * 100_000 + [b"\n"]
+    assert len(_frames(*chunks)) == 100_001
+    for boundary in (b"\r\n\r\n", b"\r\r", b"\n\n"):
+        stream = (b"data: y" + boundary) * 3
+        for cut in range(len(stream) + 1):
+            got = [f.rstrip(b"\r\n") for f in _frames(stream[:cut], stream[cut:])]
+            assert got == [b"data: y"] * 3, (boundary, cut)
+
+
+def test_a_utf8_bom_at_stream_start_does_not_swallow_the_first_event() -> None:
+    from hermes_sdk.streaming import _sse_events
+
+    stream = b"\xef\xbb\xbfdata: first\n\ndata: second\n\n"
+    want = [("message", None, "first"), ("message", None, "second")]
+    for cut in range(len(stream) + 1):
+        assert list(_sse_events(iter([stream[:cut], stream[cut:]]))) == want, cut
+    # Only at the start: a BOM later is data (here, an unknown field name, so no event).
+    assert list(_sse_events(iter([b"data: a\n\n\xef\xbb\xbfdata: b\n\n"]))) == [("message", None, "a")]
+
+
+def test_a_frame_of_many_short_lines_is_linear() -> None:
+    import time
+
+    def cost(lines: int) -> float:
+        body = b"data: x\n" * lines + b"\n"
+        chunks = [body[i:i + 128] for i in range(0, len(body), 128)]
+        start = time.perf_counter()
+        from hermes_sdk.streaming import _sse_events
+
+        events = list(_sse_events(iter(chunks)))
+        assert len(events) == 1 and len(events[0][2]) == 2 * lines - 1
+        return time.perf_counter() - start
+
+    cost(1000)
+    small, large = min(cost(10_000) for _ in range(3)), cost(120_000)  # 120k lines: just under 1 MiB
+    assert large < max(small, 0.002) * 12 * 4, (small, large)  # linear, with room for a noisy machine
+    assert large < 1.5
+
+
+def test_json_nested_too_deep_in_an_event_is_kept_as_raw_text() -> None:
+    from hermes_sdk.streaming import decode_event
+
+    deep = "[" * 100_000 + "]" * 100_000
+    event = decode_event("message", None, deep)
+    assert event.data == deep and event.raw_data == deep
+    event = decode_event("message", None, '{"a":' + deep + "}")
+    assert isinstance(event.data, str)

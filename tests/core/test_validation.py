@@ -9,6 +9,7 @@ import pytest
 from core_support import agent_requests, approve_all, json_response, raw_client
 
 from hermes_sdk import HermesClient, InvalidInputError
+from hermes_sdk.client import CHAT_FIELDS
 
 CODE = "connector.hermes_agent.configuration_or_input"
 LONG = "s" * 257
@@ -69,7 +70,10 @@ CHAT_CASES = [
 @pytest.mark.parametrize("data,field", CHAT_CASES)
 def test_chat_rules_typed(client: HermesClient, emu, op: str, data: dict, field: str) -> None:
     method = client.chat if op == "chat" else client.chat_stream
-    expect_invalid(lambda: method(**data), field, emu)
+    # Fields the typed method does not model travel in extra_body (a bare unknown keyword is refused).
+    typed = {k: v for k, v in data.items() if k in CHAT_FIELDS or k in ("prompt", "query", "messages", "model")}
+    extra = {k: v for k, v in data.items() if k not in typed}
+    expect_invalid(lambda: method(**typed, **({"extra_body": extra} if extra else {})), field, emu)
 
 
 @pytest.mark.parametrize("data,field", CHAT_CASES[:12])
@@ -102,7 +106,7 @@ def test_chat_mapping_headers_body_and_forwarding(client: HermesClient, emu) -> 
                   {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u2"}],
         session_id="sess-1", session_key="mem:1", idempotency_key="idem-1",
         temperature=0.2, top_p=0.5, max_tokens=7, stop=["X"], user="u-9", metadata={"m": 1},
-        vendor_extension={"nested": [1, 2]}, stream=True,
+        extra_body={"vendor_extension": {"nested": [1, 2]}, "stream": True},
     )
     seen = agent_requests(emu)[0]
     body = seen.body
@@ -120,7 +124,7 @@ def test_chat_mapping_headers_body_and_forwarding(client: HermesClient, emu) -> 
 
 
 def test_chat_stream_forces_stream_true_and_strips_control(client: HermesClient, emu) -> None:
-    client.chat_stream(prompt="s", stream=False, max_events=10, model="custom-model").result()
+    client.chat_stream(prompt="s", extra_body={"stream": False}, max_events=10, model="custom-model").result()
     body = agent_requests(emu)[0].body
     assert body["stream"] is True and "max_events" not in body and body["model"] == "custom-model"
 
@@ -204,7 +208,8 @@ def test_responses_control_fields_become_headers(client: HermesClient, emu) -> N
 
 
 def test_responses_typed_session_key_and_key_are_headers(client: HermesClient, emu) -> None:
-    client.responses({"input": "x", "stream": True}, session_key="sk", idempotency_key="ik", extra_field=1)
+    client.responses({"input": "x", "stream": True}, session_key="sk", idempotency_key="ik",
+                     extra_body={"extra_field": 1})
     seen = agent_requests(emu)[0]
     assert seen.body == {"input": "x", "stream": False, "model": "hermes-agent", "extra_field": 1}
     assert seen.header("X-Hermes-Session-Key") == "sk" and seen.header("Idempotency-Key") == "ik"
@@ -256,3 +261,31 @@ def test_responses_body_and_keywords_must_not_disagree(client: HermesClient, emu
     same = client.responses({"input": "x"}, input="x", store=False)  # agreeing or extra fields merge
     assert same.output_text == "ECHO: x"
     assert emu.requests_seen[-1].body["store"] is False
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: c.chat(prompt="x", temprature=0.2),
+    lambda c: c.chat(prompt="x", timeout_s=5),
+    lambda c: c.chat_stream(prompt="x", max_retries=0),
+    lambda c: c.responses(input="x", instructionz="y"),
+    lambda c: c.responses_stream(input="x", foo=1),
+])
+def test_unknown_keywords_are_refused_before_io(client: HermesClient, emu, call: Any) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        call(client)
+    assert "extra_body" in str(info.value) and emu.requests_seen == []
+
+
+def test_unknown_keyword_names_the_close_match(client: HermesClient, emu) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        client.chat(prompt="x", temprature=0.2)
+    assert info.value.details == {"field": "temprature", "suggestion": "temperature"}
+    assert "did you mean 'temperature'" in str(info.value)
+
+
+def test_extra_body_clash_with_a_keyword_is_refused(client: HermesClient, emu) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        client.chat(prompt="x", temperature=0.1, extra_body={"temperature": 0.9})
+    assert info.value.details["field"] == "temperature" and emu.requests_seen == []
+    with pytest.raises(InvalidInputError):
+        client.chat(prompt="x", extra_body=["not", "a", "mapping"])  # type: ignore[arg-type]

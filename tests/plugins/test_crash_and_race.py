@@ -40,8 +40,11 @@ def _wait_for(predicate: Any, timeout: float = 20.0) -> None:
 
 
 @pytest.mark.slow
-def test_killed_mid_call_leaves_outcome_unknown_never_a_second_execution(hermes_emulator: Any,
+def test_killed_mid_call_leaves_outcome_unknown_never_a_second_execution(hermes_emulator_factory: Any,
                                                                           tmp_path: Path) -> None:
+    # An emulator of its own: the killed child's SLOW run would otherwise hold a slot of the shared
+    # server for seconds after this test (stopping this one interrupts it).
+    hermes_emulator = hermes_emulator_factory()
     db = tmp_path / "idem.db"
     child = _child(hermes_emulator, db, "k-crash", "SLOW:5 charge the card")
     try:

@@ -249,14 +249,21 @@ def test_a_failure_hermes_answered_is_recorded_and_replayed(make_client: Any, he
     assert hermes_emulator.executions == 0
 
 
-def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(make_client: Any,
-                                                                         hermes_emulator: Any) -> None:
-    hermes_emulator.max_concurrent_runs = 1
-    client = make_client()
+def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(hermes_emulator_factory: Any) -> None:
+    # Its own emulator: a run another test left in flight on the shared one would take the only slot.
+    hermes_emulator = hermes_emulator_factory(max_concurrent_runs=1)
+    client = hermes_emulator.client(load_entrypoints=False)
     holder = client.chat_stream(prompt="SLOW:1 hold")
     next(iter(holder))  # holds the only slot
+    deadline = time.monotonic() + 10  # the role chunk can come before the model thread runs (a loaded machine)
+    while hermes_emulator.executions < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     with pytest.raises(HermesError) as info:
         client.chat(prompt="wanted", idempotency_key="k-429")
+    # The holder's first event can arrive before its agent turn starts: close it once it has.
+    deadline = time.monotonic() + 5
+    while hermes_emulator.executions < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     holder.close()
     assert info.value.http_status == 429 and info.value.uncertain_outcome is True
     with pytest.raises(HermesError) as again:
@@ -351,3 +358,15 @@ def test_typed_results_carry_their_action_and_whether_they_were_replayed(make_cl
     receipt = client.response_delete(plain.id, idempotency_key="k-typed-d", action_id="act_d")
     assert (receipt.action_id, receipt.replayed) == ("act_d", False)
     assert client.response_delete(plain.id, idempotency_key="k-typed-d").replayed is True
+
+
+def test_a_keyed_stream_records_its_aggregate_not_every_event(make_client: Any, tmp_path: Any) -> None:
+    client = make_client(idempotency_store=f"sqlite:///{tmp_path}/idem.db")
+    words = " ".join(f"w{i}" for i in range(2000))
+    live = client.chat_stream(prompt=words, idempotency_key="k-big").result()
+    assert live.status == "completed" and live.event_count > 100
+    record = client.idempotency_record("cap:hermes_agent:default:chat_stream", "k-big")
+    output = record.result["output"]
+    assert output["events"] == [] and output["event_count"] == live.event_count and output["text"] == live.text
+    replayed = client.chat_stream(prompt=words, idempotency_key="k-big")
+    assert "".join(replayed.text_deltas()) == live.text and replayed.replayed

@@ -1,5 +1,5 @@
-"""OpenTelemetry tracing plugin for hermes-sdk."""
+"""OpenTelemetry GenAI and HTTP client conventions for hermes-sdk."""
 
-from .plugin import OpenTelemetryPlugin
+from .plugin import OpenTelemetryPlugin, metric_views
 
-__all__ = ["OpenTelemetryPlugin"]
+__all__ = ["OpenTelemetryPlugin", "metric_views"]

@@ -1,0 +1,78 @@
+"""The same benchmark run on an earlier revision of ``hermes_sdk``, in this run, for a before/after table.
+
+``python -m benchmarks --baseline REV`` extracts ``hermes_sdk/`` at REV (``git archive``) and runs this
+harness in a subprocess with that copy first on ``sys.path``; both runs measure their own baselines
+(raw ``requests``, ``http.client``), so each ratio is against a baseline measured beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from typing import Any, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: The revision before the call path was rebuilt as stages (issue 8).
+DEFAULT_BASELINE = "56edb7a"
+
+
+def run_at(rev: str, quick: bool) -> Optional[dict[str, Any]]:
+    """Run the benchmark against ``hermes_sdk`` as of ``rev``; None if the revision is not available."""
+    tmp = tempfile.mkdtemp(prefix="hermes-bench-base-")
+    archive = os.path.join(tmp, "sdk.tar")
+    try:
+        subprocess.run(["git", "archive", "-o", archive, rev, "hermes_sdk"], cwd=ROOT, check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp)  # noqa: S202 - our own repository's archive
+    out = os.path.join(tmp, "result.json")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tmp, ROOT, os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "benchmarks", "--json", out, "--no-baseline"] + (["--quick"] if quick else [])
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if done.returncode != 0 or not os.path.exists(out):
+        sys.stderr.write(f"baseline run at {rev} failed:\n{done.stderr[-2000:]}\n")
+        return None
+    with open(out) as fh:
+        result: dict[str, Any] = json.load(fh)
+    return result
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return None if a is None or b is None or not b else a / b
+
+
+def key_ratios(res: dict[str, Any]) -> dict[str, Optional[float]]:
+    """The ratios the call-path work is judged by, each against a baseline of the same run."""
+    out: dict[str, Optional[float]] = {}
+    for op in ("chat", "responses"):
+        calls = res["calls"][op]
+        sdk = calls["hermes-sdk"]["us_per_call"]
+        out[f"{op}: sdk / requests (trust_env=False)"] = _ratio(
+            sdk, calls.get("requests (trust_env=False)", {}).get("us_per_call"))
+        out[f"{op}: sdk / requests (default session)"] = _ratio(sdk, calls["requests"]["us_per_call"])
+        out[f"{op}: keyed sqlite / plain sdk"] = _ratio(
+            calls.get("hermes-sdk + idempotency key (sqlite)", {}).get("us_per_call"), sdk)
+    st = res["stream"]
+    out["stream: sdk / http.client floor per event"] = _ratio(
+        st["hermes-sdk"]["us_per_event"], st["http.client"]["us_per_event"])
+    th = res["threads"]["hermes-sdk"]
+    out["threads: 4-thread / 1-thread calls/s"] = _ratio(th["4_thread_calls_per_s"], th["1_thread_calls_per_s"])
+    return out
+
+
+def table(old: dict[str, Any], new: dict[str, Any], rev: str) -> str:
+    """Old and new ratios side by side."""
+    a, b = key_ratios(old), key_ratios(new)
+    lines = [f"\nBefore ({rev}) and after, each ratio against baselines measured in its own half of this run",
+             f"  {'ratio':<48}{'before':>9}{'after':>9}"]
+    for name in b:
+        x, y = a.get(name), b.get(name)
+        lines.append(f"  {name:<48}{'n/a' if x is None else f'{x:.2f}x':>9}{'n/a' if y is None else f'{y:.2f}x':>9}")
+    return "\n".join(lines)

@@ -1,0 +1,156 @@
+"""A deadline bounds the whole call in wall-clock time, whatever the server sends."""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any, Callable
+
+import pytest
+from core_support import RawRequest, RawServer, chunk, json_response, raw_client, sse_head
+
+from hermes_sdk import DeadlineExceededError, HermesClient, InvalidInputError
+from hermes_sdk.deadline import Timeout
+from hermes_sdk.testing import HermesEmulator
+
+LATE = 0.25  # how late a call may end after its bound (the issue's measured budget)
+CHAT_OK = (b'{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
+           b'"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}')
+
+
+def drip(data: bytes, every: float = 0.1) -> Callable[[socket.socket, RawRequest, RawServer], None]:
+    def handler(conn: socket.socket, request: RawRequest, server: RawServer) -> None:
+        try:
+            for i in range(len(data)):
+                conn.sendall(data[i:i + 1])
+                time.sleep(every)
+            while True:  # then hold the connection open
+                conn.sendall(b"")
+                time.sleep(every)
+        except OSError:
+            pass
+    return handler
+
+
+def keepalives(conn: socket.socket, request: RawRequest, server: RawServer) -> None:
+    try:
+        conn.sendall(sse_head())
+        while True:
+            conn.sendall(chunk(b": keepalive\n\n"))
+            time.sleep(0.05)
+    except OSError:
+        pass
+
+
+def silent(conn: socket.socket, request: RawRequest, server: RawServer) -> None:
+    time.sleep(30)  # a half-open peer: accepts, never answers
+
+
+@pytest.mark.parametrize("name,handler", [
+    ("drip in headers", drip(json_response(200, CHAT_OK))),
+    ("drip in the JSON body", drip(json_response(200, CHAT_OK)[:60] + b"x" * 0, every=0.1)),
+    ("drip in an error body", drip(json_response(500, b'{"error":{"message":"' + b"x" * 200 + b'"}}'))),
+    ("half-open socket", silent),
+])
+def test_model_call_ends_at_its_timeout(raw_server: Any, name: str, handler: Any) -> None:
+    server = raw_server(handler)
+    with raw_client(server) as client:
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceededError) as info:
+            client.chat(prompt="x", timeout=1.0)
+        took = time.monotonic() - began
+    assert 1.0 - 0.05 <= took <= 1.0 + LATE, (name, took)
+    assert info.value.uncertain_outcome is True
+
+
+def test_deadline_and_timeout_the_earlier_wins(raw_server: Any) -> None:
+    server = raw_server(silent)
+    with raw_client(server) as client:
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceededError):
+            client.chat(prompt="x", timeout=10, deadline=time.time() + 0.5)
+        assert time.monotonic() - began <= 0.5 + LATE
+
+
+def test_keepalive_only_stream_ends_at_its_deadline(raw_server: Any) -> None:
+    server = raw_server(keepalives)
+    with raw_client(server) as client:
+        began = time.monotonic()
+        stream = client.chat_stream(prompt="x", timeout=1.0)
+        result = stream.result()
+        took = time.monotonic() - began
+    assert result.status == "failed" and isinstance(result.error, DeadlineExceededError)
+    assert result.error.uncertain_outcome is True
+    assert took <= 1.0 + LATE
+
+
+def test_idle_timeout_ends_a_stream_of_keepalives(raw_server: Any) -> None:
+    server = raw_server(keepalives)
+    with raw_client(server) as client:
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceededError) as info:
+            list(client.chat_stream(prompt="x", idle_timeout=0.5))
+        took = time.monotonic() - began
+    assert info.value.details["reason"] == "idle_timeout" and took <= 0.5 + LATE
+
+
+def test_client_default_timeout_and_with_options(raw_server: Any) -> None:
+    server = raw_server(silent)
+    with raw_client(server, timeout=0.5) as client:
+        assert client.timeout == Timeout(total=0.5)
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceededError):
+            client.chat(prompt="x")
+        assert time.monotonic() - began <= 0.5 + LATE
+        quick = client.with_options(timeout=Timeout(total=0.3), max_attempts=1)
+        assert quick.max_attempts == 1 and client.max_attempts == 3
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceededError):
+            quick.chat(prompt="x")
+        assert time.monotonic() - began <= 0.3 + LATE
+        quick.close()  # the copy does not own the pool
+    with pytest.raises(InvalidInputError):
+        HermesClient("http://127.0.0.1:9", "k", timeout=-1)
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), 1e309, "5", True])
+def test_bad_timeouts_are_refused_before_io(hermes_emulator: HermesEmulator, bad: Any) -> None:
+    with hermes_emulator.client(load_entrypoints=False) as client:
+        with pytest.raises(InvalidInputError) as info:
+            client.chat(prompt="x", timeout=bad)
+        assert info.value.details["field"] == "timeout"
+        result = client.invoke("cap:hermes_agent:default:chat", {"prompt": "x"}, timeout=bad)
+        assert result.status == "failed" and isinstance(result.error, InvalidInputError)
+    assert hermes_emulator.requests_seen == []
+
+
+def test_a_fast_call_is_not_cut_and_leaves_no_alarm(hermes_emulator: HermesEmulator) -> None:
+    with hermes_emulator.client(load_entrypoints=False, timeout=0.5) as client:
+        for _ in range(5):
+            assert client.chat(prompt="fast").text == "ECHO: fast"
+        time.sleep(0.7)  # the alarms of finished calls fire into nothing: the pooled connection is reused
+        assert client.chat(prompt="again").text == "ECHO: again"
+
+
+def test_close_closes_streams_left_open(hermes_emulator_factory: Any) -> None:
+    # Its own emulator: the interrupted run holds a run slot until its SLOW sleep ends.
+    client = hermes_emulator_factory().client(load_entrypoints=False)
+    stream = client.chat_stream(prompt="SLOW:5 hold on")
+    began = time.monotonic()
+    client.close()
+    try:
+        list(stream)
+    except Exception:
+        pass  # a read on the closed connection may fail or end; either way it is over at once
+    assert stream.result().status in ("failed", "cancelled") and time.monotonic() - began < 2
+
+
+def test_typed_results_and_streams_show_response_headers(hermes_emulator: HermesEmulator) -> None:
+    with hermes_emulator.client(load_entrypoints=False) as client:
+        reply = client.chat(prompt="h", session_id="s-9")
+        assert reply.headers["x-hermes-session-id"] == "s-9" and "content-type" in reply.headers
+        created = client.responses(input="h")
+        assert created.headers["Content-Type"].startswith("application/json")
+        stream = client.chat_stream(prompt="h")
+        assert stream.headers["Content-Type"].startswith("text/event-stream")
+        stream.close()

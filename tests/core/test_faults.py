@@ -1,0 +1,372 @@
+"""Every fault class of issue 9 against the SDK, one row each: a misbehaving Hermes on loopback
+(``hermes_sdk.testing.FaultServer``), each capability kind, and what the SDK must report.
+
+Each row asserts the exact error class and code, ``retryable``, ``uncertain_outcome``, the state of
+the idempotency record afterwards, that the call ended within its ``deadline=`` (absolute epoch
+seconds, plus 0.25 s), that no secret the server echoed reaches ``str()``/``repr()``, and that no
+socket is left open (the server sees every connection closed).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Optional
+
+import attrs
+import pytest
+import requests
+
+from hermes_sdk import HermesClient
+from hermes_sdk.capabilities import capability_id
+from hermes_sdk.errors import (
+    AgentIncompleteError,
+    ApprovalDeniedError,
+    AuthenticationError,
+    CancelledError,
+    DeadlineExceededError,
+    HermesError,
+    InvalidInputError,
+    InvalidResponseError,
+    NotFoundError,
+    RateLimitedError,
+    RemoteRejectedError,
+    ServerError,
+    StreamError,
+    TransportError,
+)
+from hermes_sdk.testing import FaultServer
+
+P = "connector.hermes_agent."
+DEADLINE = 0.75  # seconds from the start of each call
+SLACK = 0.25  # how late a call may end after its deadline
+MODEL = ("chat", "responses")
+STREAMS = ("chat_stream", "responses_stream")
+READ = ("response_get",)
+DELETE = ("response_delete",)
+JSON_OPS = MODEL + READ + DELETE
+ALL_OPS = JSON_OPS + STREAMS
+
+
+
+@attrs.frozen
+class Row:
+    fault: str
+    op: str
+    error: Optional[type]  # None: the call succeeds
+    code: Optional[str] = None
+    retryable: bool = False
+    uncertain: bool = False
+    record: Optional[str] = "failed"  # the recorded ActionResult status, or None: no record (key given back)
+    retry_after_ms: Any = "any"
+    call: Optional[Callable[..., Any]] = None  # (client, key, deadline, server): instead of the op's call
+    server: dict[str, Any] = attrs.Factory(dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.fault}-{self.op}"
+
+
+def _read(op: str) -> bool:
+    return op in READ
+
+
+def status_rows() -> list[Row]:
+    """HTTP statuses (bodies echo the API key and a secret) on every capability kind."""
+    rows = []
+    for op in ALL_OPS:
+        read = _read(op)
+        rows += [
+            Row("status_401_secret", op, AuthenticationError, P + "authentication"),
+            Row("status_404_secret", op, NotFoundError, P + "remote_rejected"),
+            Row("status_429_secret", op, RateLimitedError, P + "remote_temporary", retryable=read, uncertain=not read),
+            Row("status_500_secret", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
+            Row("redirect_huge_body", op, RemoteRejectedError, P + "remote_rejected"),
+        ]
+    for op in ("chat", "response_get", "response_delete"):
+        read = _read(op)
+        rows += [
+            Row("status_503_secret", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
+            Row("status_502_secret", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
+            Row("status_502_agent_incomplete", op, AgentIncompleteError, P + "remote_temporary",
+                retryable=read, uncertain=not read),
+            Row("gzip_bomb_error", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
+            Row("drip_error_body", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
+        ]
+    return rows
+
+
+def retry_after_rows() -> list[Row]:
+    rows = []
+    for fault, expected in (("retry_after_inf", 30_000), ("retry_after_1e309", 30_000),
+                            ("retry_after_huge", 30_000), ("retry_after_negative", 0),
+                            ("retry_after_http_date", 30_000), ("retry_after_nan", None),
+                            ("retry_after_garbage", None)):
+        for op in ("chat", "chat_stream", "response_get", "response_delete"):
+            read = _read(op)
+            if op != "response_get" and fault not in ("retry_after_inf", "retry_after_1e309"):
+                continue
+            rows.append(Row(fault, op, RateLimitedError, P + "remote_temporary", retryable=read, uncertain=not read,
+                            retry_after_ms=expected))
+    return rows
+
+
+def body_rows() -> list[Row]:
+    """Bodies of 2xx answers that are not what the capability promises, and cut connections."""
+    rows = []
+    for op in JSON_OPS:
+        read = _read(op)
+        unsure = not read
+        rows += [
+            Row("ok", op, None, record="completed"),
+            Row("non_json_200", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
+            Row("json_wrong_shape", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
+            Row("json_array", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
+            Row("json_too_deep", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
+            Row("gzip_bomb", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
+            # A cut read sent the request: a model call or delete is uncertain; a read is retried and,
+            # failing, gives its key back (nothing changed on the server).
+            Row("close_mid_body", op, TransportError, P + "transport", retryable=read, uncertain=unsure,
+                record=None if read else "failed"),
+            Row("half_open", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=unsure,
+                record=None if read else "failed"),
+            Row("drip_headers", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=unsure,
+                record=None if read else "failed"),
+            Row("drip_json_body", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=unsure,
+                record=None if read else "failed"),
+        ]
+    return rows
+
+
+def stream_rows() -> list[Row]:
+    rows = []
+    for op in STREAMS:
+        rows += [
+            Row("ok", op, None, record="completed"),
+            Row("sse_bom", op, None, record="completed"),
+            Row("sse_split_boundaries", op, None, record="completed"),
+            Row("sse_many_short_lines", op, None, record="completed"),
+            Row("sse_deep_json", op, None, record="completed"),
+            Row("sse_frame_over_1mib", op, InvalidResponseError, P + "invalid_response", uncertain=True),
+            Row("sse_stream_over_limit", op, InvalidResponseError, P + "invalid_response", uncertain=True),
+            Row("close_mid_stream", op, StreamError, P + "stream_incomplete", uncertain=True),
+            Row("non_json_200", op, StreamError, P + "stream_incomplete", uncertain=True),
+            Row("half_open", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True),
+            Row("keepalive_forever", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True),
+            Row("drip_sse", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True),
+            Row("drip_headers", op, DeadlineExceededError, P + "deadline_exceeded", uncertain=True),
+        ]
+    return rows
+
+
+# ---------------------------------------------------------------- rows with a call of their own
+
+
+def _non_latin1_session_id(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return client.chat(prompt="hi", session_id="sess-日本", idempotency_key=key, deadline=deadline)
+
+
+def _surrogate_session_key(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return client.responses(input="hi", session_key="k\udc80", idempotency_key=key, deadline=deadline)
+
+
+def _surrogate_idempotency_key(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return client.chat_stream(prompt="hi", idempotency_key=key + "\ud800", deadline=deadline)
+
+
+def _deadline_relative(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return client.chat(prompt="hi", idempotency_key=key, deadline=5)
+
+
+def _deadline_infinite(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return client.response_get("resp_1", idempotency_key=key, deadline=math.inf)
+
+
+def _huge_temperature(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return client.chat(prompt="hi", temperature=10 ** 400, idempotency_key=key, deadline=deadline)
+
+
+def _deep_input(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = [deep]
+    return client.responses(input="hi", metadata={"deep": deep}, idempotency_key=key, deadline=deadline)
+
+
+def _mixed_keys(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return client.chat(prompt="hi", metadata={1: "a", "b": 2}, idempotency_key=key, deadline=deadline)
+
+
+def _nan_approval(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    request = client.approval_request("response_delete", {"response_id": "resp_1"}, reason="cleanup")
+    decision = request.approve(approver="ops", policy_decision_id="pd-1")
+    object.__setattr__(decision, "expires_at", math.nan)  # built around the validators
+    return client.response_delete("resp_1", idempotency_key=key, approval=decision, reason="cleanup",
+                                  deadline=deadline)
+
+
+def _nan_approval_mapping(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    request = client.approval_request("response_delete", {"response_id": "resp_1"}, reason="cleanup")
+    decision = attrs.asdict(request.approve(approver="ops", policy_decision_id="pd-1"))
+    decision["decided_at"] = math.nan
+    return client.response_delete("resp_1", idempotency_key=key, approval=decision, reason="cleanup",
+                                  deadline=deadline)
+
+
+def _invoke_surrogate(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    result = client.invoke("cap:hermes_agent:default:response_get", {"response_id": "resp_\udcff"},
+                           idempotency_key=key, deadline=deadline)
+    assert result.status == "failed"
+    raise result.error
+
+
+def _caller_session_bad_header(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    session = requests.Session()
+    session.headers["X-Team"] = "équipe-日本"
+    other = HermesClient(base_url=client.endpoints[0].base_url, api_key=client.endpoints[0].api_key,
+                         session=session, load_entrypoints=False, idempotency_store=client.idempotency_store)
+    try:
+        return other.chat(prompt="hi", idempotency_key=key, deadline=deadline)
+    finally:
+        other.close()
+        session.close()
+
+
+def _stream_left_open(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    stream = client.chat_stream(prompt="hi", idempotency_key=key, deadline=deadline)
+    client.close()  # without closing the stream first: its socket must go too, not wait for GC
+    assert server.wait_idle(0.5), "client.close() left an open stream's socket open"
+    return stream.result()
+
+
+def input_rows() -> list[Row]:
+    """Inputs that must be refused before any I/O: nothing sent, no key reserved."""
+    bad = dict(error=InvalidInputError, code=P + "configuration_or_input", record=None)
+    return [
+        Row("ok", "chat", call=_non_latin1_session_id, **bad),
+        Row("ok", "responses", call=_surrogate_session_key, **bad),
+        Row("ok", "chat_stream", call=_surrogate_idempotency_key, **bad),
+        Row("ok", "chat", call=_deadline_relative, **bad),
+        Row("ok", "response_get", call=_deadline_infinite, **bad),
+        Row("ok", "chat", call=_huge_temperature, **bad),
+        Row("ok", "responses", call=_deep_input, **bad),
+        Row("ok", "chat", call=_mixed_keys, **bad),
+        Row("ok", "response_get", call=_invoke_surrogate, **bad),
+        Row("ok", "response_delete", call=_nan_approval, error=ApprovalDeniedError, code="hermes_sdk.approval_denied",
+            record=None),
+        Row("ok", "response_delete", call=_nan_approval_mapping, **bad),
+        Row("ok", "chat", call=_caller_session_bad_header, **bad),
+    ]
+
+
+ROWS = status_rows() + retry_after_rows() + body_rows() + stream_rows() + input_rows()
+ROWS.append(Row("keepalive_forever", "chat_stream", CancelledError, P + "cancelled", uncertain=True,
+                record="cancelled", call=_stream_left_open))
+
+
+def _params() -> list[Any]:
+    out = []
+    for row in ROWS:
+        name = row.id + (f"-{row.call.__name__.strip('_')}" if row.call else "")
+        out.append(pytest.param(row, id=name))
+    return out
+
+
+def approve(request: Any) -> Any:
+    return request.approve(approver="fault-tests", policy_decision_id="pd-faults", reason="fault table")
+
+
+def _call(client: HermesClient, op: str, key: str, deadline: float) -> Any:
+    """The capability's typed call; a stream is read to its end and its result returned."""
+    if op == "chat":
+        return client.chat(prompt="hi", idempotency_key=key, deadline=deadline)
+    if op == "responses":
+        return client.responses(input="hi", idempotency_key=key, deadline=deadline)
+    if op == "response_get":
+        return client.response_get("resp_1", idempotency_key=key, deadline=deadline)
+    if op == "response_delete":
+        request = client.approval_request("response_delete", {"response_id": "resp_1"}, reason="cleanup")
+        decision = request.approve(approver="ops", policy_decision_id="pd-1")
+        return client.response_delete("resp_1", idempotency_key=key, approval=decision, reason="cleanup",
+                                      deadline=deadline)
+    method = client.chat_stream if op == "chat_stream" else client.responses_stream
+    kwargs = {"prompt": "hi"} if op == "chat_stream" else {"input": "hi"}
+    with method(idempotency_key=key, deadline=deadline, **kwargs) as stream:
+        return stream.result()
+
+
+@pytest.mark.parametrize("row", _params())
+def test_fault(row: Row) -> None:
+    # A fault holds a connection for 2 s at most: past the deadline, so a late SDK still fails the row.
+    with FaultServer(fault=row.fault, max_seconds=2.0, **row.server) as server:
+        client = HermesClient(base_url=server.base_url, api_key=server.api_key, load_entrypoints=False,
+                              approval_provider=approve)
+        key = f"key-{row.id}"
+        start = time.monotonic()
+        deadline = time.time() + DEADLINE
+        error: Optional[HermesError] = None
+        value: Any = None
+        try:
+            value = (row.call or (lambda c, k, d, s: _call(c, row.op, k, d)))(client, key, deadline, server)
+        except HermesError as exc:
+            error = exc
+        elapsed = time.monotonic() - start
+        if error is None and getattr(value, "error", None) is not None:
+            error = value.error  # a stream's outcome
+        record = client.idempotency_record(capability_id("default", row.op), key)
+        client.close()
+        idle = server.wait_idle(1.0)
+
+        # The outcome, exactly.
+        if row.error is None:
+            assert error is None, f"expected success, got {error!r}"
+            if row.op in STREAMS:
+                assert value.status == "completed" and value.text.startswith("ok"), value
+        else:
+            assert type(error) is row.error, f"expected {row.error.__name__}, got {error!r}"
+            assert error.code == row.code
+            assert error.retryable is row.retryable
+            assert error.uncertain_outcome is row.uncertain
+            if row.retry_after_ms != "any":
+                assert error.retry_after_ms == row.retry_after_ms
+            for text in (str(error), repr(error)):
+                assert server.api_key not in text and server.secret not in text
+        # The idempotency record.
+        if row.record is None:
+            assert record is None, record
+        else:
+            assert record is not None and record.state == "completed", record
+            assert record.result["status"] == row.record
+        if row.call is not None and row.error is InvalidInputError:
+            assert server.requests == [], "refused input must send nothing"
+        # Time: never later than the deadline (plus slack), whatever the server does.
+        assert elapsed <= DEADLINE + SLACK, f"took {elapsed:.2f}s against a {DEADLINE}s deadline"
+        # No socket left open: the server saw every connection closed by the client.
+        assert idle, f"{server.open_connections} connection(s) still open"
+        if row.fault == "redirect_huge_body":
+            assert server.bytes_sent < 16 * 1024 * 1024, server.bytes_sent  # the body was never read
+        assert server.errors == []
+
+
+def test_the_table_covers_every_fault_and_capability_kind() -> None:
+    from hermes_sdk.testing import FAULTS
+
+    assert len(ROWS) >= 60
+    assert {row.fault for row in ROWS} == set(FAULTS)
+    assert {row.op for row in ROWS} == set(ALL_OPS)
+
+
+def test_fault_server_counts_connections_and_stops_by_itself() -> None:
+    with FaultServer(fault="half_open", max_seconds=0.5) as server:
+        sock = __import__("socket").create_connection((server.host, server.port))
+        sock.sendall(b"GET /v1/responses/x HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.1)
+        assert server.open_connections == 1 and server.connections_total == 1
+        assert server.wait_idle(2.0)  # max_seconds ends it
+        sock.close()
+        server.script("status_404_secret", "ok")
+        with requests.get(server.base_url + "/v1/responses/a") as first, \
+                requests.get(server.base_url + "/v1/responses/b") as second:
+            assert (first.status_code, second.status_code) == (404, 200)
+    with pytest.raises(KeyError):
+        FaultServer(fault="no_such_fault").start()

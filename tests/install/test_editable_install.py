@@ -1,0 +1,65 @@
+"""The README's install leaves the package visible to type checkers and IDEs.
+
+setuptools' default editable mode for a flat layout is an import-hook finder that mypy, pyright and
+IDEs cannot follow; setup.cfg maps the root explicitly (``package_dir = =.``) so the editable
+install is a plain path entry in a ``.pth`` file instead. This test does what a new user does: a
+fresh venv, the README's ``python3 -m pip install -e .``, then ``mypy --strict`` on their own file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README_INSTALL = "python3 -m pip install -e ."
+
+USER_FILE = '''\
+from hermes_sdk import ChatCompletion, HermesClient
+
+
+def summary(client: HermesClient) -> str:
+    reply: ChatCompletion = client.chat(prompt="Summarize the incident notes.")
+    reveal_type(reply.text)
+    return reply.text or ""
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_readme_install_then_mypy_strict_sees_the_types(tmp_path: Path) -> None:
+    pytest.importorskip("mypy", reason="runs in the tox env 'install', which has mypy")
+    assert README_INSTALL in (ROOT / "README.md").read_text(), "the README's install command changed"
+    # A copy of the checkout, as a fresh clone would be: the install writes nothing into this one.
+    checkout = tmp_path / "hermes-sdk"
+    shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(
+        ".git", ".tox", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".live", "_build", ".mypy_cache"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_EDITABLE", "SETUPTOOLS_ENABLE"))}
+    # The README's command, run with the fresh venv's python as `python3`.
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", "."],
+                   cwd=checkout, env=env, check=True, timeout=600)
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    names = os.listdir(site)
+    assert not [n for n in names if n.startswith("__editable__") and n.endswith("_finder.py")], names
+    assert any(n.startswith("__editable__") and n.endswith(".pth") for n in names), names
+
+    # The user's project: its own directory, so mypy can find hermes_sdk only through the venv.
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "app.py").write_text(USER_FILE)
+    out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
+                          "--python-executable", str(python), "app.py"],
+                         cwd=project, capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert 'Revealed type is "str | None"' in text or 'Revealed type is "Union[builtins.str, None]"' in text, text
+    assert "import-not-found" not in text and "error:" not in text, text
+    assert out.returncode == 0, text
