@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 import attrs
 
 from .approval import ApprovalDecision, ApprovalRequest, check
+from .endpoints import ExecutionContext
 from .errors import (
     ApprovalDeniedError,
     CancelledError,
@@ -47,7 +48,6 @@ from .stages.approval import ask_provider
 
 if TYPE_CHECKING:
     from .client import HermesClient
-    from .endpoints import ExecutionContext
 
 log = logging.getLogger("hermes_sdk")
 
@@ -206,14 +206,14 @@ class Run:
             handle polls the status instead of subscribing (the first caller may hold the events).
     """
 
-    def __init__(self, client: "HermesClient", started: RunStarted, *, endpoint: Optional[str] = None,
+    def __init__(self, client: Any, started: RunStarted, *, endpoint: Optional[str] = None,
                  approval_provider: Any = None, deadline: Optional[float] = None,
-                 context: Optional["ExecutionContext"] = None) -> None:
+                 context: Optional[ExecutionContext] = None) -> None:
         self.id = started.run_id
         self.status = started.status
         self.replayed = started.replayed
         self.action_id = started.action_id
-        self._client = client
+        self._client: "HermesClient" = client  # the client that started it (HermesClient.run())
         self._endpoint = endpoint
         self._provider = approval_provider
         self._deadline = deadline
