@@ -339,7 +339,7 @@ class Run:
             return
         self._subscribed = True
         try:
-            self._stream = self._client._run_events(self.id, self._endpoint, self._context)
+            self._stream = self._client._run_events(self.id, self._endpoint, self._context, self._deadline)
         except HermesError as exc:
             self._broken(exc)
             return
