@@ -69,6 +69,16 @@ class _Required:
 REQUIRED: Any = _Required()
 
 
+class _Unchanged:
+    """The default of a ``with_options`` keyword left as it is (``help()`` shows ``<unchanged>``)."""
+
+    def __repr__(self) -> str:
+        return "<unchanged>"
+
+
+UNCHANGED: Any = _Unchanged()
+
+
 class HermesClient:
     """A synchronous client for the Hermes Agent capabilities. Safe to share between threads.
 
@@ -184,15 +194,15 @@ class HermesClient:
         """Attempts of a retry-safe call."""
         return self._rt.max_attempts
 
-    def with_options(self, *, timeout: TimeoutLike = REQUIRED, max_attempts: int = REQUIRED) -> "HermesClient":
+    def with_options(self, *, timeout: TimeoutLike = UNCHANGED, max_attempts: int = UNCHANGED) -> "HermesClient":
         """A copy of this client with other call settings, sharing its connection pool, store and plugins.
 
         ``client.with_options(timeout=5).chat(...)``; closing the copy does not close the pool.
         """
         changes: dict[str, Any] = {}
-        if timeout is not REQUIRED:
+        if timeout is not UNCHANGED:
             changes["timeout"] = as_timeout(timeout)
-        if max_attempts is not REQUIRED:
+        if max_attempts is not UNCHANGED:
             if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
                 raise InvalidInputError("max_attempts must be a positive integer", details={"field": "max_attempts"})
             changes["max_attempts"] = max_attempts

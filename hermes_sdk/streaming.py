@@ -1,8 +1,9 @@
 """SSE streams: live events, the connector's aggregate (with its gaps fixed), and early cancel.
 
-sseclient-py parses events fed from urllib3 as bytes arrive (each chunk of a chunked body, or
+Events are parsed from urllib3's bytes as they arrive (each chunk of a chunked body, or
 ``raw.read1()``): iterating a response reads 128-byte chunks, and ``iter_content(None)`` holds every
-event back on a close-delimited stream.
+event back on a close-delimited stream. Frames are cut by ``_sse_frames`` (linear, the same for any
+chunking, size-limited) and parsed on sseclient-py's ``SSEClient`` with the connector's rules.
 """
 
 from __future__ import annotations

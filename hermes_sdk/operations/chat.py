@@ -61,7 +61,7 @@ def _check_fields(data: Mapping[str, Any]) -> None:
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
                                    or not 0 <= max_tokens <= MAX_SAFE_INTEGER):
         raise bad("max_tokens", "'max_tokens' must be a non-negative integer of at most 2**53")
-    check_numbers({k: v for k, v in data.items() if k not in CONTROL_FIELDS})
+    check_numbers(data, skip=CONTROL_FIELDS)
     stop = data.get("stop")
     if stop is not None and not isinstance(stop, str) and not (
             isinstance(stop, list) and all(isinstance(s, str) for s in stop)):

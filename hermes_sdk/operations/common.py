@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping, Optional
+from typing import Any, Collection, Mapping, Optional
 
 import attrs
 
@@ -15,6 +15,7 @@ from .._constants import (
     MAX_SAFE_INTEGER,
     MAX_SESSION_VALUE_CHARS,
 )
+from ..endpoints import validate_header_value
 from ..errors import CONFIGURATION_OR_INPUT, InvalidInputError, PayloadTooLargeError
 
 
@@ -59,11 +60,46 @@ def require_input(value: object) -> Mapping[str, Any]:
     return data
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_tree(value: object) -> bool:
+    """The fast check, level by level on exact types, without paths: True when the tree is fine.
+    False sends ``check_tree`` down its slow path, which names the field (or finds nothing)."""
+    leaves = _LEAVES
+    level = [value]
+    for _ in range(MAX_INPUT_DEPTH):
+        children: list[object] = []
+        for node in level:
+            kind = type(node)
+            if kind is dict:
+                for key in node:  # type: ignore[attr-defined]
+                    if type(key) is not str:
+                        return False
+                children.extend(node.values())  # type: ignore[attr-defined]
+            elif kind is list or kind is tuple:
+                children.extend(node)  # type: ignore[arg-type]
+            elif isinstance(node, Mapping):
+                return False  # another mapping type: the slow path handles it
+        level = [child for child in children if type(child) not in leaves]
+        if not level:
+            return True
+    return False
+
+
 def check_tree(value: object, field: str = "input") -> None:
     """Refuse, before any I/O, what would escape later as a raw exception: objects nested deeper
     than MAX_INPUT_DEPTH (recursion in the encoder, the input hash and the redactor) and object
     keys that are not strings (JSON would turn ``1`` into ``"1"``; sorting mixed keys for the
     input hash raises). Iterative, so no depth can break the check itself."""
+    if not _plain_tree(value):
+        error = tree_error(value, field)
+        if error is not None:
+            raise error
+
+
+def tree_error(value: object, field: str = "input") -> Optional[InvalidInputError]:
+    """The slow path of ``check_tree``: the first problem, with the path of its field, or None."""
     stack: list[tuple[object, str, int]] = [(value, field, 0)]
     while stack:
         node, path, depth = stack.pop()
@@ -74,16 +110,25 @@ def check_tree(value: object, field: str = "input") -> None:
         else:
             continue
         if depth >= MAX_INPUT_DEPTH:
-            raise bad(path, f"{path} is nested more than {MAX_INPUT_DEPTH} levels deep", limit=MAX_INPUT_DEPTH)
+            return bad(path, f"{path} is nested more than {MAX_INPUT_DEPTH} levels deep", limit=MAX_INPUT_DEPTH)
         for key, child in children:
             if isinstance(node, Mapping):
                 if not isinstance(key, str):
-                    raise bad(path, f"{path} has a key that is not a string: {type(key).__name__}")
-                sub = f"{path}.{key}" if len(path) < 200 else path
+                    return bad(path, f"{path} has a key that is not a string: {type(key).__name__}")
+                sub = f"{path}.{_label(key)}" if len(path) < 200 else path
             else:
                 sub = path + key if len(path) < 200 else path
             if isinstance(child, (Mapping, list, tuple)):
                 stack.append((child, sub, depth + 1))
+    return None
+
+
+def _label(key: str) -> str:
+    """A key as it appears in a field path: plain names as they are, anything else JSON-escaped
+    (ASCII, so a lone surrogate or a control character cannot break a log line or a JSON record)."""
+    if key.isascii() and key.replace("_", "a").replace("-", "a").isalnum():
+        return key[:64]
+    return json.dumps(key[:64])
 
 
 def is_number(value: object) -> bool:
@@ -95,19 +140,18 @@ def is_number(value: object) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
-def check_numbers(body: Mapping[str, Any], prefix: str = "") -> None:
+def check_numbers(body: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> None:
     """Top-level numbers of a provider body (sampling controls: temperature, top_p, max_tokens,
     penalties, seed...) must be finite and at most 2**53 in size: Hermes' decoder and the model
     provider behind it would overflow or refuse them after the key was spent."""
     for name, value in body.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not is_number(value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not is_number(value) \
+                and name not in skip:
             raise bad(prefix + name, f"'{name}' must be a finite number of at most 2**53 in size")
 
 
 def session_value(field: str, value: object) -> Optional[str]:
     """Hermes session headers: at most 256 characters, no CR, LF or NUL, sendable as a header."""
-    from ..endpoints import validate_header_value
-
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
@@ -121,8 +165,6 @@ def session_value(field: str, value: object) -> Optional[str]:
 
 def idempotency_value(value: object) -> Optional[str]:
     """An idempotency key as it is sent in ``Idempotency-Key`` (a valid header value), or None."""
-    from ..endpoints import validate_header_value
-
     if value is None:
         return None
     return validate_header_value("idempotency_key", value)

@@ -114,10 +114,11 @@ class _Conn:
                 return
             self.server._stopping.wait(min(left, 0.02))
 
-    def drip(self, data: bytes, interval: float) -> None:
+    def drip(self, data: bytes) -> None:
+        """Send one byte every ``server.drip_interval`` seconds."""
         for i in range(len(data)):
             self.send(data[i:i + 1])
-            self.wait(interval)
+            self.wait(self.server.drip_interval)
 
     def head(self, status: int, headers: dict[str, str], reason: str = "") -> bytes:
         lines = [f"HTTP/1.1 {status} {reason or _REASONS.get(status, 'Status')}"]
@@ -233,7 +234,6 @@ def _error_body(request: FaultRequest, message: str, code: Optional[str] = None)
 
 # ---------------------------------------------------------------- the faults
 
-_DRIP = 0.2  # seconds between dripped bytes
 
 
 @fault("ok", "a healthy answer (JSON, or a short SSE stream when the request asks for one)")
@@ -247,29 +247,29 @@ def _ok(conn: _Conn, req: FaultRequest) -> None:
         conn.respond(200, ok_body(req))
 
 
-@fault("drip_headers", "the status line and headers, one byte every 0.2 s")
+@fault("drip_headers", "the status line and headers, one byte every drip_interval (0.2 s)")
 def _drip_headers(conn: _Conn, req: FaultRequest) -> None:
-    conn.drip(conn.head(200, {"Content-Type": "application/json", "X-Pad": "p" * 4096}), _DRIP)
+    conn.drip(conn.head(200, {"Content-Type": "application/json", "Content-Length": "2"}) + b"{}")
 
 
-@fault("drip_json_body", "headers at once, then the JSON body one byte every 0.2 s")
+@fault("drip_json_body", "headers at once, then the JSON body one byte every drip_interval (0.2 s)")
 def _drip_json_body(conn: _Conn, req: FaultRequest) -> None:
-    body = ok_body(req) + b" " * 65536
+    body = ok_body(req)
     conn.send(conn.head(200, {"Content-Type": "application/json", "Content-Length": str(len(body))}))
-    conn.drip(body, _DRIP)
+    conn.drip(body)
 
 
-@fault("drip_error_body", "a 500 whose body arrives one byte every 0.2 s")
+@fault("drip_error_body", "a 500 whose body arrives one byte every drip_interval (0.2 s)")
 def _drip_error_body(conn: _Conn, req: FaultRequest) -> None:
     body = _error_body(req, "slow failure") + b" " * 2048
     conn.send(conn.head(500, {"Content-Type": "application/json", "Content-Length": str(len(body))}))
-    conn.drip(body, _DRIP)
+    conn.drip(body)
 
 
-@fault("drip_sse", "an SSE stream whose bytes arrive one every 0.2 s (close-delimited)")
+@fault("drip_sse", "an SSE stream whose bytes arrive one every drip_interval (0.2 s) (close-delimited)")
 def _drip_sse(conn: _Conn, req: FaultRequest) -> None:
     conn.sse_head(chunked=False)
-    conn.drip(b"".join(ok_events(req)[:-1]) * 1000, _DRIP)
+    conn.drip(b"".join(ok_events(req)[:-1]) * 1000)
 
 
 @fault("keepalive_forever", "an SSE stream of `: keepalive` comments every 0.1 s, never an event")
@@ -463,7 +463,7 @@ class FaultServer:
 
     def __init__(self, fault: Union[str, Fault] = "ok", *, host: str = "127.0.0.1", port: int = 0,
                  api_key: str = "sk-hermes-fault-key-0123456789", max_connections: int = 32,
-                 max_seconds: float = 8.0, lifetime: float = 300.0) -> None:
+                 max_seconds: float = 8.0, lifetime: float = 300.0, drip_interval: float = 0.2) -> None:
         if host not in ("127.0.0.1", "::1", "localhost"):
             raise ValueError("FaultServer listens on loopback only")
         self.fault = fault
@@ -472,6 +472,7 @@ class FaultServer:
         self.max_connections = max_connections
         self.max_seconds = max_seconds
         self.lifetime = lifetime
+        self.drip_interval = drip_interval
         self.requests: list[FaultRequest] = []
         self.connections_total = 0
         self.open_connections = 0

@@ -359,3 +359,20 @@ def test_emulator_on_a_taken_port_fails_in_one_line() -> None:
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}: the address is already in use" \
         in out.stderr
+@pytest.mark.parametrize("fault", ["status_401_secret", "status_500_secret", "status_404_secret"])
+def test_cli_errors_never_print_a_secret_the_server_echoes(fault: str, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_sdk.testing import FaultServer
+
+    with FaultServer(fault=fault) as server:
+        monkeypatch.setenv("HERMES_BASE_URL", server.base_url)
+        monkeypatch.setenv("HERMES_API_KEY", server.api_key)
+        monkeypatch.setenv("HERMES_SDK_PLUGINS", "")
+        monkeypatch.delenv("HERMES_SDK_IDEMPOTENCY_STORE", raising=False)
+        for argv in (["chat", "hi"], ["responses", "get", "resp_0123456789abcdef0123456789abcdef"],
+                     ["chat", "hi", "--stream"]):
+            code, out, err = run(capsys, *argv)
+            assert code == 1 and err.startswith(P)
+            for text in (out, err):
+                assert server.api_key not in text and server.secret not in text
+                assert "resp_0123456789abcdef0123456789abcdef" not in text

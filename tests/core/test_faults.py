@@ -370,3 +370,16 @@ def test_fault_server_counts_connections_and_stops_by_itself() -> None:
             assert (first.status_code, second.status_code) == (404, 200)
     with pytest.raises(KeyError):
         FaultServer(fault="no_such_fault").start()
+
+
+def test_the_pytest_fixture_serves_scripted_faults(hermes_fault_server: FaultServer) -> None:
+    server = hermes_fault_server
+    server.drip_interval = 0.001
+    server.script("retry_after_inf", "drip_json_body")
+    with HermesClient(base_url=server.base_url, api_key=server.api_key, load_entrypoints=False) as client:
+        with pytest.raises(RateLimitedError) as info:
+            client.chat(prompt="hi")
+        assert info.value.retry_after_ms == 30_000
+        assert client.chat(prompt="hi").text == "ok"  # dripped quickly enough to finish
+        assert client.response_get("resp_1").id == "resp_1"  # the default fault again: "ok"
+    assert server.wait_idle(1.0) and len(server.requests) == 3 and server.connections_total == 3

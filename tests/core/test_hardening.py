@@ -23,6 +23,7 @@ from hermes_sdk.capabilities import CONTRACTS
 from hermes_sdk.endpoints import Endpoint, ExecutionContext, deadline_epoch, validate_header_value
 from hermes_sdk.errors import (
     ApprovalDeniedError,
+    HermesError,
     InvalidInputError,
     InvalidResponseError,
     RateLimitedError,
@@ -292,3 +293,57 @@ def test_a_nan_approval_sends_no_delete(hermes_emulator) -> None:
                                idempotency_key="d1", approval=decision, reason="cleanup")
         assert result.status == "failed" and isinstance(result.error, ApprovalDeniedError)
     assert not [r for r in hermes_emulator.requests_seen if r.method == "DELETE"]
+
+
+# ---------------------------------------------------------------- TLS
+
+
+def test_tls_is_verified_by_default(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-signed certificate is refused: nothing is sent, the failure is typed."""
+    import shutil
+    import socket
+    import ssl
+    import subprocess
+    import threading
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    received: list[bytes] = []
+    done = threading.Event()
+
+    def serve() -> None:  # every attempt (response_get retries a transport failure)
+        while not done.is_set():
+            try:
+                sock, _ = listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            try:
+                with context.wrap_socket(sock, server_side=True) as tls:
+                    received.append(tls.recv(65536))
+            except (OSError, ssl.SSLError):
+                pass
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client = HermesClient(base_url=f"https://127.0.0.1:{listener.getsockname()[1]}", api_key="sk-tls-test",
+                          load_entrypoints=False)
+    with pytest.raises(HermesError) as info:
+        client.response_get("resp_1", deadline=time.time() + 10)
+    client.close()
+    done.set()
+    thread.join(5)
+    listener.close()
+    assert info.value.code == "connector.hermes_agent.transport"
+    assert received == [], "no request bytes may cross an unverified connection"
+    assert client._rt.transport._origin_settings(client.endpoints[0].base_url)[1] is True  # verify=True
