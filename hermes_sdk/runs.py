@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 import attrs
 
-from .approval import ApprovalDecision, ApprovalRequest, check
+from .approval import ApprovalRequest, check
 from .endpoints import ExecutionContext
 from .errors import (
     ApprovalDeniedError,
@@ -44,7 +44,7 @@ from .events import (
     ToolStarted,
     parse_run_event,
 )
-from .stages.approval import ask_provider
+from .stages.approval import as_decision, ask_provider
 
 if TYPE_CHECKING:
     from .client import HermesClient
@@ -496,15 +496,7 @@ def choice_for(decision: Any, request: ApprovalRequest, event: ApprovalRequested
     evidence check → ``deny``. ``always`` without ``allow_permanent_approvals`` raises
     InvalidInputError (nothing is sent; the request stays pending).
     """
-    if isinstance(decision, Mapping):
-        try:
-            decision = ApprovalDecision(**decision)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"the approval provider returned an invalid decision: {exc}",
-                                    details={"field": "approval"}) from None
-    if not isinstance(decision, ApprovalDecision):
-        raise InvalidInputError("the approval provider must return an ApprovalDecision or None",
-                                details={"field": "approval"})
+    decision = as_decision(decision)
     if decision.decision != "approved":
         return "deny"
     try:
