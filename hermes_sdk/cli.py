@@ -389,8 +389,9 @@ def add_run_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
     run.add_argument("--approve", choices=("ask", "deny", "once"), default="ask",
                      help="answer the agent's approval requests: ask at the terminal (default; "
                           "denied without one), deny all, or approve each once")
-    run.add_argument("--idempotency-key", help="one run per key (durable with HERMES_SDK_IDEMPOTENCY_STORE); "
-                                               "default: a new key, so a new run")
+    run.add_argument("--idempotency-key", metavar="KEY",
+                     help="one run per key (durable with HERMES_SDK_IDEMPOTENCY_STORE); default: a new key, "
+                          "so a new run")
     run.add_argument("--json", action="store_true", help="print the result and its events as JSON at the end")
     run.set_defaults(func=cmd_run)
 
