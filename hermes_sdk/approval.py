@@ -120,19 +120,25 @@ class ApprovalRequest:
 
     def approve(self, *, approver: str, policy_decision_id: str, reason: Optional[str] = None,
                 scope: Optional[str] = None) -> ApprovalDecision:
-        """An approved decision bound to this request.
+        """Approve this request: a decision bound to its input, valid for 15 minutes (never past the request).
 
         Args:
-            approver: who approved.
-            policy_decision_id: the policy decision that allowed it.
-            reason: why (default: the request's reason).
+            approver: who approves (recorded with the result).
+            policy_decision_id: the policy decision that allows the action (required evidence).
+            reason: why; default the request's ``reason``.
             scope: for a run's approval request, ``session`` approves the pattern for the rest of
-                the run; None or ``once`` approves this command only.
+                the run (``always``: process-wide, only with ``allow_permanent_approvals``); None
+                or ``once`` approves this command only.
         """
         return self._decide("approved", approver, reason, policy_decision_id, scope)
 
     def deny(self, *, approver: str, reason: Optional[str] = None) -> ApprovalDecision:
-        """A denied decision bound to this request."""
+        """Deny this request; a call given this decision raises :class:`~hermes_sdk.ApprovalDeniedError`.
+
+        Args:
+            approver: who denies.
+            reason: why; default the request's ``reason``.
+        """
         return self._decide("denied", approver, reason, None)
 
     def _decide(self, decision: str, approver: str, reason: Optional[str],

@@ -335,9 +335,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from .events import MessageDelta
 
+    text = _text_arg(args.text, "task")
     key = args.idempotency_key or f"cli-run-{uuid.uuid4().hex}"
     with _client(args, approval_provider=_run_approver(args.approve)) as client:
-        run = client.run(args.text, idempotency_key=key)
+        run = client.run(text, idempotency_key=key)
         sys.stderr.write(f"run id: {run.id}{' (replayed)' if run.replayed else ''}\n")
         open_line = False  # text written without its newline yet
         try:
@@ -375,24 +376,22 @@ def cmd_run(args: argparse.Namespace) -> int:
                 sys.stdout.write(result.output + "\n")
     if result.status != "completed":
         sys.stderr.write(f"hermes_sdk.run: run {result.status}{': ' + result.error if result.error else ''}\n")
-        return 1
-    return 0
+        return EXIT_FAILED
+    return EXIT_OK
 
 
-def add_run_parser(sub: Any) -> None:
+def add_run_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
     """``hermes-sdk run TEXT [--approve ask|deny|once] [--idempotency-key KEY] [--json]``."""
-    run = sub.add_parser("run", help="start a durable run and follow it (tools, approvals)",
-                         description="Start a durable run (POST /v1/runs) and follow its events: text on stdout, "
-                                     "tool and approval lines on stderr. Exits 0 if the run completed.")
-    run.add_argument("text", help="what the agent should do")
-    run.add_argument("--base-url", default=argparse.SUPPRESS, metavar="URL",
-                     help="Hermes origin (default: $HERMES_BASE_URL)")
-    run.add_argument("--api-key", default=argparse.SUPPRESS, metavar="KEY", help="default: $HERMES_API_KEY")
+    run = sub.add_parser("run", parents=[conn], help="start a durable run and follow it (tools, approvals)",
+                         description="Start a durable run, print its text and tool lines as they arrive, and "
+                                     "answer the agent's approval requests. TEXT may be piped in.")
+    run.add_argument("text", nargs="?", metavar="TEXT", help="the task; '-' or omitted: read stdin")
     run.add_argument("--approve", choices=("ask", "deny", "once"), default="ask",
                      help="answer the agent's approval requests: ask at the terminal (default; "
                           "denied without one), deny all, or approve each once")
-    run.add_argument("--idempotency-key", help="one run per key (durable with HERMES_SDK_IDEMPOTENCY_STORE); "
-                                               "default: a new key, so a new run")
+    run.add_argument("--idempotency-key", metavar="KEY",
+                     help="one run per key (durable with HERMES_SDK_IDEMPOTENCY_STORE); default: a new key, "
+                          "so a new run")
     run.add_argument("--json", action="store_true", help="print the result and its events as JSON at the end")
     run.set_defaults(func=cmd_run)
 
@@ -486,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "bundled emulator; needs no server.")
     demo.set_defaults(func=cmd_demo)
 
-    add_run_parser(sub)
+    add_run_parser(sub, conn)
     return parser
 
 

@@ -40,6 +40,7 @@ from .operations.runs import (
     MODELS,
     RUN_APPROVAL,
     RUN_EVENTS,
+    RUN_EVENTS_READ_TIMEOUT,
     RUN_GET,
     RUN_START,
     RUN_STOP,
@@ -217,6 +218,7 @@ class HermesClient:
     def timeout(self) -> Optional[Timeout]:
         """The default time limits of every call (None: each capability's published timeout)."""
         return self._rt.timeout
+
     @property
     def allow_permanent_approvals(self) -> bool:
         """Whether the run approval choice ``always`` may be sent."""
@@ -403,7 +405,7 @@ class HermesClient:
             conversation_history: Optional[list[Any]] = None, previous_response_id: Optional[str] = None,
             model: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
             action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-            deadline: Deadline = None) -> Run:
+            deadline: Deadline = None, timeout: TimeoutLike = None) -> Run:
         """Start a durable run (``POST /v1/runs``) and subscribe to its events at once.
 
         Hermes ignores ``Idempotency-Key`` on runs, so the key is required and the SDK's own store
@@ -424,6 +426,7 @@ class HermesClient:
             approval_provider: answers this run's approval requests (see docs/runs.md).
             deadline: bounds the start call and, by default, ``run.wait()`` and ``run.events()``
                 (the context's deadline when not given).
+            timeout: bounds the start call only (seconds or a :class:`Timeout`).
         """
         data: dict[str, Any] = {"input": None if input is REQUIRED else input}
         for name, value in (("instructions", instructions), ("session_id", session_id),
@@ -432,7 +435,8 @@ class HermesClient:
             if value is not None:
                 data[name] = value
         key = None if idempotency_key is REQUIRED else idempotency_key
-        started: RunStarted = self._call(RUN_START, data, endpoint, key, action_id, context, deadline)
+        started: RunStarted = self._call(RUN_START, data, endpoint, key, action_id, context, deadline,
+                                         timeout=timeout)
         provider = approval_provider if approval_provider is not None else self._rt.approval_provider
         limit = deadline_epoch(deadline)
         ctx = context if context is not None else self.context
@@ -443,26 +447,29 @@ class HermesClient:
         return run
 
     def run_get(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
-                context: Optional[ExecutionContext] = None, deadline: Deadline = None) -> RunStatus:
+                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+                timeout: TimeoutLike = None) -> RunStatus:
         """The run object (``GET /v1/runs/{run_id}``); retried like ``response_get``.
 
         RunNotFoundError for an unknown id (or one Hermes dropped: finished runs live one hour,
         and none survive a restart).
         """
-        return self._call(RUN_GET, {"run_id": run_id}, endpoint, None, action_id, context, deadline)
+        return self._call(RUN_GET, {"run_id": run_id}, endpoint, None, action_id, context, deadline, timeout=timeout)
 
     def run_stop(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
-                 context: Optional[ExecutionContext] = None, deadline: Deadline = None) -> RunStatus:
+                 context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+                 timeout: TimeoutLike = None) -> RunStatus:
         """Stop a run (``POST /v1/runs/{run_id}/stop``): status ``stopping``, then ``cancelled``.
 
         From this call on, this client sends no approval for the run (RunStoppedError): Hermes
         executed a command approved right after a stop. A finished run answers RunNotFoundError.
         """
-        return self._call(RUN_STOP, {"run_id": run_id}, endpoint, None, action_id, context, deadline)
+        return self._call(RUN_STOP, {"run_id": run_id}, endpoint, None, action_id, context, deadline,
+                          timeout=timeout)
 
     def run_approval(self, run_id: str, choice: str, *, resolve_all: bool = False, endpoint: Optional[str] = None,
                      action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                     deadline: Deadline = None) -> ApprovalAnswer:
+                     deadline: Deadline = None, timeout: TimeoutLike = None) -> ApprovalAnswer:
         """Answer a run's oldest pending approval (``POST /v1/runs/{run_id}/approval``).
 
         Args:
@@ -478,7 +485,7 @@ class HermesClient:
         data: dict[str, Any] = {"run_id": run_id, "choice": choice}
         if resolve_all:
             data["all"] = True
-        return self._call(RUN_APPROVAL, data, endpoint, None, action_id, context, deadline)
+        return self._call(RUN_APPROVAL, data, endpoint, None, action_id, context, deadline, timeout=timeout)
 
     def run_approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
                              endpoint: Optional[str] = None) -> ApprovalRequest:
@@ -503,27 +510,38 @@ class HermesClient:
         """Whether this client asked to stop the run (no approval is sent to it from then on)."""
         return run_id in self._rt.stopped_runs
 
-    def _run_events(self, run_id: str, endpoint: Optional[str], context: Optional[ExecutionContext]) -> Any:
-        """Open a run's one events subscription (only :class:`Run` calls this, once per run)."""
-        return self._call(RUN_EVENTS, {"run_id": run_id}, endpoint, None, None, context, None, keep_events=False)
+    def _run_events(self, run_id: str, endpoint: Optional[str], context: Optional[ExecutionContext],
+                    deadline: Optional[float] = None) -> Any:
+        """Open a run's one events subscription (only :class:`Run` calls this, once per run).
+
+        It lives until the run ends or ``deadline`` (else the contract's 24 hours); a read waits at
+        most ``RUN_EVENTS_READ_TIMEOUT`` seconds, well above Hermes' 30 s keepalive, so a silent
+        connection is found broken and the run is polled instead.
+        """
+        return self._call(RUN_EVENTS, {"run_id": run_id}, endpoint, None, None, context, deadline,
+                          keep_events=False, timeout=Timeout(read=RUN_EVENTS_READ_TIMEOUT))
 
     # ---------------------------------------------------------------- discovery
 
-    def health(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> Health:
+    def health(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+               timeout: TimeoutLike = None) -> Health:
         """``GET /health`` (Hermes needs no key for it; the SDK sends it anyway)."""
-        return self._call(HEALTH, {}, endpoint, None, None, None, deadline)
+        return self._call(HEALTH, {}, endpoint, None, None, None, deadline, timeout=timeout)
 
-    def models(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> list[ModelInfo]:
+    def models(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+               timeout: TimeoutLike = None) -> list[ModelInfo]:
         """``GET /v1/models``."""
-        return self._call(MODELS, {}, endpoint, None, None, None, deadline)
+        return self._call(MODELS, {}, endpoint, None, None, None, deadline, timeout=timeout)
 
-    def server_capabilities(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> ServerCapabilities:
+    def server_capabilities(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+               timeout: TimeoutLike = None) -> ServerCapabilities:
         """``GET /v1/capabilities``: Hermes' static feature flags (not the SDK's ``capabilities()``)."""
-        return self._call(SERVER_CAPABILITIES, {}, endpoint, None, None, None, deadline)
+        return self._call(SERVER_CAPABILITIES, {}, endpoint, None, None, None, deadline, timeout=timeout)
 
-    def toolsets(self, *, endpoint: Optional[str] = None, deadline: Deadline = None) -> list[Toolset]:
+    def toolsets(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+               timeout: TimeoutLike = None) -> list[Toolset]:
         """``GET /v1/toolsets``: which toolsets the API server offers (``enabled``)."""
-        return self._call(TOOLSETS, {}, endpoint, None, None, None, deadline)
+        return self._call(TOOLSETS, {}, endpoint, None, None, None, deadline, timeout=timeout)
 
     # ---------------------------------------------------------------- the generic AIP path
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import attrs
 
@@ -84,7 +84,7 @@ class Toolset:
 
 
 def health(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-           replayed: bool = False) -> Health:
+           replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> Health:
     """Decode ``/health``."""
     obj = _object(data, "health")
     return Health(status=_opt_str(obj.get("status")), platform=_opt_str(obj.get("platform")),
@@ -92,7 +92,7 @@ def health(data: Any, session_id: Optional[str] = None, action_id: Optional[str]
 
 
 def models(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-           replayed: bool = False) -> list[ModelInfo]:
+           replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> list[ModelInfo]:
     """Decode ``/v1/models``."""
     out = []
     for item in _items(data, "models"):
@@ -104,7 +104,7 @@ def models(data: Any, session_id: Optional[str] = None, action_id: Optional[str]
 
 
 def server_capabilities(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                        replayed: bool = False) -> ServerCapabilities:
+                        replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> ServerCapabilities:
     """Decode ``/v1/capabilities``."""
     obj = _object(data, "capabilities")
     features, endpoints = obj.get("features"), obj.get("endpoints")
@@ -114,7 +114,7 @@ def server_capabilities(data: Any, session_id: Optional[str] = None, action_id: 
 
 
 def toolsets(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-             replayed: bool = False) -> list[Toolset]:
+             replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> list[Toolset]:
     """Decode ``/v1/toolsets``."""
     out = []
     for item in _items(data, "toolsets"):

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 import attrs
 
-from .approval import ApprovalDecision, ApprovalRequest, check
+from .approval import ApprovalRequest, check
+from .endpoints import ExecutionContext
 from .errors import (
     ApprovalDeniedError,
     CancelledError,
@@ -43,11 +44,10 @@ from .events import (
     ToolStarted,
     parse_run_event,
 )
-from .stages.approval import ask_provider
+from .stages.approval import as_decision, ask_provider
 
 if TYPE_CHECKING:
     from .client import HermesClient
-    from .endpoints import ExecutionContext
 
 log = logging.getLogger("hermes_sdk")
 
@@ -157,16 +157,17 @@ class RunResult:
 
 
 def run_started(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                replayed: bool = False) -> RunStarted:
+                replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStarted:
     """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
         raise InvalidResponseError("the run start reply has no run_id")
+    session_key = _opt_str(data.get("session_key")) or (headers.get("X-Hermes-Session-Key") if headers else None)
     return RunStarted(run_id=data["run_id"], status=str(data.get("status") or "started"),
-                      session_key=_opt_str(data.get("session_key")), action_id=action_id, replayed=replayed)
+                      session_key=session_key, action_id=action_id, replayed=replayed)
 
 
 def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-               replayed: bool = False) -> RunStatus:
+               replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStatus:
     """Decode a run object (fields Hermes leaves out stay None)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) \
             or not isinstance(data.get("status"), str):
@@ -180,7 +181,7 @@ def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[
 
 
 def approval_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                    replayed: bool = False) -> ApprovalAnswer:
+                    replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> ApprovalAnswer:
     """Decode the 200 of ``POST /v1/runs/{id}/approval``."""
     if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str):
         raise InvalidResponseError("the approval reply has no run_id")
@@ -205,14 +206,14 @@ class Run:
             handle polls the status instead of subscribing (the first caller may hold the events).
     """
 
-    def __init__(self, client: "HermesClient", started: RunStarted, *, endpoint: Optional[str] = None,
+    def __init__(self, client: Any, started: RunStarted, *, endpoint: Optional[str] = None,
                  approval_provider: Any = None, deadline: Optional[float] = None,
-                 context: Optional["ExecutionContext"] = None) -> None:
+                 context: Optional[ExecutionContext] = None) -> None:
         self.id = started.run_id
         self.status = started.status
         self.replayed = started.replayed
         self.action_id = started.action_id
-        self._client = client
+        self._client: "HermesClient" = client  # the client that started it (HermesClient.run())
         self._endpoint = endpoint
         self._provider = approval_provider
         self._deadline = deadline
@@ -326,7 +327,7 @@ class Run:
         """Drop the events connection (the run goes on at Hermes; this handle then polls)."""
         stream = self._stream
         if stream is not None and not stream.closed:
-            stream.abort()  # the reader thread, blocked on the socket, settles the stream
+            stream.close()  # from this thread: interrupts the reader, which settles the stream
             # Events already read are still delivered; then the handle polls (never re-subscribes).
             self._queue.put(("broken", CancelledError("the events stream was closed by the caller")))
 
@@ -338,12 +339,13 @@ class Run:
             return
         self._subscribed = True
         try:
-            self._stream = self._client._run_events(self.id, self._endpoint, self._context)
+            self._stream = self._client._run_events(self.id, self._endpoint, self._context, self._deadline)
         except HermesError as exc:
             self._broken(exc)
             return
         thread = threading.Thread(target=self._read, args=(self._stream,), daemon=True,
                                   name=f"hermes-sdk-run-{self.id[-8:]}")
+        self._stream.owner = thread
         thread.start()
 
     def _read(self, stream: Any) -> None:
@@ -494,15 +496,7 @@ def choice_for(decision: Any, request: ApprovalRequest, event: ApprovalRequested
     evidence check → ``deny``. ``always`` without ``allow_permanent_approvals`` raises
     InvalidInputError (nothing is sent; the request stays pending).
     """
-    if isinstance(decision, Mapping):
-        try:
-            decision = ApprovalDecision(**decision)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"the approval provider returned an invalid decision: {exc}",
-                                    details={"field": "approval"}) from None
-    if not isinstance(decision, ApprovalDecision):
-        raise InvalidInputError("the approval provider must return an ApprovalDecision or None",
-                                details={"field": "approval"})
+    decision = as_decision(decision)
     if decision.decision != "approved":
         return "deny"
     try:

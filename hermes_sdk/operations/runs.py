@@ -38,6 +38,8 @@ START_FIELDS = ("input", "instructions", "session_id", "session_key", "conversat
                 "previous_response_id", "model", "_aip")
 APPROVAL_CHOICES = ("once", "session", "always", "deny")
 RUN_EVENTS_MAX = 100_000
+#: Seconds one read of a run's events stream may wait: Hermes sends a keepalive every 30 s.
+RUN_EVENTS_READ_TIMEOUT = 120.0
 
 
 def _only(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -209,11 +211,15 @@ RUN_GET: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_get", "GET", "/v1/runs/{run_id}"), build_run, decode=run_status, refine_error=refine_run_error)
 
 # One subscriber per run and no resume: published as not retry-safe, so nothing re-subscribes.
-# The read timeout bounds silence, not the run: Hermes sends a keepalive every 30 s.
+# It follows the whole run: 24 hours at most (the key's lifetime); Run reads it with a 120 s read
+# timeout (Hermes sends a keepalive every 30 s).
 RUN_EVENTS: OperationSpec[RunEventStream] = OperationSpec(
     _contract("run_events", "GET", "/v1/runs/{run_id}/events", retry_safe=False, streaming=True,
-              side_effects=("read", "external_network"), expected_latency_ms=30_000, timeout_ms=120_000),
-    build_run, stream_class=RunEventStream, refine_error=refine_run_error)
+              side_effects=("read", "external_network"), expected_latency_ms=30_000, timeout_ms=86_400_000),
+    build_run, stream_class=RunEventStream, refine_error=refine_run_error,
+    # Observers (tracing) see which tool ran and which pattern was approved how; never the
+    # command, its preview, the output or the run id.
+    observed_keys=("tool", "pattern_key", "choice"))
 
 RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
     _contract("run_approval", "POST", "/v1/runs/{run_id}/approval", risk="high", retry_safe=False,

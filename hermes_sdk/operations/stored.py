@@ -19,7 +19,8 @@ def response_id_value(value: object) -> str:
 
 
 def path_id_value(field: str, value: object) -> str:
-    """An id that becomes one path segment: a non-empty string, bounded, no control characters."""
+    """An id that becomes one path segment (``response_id``, ``run_id``): non-empty, at most 512
+    bytes, valid Unicode, no control characters, not a dot segment."""
     if not isinstance(value, str) or not value.strip():
         raise bad(field, f"'{field}' must be a non-empty string")
     try:

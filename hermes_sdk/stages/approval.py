@@ -37,6 +37,19 @@ def ask_provider(provider: Any, request: ApprovalRequest) -> Any:
                           details={"hook": "approval_provider"}) from exc
 
 
+def as_decision(value: Any) -> ApprovalDecision:
+    """An ApprovalDecision, or its AIP JSON shape as one; InvalidInputError for anything else."""
+    if isinstance(value, Mapping):
+        try:
+            value = ApprovalDecision(**value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"approval is not a valid decision: {exc}",
+                                    details={"field": "approval"}) from None
+    if not isinstance(value, ApprovalDecision):
+        raise InvalidInputError("approval must be an ApprovalDecision", details={"field": "approval"})
+    return value
+
+
 def approve(call: Call) -> None:
     """Set ``call.decision`` from ``approval=`` or the approval provider, checked against this input."""
     if not call.contract.requires_approval:
@@ -49,12 +62,4 @@ def approve(call: Call) -> None:
     if decision is None:
         raise ApprovalRequiredError(approval_required_message(call.operation),
                                     details={"input_hash": request.input_hash, "approval_request_id": request.id})
-    if isinstance(decision, Mapping):  # the AIP JSON shape of a decision
-        try:
-            decision = ApprovalDecision(**decision)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"approval is not a valid decision: {exc}",
-                                    details={"field": "approval"}) from None
-    if not isinstance(decision, ApprovalDecision):
-        raise InvalidInputError("approval must be an ApprovalDecision", details={"field": "approval"})
-    call.decision = check(decision, request)  # the decision completed with its evidence
+    call.decision = check(as_decision(decision), request)  # the decision completed with its evidence

@@ -744,3 +744,34 @@ def test_observers_see_run_events_redacted(tools_emu: HermesEmulator) -> None:
     assert request["pattern_key"] == "delete in root path" and request["command"] == "[REDACTED]"
     assert responded["choice"] == "once"
     assert all(VICTIM not in json.dumps(e) and not re.search(r"run_[0-9a-f]{8}", json.dumps(e)) for e in seen)
+
+
+def test_a_run_longer_than_a_read_timeout_keeps_its_one_stream(emu: HermesEmulator, client: HermesClient,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import hermes_sdk.client as client_module
+
+    monkeypatch.setattr(client_module, "RUN_EVENTS_READ_TIMEOUT", 1.0)
+    emu.run_events_keepalive_seconds = 0.3  # keepalives keep a 1 s read timeout from firing
+    result = client.run("SLOW:2.5 long enough", idempotency_key="k-long").wait(timeout=15)
+    assert result.status == "completed" and result.events_complete
+
+
+def test_a_silent_stream_is_found_broken_by_its_read_timeout(emu: HermesEmulator, client: HermesClient,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import hermes_sdk.client as client_module
+
+    monkeypatch.setattr(client_module, "RUN_EVENTS_READ_TIMEOUT", 0.5)
+    emu.run_events_keepalive_seconds = 30  # nothing arrives for 2 s: the read times out, then polling
+    run = client.run("SLOW:2 silent", idempotency_key="k-silent")
+    result = run.wait(timeout=15)
+    assert result.status == "completed" and not result.events_complete and run.stream_error is not None
+
+
+def test_every_run_method_takes_a_timeout(emu: HermesEmulator, client: HermesClient) -> None:
+    run = client.run("t", idempotency_key="k-timeout", timeout=10)
+    assert client.run_get(run.id, timeout=5).run_id == run.id
+    assert client.health(timeout=5).ok and client.models(timeout=5)
+    assert client.server_capabilities(timeout=5).features and client.toolsets(timeout=5)
+    with pytest.raises(InvalidInputError):
+        client.run_get(run.id, timeout=-1)
+    run.wait(timeout=10)
