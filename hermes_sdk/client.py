@@ -238,7 +238,9 @@ class HermesClient:
             self._closed = True
         for stream in list(self._rt.open_streams):  # cancelled (and recorded so), not left to the GC
             try:
-                stream.close()
+                if not stream.closed:
+                    stream.abort()  # wakes a thread blocked reading it, so close() never waits on a read
+                    stream.close()
             except Exception:
                 pass
         self._rt.transport.close()

@@ -7,8 +7,9 @@ This is the innermost part of the ``hermes_invocation`` hook; each attempt runs 
 from __future__ import annotations
 
 import functools
+import inspect
 import time
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import requests
 import urllib3.exceptions
@@ -53,7 +54,10 @@ def execute(call: Call) -> ActionResult:
     assert spec.decode is not None and reply.body is not None
     try:
         data = decode_reply(reply.body)
-        call.value = spec.decode(data, session_id, call.action_id, headers=reply.headers)
+        if _takes_headers(spec.decode):
+            call.value = spec.decode(data, session_id, call.action_id, headers=reply.headers)
+        else:
+            call.value = spec.decode(data, session_id, call.action_id)
     except InvalidResponseError as exc:
         raise _typed_invalid(exc, call, reply.status) from None
     base.status, base.output, base.recorded_at = "completed", data, time.time()
@@ -132,10 +136,10 @@ def send_once(call: Call, timeout: float) -> HttpReply:
     if not 200 <= response.status_code < 300:
         # Hermes' status decides the error; a body cut at the deadline only loses its detail.
         failure = error_for_status(response, contract)
-        if _late(call):
-            failure.details["body_cut_at_deadline"] = True
         if call.spec.refine_error is not None:
             failure = call.spec.refine_error(failure)
+        if _late(call):
+            failure.details["body_cut_at_deadline"] = True
         raise failure
     if request.stream:
         return HttpReply(response.status_code, response.headers, None, stream=response)
@@ -156,6 +160,16 @@ def _typed_invalid(exc: InvalidResponseError, call: Call, status: int) -> Invali
     """The same failure, with the flags of this call: a model call's bad reply leaves its outcome uncertain."""
     return InvalidResponseError(exc.message, uncertain_outcome=not call.contract.read_only, http_status=status,
                                 details={"operation": call.operation, **exc.details})
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_headers(decode: Callable[..., Any]) -> bool:
+    """Whether a spec's decoder takes the reply headers (``headers=`` or ``**kwargs``); asked once each."""
+    try:
+        params = inspect.signature(decode).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "headers" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _late(call: Call) -> bool:
