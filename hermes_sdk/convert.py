@@ -109,7 +109,6 @@ def _event_json(event: StreamEvent) -> dict[str, Any]:
 def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
     """A StreamResult as JSON: the output of a stream's ActionResult and its durable record."""
     # The events dominate (one per SSE event): unstructure them by hand, the rest with cattrs.
-    """A StreamResult as JSON: the output of a stream's ActionResult and its durable record."""
     events, tools = result.events, result.tools
     if tools:
         result = attrs.evolve(result, tools=[])

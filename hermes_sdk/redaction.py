@@ -22,9 +22,6 @@ ALLOWED_KEYS = frozenset({
     "finish_reason", "object", "model", "outcome", "kind", "plugin", "hook", "exception",
     "decision", "stability", "risk", "framing", "reason_code", "attempt", "attempts", "terminal",
     "truncated", "streaming", "idempotency", "content_type",
-    # Run events: the tool's name, Hermes' name of a dangerous-command pattern, an approval choice
-    # (never the command, its preview or arguments).
-    "tool", "pattern_key", "choice",
 })
 
 FilterFn = Callable[[Optional[str], str], str]
@@ -94,6 +91,13 @@ class Redactor:
             # The process-wide log filter applies these too, for as long as this redactor lives.
             with _live_lock:
                 _live.add(self)
+
+    def allowing(self, keys: Iterable[str]) -> "Redactor":
+        """A copy that also shows the string values of ``keys`` (same filters and patterns)."""
+        copy = object.__new__(Redactor)
+        copy.filters, copy.extra_patterns, copy.patterns = self.filters, self.extra_patterns, self.patterns
+        copy.allowed = self.allowed | frozenset(keys)
+        return copy
 
     def text(self, value: str, key: Optional[str] = None) -> str:
         """Scrub a string that is allowed to be shown (a failing plugin filter redacts it all)."""

@@ -216,7 +216,10 @@ RUN_GET: OperationSpec[RunStatus] = OperationSpec(
 RUN_EVENTS: OperationSpec[RunEventStream] = OperationSpec(
     _contract("run_events", "GET", "/v1/runs/{run_id}/events", retry_safe=False, streaming=True,
               side_effects=("read", "external_network"), expected_latency_ms=30_000, timeout_ms=86_400_000),
-    build_run, stream_class=RunEventStream, refine_error=refine_run_error)
+    build_run, stream_class=RunEventStream, refine_error=refine_run_error,
+    # Observers (tracing) see which tool ran and which pattern was approved how; never the
+    # command, its preview, the output or the run id.
+    observed_keys=("tool", "pattern_key", "choice"))
 
 RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
     _contract("run_approval", "POST", "/v1/runs/{run_id}/approval", risk="high", retry_safe=False,

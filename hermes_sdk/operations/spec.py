@@ -41,6 +41,9 @@ class OperationSpec(Generic[T]):
     admit: Optional[Callable[[Any], None]] = None
     #: Refines the typed error of a non-2xx reply with what this operation's codes mean.
     refine_error: Optional[Callable[[Any], Any]] = None
+    #: Keys of this stream's events whose string values its observers may see beyond the
+    #: redaction allowlist (``run_events``: the tool name, the pattern key, the approval choice).
+    observed_keys: tuple[str, ...] = ()
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""

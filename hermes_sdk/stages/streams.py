@@ -17,16 +17,19 @@ from . import idempotency, observe
 class StreamSink:
     """What a stream calls: ``event()`` per event (only when observed), ``settled()`` once at its end."""
 
-    __slots__ = ("call", "base", "observed")
+    __slots__ = ("call", "base", "observed", "redactor")
 
     def __init__(self, call: Call, base: ActionResult) -> None:
         self.call = call
         self.base = base
         self.observed = bool(call.runtime.pm.hook.hermes_stream_event.get_hookimpls())
+        keys = call.spec.observed_keys
+        self.redactor = call.runtime.redactor.allowing(keys) if keys and self.observed else call.runtime.redactor
 
     def event(self, event: StreamEvent) -> None:
-        """Hand one event, redacted (names and numbers only), to the ``hermes_stream_event`` observers."""
-        redacted = self.call.runtime.redactor.redact(
+        """Hand one event, redacted (names and numbers only, plus the spec's ``observed_keys``), to
+        the ``hermes_stream_event`` observers."""
+        redacted = self.redactor.redact(
             {"event": event.event, "terminal": event.terminal, "data": event.data})
         notify(self.call.runtime.pm, "hermes_stream_event", invocation=self.call, event=redacted)
 

@@ -122,9 +122,13 @@ def test_a_run_with_a_tool_and_an_approval(telemetry: Any) -> None:
 
 
 def test_with_the_default_policy_names_and_keys_show_but_commands_do_not(telemetry: Any) -> None:
-    # The core's default allowlist keeps a tool's name, a pattern key and an approval choice (not
-    # secrets: names Hermes itself defines); the command, its preview, the run id and output stay out.
-    follow(telemetry, telemetry.plugin(), Redactor(), TOOL_TURN, COMPLETED)
+    # What the core hands observers of run events by default: the run_events spec's observed_keys
+    # (a tool's name, a pattern key, an approval choice: names Hermes itself defines) on top of the
+    # allowlist; the command, its preview, the run id and the output stay out.
+    from hermes_sdk.operations import SPECS
+
+    default = Redactor(allowed_keys=set(SPECS["run_events"].observed_keys))
+    follow(telemetry, telemetry.plugin(), default, TOOL_TURN, COMPLETED)
     tools = [s for s in telemetry.spans() if s.name.startswith("execute_tool")]
     assert len(tools) == 2 and all(s.attributes.get("gen_ai.tool.name") for s in tools)
     requested = [e for e in tools[0].events if e.name == "hermes.approval.requested"]
