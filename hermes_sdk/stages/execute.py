@@ -140,8 +140,6 @@ def send_once(call: Call, timeout: float) -> HttpReply:
             failure = call.spec.refine_error(failure)
         if _late(call):
             failure.details["body_cut_at_deadline"] = True
-        if call.spec.refine_error is not None:
-            failure = call.spec.refine_error(failure)
         raise failure
     if request.stream:
         return HttpReply(response.status_code, response.headers, None, stream=response)
