@@ -58,34 +58,30 @@ class _NoRedirectSession(requests.Session):
         return None
 
 
-class _WatchedConnection(urllib3.connection.HTTPConnection):
-    """Hands its socket to the deadline alarm of the call being sent (new and reused connections)."""
+class _Watched:
+    """Hands the connection's socket to the deadline alarm of the call being sent (new and reused)."""
+
+    sock: Any
 
     def connect(self) -> None:
-        super().connect()
+        super().connect()  # type: ignore[misc]
         alarm = current_alarm()
         if alarm is not None:
             alarm.attach(self.sock)
 
-    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def request(self, *args: Any, **kwargs: Any) -> None:
         alarm = current_alarm()
         if alarm is not None and self.sock is not None:
             alarm.attach(self.sock)
-        super().request(*args, **kwargs)
+        super().request(*args, **kwargs)  # type: ignore[misc]
 
 
-class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()
-        alarm = current_alarm()
-        if alarm is not None:
-            alarm.attach(self.sock)
+class _WatchedConnection(_Watched, urllib3.connection.HTTPConnection):
+    pass
 
-    def request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        alarm = current_alarm()
-        if alarm is not None and self.sock is not None:
-            alarm.attach(self.sock)
-        super().request(*args, **kwargs)
+
+class _WatchedHTTPSConnection(_Watched, urllib3.connection.HTTPSConnection):
+    pass
 
 
 class _WatchedPool(urllib3.HTTPConnectionPool):
