@@ -27,10 +27,21 @@ def canonical_input(input: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def input_hash(capability_id: str, input: Mapping[str, Any]) -> str:
-    """Canonical SHA-256 over the capability id and input (sorted keys, compact, UTF-8)."""
-    text = json.dumps({"capability_id": capability_id, "input": canonical_input(input)},
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """Canonical SHA-256 over the capability id and input (sorted keys, compact, UTF-8).
+
+    Raises InvalidInputError for an input JSON cannot encode (a part that never reaches the
+    provider body can still reach here): the hash is taken before anything is sent or reserved.
+    """
+    try:
+        text = json.dumps({"capability_id": capability_id, "input": canonical_input(input)},
+                          sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        data = text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(f"input is not JSON-serialisable: {type(exc).__name__}",
+                                details={"field": "input"}) from None
+    return hashlib.sha256(data).hexdigest()
 
 
 def _timestamp(value: object) -> bool:

@@ -74,7 +74,7 @@ def _plain_tree(value: object) -> bool:
             kind = type(node)
             if kind is dict:
                 for key in node:  # type: ignore[attr-defined]
-                    if type(key) is not str:
+                    if type(key) is not str or not (key.isascii() or _utf8(key)):
                         return False
                 children.extend(node.values())  # type: ignore[attr-defined]
             elif kind is list or kind is tuple:
@@ -115,12 +115,25 @@ def tree_error(value: object, field: str = "input") -> Optional[InvalidInputErro
             if isinstance(node, Mapping):
                 if not isinstance(key, str):
                     return bad(path, f"{path} has a key that is not a string: {type(key).__name__}")
+                if not (key.isascii() or _utf8(key)):
+                    # A key's value may never reach the body (None is dropped), but the input hash
+                    # and the durable record encode every key.
+                    return bad(path, f"{path} has a key that is not valid Unicode (a lone surrogate)")
                 sub = f"{path}.{_label(key)}" if len(path) < 200 else path
             else:
                 sub = path + key if len(path) < 200 else path
             if isinstance(child, (Mapping, list, tuple)):
                 stack.append((child, sub, depth + 1))
     return None
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be encoded as UTF-8 (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _label(key: str) -> str:
