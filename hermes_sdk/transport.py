@@ -7,6 +7,7 @@ body is encoded once by the operation mapper.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import random
@@ -92,6 +93,10 @@ class _WatchedHTTPSPool(urllib3.HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
+_NO_TIME = datetime.timedelta(0)
+_NO_COOKIES = requests.cookies.RequestsCookieJar()  # shared and never written: the SDK keeps no cookies
+
+
 class _PooledAdapter(HTTPAdapter):
     """The SDK's own adapter: the connection pool of an origin is looked up once, not per request,
     and no cookie jar is filled (the SDK sends and keeps no cookies)."""
@@ -118,9 +123,18 @@ class _PooledAdapter(HTTPAdapter):
         return pool
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
-        response = requests.Response()
+        # Response() would build a cookie jar and copy the headers; the SDK reads neither way:
+        # urllib3's headers are already case-insensitive, and no cookie is ever kept.
+        response = requests.Response.__new__(requests.Response)
+        # requests' own initial state of an unread streamed body (private in its stubs).
+        state: Any = response
+        state._content, state._content_consumed, state._next = False, False, None
+        response.encoding = None
+        response.history = []
+        response.elapsed = _NO_TIME
+        response.cookies = _NO_COOKIES
         response.status_code = resp.status
-        response.headers = CaseInsensitiveDict(resp.headers)
+        response.headers = resp.headers
         response.raw = resp
         response.reason = resp.reason
         response.url = req.url or ""
