@@ -662,8 +662,7 @@ class HermesStream:
         """Interrupt the stream from another thread: its socket is shut down, so a read blocked on
         it returns at once and the reading thread settles the stream (``close()`` would wait for
         that read). Returns whether a socket was found to shut down."""
-        connection = getattr(getattr(self._response, "raw", None), "_connection", None)
-        sock = getattr(connection, "sock", None)
+        sock = socket_of(self._response) if self._response is not None else None
         if sock is None:
             return False
         try:
