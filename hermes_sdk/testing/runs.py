@@ -127,6 +127,9 @@ class Run:
         }
         self.cancel = threading.Event()
         self.done = threading.Event()  # the agent task has finished
+        # The approval session closes when the agent returns, before the terminal status and event:
+        # a caller who saw ``run.completed`` must get ``approval_not_active``, never ``not_pending``.
+        self.approvals_closed = threading.Event()
         self.approvals: deque[PendingApproval] = deque()
         self.session_patterns: set[str] = set()
         self.events_emitted: list[JSONDict] = []  # everything the agent queued (for tests)
@@ -410,7 +413,7 @@ def handle_approval(ex: Exchange, run_id: str) -> None:
     choice = CHOICE_ALIASES.get(choice, choice)
     if choice not in APPROVAL_CHOICES:
         return ex.send_json(400, openai_error(INVALID_CHOICE, code="invalid_approval_choice"))
-    if run.done.is_set():
+    if run.approvals_closed.is_set():
         return ex.send_json(
             409, openai_error(f"Run has no active approval session: {run_id}", code="approval_not_active")
         )
@@ -501,6 +504,7 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
             result = None
         except Exception as exc:  # noqa: BLE001 - Hermes reports a raising agent as run.failed
             failure = str(exc) or type(exc).__name__
+        run.approvals_closed.set()
         state.transcripts.append(info.session_id, _transcript(info, result))
         if run.cancel.is_set() or (result is None and failure is None):
             run.set_status("cancelled")
@@ -515,6 +519,7 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
             run.set_status("completed", output=result.final_response, usage=usage)
             emit.event("run.completed", output=result.final_response, usage=usage)
     finally:
+        run.approvals_closed.set()
         run.done.set()
         with run.lock:
             leftovers = list(run.approvals)
