@@ -8,6 +8,7 @@ chunking, size-limited) and parsed on sseclient-py's ``SSEClient`` with the conn
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import logging
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 import requests
 import sseclient
 import urllib3.exceptions
+import urllib3.response
 
 from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
 from .deadline import WATCHDOG, Alarm
@@ -47,26 +49,118 @@ FAILED_NAMES = frozenset({"run.failed", "response.failed", "response.incomplete"
 _BOUNDARIES = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
-def _chunks(response: requests.Response) -> Iterator[bytes]:
-    """Yield body bytes as they arrive, enforcing the stream size limit (frames: ``_sse_frames``)."""
+def _body(response: requests.Response) -> Iterator[bytes]:
+    """The body's bytes as they arrive, by the cheapest reader that keeps urllib3's guarantees."""
     raw = response.raw
     read1 = getattr(raw, "read1", None)
-    source: Iterator[bytes]
     if _reads_chunks(raw):
+        if _plain_socket_body(raw):
+            return _dechunk(raw)
         # Each HTTP chunk as it arrives, parsed by urllib3 itself under one error catcher: read1()
         # costs several times more per call and returns a single chunk (usually one event) anyway.
-        source = raw.read_chunked(READ_CHUNK_BYTES, decode_content=True)
-    elif read1 is not None:
-        source = iter(lambda: read1(READ_CHUNK_BYTES, decode_content=True), b"")
-    else:  # urllib3 1.x: no read1; chunked streams still arrive live this way
-        source = response.iter_content(chunk_size=None)
-    total = 0
-    for chunk in source:
-        total += len(chunk)
-        if total > MAX_STREAM_BYTES:
-            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit", uncertain_outcome=True,
-                                       details={"limit_bytes": MAX_STREAM_BYTES})
-        yield chunk
+        return raw.read_chunked(READ_CHUNK_BYTES, decode_content=True)  # type: ignore[no-any-return]
+    if read1 is not None:
+        return iter(lambda: read1(READ_CHUNK_BYTES, decode_content=True), b"")
+    return response.iter_content(chunk_size=None)  # urllib3 1.x: no read1; chunks still arrive live
+
+
+def _plain_socket_body(raw: Any) -> bool:
+    """An untouched, unencoded chunked body straight off urllib3's socket file (``_dechunk`` reads it)."""
+    try:
+        fp = raw._fp
+        return (type(raw) is urllib3.response.HTTPResponse and isinstance(fp, http.client.HTTPResponse)
+                and fp.fp is not None and fp.chunk_left is None and raw.chunk_left is None
+                and not raw._fp_bytes_read and not len(raw._decoded_buffer)
+                and raw.headers.get("content-encoding", "identity").lower() in ("", "identity")
+                and raw._connection is not None)
+    except Exception:
+        return False
+
+
+_MAX_CHUNK_LINE = 65_536  # urllib3's limit on a chunk-size or trailer line
+
+
+def _dechunk(raw: Any) -> Iterator[bytes]:
+    """Decode a chunked body from the socket's buffered file, 64 KiB at a time.
+
+    urllib3's ``read_chunked`` makes two buffered reads and a readline per HTTP chunk, and Hermes
+    sends one chunk per event: this reads whatever has arrived and cuts every chunk in it, yielding
+    a chunk's data as soon as any of it is here (urllib3 waits for the whole chunk, up to 64 KiB).
+    Errors are urllib3's (``ProtocolError``, ``ReadTimeoutError``), as ``read_chunked`` raises them.
+    The connection returns to the pool only after the last chunk and the trailer were read, with
+    nothing left over; on any failure or early exit both the response and connection are closed.
+    """
+    read1 = raw._fp.fp.read1
+    pool = raw._pool
+    buf = b""
+    pos = 0
+    clean = False
+
+    def more(keep: bytes) -> bytes:
+        try:
+            data: bytes = read1(READ_CHUNK_BYTES)
+        except socket.timeout:
+            raise urllib3.exceptions.ReadTimeoutError(pool, None, "Read timed out.") from None
+        except OSError as exc:
+            raise urllib3.exceptions.ProtocolError(f"Connection broken: {exc!r}", exc) from None
+        if not data:
+            raise urllib3.exceptions.ProtocolError("Response ended prematurely")
+        return keep + data
+
+    def line() -> bytes:
+        nonlocal buf, pos
+        end = buf.find(b"\n", pos)
+        while end < 0 or end - pos > _MAX_CHUNK_LINE:
+            if len(buf) - pos > _MAX_CHUNK_LINE:
+                raise urllib3.exceptions.ProtocolError("Response chunk line exceeded maximum allowed length")
+            buf, pos = more(buf[pos:]), 0
+            end = buf.find(b"\n")
+        found, pos = buf[pos:end], end + 1
+        return found
+
+    try:
+        while True:
+            end = buf.find(b"\n", pos)
+            if 0 <= end - pos <= _MAX_CHUNK_LINE:  # the usual case: the size line is here already
+                size_line, pos = buf[pos:end], end + 1
+            else:
+                size_line = line()
+            try:
+                left = int(size_line.split(b";", 1)[0], 16)
+            except ValueError:
+                raise urllib3.exceptions.ProtocolError(f"Invalid chunk length: {size_line[:20]!r}") from None
+            if left < 0:
+                raise urllib3.exceptions.ProtocolError(f"Invalid chunk length: {size_line[:20]!r}")
+            if not left:
+                break
+            while left:
+                if pos >= len(buf):
+                    buf, pos = more(b""), 0
+                take = min(left, len(buf) - pos)
+                yield buf[pos:pos + take]
+                pos += take
+                left -= take
+            while len(buf) - pos < 2:  # the CRLF after a chunk's data
+                buf, pos = more(buf[pos:]), 0
+            pos += 2
+        while True:  # trailer fields, then a blank line (a server that just stops is tolerated, as urllib3 does)
+            if pos >= len(buf):
+                try:
+                    buf, pos = more(b""), 0
+                except urllib3.exceptions.ProtocolError:
+                    buf, pos = b"", 0
+                    break
+            if not line().strip():
+                break
+        clean = pos >= len(buf)  # bytes past the body: the connection is out of step, not reusable
+    finally:
+        original = raw._fp
+        if original is not None:
+            original.close()
+        if clean:
+            raw.release_conn()
+        else:
+            raw.close()
 
 
 def _too_large() -> InvalidResponseError:
@@ -88,17 +182,21 @@ def _frame_end(chunk: bytes, start: int) -> int:
 _BOM = b"\xef\xbb\xbf"
 
 
-def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
+def _sse_frames(source: Iterator[bytes], parse: bool = False) -> Iterator[Any]:
     """Split a byte stream into frames, whatever its HTTP chunking (a frame may keep its boundary:
-    blank lines mean nothing inside a frame).
+    blank lines mean nothing inside a frame); with ``parse``, yield each frame's ``(event, id, data)``
+    instead (``_parse_frame``; frames it drops are skipped). Parsing here, not in a generator on top,
+    saves a generator step per event on the hot path.
 
     A frame ends at the first of ``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r`` (the earliest end) in the
     whole byte stream, so a boundary split across two chunks is seen; the open frame is kept as a
     list of pieces, joined once (linear, however many lines or chunks make it). A frame over 1 MiB,
     boundary included, is refused as soon as its open part passes the limit. One UTF-8 byte-order
-    mark at the start of the stream is skipped, as the SSE standard says.
+    mark at the start of the stream is skipped, as the SSE standard says. A stream over 64 MiB is
+    refused (``MAX_STREAM_BYTES``).
     """
     limit = MAX_SSE_FRAME_BYTES
+    total = 0
     pieces: list[bytes] = []
     size = 0  # bytes of the open frame
     tail = b""  # its last (at most 3) bytes: a boundary may start there
@@ -109,6 +207,10 @@ def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
         if len(head) >= 3 or not _BOM.startswith(head):
             break
     for chunk in itertools.chain((head[3:] if head.startswith(_BOM) else head,), source):
+        total += len(chunk)
+        if total > MAX_STREAM_BYTES:
+            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit", uncertain_outcome=True,
+                                       details={"limit_bytes": MAX_STREAM_BYTES})
         if not size and b"\r" not in chunk:
             # The usual case: LF only, no open frame. split() does it all.
             frames = chunk.split(b"\n\n")
@@ -116,7 +218,15 @@ def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
             if frames:
                 if len(chunk) > limit - 2 and max(map(len, frames)) > limit - 2:
                     raise _too_large()
-                yield from frames
+                if not parse:
+                    yield from frames
+                else:
+                    for frame in frames:
+                        if frame[:6] == b"data: " and b"\n" not in frame:
+                            # The usual frame, one data line: what _parse_frame would make of it.
+                            yield "message", None, frame[6:].decode("utf-8")
+                        else:
+                            yield from _parsed(frame)
             if rest:
                 if len(rest) > limit:
                     raise _too_large()
@@ -136,7 +246,7 @@ def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
                 if size + cut > limit:
                     raise _too_large()
                 pieces.append(chunk[:cut])
-                yield b"".join(pieces)
+                yield from _parsed(b"".join(pieces)) if parse else (b"".join(pieces),)
                 pieces, size, tail, pos = [], 0, b"", cut
         if b"\r" not in chunk:
             # LF only, after an open frame. (A CR in its tail was handled above.)
@@ -155,7 +265,8 @@ def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
                 tail = b""
                 if len(chunk) > limit - 2 and max(map(len, frames)) > limit - 2:
                     raise _too_large()
-                yield from frames
+                for frame in frames:
+                    yield from _parsed(frame) if parse else (frame,)
             if rest:
                 size += len(rest)
                 if size > limit:
@@ -174,7 +285,7 @@ def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
             else:
                 frame = chunk[pos:end]
             tail = b""
-            yield frame
+            yield from _parsed(frame) if parse else (frame,)
             pos = end
             end = _frame_end(chunk, pos)
         if pos < len(chunk):
@@ -184,8 +295,40 @@ def _sse_frames(source: Iterator[bytes]) -> Iterator[bytes]:
                 raise _too_large()
             pieces.append(rest)
             tail = (tail + rest)[-3:] if len(rest) < 3 else rest[-3:]
-    if size:
-        yield b"".join(pieces)  # the stream ended inside a frame: it is still parsed (and counted)
+    if size:  # the stream ended inside a frame: it is still parsed (and counted)
+        yield from _parsed(b"".join(pieces)) if parse else (b"".join(pieces),)
+
+
+def _parsed(frame: bytes) -> tuple[tuple[str, Optional[str], str], ...]:
+    item = _parse_frame(frame)
+    return () if item is None else (item,)
+
+
+def _parse_frame(chunk: bytes) -> Optional[tuple[str, Optional[str], str]]:
+    """``(event, id, data)`` of a frame with a ``data``, ``event`` or ``id`` field, else None."""
+    if chunk[:6] == b"data: " and b"\n" not in chunk and b"\r" not in chunk:
+        return "message", None, chunk[6:].decode("utf-8")
+    name: Optional[str] = None
+    event_id: Optional[str] = None
+    data: Optional[list[str]] = None
+    for raw in chunk.splitlines():  # bytes: splits on CR, LF and CRLF only
+        if not raw or raw[:1] == b":":
+            continue
+        field, _, value = raw.decode("utf-8").partition(":")
+        if value[:1] == " ":
+            value = value[1:]
+        if field == "data":
+            if data is None:
+                data = [value]
+            else:
+                data.append(value)
+        elif field == "event":
+            name = value
+        elif field == "id":
+            event_id = value
+    if data is None and name is None and event_id is None:
+        return None  # comments, blank or unknown fields only
+    return name or "message", event_id, "\n".join(data) if data else ""
 
 
 def _reads_chunks(raw: Any) -> bool:
@@ -225,32 +368,7 @@ class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
 
     def frames(self) -> Iterator[tuple[str, Optional[str], str]]:
         """``(event, id, data)`` for each frame that has a ``data``, ``event`` or ``id`` field."""
-        for chunk in self._read():
-            if chunk[:6] == b"data: " and b"\n" not in chunk and b"\r" not in chunk:
-                # The usual frame, one data line: what the loop below would make of it, directly.
-                yield "message", None, chunk[6:].decode("utf-8")
-                continue
-            name: Optional[str] = None
-            event_id: Optional[str] = None
-            data: Optional[list[str]] = None
-            for raw in chunk.splitlines():  # bytes: splits on CR, LF and CRLF only
-                if not raw or raw[:1] == b":":
-                    continue
-                field, _, value = raw.decode("utf-8").partition(":")
-                if value[:1] == " ":
-                    value = value[1:]
-                if field == "data":
-                    if data is None:
-                        data = [value]
-                    else:
-                        data.append(value)
-                elif field == "event":
-                    name = value
-                elif field == "id":
-                    event_id = value
-            if data is None and name is None and event_id is None:
-                continue  # comments, blank or unknown fields only
-            yield name or "message", event_id, "\n".join(data) if data else ""
+        return _sse_frames(self._event_source, parse=True)  # type: ignore[no-any-return]
 
 
 def _sse_events(source: Iterator[bytes]) -> Iterator[tuple[str, Optional[str], str]]:
@@ -275,9 +393,15 @@ def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEve
                 data = json.loads(raw_data)
         except (ValueError, RecursionError):  # nested too deep for the decoder: kept as the raw string
             data = raw_data
-    event = None if name == "message" else name
-    terminal = data == "[DONE]" or event_name(event, data) in TERMINAL_NAMES
-    return StreamEvent(event=event, id=event_id or None, data=data, raw_data=raw_data, terminal=terminal)
+    if name != "message":
+        terminal = name in TERMINAL_NAMES or data == "[DONE]"
+        return StreamEvent(name, event_id or None, data, raw_data, terminal)
+    if type(data) is dict:  # event_name(), inline: this runs once per event
+        named = data.get("event")
+        terminal = isinstance(named, str) and named in TERMINAL_NAMES
+    else:
+        terminal = data == "[DONE]"
+    return StreamEvent(None, event_id or None, data, raw_data, terminal)
 
 
 def event_name(event: Optional[str], data: Any) -> Optional[str]:
@@ -323,7 +447,10 @@ class Aggregate:
         if self.keep_events:
             self.events.append(event)
         data = event.data
-        name = event_name(event.event, data)
+        name = event.event
+        if name is None and isinstance(data, dict):  # event_name(), inline: this runs once per event
+            named = data.get("event")
+            name = named if isinstance(named, str) else None
         if name is not None:
             self.last_name = name
             self.last_data = data
@@ -474,7 +601,8 @@ class HermesStream:
             self._rearm_idle()
         self._sink = sink
         self._observed = sink is not None and sink.observed
-        self._events = _sse_events(_chunks(response))
+        self._source = _body(response)
+        self._events = _sse_frames(self._source, parse=True)
         self._result: Optional[StreamResult] = None
         self._pending_piece: Optional[str] = None
         self._replay: Optional[Iterator[StreamEvent]] = None
@@ -498,6 +626,7 @@ class HermesStream:
         self._idle = None
         self._sink = None
         self._observed = False
+        self._source = iter(())
         self._events = iter(())
         self._result = None
         self._pending_piece = None
@@ -685,24 +814,15 @@ class HermesStream:
     def _drain(self) -> None:
         """After the terminal event, read the (tiny) rest so the connection can be reused."""
         raw = self._response.raw
-        read1 = getattr(raw, "read1", None)
         try:
             left = 65_536
-            if _reads_chunks(raw):  # go on the way _chunks read: urllib3 keeps the chunk state
-                for data in raw.read_chunked(READ_CHUNK_BYTES, decode_content=True):
-                    left -= len(data)
-                    if left <= 0:
-                        break
-                else:
-                    raw.release_conn()
-                    return
-                read1 = None
-            while read1 is not None and left > 0:
-                data = read1(READ_CHUNK_BYTES, decode_content=True)
-                if not data:
-                    raw.release_conn()
-                    return
+            for data in self._source:  # the reader _body chose keeps the body's framing state
                 left -= len(data)
+                if left <= 0:
+                    break
+            else:
+                raw.release_conn()
+                return
         except (requests.RequestException, OSError, ValueError, urllib3.exceptions.HTTPError):
             pass
         self._response.close()
