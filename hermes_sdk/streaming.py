@@ -84,8 +84,8 @@ def _dechunk(raw: Any) -> Iterator[bytes]:
     """Decode a chunked body from the socket's buffered file, 64 KiB at a time.
 
     urllib3's ``read_chunked`` makes two buffered reads and a readline per HTTP chunk, and Hermes
-    sends one chunk per event: this reads whatever has arrived and cuts every chunk in it, yielding
-    a chunk's data as soon as any of it is here (urllib3 waits for the whole chunk, up to 64 KiB).
+    sends one chunk per event: this reads whatever has arrived, cuts every chunk in it and yields
+    their data joined, at once (urllib3 waits for the whole of a chunk, up to 64 KiB).
     Errors are urllib3's (``ProtocolError``, ``ReadTimeoutError``), as ``read_chunked`` raises them.
     The connection returns to the pool only after the last chunk and the trailer were read, with
     nothing left over; on any failure or early exit both the response and connection are closed.
@@ -119,30 +119,53 @@ def _dechunk(raw: Any) -> Iterator[bytes]:
         return found
 
     try:
+        left = 0  # data bytes still to come in the current chunk
+        crlf = False  # the CRLF after a chunk's data is still to be skipped
         while True:
-            end = buf.find(b"\n", pos)
-            if 0 <= end - pos <= _MAX_CHUNK_LINE:  # the usual case: the size line is here already
+            out: list[bytes] = []
+            finished = False
+            while True:  # every chunk (or part of one) already in the buffer
+                if left:
+                    take = len(buf) - pos
+                    if take <= 0:
+                        break
+                    if take > left:
+                        take = left
+                    out.append(buf[pos:pos + take])
+                    pos += take
+                    left -= take
+                    if left:
+                        break
+                    crlf = True
+                if crlf:
+                    if len(buf) - pos < 2:
+                        break
+                    pos += 2
+                    crlf = False
+                end = buf.find(b"\n", pos)
+                if end < 0 or end - pos > _MAX_CHUNK_LINE:
+                    if len(buf) - pos > _MAX_CHUNK_LINE:
+                        raise urllib3.exceptions.ProtocolError("Response chunk size line exceeds the limit")
+                    break
                 size_line, pos = buf[pos:end], end + 1
-            else:
-                size_line = line()
-            try:
-                left = int(size_line.split(b";", 1)[0], 16)
-            except ValueError:
-                raise urllib3.exceptions.ProtocolError(f"Invalid chunk length: {size_line[:20]!r}") from None
-            if left < 0:
-                raise urllib3.exceptions.ProtocolError(f"Invalid chunk length: {size_line[:20]!r}")
-            if not left:
+                try:
+                    left = int(size_line, 16)  # int() ignores the CR
+                except ValueError:
+                    try:  # chunk extensions (";name=value") are allowed and ignored
+                        left = int(size_line.split(b";", 1)[0], 16)
+                    except ValueError:
+                        raise urllib3.exceptions.ProtocolError(
+                            f"Invalid chunk length: {size_line[:20]!r}") from None
+                if left < 0:
+                    raise urllib3.exceptions.ProtocolError(f"Invalid chunk length: {size_line[:20]!r}")
+                if not left:
+                    finished = True
+                    break
+            if out:  # what has arrived goes out at once, as one piece: frames are cut downstream
+                yield out[0] if len(out) == 1 else b"".join(out)
+            if finished:
                 break
-            while left:
-                if pos >= len(buf):
-                    buf, pos = more(b""), 0
-                take = min(left, len(buf) - pos)
-                yield buf[pos:pos + take]
-                pos += take
-                left -= take
-            while len(buf) - pos < 2:  # the CRLF after a chunk's data
-                buf, pos = more(buf[pos:]), 0
-            pos += 2
+            buf, pos = more(buf[pos:]), 0
         while True:  # trailer fields, then a blank line (a server that just stops is tolerated, as urllib3 does)
             if pos >= len(buf):
                 try:
@@ -211,29 +234,6 @@ def _sse_frames(source: Iterator[bytes], parse: bool = False) -> Iterator[Any]:
         if total > MAX_STREAM_BYTES:
             raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit", uncertain_outcome=True,
                                        details={"limit_bytes": MAX_STREAM_BYTES})
-        if not size and b"\r" not in chunk:
-            # The usual case: LF only, no open frame. split() does it all.
-            frames = chunk.split(b"\n\n")
-            rest = frames.pop()
-            if frames:
-                if len(chunk) > limit - 2 and max(map(len, frames)) > limit - 2:
-                    raise _too_large()
-                if not parse:
-                    yield from frames
-                else:
-                    for frame in frames:
-                        if frame[:6] == b"data: " and b"\n" not in frame:
-                            # The usual frame, one data line: what _parse_frame would make of it.
-                            yield "message", None, frame[6:].decode("utf-8")
-                        else:
-                            yield from _parsed(frame)
-            if rest:
-                if len(rest) > limit:
-                    raise _too_large()
-                pieces.append(rest)
-                size = len(rest)
-                tail = rest[-3:]
-            continue
         if not chunk:
             continue
         pos = 0
@@ -249,7 +249,7 @@ def _sse_frames(source: Iterator[bytes], parse: bool = False) -> Iterator[Any]:
                 yield from _parsed(b"".join(pieces)) if parse else (b"".join(pieces),)
                 pieces, size, tail, pos = [], 0, b"", cut
         if b"\r" not in chunk:
-            # LF only, after an open frame. (A CR in its tail was handled above.)
+            # The usual case, LF only: split() does it. (A CR in an open frame's tail was handled above.)
             if pos:
                 chunk = chunk[pos:]
             frames = chunk.split(b"\n\n")
@@ -265,8 +265,15 @@ def _sse_frames(source: Iterator[bytes], parse: bool = False) -> Iterator[Any]:
                 tail = b""
                 if len(chunk) > limit - 2 and max(map(len, frames)) > limit - 2:
                     raise _too_large()
-                for frame in frames:
-                    yield from _parsed(frame) if parse else (frame,)
+                if not parse:
+                    yield from frames
+                else:
+                    for frame in frames:
+                        if frame[:6] == b"data: " and b"\n" not in frame:
+                            # The usual frame, one data line: what _parse_frame would make of it.
+                            yield "message", None, frame[6:].decode("utf-8")
+                        else:
+                            yield from _parsed(frame)
             if rest:
                 size += len(rest)
                 if size > limit:
