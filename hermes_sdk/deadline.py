@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import os
 import socket
 import threading
 import time
@@ -121,37 +122,67 @@ class Watchdog:
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, Alarm]] = []
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.Lock())
         self._count = itertools.count()
         self._thread: Optional[threading.Thread] = None
+        self._wake_at = 0.0  # when the thread wakes by itself (inf: only when notified)
 
     def arm(self, when: float) -> Alarm:
         """An alarm for the epoch time ``when``."""
         alarm = Alarm(when)
+        heap = self._heap
         with self._cond:
-            heapq.heappush(self._heap, (when, next(self._count), alarm))
-            if self._thread is None or not self._thread.is_alive():
+            # Calls mostly end in the order they began, so the alarms they cancelled sit on top:
+            # dropping them here keeps the heap as small as the calls in flight (a busy client
+            # would otherwise hold a minute of finished alarms).
+            while heap and heap[0][2]._done:
+                heapq.heappop(heap)
+            heapq.heappush(heap, (when, next(self._count), alarm))
+            if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="hermes-sdk-deadlines", daemon=True)
                 self._thread.start()
-            elif self._heap[0][2] is alarm:
+            elif when < self._wake_at:
+                # Only an alarm due before the thread wakes anyway needs it now: waking it for
+                # every call costs a thread switch (and the GIL) per call.
                 self._cond.notify()
         return alarm
+
+    def pending(self) -> int:
+        """How many alarms the heap holds (armed, or cancelled and not yet dropped)."""
+        with self._cond:
+            return len(self._heap)
+
+    def _after_fork(self) -> None:
+        # The child has no watchdog thread and must not wait on a lock the parent held.
+        self._cond = threading.Condition(threading.Lock())
+        self._heap = []
+        self._thread = None
+        self._wake_at = 0.0
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._heap:
+                heap = self._heap
+                while heap and heap[0][2]._done:
+                    heapq.heappop(heap)
+                if not heap:
+                    self._wake_at = math.inf
                     self._cond.wait()
-                when, _, alarm = self._heap[0]
+                    continue
+                when, _, alarm = heap[0]
                 delay = when - time.time()
                 if delay > 0:
-                    self._cond.wait(min(delay, 60.0))
+                    delay = min(delay, 60.0)
+                    self._wake_at = time.time() + delay
+                    self._cond.wait(delay)
                     continue
-                heapq.heappop(self._heap)
+                heapq.heappop(heap)
             alarm.fire()
 
 
 WATCHDOG = Watchdog()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=WATCHDOG._after_fork)
 
 _current = threading.local()
 

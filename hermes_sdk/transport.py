@@ -8,10 +8,12 @@ body is encoded once by the operation mapper.
 from __future__ import annotations
 
 import datetime
+import http.client
 import json
 import math
 import random
 import re
+import socket
 import threading
 import time
 from typing import Any, Mapping, Optional, Tuple
@@ -20,6 +22,7 @@ import requests
 import urllib3
 import urllib3.connection
 import urllib3.exceptions
+import urllib3.response
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
@@ -60,9 +63,12 @@ class _NoRedirectSession(requests.Session):
 
 
 class _Watched:
-    """Hands the connection's socket to the deadline alarm of the call being sent (new and reused)."""
+    """Hands the connection's socket to the deadline alarm of the call being sent (new and reused),
+    and sends a request's header block and bytes body in one ``sendall`` (http.client sends them
+    apart: two system calls, and two TCP segments, per request)."""
 
     sock: Any
+    _held: Optional[bytes] = None  # b"": hold the next send (the header block); else what is held
 
     def connect(self) -> None:
         super().connect()  # type: ignore[misc]
@@ -70,11 +76,30 @@ class _Watched:
         if alarm is not None:
             alarm.attach(self.sock)
 
-    def request(self, *args: Any, **kwargs: Any) -> None:
+    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
         alarm = current_alarm()
         if alarm is not None and self.sock is not None:
             alarm.attach(self.sock)
-        super().request(*args, **kwargs)  # type: ignore[misc]
+        if not (isinstance(body, bytes) and body) or kwargs.get("chunked"):
+            super().request(method, url, body, headers, **kwargs)  # type: ignore[misc]
+            return
+        self._held = b""
+        try:
+            super().request(method, url, body, headers, **kwargs)  # type: ignore[misc]
+        finally:
+            held, self._held = self._held, None
+        if held:  # no body followed the header block (not expected): it still goes out
+            self.send(held)
+
+    def send(self, data: Any) -> None:
+        held = self._held
+        if held is not None and isinstance(data, bytes):
+            if not held:
+                self._held = data
+                return
+            self._held = None
+            data = held + data
+        super().send(data)  # type: ignore[misc]
 
 
 class _WatchedConnection(_Watched, urllib3.connection.HTTPConnection):
@@ -121,6 +146,16 @@ class _PooledAdapter(HTTPAdapter):
         if pool is None or pool.pool is None:  # a pool the pool manager closed is looked up again
             pool = self._pools[key] = super().get_connection_with_tls_context(request, verify, proxies, cert)
         return pool
+
+    def request_url(self, request: requests.PreparedRequest, proxies: Optional[Mapping[str, str]]) -> str:
+        # requests parses the URL twice per request for this; without a proxy it is the path
+        # (and query) as given, which the SDK's own URLs always have.
+        url = request.url or ""
+        host = url.find("//") + 2
+        start = url.find("/", host)
+        if proxies or host < 2 or start < 0 or "?" in url[host:start] or "#" in url:
+            return super().request_url(request, proxies)  # type: ignore[arg-type]
+        return url[start:]
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
         # Response() would build a cookie jar and copy the headers; the SDK reads neither way:
@@ -256,8 +291,11 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
         response.close()
         raise InvalidResponseError(f"response body of {length} bytes exceeds the {limit}-byte limit",
                                    details={"limit_bytes": limit})
+    raw = response.raw
+    if length is not None and length.isdigit() and _plain_sized_body(raw, int(length)):
+        return _read_sized(response, raw._fp)  # type: ignore[arg-type]
     try:
-        data = response.raw.read(limit + 1, decode_content=True)
+        data = raw.read(limit + 1, decode_content=True)
     except urllib3.exceptions.HTTPError as exc:
         # A body cut short or timed out: raise it as requests would, so callers type it as transport.
         response.close()
@@ -269,6 +307,36 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
         raise InvalidResponseError(f"response body exceeds the {limit}-byte limit",
                                    details={"limit_bytes": limit})
     # Fully read: hand the connection back to the pool for reuse.
+    response.raw.release_conn()
+    return data
+
+
+def _plain_sized_body(raw: Any, length: int) -> bool:
+    """An untouched, unencoded body of known length straight off urllib3's socket file."""
+    try:
+        fp = raw._fp
+        return (type(raw) is urllib3.response.HTTPResponse and isinstance(fp, http.client.HTTPResponse)
+                and fp.fp is not None and not fp.chunked and fp.length == length
+                and not raw._fp_bytes_read and not len(raw._decoded_buffer)
+                and raw.headers.get("content-encoding", "identity").lower() in ("", "identity")
+                and raw._connection is not None)
+    except Exception:
+        return False
+
+
+def _read_sized(response: requests.Response, fp: http.client.HTTPResponse) -> bytes:
+    """Read a Content-Length body with http.client directly: urllib3's read(amt) reads twice and
+    buffers the decoded bytes; this is one read. Errors are raised as requests raises urllib3's."""
+    try:
+        data = fp.read()  # exactly Content-Length bytes; http.client closes its file at the end
+    except socket.timeout:
+        response.close()
+        raise requests.exceptions.ReadTimeout(
+            urllib3.exceptions.ReadTimeoutError(None, None, "Read timed out.")) from None  # type: ignore[arg-type]
+    except (http.client.HTTPException, OSError) as exc:  # IncompleteRead: the body was cut short
+        response.close()
+        raise requests.exceptions.ConnectionError(
+            urllib3.exceptions.ProtocolError(f"Connection broken: {exc!r}", exc)) from None
     response.raw.release_conn()
     return data
 
@@ -470,7 +538,6 @@ def _origin_of(exc: BaseException) -> Optional[str]:
 
 
 def _describe(exc: BaseException, connect: bool) -> str:
-    import socket
     import ssl
 
     chain = _chain(exc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+import warnings
 from typing import Any, Callable
 
 import pytest
@@ -130,6 +131,46 @@ def test_a_fast_call_is_not_cut_and_leaves_no_alarm(hermes_emulator: HermesEmula
             assert client.chat(prompt="fast").text == "ECHO: fast"
         time.sleep(0.7)  # the alarms of finished calls fire into nothing: the pooled connection is reused
         assert client.chat(prompt="again").text == "ECHO: again"
+
+
+def test_finished_calls_do_not_pile_up_alarms(hermes_emulator: HermesEmulator) -> None:
+    # Each call arms a wall-clock alarm (60 s by default); those of finished calls are dropped as
+    # new ones are armed, so a busy client holds about as many alarms as calls in flight.
+    from hermes_sdk.deadline import WATCHDOG
+
+    with hermes_emulator.client(load_entrypoints=False) as client:
+        for _ in range(300):
+            client.chat(prompt="fast")
+        assert WATCHDOG.pending() <= 5
+
+
+def test_a_forked_child_arms_its_own_watchdog() -> None:
+    import os
+
+    from hermes_sdk.deadline import WATCHDOG
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork here")
+    WATCHDOG.arm(time.time() + 60).cancel()
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # 3.12+ warns that the test process has threads (the child uses none of theirs)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: a fresh watchdog, whose alarm fires there
+        try:
+            alarm = WATCHDOG.arm(time.time() + 0.05)
+            deadline = time.time() + 5
+            while not alarm.fired and time.time() < deadline:
+                time.sleep(0.01)
+            os.write(write, b"1" if alarm.fired else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        assert os.read(read, 1) == b"1"
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
 
 
 def test_close_closes_streams_left_open(hermes_emulator_factory: Any) -> None:
