@@ -1,0 +1,52 @@
+"""What the SDK's transport puts on the wire, measured at the socket."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from typing import Any
+
+from core_support import json_response, raw_client
+
+CHAT_REPLY = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "model": "hermes-agent",
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
+                                      "finish_reason": "stop"}]}).encode()
+
+
+def test_a_request_with_a_body_goes_out_in_one_send(raw_server, monkeypatch) -> None:
+    # http.client sends the header block and the body apart: two system calls and two TCP segments.
+    sends: list[bytes] = []
+    real_send = http.client.HTTPConnection.send
+
+    def spy(self: Any, data: Any) -> None:
+        sends.append(bytes(data))
+        real_send(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", spy)
+    server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, CHAT_REPLY)))
+    with raw_client(server) as c:
+        assert c.chat(prompt="hello").text == "hi"
+        assert c.chat(prompt="again").text == "hi"  # a reused connection too
+    assert len(sends) == 2
+    for sent, prompt in zip(sends, ("hello", "again")):
+        head, _, body = sent.partition(b"\r\n\r\n")
+        assert head.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+        assert json.loads(body)["messages"][0]["content"] == prompt
+    assert [r.body for r in server.requests] == [s.partition(b"\r\n\r\n")[2] for s in sends]
+
+
+def test_a_request_without_a_body_is_sent_as_it_was(raw_server, monkeypatch) -> None:
+    sends: list[bytes] = []
+    real_send = http.client.HTTPConnection.send
+
+    def spy(self: Any, data: Any) -> None:
+        sends.append(bytes(data))
+        real_send(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", spy)
+    reply = json.dumps({"id": "resp_1", "object": "response", "status": "completed", "output": []}).encode()
+    server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, reply)))
+    with raw_client(server) as c:
+        assert c.response_get("resp_1").id == "resp_1"
+    assert len(sends) == 1 and sends[0].startswith(b"GET /v1/responses/resp_1 HTTP/1.1\r\n")
+    assert sends[0].endswith(b"\r\n\r\n")
