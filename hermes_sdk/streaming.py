@@ -78,6 +78,9 @@ def _plain_socket_body(raw: Any) -> bool:
 
 
 _MAX_CHUNK_LINE = 65_536  # urllib3's limit on a chunk-size or trailer line
+# Big enough to cut a read's worth of events at once, small enough that the few copies a read goes
+# through (read buffer, joined data, frames) stay well under the keep_events=False budget of 1 MiB.
+_DECHUNK_READ_BYTES = 16_384
 
 
 def _dechunk(raw: Any) -> Iterator[bytes]:
@@ -98,7 +101,7 @@ def _dechunk(raw: Any) -> Iterator[bytes]:
 
     def more(keep: bytes) -> bytes:
         try:
-            data: bytes = read1(READ_CHUNK_BYTES)
+            data: bytes = read1(_DECHUNK_READ_BYTES)
         except socket.timeout:
             raise urllib3.exceptions.ReadTimeoutError(pool, None, "Read timed out.") from None
         except OSError as exc:
@@ -122,7 +125,8 @@ def _dechunk(raw: Any) -> Iterator[bytes]:
         left = 0  # data bytes still to come in the current chunk
         crlf = False  # the CRLF after a chunk's data is still to be skipped
         while True:
-            out: list[bytes] = []
+            out: list[memoryview] = []  # views: the data is copied once, by the join below
+            view = memoryview(buf)
             finished = False
             while True:  # every chunk (or part of one) already in the buffer
                 if left:
@@ -131,7 +135,7 @@ def _dechunk(raw: Any) -> Iterator[bytes]:
                         break
                     if take > left:
                         take = left
-                    out.append(buf[pos:pos + take])
+                    out.append(view[pos:pos + take])
                     pos += take
                     left -= take
                     if left:
@@ -161,8 +165,12 @@ def _dechunk(raw: Any) -> Iterator[bytes]:
                 if not left:
                     finished = True
                     break
-            if out:  # what has arrived goes out at once, as one piece: frames are cut downstream
-                yield out[0] if len(out) == 1 else b"".join(out)
+            piece = b"".join(out) if out else b""
+            out.clear()
+            view.release()
+            if piece:  # what has arrived goes out at once, as one piece: frames are cut downstream
+                yield piece
+                piece = b""
             if finished:
                 break
             buf, pos = more(buf[pos:]), 0
