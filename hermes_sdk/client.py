@@ -7,7 +7,8 @@ import os
 import random
 import threading
 import time
-from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar, Union
+from collections.abc import Mapping
+from typing import Any, Iterable, Optional, Sequence, TypeVar, Union
 from urllib.parse import urlsplit
 
 import attrs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import abc
 from typing import Any, Mapping, Optional
 
 import attrs
@@ -18,6 +19,17 @@ converter.register_structure_hook(HermesError, lambda d, _: HermesError.from_dic
 converter.register_structure_hook_func(lambda t: t == Mapping[str, str], lambda value, _: value)
 
 
+def _json_object(value: Any, _: Any) -> dict[str, Any]:
+    # A shallow copy, as cattrs' own mapping hook makes, without structuring each key and value
+    # again: JSON objects have string keys, and the values are Any.
+    if type(value) is not dict and not isinstance(value, abc.Mapping):
+        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+    return dict(value)
+
+
+converter.register_structure_hook_func(lambda t: t == dict[str, Any], _json_object)
+
+
 def _optional_error(value: Any, _: Any) -> Optional[HermesError]:
     return None if value is None else HermesError.from_dict(value)
 
@@ -26,7 +38,7 @@ converter.register_structure_hook(Optional[HermesError], _optional_error)
 
 
 def _object(data: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
+    if not isinstance(data, abc.Mapping):  # the ABC: typing's alias checks about 2x slower
         raise InvalidResponseError(f"Hermes returned a {type(data).__name__} where a {what} object was expected")
     return data
 
@@ -126,7 +138,7 @@ def stream_result_from_json(data: Mapping[str, Any]) -> StreamResult:
     fields = dict(data)
     tools = fields.pop("tools", None) or []
     result = converter.structure(fields, StreamResult)
-    result.tools = [tool_event_from_json(t) if isinstance(t, Mapping) else t for t in tools]
+    result.tools = [tool_event_from_json(t) if isinstance(t, abc.Mapping) else t for t in tools]
     return result
 
 

@@ -18,7 +18,8 @@ import queue
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import attrs
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Collection, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Collection, Optional
 
 import attrs
 

@@ -7,7 +7,8 @@ provider fields the SDK does not model travel in ``extra_body=``.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from ..errors import InvalidInputError
 

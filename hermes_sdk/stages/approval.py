@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from .._constants import APPROVAL_TTL_SECONDS
 from ..approval import ApprovalDecision, ApprovalRequest, approval_required_message, ask, check, input_hash
