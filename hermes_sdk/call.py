@@ -88,9 +88,7 @@ class Call:
         if self.replay_of is not None:
             return self.replay_of
         self.executed = True
-        from .stages.execute import execute
-
-        return execute(self)
+        return _execute()(self)
 
     def bind(self, exc: "HermesError") -> "HermesError":
         """Name this call's action and capability on an error that does not name them yet.
@@ -136,3 +134,16 @@ def _origin(callback: Callable[..., Any]) -> tuple[str, str]:
     if len(parts) >= 2:
         return parts[-2], parts[-1]
     return (getattr(callback, "__module__", None) or "unknown"), parts[-1]
+
+
+_stage_execute: Optional[Callable[["Call"], "ActionResult"]] = None
+
+
+def _execute() -> Callable[["Call"], "ActionResult"]:
+    # stages.execute imports this module: looked up once, not with an import statement per call.
+    global _stage_execute
+    if _stage_execute is None:
+        from .stages.execute import execute
+
+        _stage_execute = execute
+    return _stage_execute

@@ -50,3 +50,52 @@ def test_a_request_without_a_body_is_sent_as_it_was(raw_server, monkeypatch) -> 
         assert c.response_get("resp_1").id == "resp_1"
     assert len(sends) == 1 and sends[0].startswith(b"GET /v1/responses/resp_1 HTTP/1.1\r\n")
     assert sends[0].endswith(b"\r\n\r\n")
+
+
+def _head_names(raw: bytes) -> list[str]:
+    head = raw.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")[1:]
+    return [line.partition(":")[0] for line in head]
+
+
+def test_headers_that_differ_only_in_case_are_sent_once(raw_server, monkeypatch) -> None:
+    # A caller's session, or a plugin, may name a header in another case than the SDK does: the
+    # SDK's own value wins and the header goes out once.
+    import requests
+
+    sends: list[bytes] = []
+    real_send = http.client.HTTPConnection.send
+
+    def spy(self: Any, data: Any) -> None:
+        sends.append(bytes(data))
+        real_send(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", spy)
+    server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, CHAT_REPLY)))
+    with requests.Session() as session:
+        session.headers.update({"accept": "text/plain", "user-agent": "theirs", "X-Team": "blue"})
+        with raw_client(server, session=session) as c:
+            assert c.chat(prompt="hello").text == "hi"
+    names = [n.lower() for n in _head_names(sends[0])]
+    assert len(names) == len(set(names))
+    assert "x-team" in names
+    request = server.requests[0]
+    got = {k.lower(): v for k, v in request.headers.items()}
+    assert got["accept"] == "application/json" and got["user-agent"].startswith("hermes-sdk/")
+
+
+def test_the_sdk_sends_each_of_its_headers_once(raw_server, monkeypatch) -> None:
+    sends: list[bytes] = []
+    real_send = http.client.HTTPConnection.send
+
+    def spy(self: Any, data: Any) -> None:
+        sends.append(bytes(data))
+        real_send(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", spy)
+    server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, CHAT_REPLY)))
+    with raw_client(server) as c:
+        c.chat(prompt="hello", idempotency_key="k-1", session_id="s-1")
+    names = [n.lower() for n in _head_names(sends[0])]
+    assert len(names) == len(set(names))
+    assert {"authorization", "idempotency-key", "x-hermes-session-id", "content-type", "content-length",
+            "user-agent", "accept"} <= set(names)
