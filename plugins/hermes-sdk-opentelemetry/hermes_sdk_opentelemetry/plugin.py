@@ -100,17 +100,20 @@ class _Call:
 class OpenTelemetryPlugin:
     """Registered under the ``hermes_sdk`` entry-point group as ``hermes-sdk-opentelemetry``.
 
-    ``semconv_opt_in`` overrides ``OTEL_SEMCONV_STABILITY_OPT_IN``; ``capture_content`` overrides
+    GenAI semantic conventions v1.37.0 (``gen_ai.provider.name``) are emitted;
+    ``gen_ai_conventions="1.36.0"`` emits v1.36.0 (``gen_ai.system``) instead, unless
+    ``OTEL_SEMCONV_STABILITY_OPT_IN`` (or ``semconv_opt_in``, which overrides it) holds
+    ``gen_ai_latest_experimental``. ``capture_content`` overrides
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``; ``record_identifiers`` overrides
     ``HERMES_SDK_OTEL_RECORD_IDENTIFIERS``. All are read once, here.
     """
 
     def __init__(self, tracer_provider: Optional[Any] = None, meter_provider: Optional[Any] = None, *,
                  semconv_opt_in: Optional[str] = None, capture_content: Optional[bool] = None,
-                 record_identifiers: Optional[bool] = None) -> None:
+                 record_identifiers: Optional[bool] = None, gen_ai_conventions: Optional[str] = None) -> None:
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
-        self._latest = sc.latest_gen_ai(semconv_opt_in)
+        self._latest = sc.latest_gen_ai(semconv_opt_in, gen_ai_conventions)
         self._provider_key = sc.PROVIDER_NAME if self._latest else sc.SYSTEM
         self._capture_content = sc.flag(sc.ENV_CAPTURE_CONTENT) if capture_content is None else capture_content
         self._record_ids = sc.flag(sc.ENV_RECORD_IDS) if record_identifiers is None else record_identifiers

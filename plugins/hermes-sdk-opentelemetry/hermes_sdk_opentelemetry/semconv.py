@@ -1,12 +1,14 @@
 """The names this plugin emits, in one place, and the ``OTEL_SEMCONV_STABILITY_OPT_IN`` switch.
 
-GenAI conventions: OpenTelemetry semantic conventions **v1.36.0** by default, **v1.37.0** with
-``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (the transition plan of the GenAI
-conventions). The two differ, for what this plugin emits, in the provider attribute
-(``gen_ai.system`` before, ``gen_ai.provider.name`` after) and in how opt-in content is recorded
-(only the latest version has ``gen_ai.output.messages``; the default version records none).
-HTTP client spans follow the stable HTTP conventions (this plugin never emitted the old
-experimental HTTP names, so ``http`` and ``http/dup`` change nothing).
+GenAI conventions: OpenTelemetry semantic conventions **v1.37.0** (``gen_ai.provider.name``). The
+transition plan of the GenAI conventions asks instrumentations that already emitted v1.36.0 or
+earlier to keep that by default and emit the latest only with
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``; this plugin emitted no GenAI
+conventions before 0.2.0, so it emits the latest by default, and that opt-in changes nothing. A
+backend that only knows v1.36.0 (``gen_ai.system``, no ``gen_ai.output.messages``) can ask for it
+with the plugin's ``gen_ai_conventions="1.36.0"``. HTTP client spans follow the stable HTTP
+conventions (this plugin never emitted the old experimental HTTP names, so ``http`` and
+``http/dup`` change nothing).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 from typing import Optional
 
 GEN_AI_LATEST = "gen_ai_latest_experimental"
-DEFAULT_VERSION = "1.36.0"
+DEFAULT_VERSION = "1.36.0"  # on request only (gen_ai_conventions="1.36.0")
 LATEST_VERSION = "1.37.0"
 
 PROVIDER = "hermes"  # gen_ai.provider.name / gen_ai.system: a custom value (not on the well-known list)
@@ -84,8 +86,14 @@ ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENV_RECORD_IDS = "HERMES_SDK_OTEL_RECORD_IDENTIFIERS"
 
 
-def latest_gen_ai(opt_in: Optional[str] = None) -> bool:
-    """Whether ``gen_ai_latest_experimental`` is in the comma-separated opt-in list."""
+def latest_gen_ai(opt_in: Optional[str] = None, conventions: Optional[str] = None) -> bool:
+    """Whether to emit the latest GenAI conventions: yes, unless ``conventions`` asks for v1.36.0
+    and the comma-separated opt-in list (``OTEL_SEMCONV_STABILITY_OPT_IN`` unless given) does not
+    hold ``gen_ai_latest_experimental``."""
+    if conventions is None or conventions in ("latest", LATEST_VERSION):
+        return True
+    if conventions != DEFAULT_VERSION:
+        raise ValueError(f"gen_ai_conventions must be {LATEST_VERSION!r} (or 'latest') or {DEFAULT_VERSION!r}")
     value = os.environ.get(ENV_OPT_IN, "") if opt_in is None else opt_in
     return GEN_AI_LATEST in {part.strip() for part in value.split(",")}
 

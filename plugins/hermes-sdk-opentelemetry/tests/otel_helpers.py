@@ -15,7 +15,6 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-LATEST = "gen_ai_latest_experimental"
 DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
 TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 
@@ -39,7 +38,6 @@ class Telemetry:
         self.meter_provider = MeterProvider(metric_readers=[self.reader], views=views)
 
     def plugin(self, **options: Any) -> OpenTelemetryPlugin:
-        options.setdefault("semconv_opt_in", LATEST)
         return OpenTelemetryPlugin(self.tracer_provider, self.meter_provider, **options)
 
     def spans(self) -> list[Any]:

@@ -93,8 +93,7 @@ def test_content_and_ids_are_recorded_only_when_opted_in_and_let_through(hermes_
     results: dict[tuple[bool, bool], Any] = {}
     for capture, latest in ((True, True), (False, True), (True, False)):
         telemetry = Telemetry()
-        plugin = telemetry.plugin(capture_content=capture, semconv_opt_in="gen_ai_latest_experimental" if latest
-                                  else "")
+        plugin = telemetry.plugin(capture_content=capture, gen_ai_conventions=None if latest else "1.36.0")
         client = HermesClient(hermes_emulator.base_url, hermes_emulator.api_key, plugins=[plugin],
                               load_entrypoints=False)
         # Redactor keys cannot be opened through the constructor: swap the client's redactor in place.

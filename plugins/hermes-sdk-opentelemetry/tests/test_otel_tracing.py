@@ -1,7 +1,7 @@
 """The plugin against the emulator: GenAI inference spans, HTTP attempt spans, and the GenAI metrics.
 
 Exported with the OpenTelemetry SDK's InMemorySpanExporter and InMemoryMetricReader. Unless a test
-says otherwise the plugin emits the latest experimental GenAI conventions (``semconv_opt_in``).
+says otherwise the plugin emits its default, the latest GenAI conventions (v1.37.0).
 """
 
 from __future__ import annotations
@@ -292,13 +292,12 @@ def test_keyed_calls_say_executed(client: HermesClient, telemetry: Telemetry) ->
     assert telemetry.span(CHAT_SPAN).attributes["hermes.idempotency.outcome"] == "executed"
 
 
-def test_default_conventions_are_v1_36_and_the_opt_in_switches(hermes_emulator: Any, telemetry: Telemetry,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_conventions_are_the_latest_and_v1_36_is_on_request(hermes_emulator: Any, telemetry: Telemetry,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN", raising=False)
+    old_plugin = OpenTelemetryPlugin(telemetry.tracer_provider, telemetry.meter_provider, gen_ai_conventions="1.36.0")
     default = OpenTelemetryPlugin(telemetry.tracer_provider, telemetry.meter_provider)
-    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "http, gen_ai_latest_experimental")
-    latest = OpenTelemetryPlugin(telemetry.tracer_provider, telemetry.meter_provider)
-    for plugin in (default, latest):
+    for plugin in (old_plugin, default):
         c = HermesClient(hermes_emulator.base_url, hermes_emulator.api_key, load_entrypoints=False, plugins=[plugin])
         c.chat(prompt="x")
         c.close()
@@ -314,6 +313,19 @@ def test_default_conventions_are_v1_36_and_the_opt_in_switches(hermes_emulator: 
          "server.address", "server.port"],
         ["gen_ai.operation.name", "gen_ai.request.model", "gen_ai.response.model", "gen_ai.system",
          "server.address", "server.port"]]
+
+
+def test_the_opt_in_overrides_a_request_for_v1_36(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_sdk_opentelemetry import semconv
+
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "http, gen_ai_latest_experimental")
+    assert semconv.latest_gen_ai(None, "1.36.0") is True
+    assert semconv.latest_gen_ai("http", "1.36.0") is False  # the argument overrides the variable
+    monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN")
+    assert semconv.latest_gen_ai() is True and semconv.latest_gen_ai(None, "latest") is True
+    assert semconv.latest_gen_ai(None, "1.36.0") is False
+    with pytest.raises(ValueError):
+        semconv.latest_gen_ai(None, "1.35.0")
 
 
 class ExplodingProvider:
