@@ -1,9 +1,11 @@
 """SSE streams: live events, the connector's aggregate (with its gaps fixed), and early cancel.
 
-Events are parsed from urllib3's bytes as they arrive (each chunk of a chunked body, or
-``raw.read1()``): iterating a response reads 128-byte chunks, and ``iter_content(None)`` holds every
-event back on a close-delimited stream. Frames are cut by ``_sse_frames`` (linear, the same for any
-chunking, size-limited) and parsed on sseclient-py's ``SSEClient`` with the connector's rules.
+Events are parsed from the body's bytes as they arrive: a plain chunked body (what Hermes sends) is
+cut from the socket's buffered reads by ``_dechunk``; an encoded one goes through urllib3's
+``read_chunked``, a close-delimited one through ``raw.read1()`` (iterating a response reads 128-byte
+chunks, and ``iter_content(None)`` holds every event back on a close-delimited stream). Frames are
+cut and parsed by ``_sse_frames`` (linear, the same for any chunking, size-limited) with the
+connector's rules; ``_FrameClient`` keeps sseclient-py's ``SSEClient`` interface over it.
 """
 
 from __future__ import annotations
