@@ -526,7 +526,8 @@ class HermesClient:
 
     def health(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> Health:
-        """``GET /health`` (Hermes needs no key for it; the SDK sends it anyway)."""
+        """``GET /health``: Hermes serves it without authentication, so a client without an API key
+        may call it (a readiness probe); a client with one sends it, as on every route."""
         return self._call(HEALTH, {}, endpoint, None, None, None, deadline, timeout=timeout)
 
     def models(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,

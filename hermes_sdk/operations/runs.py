@@ -234,7 +234,8 @@ RUN_STOP: OperationSpec[RunStatus] = OperationSpec(
 _PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
 
 HEALTH: OperationSpec[discovery.Health] = OperationSpec(
-    _contract("health", "GET", "/health", data=dict(_PUBLIC)), build_discovery, decode=discovery.health)
+    _contract("health", "GET", "/health", data=dict(_PUBLIC)), build_discovery, decode=discovery.health,
+    public=True)
 MODELS: OperationSpec[list[discovery.ModelInfo]] = OperationSpec(
     _contract("models", "GET", "/v1/models", data=dict(_PUBLIC)), build_discovery, decode=discovery.models)
 SERVER_CAPABILITIES: OperationSpec[discovery.ServerCapabilities] = OperationSpec(

@@ -44,6 +44,9 @@ class OperationSpec(Generic[T]):
     #: Keys of this stream's events whose string values its observers may see beyond the
     #: redaction allowlist (``run_events``: the tool name, the pattern key, the approval choice).
     observed_keys: tuple[str, ...] = ()
+    #: Hermes serves the route without authentication (``/health``): a client without an API key
+    #: may call it (a readiness probe), and one with a key sends it as for any other route.
+    public: bool = False
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""

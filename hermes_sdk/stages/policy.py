@@ -20,7 +20,7 @@ def check(call: Call) -> None:
         if actual != ep.tenant_id:
             raise TenantMismatchError(f"endpoint {ep.id!r} belongs to another tenant",
                                       details={"endpoint_id": ep.id, "actual_tenant": actual or "none"})
-    api_key = ep.require_key()
+    api_key = ep.api_key if call.spec.public else ep.require_key()
     if call.spec.admit is not None:
         call.spec.admit(call)
     if contract.key_requirement == "required" and call.key is None:
@@ -29,7 +29,7 @@ def check(call: Call) -> None:
     if call.deadline is not None and time.time() >= call.deadline:
         raise DeadlineExceededError("the deadline passed before the call was sent",
                                     details={"operation": contract.operation, "sent": False})
-    headers = {"Authorization": f"Bearer {api_key}"}
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     if ctx is not None:
         headers.update(ctx.headers(call.deadline))
     elif call.deadline is not None:

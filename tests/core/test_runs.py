@@ -227,6 +227,20 @@ def test_discovery(tools_emu: HermesEmulator, client: HermesClient) -> None:
     assert result.ok and isinstance(result.output["data"], list)
 
 
+def test_health_needs_no_api_key_and_the_other_routes_do(tools_emu: HermesEmulator, monkeypatch: Any) -> None:
+    # Hermes serves /health without authentication: a readiness probe needs no key.
+    from hermes_sdk import MissingCredentialError
+
+    monkeypatch.delenv("HERMES_API_KEY", raising=False)
+    seen = len(tools_emu.requests_seen)
+    with HermesClient(tools_emu.base_url, load_entrypoints=False) as keyless:
+        assert keyless.health().ok
+        with pytest.raises(MissingCredentialError):
+            keyless.models()
+    sent = tools_emu.requests_seen[seen:]
+    assert [r.path for r in sent] == ["/health"] and sent[0].header("Authorization") is None
+
+
 # --------------------------------------------------------------------------- typed events
 
 
