@@ -382,6 +382,9 @@ def handle_events(ex: Exchange, run_id: str) -> None:
                     writer.keepalive()
                     continue
                 if event is None:
+                    # Gone before the client can see the end: one who subscribes again at once
+                    # gets the 404 Hermes gives (its handler drops the buffer before it returns).
+                    registry.drop_stream(run_id)
                     writer.comment("stream closed")
                     break
                 writer.event(f"data: {json.dumps(event)}\n\n".encode())
