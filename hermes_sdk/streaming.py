@@ -86,7 +86,7 @@ _DECHUNK_READ_BYTES = 16_384
 
 
 def _dechunk(raw: Any) -> Iterator[bytes]:
-    """Decode a chunked body from the socket's buffered file, 64 KiB at a time.
+    """Decode a chunked body from the socket's buffered file, a read (up to 16 KiB) at a time.
 
     urllib3's ``read_chunked`` makes two buffered reads and a readline per HTTP chunk, and Hermes
     sends one chunk per event: this reads whatever has arrived, cuts every chunk in it and yields
