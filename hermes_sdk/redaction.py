@@ -39,26 +39,57 @@ DEFAULT_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"(/v1/responses/)[^\s\"?#]+",
 ))
 
+
+def _scoped(pattern: str) -> str:
+    # A leading global flag becomes a scoped group, so the patterns can be joined.
+    return f"(?i:{pattern[4:]})" if pattern.startswith("(?i)") else f"(?:{pattern})"
+
+
+# One search tells whether any default pattern can match: most allowed values ("chat.completion.chunk",
+# a model name) match none, and nine substitutions per value cost more than the rest of a redaction.
+_ANY_DEFAULT = re.compile("|".join(_scoped(p.pattern) for p in DEFAULT_PATTERNS))
+
 _live: "weakref.WeakSet[Redactor]" = weakref.WeakSet()
 _live_lock = threading.Lock()
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
+# Short texts already scrubbed by the secrets and the default patterns (both fixed until a secret is
+# registered, which empties it): stream events repeat the same few allowed values thousands of times.
+_scrubbed: dict[str, str] = {}
+_SCRUBBED_MAX = 4096
+_SCRUBBED_TEXT_MAX = 256
+_generation = 0  # bumped with each new secret: a text scrubbed before it is not cached after it
 
 
 def register_secret(value: Optional[str]) -> None:
     """Exact values (API keys) that every redactor and the logging filter scrub wherever they appear."""
+    global _generation
     if value and len(value) >= 4:
         with _secrets_lock:
-            _secrets.add(value)
+            if value not in _secrets:
+                _secrets.add(value)
+                _generation += 1
+                _scrubbed.clear()
 
 
 def scrub(text: str) -> str:
     """The default identifier and credential patterns, and registered secrets, applied to free text."""
+    done = _scrubbed.get(text)
+    if done is not None:
+        return done
+    original, generation = text, _generation
     for secret in tuple(_secrets):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    for pattern in DEFAULT_PATTERNS:
-        text = _sub(pattern, text)
+    if _ANY_DEFAULT.search(text) is not None:
+        for pattern in DEFAULT_PATTERNS:
+            text = _sub(pattern, text)
+    if len(original) <= _SCRUBBED_TEXT_MAX:
+        with _secrets_lock:
+            if generation == _generation:
+                if len(_scrubbed) >= _SCRUBBED_MAX:
+                    _scrubbed.clear()
+                _scrubbed[original] = text
     return text
 
 
@@ -101,12 +132,10 @@ class Redactor:
 
     def text(self, value: str, key: Optional[str] = None) -> str:
         """Scrub a string that is allowed to be shown (a failing plugin filter redacts it all)."""
-        for secret in tuple(_secrets):
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        for pattern in self.patterns:
-            value = _sub(pattern, value)
-        return self.extra(value, key, patterns=False)
+        value = scrub(value)
+        if not self.extra_patterns and not self.filters:
+            return value
+        return self.extra(value, key)
 
     def extra(self, value: str, key: Optional[str] = None, patterns: bool = True) -> str:
         """Apply only this redactor's own configured patterns and plugin filters."""

@@ -308,3 +308,37 @@ def test_the_fast_input_check_agrees_with_the_one_that_names_the_field(value: An
     from hermes_sdk.operations.common import _plain_tree, tree_error
 
     assert _plain_tree(value) is (tree_error(value) is None)
+
+
+_FRAGMENTS = ["Bearer ", "bearer\t", "token", "=", ": ", "'", '"', "api_key", "Authorization", "secret", "resp_",
+              "chatcmpl-", "msg_", "run_", "fco_", "api-", "sk-", "/v1/responses/", "0123456789abcdef", "ABCDEFGH",
+              "-", "_", " ", ",", "?", "#", "a", "Z", "9", "123e4567-e89b-12d3-a456-426614174000", "é", "\n"]
+
+
+def _scrub_every_pattern(text: str) -> str:
+    from hermes_sdk.redaction import DEFAULT_PATTERNS, _sub
+
+    for pattern in DEFAULT_PATTERNS:
+        text = _sub(pattern, text)
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.sampled_from(_FRAGMENTS), max_size=12))
+def test_the_one_search_precheck_and_the_cache_never_change_a_scrub(parts: list[str]) -> None:
+    # scrub() skips the nine substitutions when one joined search finds nothing, and caches short
+    # texts: the result is always what the nine substitutions give.
+    from hermes_sdk.redaction import scrub
+
+    text = "".join(parts)
+    assert scrub(text) == _scrub_every_pattern(text)
+    assert scrub(text) == _scrub_every_pattern(text)  # the cached answer
+
+
+def test_a_secret_registered_later_is_scrubbed_from_a_cached_text() -> None:
+    from hermes_sdk.redaction import register_secret, scrub
+
+    text = "the key is zq-late-registered-4711"
+    assert scrub(text) == text  # cached as harmless
+    register_secret("zq-late-registered-4711")
+    assert scrub(text) == "the key is [REDACTED]"
