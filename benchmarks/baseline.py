@@ -35,12 +35,19 @@ def run_at(rev: str, quick: bool) -> Optional[dict[str, Any]]:
     out = os.path.join(tmp, "result.json")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([tmp, ROOT, os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, "-m", "benchmarks", "--json", out, "--no-baseline"] + (["--quick"] if quick else [])
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    # Run from the extracted copy: `python -m` puts the working directory first on sys.path, and
+    # from the repository root that is today's hermes_sdk, whatever PYTHONPATH says.
+    done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
     if done.returncode != 0 or not os.path.exists(out):
         sys.stderr.write(f"baseline run at {rev} failed:\n{done.stderr[-2000:]}\n")
         return None
     with open(out) as fh:
         result: dict[str, Any] = json.load(fh)
+    measured = os.path.realpath(str(result.get("hermes_sdk_path", "")))
+    if not measured.startswith(os.path.realpath(tmp) + os.sep):
+        sys.stderr.write(f"baseline run at {rev} measured {measured or 'an unknown hermes_sdk'}, not the "
+                         f"extracted copy: no before/after table\n")
+        return None
     return result
 
 

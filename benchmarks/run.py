@@ -643,6 +643,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     try:
         res: dict[str, Any] = {
             "params": p, "quick": quick, "python": sys.version.split()[0],
+            "hermes_sdk_path": os.path.dirname(os.path.abspath(hermes_sdk.__file__)),
             "versions": {"hermes_sdk": getattr(hermes_sdk, "__version__", "?"), "requests": requests.__version__,
                          "openai": getattr(openai, "__version__", None)},
         }
