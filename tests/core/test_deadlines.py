@@ -139,9 +139,9 @@ def test_finished_calls_do_not_pile_up_alarms(hermes_emulator: HermesEmulator) -
     from hermes_sdk.deadline import WATCHDOG
 
     with hermes_emulator.client(load_entrypoints=False) as client:
-        for _ in range(300):
+        for _ in range(40):
             client.chat(prompt="fast")
-        assert WATCHDOG.pending() <= 5
+        assert WATCHDOG.pending() <= 5  # it held all 40 before (each alarm stays until its 60 s)
 
 
 def test_a_forked_child_arms_its_own_watchdog() -> None:
