@@ -6,6 +6,7 @@ import http.client
 import json
 from typing import Any
 
+import pytest
 from core_support import json_response, raw_client
 
 CHAT_REPLY = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "model": "hermes-agent",
@@ -13,16 +14,22 @@ CHAT_REPLY = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "model
                                       "finish_reason": "stop"}]}).encode()
 
 
-def test_a_request_with_a_body_goes_out_in_one_send(raw_server, monkeypatch) -> None:
-    # http.client sends the header block and the body apart: two system calls and two TCP segments.
-    sends: list[bytes] = []
+@pytest.fixture
+def sends(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every block http.client hands to the socket, in order."""
+    sent: list[bytes] = []
     real_send = http.client.HTTPConnection.send
 
     def spy(self: Any, data: Any) -> None:
-        sends.append(bytes(data))
+        sent.append(bytes(data))
         real_send(self, data)
 
     monkeypatch.setattr(http.client.HTTPConnection, "send", spy)
+    return sent
+
+
+def test_a_request_with_a_body_goes_out_in_one_send(raw_server, sends: list[bytes]) -> None:
+    # http.client sends the header block and the body apart: two system calls and two TCP segments.
     server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, CHAT_REPLY)))
     with raw_client(server) as c:
         assert c.chat(prompt="hello").text == "hi"
@@ -35,15 +42,7 @@ def test_a_request_with_a_body_goes_out_in_one_send(raw_server, monkeypatch) -> 
     assert [r.body for r in server.requests] == [s.partition(b"\r\n\r\n")[2] for s in sends]
 
 
-def test_a_request_without_a_body_is_sent_as_it_was(raw_server, monkeypatch) -> None:
-    sends: list[bytes] = []
-    real_send = http.client.HTTPConnection.send
-
-    def spy(self: Any, data: Any) -> None:
-        sends.append(bytes(data))
-        real_send(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", spy)
+def test_a_request_without_a_body_is_sent_as_it_was(raw_server, sends: list[bytes]) -> None:
     reply = json.dumps({"id": "resp_1", "object": "response", "status": "completed", "output": []}).encode()
     server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, reply)))
     with raw_client(server) as c:
@@ -57,19 +56,11 @@ def _head_names(raw: bytes) -> list[str]:
     return [line.partition(":")[0] for line in head]
 
 
-def test_headers_that_differ_only_in_case_are_sent_once(raw_server, monkeypatch) -> None:
+def test_headers_that_differ_only_in_case_are_sent_once(raw_server, sends: list[bytes]) -> None:
     # A caller's session, or a plugin, may name a header in another case than the SDK does: the
     # SDK's own value wins and the header goes out once.
     import requests
 
-    sends: list[bytes] = []
-    real_send = http.client.HTTPConnection.send
-
-    def spy(self: Any, data: Any) -> None:
-        sends.append(bytes(data))
-        real_send(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", spy)
     server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, CHAT_REPLY)))
     with requests.Session() as session:
         session.headers.update({"accept": "text/plain", "user-agent": "theirs", "X-Team": "blue"})
@@ -83,15 +74,7 @@ def test_headers_that_differ_only_in_case_are_sent_once(raw_server, monkeypatch)
     assert got["accept"] == "application/json" and got["user-agent"].startswith("hermes-sdk/")
 
 
-def test_the_sdk_sends_each_of_its_headers_once(raw_server, monkeypatch) -> None:
-    sends: list[bytes] = []
-    real_send = http.client.HTTPConnection.send
-
-    def spy(self: Any, data: Any) -> None:
-        sends.append(bytes(data))
-        real_send(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", spy)
+def test_the_sdk_sends_each_of_its_headers_once(raw_server, sends: list[bytes]) -> None:
     server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, CHAT_REPLY)))
     with raw_client(server) as c:
         c.chat(prompt="hello", idempotency_key="k-1", session_id="s-1")
