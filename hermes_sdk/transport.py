@@ -232,17 +232,17 @@ class Transport:
         prepared = requests.PreparedRequest()
         prepared.method = method
         prepared.url = endpoint.base_url + path
-        merged: Any = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers}
+        framing: dict[str, str] = {}
         if body is not None:
-            merged["Content-Type"] = "application/json"
-            merged["Content-Length"] = str(len(body))
+            framing = {"Content-Type": "application/json", "Content-Length": str(len(body))}
         elif method in ("POST", "PUT", "PATCH", "DELETE"):
-            merged["Content-Length"] = "0"
+            framing = {"Content-Length": "0"}
+        merged: Any = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers, **framing}
         if not self._own_session or len({name.lower() for name in merged}) != len(merged):
             # Names that may differ only in case (a caller's session, a plugin's header): merged
             # case-insensitively, later ones winning. The SDK's own names are distinct, and a plain
             # dict is copied by urllib3 for a fraction of what a CaseInsensitiveDict costs.
-            merged = self._merge_case_insensitively(headers, body, method)
+            merged = self._merge_case_insensitively(headers, framing)
         prepared.headers = merged
         prepared.body = body
         # Runs inside Session.send before it looks for a redirect: see _unredirect.
@@ -260,8 +260,8 @@ class Transport:
         adapter = self.session.get_adapter(prepared.url)
         return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
-    def _merge_case_insensitively(self, headers: Mapping[str, str], body: Optional[bytes],
-                                  method: str) -> CaseInsensitiveDict[str]:
+    def _merge_case_insensitively(self, headers: Mapping[str, str],
+                                  framing: Mapping[str, str]) -> CaseInsensitiveDict[str]:
         merged: CaseInsensitiveDict[str] = CaseInsensitiveDict(
             {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"})
         if not self._own_session:
@@ -270,11 +270,7 @@ class Transport:
                            for k, v in self.session.headers.items()})
             merged["User-Agent"] = USER_AGENT
         merged.update(headers)
-        if body is not None:
-            merged["Content-Type"] = "application/json"
-            merged["Content-Length"] = str(len(body))
-        elif method in ("POST", "PUT", "PATCH", "DELETE"):
-            merged["Content-Length"] = "0"
+        merged.update(framing)
         return merged
 
     def close(self) -> None:
