@@ -10,7 +10,6 @@ connector's rules; ``_FrameClient`` keeps sseclient-py's ``SSEClient`` interface
 
 from __future__ import annotations
 
-import http.client
 import itertools
 import json
 import logging
@@ -22,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 import requests
 import sseclient
 import urllib3.exceptions
-import urllib3.response
 
 from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
 from .deadline import WATCHDOG, Alarm
@@ -39,7 +37,7 @@ from .errors import (
 )
 from .events import tool_event, typed_stream_event
 from .models import ActionResult, StreamEvent, StreamResult
-from .transport import socket_of
+from .transport import socket_of, untouched_body
 
 if TYPE_CHECKING:
     from .stages.streams import StreamSink
@@ -68,15 +66,8 @@ def _body(response: requests.Response) -> Iterator[bytes]:
 
 def _plain_socket_body(raw: Any) -> bool:
     """An untouched, unencoded chunked body straight off urllib3's socket file (``_dechunk`` reads it)."""
-    try:
-        fp = raw._fp
-        return (type(raw) is urllib3.response.HTTPResponse and isinstance(fp, http.client.HTTPResponse)
-                and fp.fp is not None and fp.chunk_left is None and raw.chunk_left is None
-                and not raw._fp_bytes_read and not len(raw._decoded_buffer)
-                and raw.headers.get("content-encoding", "identity").lower() in ("", "identity")
-                and raw._connection is not None)
-    except Exception:
-        return False
+    fp = untouched_body(raw)
+    return fp is not None and bool(fp.chunked) and fp.chunk_left is None and raw.chunk_left is None
 
 
 _MAX_CHUNK_LINE = 65_536  # urllib3's limit on a chunk-size or trailer line

@@ -322,17 +322,26 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
     return data
 
 
-def _plain_sized_body(raw: Any, length: int) -> bool:
-    """An untouched, unencoded body of known length straight off urllib3's socket file."""
+def untouched_body(raw: Any) -> Optional[http.client.HTTPResponse]:
+    """The http.client response under an unread, unencoded urllib3 body on the SDK's own socket, or
+    None (a mocked or wrapped body, urllib3 1.x, a content encoding): the SDK's fast readers read it
+    directly, everything else goes through urllib3."""
     try:
         fp = raw._fp
-        return (type(raw) is urllib3.response.HTTPResponse and isinstance(fp, http.client.HTTPResponse)
-                and fp.fp is not None and not fp.chunked and fp.length == length
-                and not raw._fp_bytes_read and not len(raw._decoded_buffer)
+        if (type(raw) is urllib3.response.HTTPResponse and isinstance(fp, http.client.HTTPResponse)
+                and fp.fp is not None and not raw._fp_bytes_read and not len(raw._decoded_buffer)
                 and raw.headers.get("content-encoding", "identity").lower() in ("", "identity")
-                and raw._connection is not None)
+                and raw._connection is not None):
+            return fp
     except Exception:
-        return False
+        pass
+    return None
+
+
+def _plain_sized_body(raw: Any, length: int) -> bool:
+    """An untouched, unencoded body of known length straight off urllib3's socket file."""
+    fp = untouched_body(raw)
+    return fp is not None and not fp.chunked and fp.length == length
 
 
 def _read_sized(response: requests.Response, fp: http.client.HTTPResponse) -> bytes:
