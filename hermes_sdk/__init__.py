@@ -75,7 +75,7 @@ from .redaction import Redactor
 from .runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
 from .streaming import ChatStream, ResponseStream, RunEventStream
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
 
 __all__ = [
     "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalRequest",

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Mapping, Optional, Union
 
 import attrs
 
+from .aggregate import event_name
 from .models import StreamEvent
 
 JSONDict = dict[str, Any]
@@ -268,8 +269,6 @@ def tool_event(name: Optional[str], data: Any) -> Optional[ToolEvent]:
 def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Optional[Union[MessageDelta, ToolEvent]]:
     """What ``HermesStream.typed()`` yields for one chat or Responses event: its text piece as a
     :class:`MessageDelta`, its tool event, or None for the rest."""
-    from .streaming import event_name
-
     found = tool_event(event_name(event.event, event.data), event.data)
     if found is not None:
         return found

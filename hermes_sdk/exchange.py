@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 import attrs
 
 if TYPE_CHECKING:
-    from .call import Call
+    from .view import CallView
 
 
 @attrs.frozen
@@ -31,29 +31,23 @@ class HttpReply:
 class Attempt:
     """One HTTP attempt as the ``hermes_http_attempt`` hook sees it.
 
-    ``attributes`` hold ``method``, ``path`` (the URL template, never an id) and ``attempt`` (1-based).
+    ``attributes`` hold ``method``, ``path`` (the URL template, never an id) and ``attempt`` (1-based);
+    ``invocation`` is the :class:`~hermes_sdk.plugin.CallView` of the call it belongs to.
     """
 
-    __slots__ = ("call", "number", "attributes", "executed", "_send")
+    __slots__ = ("invocation", "number", "attributes", "executed", "__weakref__")
 
-    def __init__(self, call: Optional["Call"], number: int, method: str, path_template: str,
-                 send: Callable[[], HttpReply]) -> None:
-        self.call = call
+    def __init__(self, invocation: Optional["CallView"], number: int, method: str, path_template: str) -> None:
+        self.invocation = invocation
         self.number = number
         self.attributes: dict[str, Any] = {"method": method, "path": path_template, "attempt": number}
         self.executed = False
-        self._send = send
 
     @property
-    def invocation(self) -> Optional["Call"]:
-        """The call this attempt belongs to (``call``, under its older name)."""
-        return self.call
+    def call(self) -> Optional["CallView"]:
+        """``invocation``, under its older name."""
+        return self.invocation
 
     def set_attribute(self, key: str, value: Any) -> None:
         """Add a (non-secret) attribute."""
         self.attributes[key] = value
-
-    def execute(self) -> HttpReply:
-        """Send the request (the built-in innermost hook implementation calls this)."""
-        self.executed = True
-        return self._send()

@@ -2,25 +2,45 @@
 
 Applications import from :mod:`hermes_sdk`; plugins (stores, approval providers, redaction
 filters, tracers) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
+Hooks receive a :class:`CallView` (never the internal call, its credential or its input) and an
+:class:`Attempt`.
 """
 
 from __future__ import annotations
 
-from .call import Call
+from .aggregate import Accumulator
 from .capabilities import CONTRACTS, Contract, descriptor
 from .exchange import Attempt, HttpReply
 from .hookspecs import hookimpl, hookspec
 from .idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore, store_from_url
 from .models import ActionResult
 from .operations import OperationSpec, ProviderRequest, RequestParts, register, unregister
+from .options import CallOptions
 from .redaction import Redactor
-from .runtime import Runtime
+from .resources import register_resource, unregister_resource
+from .view import CallView
 
-#: The hook object's former name, an alias of :class:`Call`.
-Invocation = Call
+#: The hook object's former names: hooks now receive a :class:`CallView`.
+Invocation = CallView
 
 __all__ = [
-    "ActionResult", "Attempt", "COMPLETED", "CONTRACTS", "Call", "Contract", "HttpReply", "IdempotencyRecord",
-    "IdempotencyStore", "Invocation", "OperationSpec", "PENDING", "ProviderRequest", "Redactor", "RequestParts",
-    "Runtime", "descriptor", "hookimpl", "hookspec", "register", "store_from_url", "unregister",
+    "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CONTRACTS", "CallOptions", "CallView", "Contract",
+    "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation", "OperationSpec", "PENDING",
+    "ProviderRequest", "Redactor", "RequestParts", "descriptor", "hookimpl", "hookspec", "register",
+    "register_resource", "store_from_url", "unregister", "unregister_resource",
 ]
+
+# The internal call and runtime were exported here before 0.2; hooks no longer receive them.
+_INTERNAL = {"Call": ("hermes_sdk.call", "Call"), "Runtime": ("hermes_sdk.runtime", "Runtime")}
+
+
+def __getattr__(name: str) -> object:
+    if name in _INTERNAL:
+        import importlib
+        import warnings
+
+        module, attr = _INTERNAL[name]
+        warnings.warn(f"hermes_sdk.plugin.{name} is internal and no longer given to hooks (they receive "
+                      "CallView); it will be removed", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'hermes_sdk.plugin' has no attribute {name!r}")

@@ -48,7 +48,7 @@ from .events import (
 from .stages.approval import as_decision, ask_provider
 
 if TYPE_CHECKING:
-    from .client import HermesClient
+    from .resources.runs import Runs
 
 log = logging.getLogger("hermes_sdk")
 
@@ -207,14 +207,14 @@ class Run:
             handle polls the status instead of subscribing (the first caller may hold the events).
     """
 
-    def __init__(self, client: Any, started: RunStarted, *, endpoint: Optional[str] = None,
+    def __init__(self, runs: Any, started: RunStarted, *, endpoint: Optional[str] = None,
                  approval_provider: Any = None, deadline: Optional[float] = None,
                  context: Optional[ExecutionContext] = None) -> None:
         self.id = started.run_id
         self.status = started.status
         self.replayed = started.replayed
         self.action_id = started.action_id
-        self._client: "HermesClient" = client  # the client that started it (HermesClient.run())
+        self._runs: "Runs" = runs  # the runs resource of the client that started it
         self._endpoint = endpoint
         self._provider = approval_provider
         self._deadline = deadline
@@ -293,7 +293,7 @@ class Run:
             ApprovalNotPendingError: nothing is waiting (409 ``approval_not_pending``).
             ApprovalNotActiveError: the run finished or was stopped (409 ``approval_not_active``).
         """
-        answer = self._client.run_approval(self.id, choice, resolve_all=resolve_all, endpoint=self._endpoint,
+        answer = self._runs.approve(self.id, choice, resolve_all=resolve_all, endpoint=self._endpoint,
                                            context=self._context)
         self._answered(answer.resolved)
         return answer
@@ -306,12 +306,12 @@ class Run:
         answer 200 ``stopping`` for a run that is over).
         """
         if self._result is not None:
-            self._client._mark_stopped(self.id)
-            return self._client.run_get(self.id, endpoint=self._endpoint, context=self._context)
+            self._runs.mark_stopped(self.id)
+            return self._runs.get(self.id, endpoint=self._endpoint, context=self._context)
         try:
-            status = self._client.run_stop(self.id, endpoint=self._endpoint, context=self._context)
+            status = self._runs.stop(self.id, endpoint=self._endpoint, context=self._context)
         except RunNotFoundError:
-            status = self._client.run_get(self.id, endpoint=self._endpoint, context=self._context)
+            status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context)
             if not status.terminal:
                 raise
         self.status = status.status if self.status not in TERMINAL_STATUSES else self.status
@@ -319,7 +319,7 @@ class Run:
 
     def refresh(self) -> RunStatus:
         """Fetch the run object (``GET /v1/runs/{id}``) and update :attr:`status`."""
-        status = self._client.run_get(self.id, endpoint=self._endpoint, context=self._context)
+        status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context)
         if self._result is None:
             self.status = status.status
         return status
@@ -340,7 +340,7 @@ class Run:
             return
         self._subscribed = True
         try:
-            self._stream = self._client._run_events(self.id, self._endpoint, self._context, self._deadline)
+            self._stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline)
         except HermesError as exc:
             self._broken(exc)
             return
@@ -416,7 +416,7 @@ class Run:
             self._pending.append(event)
             self.status = "waiting_for_approval"
             # Never asked once this client stopped the run: Hermes resolves the request as deny.
-            if self._provider is not None and not self._client._stopped(self.id):
+            if self._provider is not None and not self._runs.stopped(self.id):
                 self._ask(event)
             return
         if isinstance(event, ApprovalResponded):
@@ -445,14 +445,14 @@ class Run:
 
     def _ask(self, event: ApprovalRequested) -> None:
         """Hand one approval request to the provider; answer it unless the provider returned None."""
-        client = self._client
-        request = client.run_approval_request(self.id, event.command, reason=event.description,
-                                              endpoint=self._endpoint)
+        runs = self._runs
+        request = runs.approval_request(self.id, event.command, reason=event.description,
+                                        endpoint=self._endpoint)
         decision = ask_provider(self._provider, request)
         if decision is None:
             return  # left pending: the caller answers with run.approve(...)
-        choice = choice_for(decision, request, event, client.allow_permanent_approvals)
-        answer = client.run_approval(self.id, choice, endpoint=self._endpoint, context=self._context)
+        choice = choice_for(decision, request, event, runs.allow_permanent_approvals)
+        answer = runs.approve(self.id, choice, endpoint=self._endpoint, context=self._context)
         self._answered(answer.resolved)
 
     def _poll(self, until: Optional[float]) -> None:
@@ -460,7 +460,7 @@ class Run:
         interval = POLL_FIRST_INTERVAL
         while True:
             try:
-                status = self._client.run_get(self.id, endpoint=self._endpoint, context=self._context,
+                status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context,
                                               deadline=until)
             except RunNotFoundError:
                 raise

@@ -10,6 +10,7 @@ import pluggy
 
 from .idempotency import IdempotencyStore
 from .redaction import Redactor
+from .retry import RetryPolicy
 from .transport import Transport
 
 
@@ -26,7 +27,7 @@ class Runtime:
     transport: Transport
     redactor: Redactor
     approval_provider: Any = None
-    max_attempts: int = 3
+    retry: RetryPolicy = RetryPolicy()  #: what is retried, and how often
     strict_idempotency: bool = False
     key_retention: float = 86_400.0
     timeout: Optional[Any] = None  #: the client's default Timeout (None: each contract's own)
@@ -35,3 +36,8 @@ class Runtime:
     allow_permanent_approvals: bool = False  #: whether ``always`` may be sent to a run's approval
     #: Runs this client asked to stop: no approval is ever sent to them afterwards.
     stopped_runs: set[str] = attrs.field(factory=set, eq=False)
+
+    @property
+    def max_attempts(self) -> int:
+        """Attempts of a retry-safe call."""
+        return self.retry.max_attempts

@@ -11,7 +11,6 @@ connector's rules; ``_FrameClient`` keeps sseclient-py's ``SSEClient`` interface
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import socket
 import threading
@@ -23,19 +22,14 @@ import sseclient
 import urllib3.exceptions
 
 from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
+from .aggregate import Accumulator, Aggregate, decode_event, event_name  # noqa: F401  (re-exported)
 from .deadline import WATCHDOG, Alarm
 from .errors import (
-    STREAM_FAILED,
-    STREAM_INCOMPLETE,
-    STREAM_TRUNCATED,
-    CancelledError,
     DeadlineExceededError,
     HermesError,
     InvalidResponseError,
-    StreamError,
     TransportError,
 )
-from .events import tool_event, typed_stream_event
 from .models import ActionResult, StreamEvent, StreamResult
 from .transport import socket_of, untouched_body
 
@@ -43,9 +37,6 @@ if TYPE_CHECKING:
     from .stages.streams import StreamSink
 
 _log = logging.getLogger("hermes_sdk")
-TERMINAL_NAMES = frozenset({"done", "run.completed", "run.failed", "run.cancelled", "response.completed",
-                            "response.failed", "response.incomplete", "error"})
-FAILED_NAMES = frozenset({"run.failed", "response.failed", "response.incomplete", "error"})
 _BOUNDARIES = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
@@ -351,8 +342,6 @@ def _reads_chunks(raw: Any) -> bool:
         return False
 
 
-_COMPACT_PARTS = 4096  # Aggregate joins its text pieces into one block at this many
-_raw_decode = json.JSONDecoder().raw_decode  # json.loads' default decoder configuration
 
 
 class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
@@ -382,201 +371,6 @@ class _FrameClient(sseclient.SSEClient):  # type: ignore[misc]
 def _sse_events(source: Iterator[bytes]) -> Iterator[tuple[str, Optional[str], str]]:
     """``(event, id, data)`` per dispatched frame; ``"message"`` when a frame has no ``event:`` line."""
     return _FrameClient(source).frames()
-
-
-def decode_event(name: str, event_id: Optional[str], raw_data: str) -> StreamEvent:
-    """Parse one event the connector's way: ``[DONE]``, blank → None, JSON, else the raw string."""
-    data: Any
-    if raw_data == "[DONE]":
-        data = "[DONE]"
-    elif not raw_data.strip():
-        data = None
-    else:
-        try:
-            if raw_data[0] == "{":  # json.loads without its two whitespace regex scans
-                data, end = _raw_decode(raw_data)
-                if end != len(raw_data):
-                    data = json.loads(raw_data)  # trailing whitespace, or extra data (raises)
-            else:
-                data = json.loads(raw_data)
-        except (ValueError, RecursionError):  # nested too deep for the decoder: kept as the raw string
-            data = raw_data
-    if name != "message":
-        terminal = name in TERMINAL_NAMES or data == "[DONE]"
-        return StreamEvent(name, event_id or None, data, raw_data, terminal)
-    if type(data) is dict:  # event_name(), inline: this runs once per event
-        named = data.get("event")
-        terminal = isinstance(named, str) and named in TERMINAL_NAMES
-    else:
-        terminal = data == "[DONE]"
-    return StreamEvent(None, event_id or None, data, raw_data, terminal)
-
-
-def event_name(event: Optional[str], data: Any) -> Optional[str]:
-    """An event's name: its SSE ``event:`` field, else the ``event`` key of its JSON data, else None."""
-    if event:
-        return event
-    if isinstance(data, dict):
-        name = data.get("event")
-        if isinstance(name, str):
-            return name
-    return None
-
-
-class Aggregate:
-    """The stream result being built, one event at a time, so iteration stays live."""
-
-    def __init__(self, endpoint_id: str, operation: str, http_status: int, max_events: int,
-                 session_id: Optional[str], keep_events: bool = True) -> None:
-        self.endpoint_id = endpoint_id
-        self.operation = operation
-        self.http_status = http_status
-        self.max_events = max_events
-        self.session_id = session_id
-        self.keep_events = keep_events
-        self.events: list[StreamEvent] = []
-        self.count = 0
-        self.parts: list[str] = []
-        self._text = ""  # earlier parts, joined
-        self.terminal = False
-        self.truncated = False
-        self.last_name: Optional[str] = None
-        self.last_data: Any = None
-        self.finish_reason: Optional[str] = None
-        self.chat_error: Any = None
-        self.hermes: Any = None
-        self.usage: Optional[dict[str, Any]] = None
-        self.final: Optional[dict[str, Any]] = None
-        self.tools: list[Any] = []  # typed tool events (ToolProgress, FunctionCall, FunctionCallOutput)
-
-    def add(self, event: StreamEvent) -> Optional[str]:
-        """Fold one event in; return the text it adds (or None)."""
-        self.count += 1
-        if self.keep_events:
-            self.events.append(event)
-        data = event.data
-        name = event.event
-        if name is None and isinstance(data, dict):  # event_name(), inline: this runs once per event
-            named = data.get("event")
-            name = named if isinstance(named, str) else None
-        if name is not None:
-            self.last_name = name
-            self.last_data = data
-        piece = None
-        if isinstance(data, dict):
-            piece = self._fold(name, data)
-        if len(self.parts) >= _COMPACT_PARTS:
-            # Thousands of tiny str objects cost ~60 bytes each; joined text costs only itself.
-            self._compact()
-        if event.terminal:
-            self.terminal = True
-        elif self.count >= self.max_events:
-            # The seed page: max_events stops collection *before* a terminal event.
-            self.truncated = True
-        return piece
-
-    def _compact(self) -> str:
-        """Append the pending pieces to the text and return it.
-
-        ``text += ...`` on a local with no other reference lets CPython grow the string in place,
-        so the text is never held twice (a join of blocks would be, at the end of a long stream).
-        """
-        text = self._text
-        self._text = ""
-        text += "".join(self.parts)
-        self.parts.clear()
-        self._text = text
-        return text
-
-    def _fold(self, name: Optional[str], data: dict[str, Any]) -> Optional[str]:
-        choices = data.get("choices")
-        if isinstance(choices, list):
-            first = choices[0] if choices and isinstance(choices[0], dict) else {}
-            delta = first.get("delta")
-            if first.get("finish_reason"):
-                self.finish_reason = first["finish_reason"]
-                self.final = data
-            if data.get("usage") is not None:
-                self.usage = data["usage"]
-            if data.get("error") is not None:
-                self.chat_error = data["error"]
-            if data.get("hermes") is not None:
-                self.hermes = data["hermes"]
-            # Only visible content: reasoning deltas never enter the text.
-            content = delta.get("content") if isinstance(delta, dict) else None
-            if isinstance(content, str) and content:
-                self.parts.append(content)
-                return content
-            return None
-        if name == "response.output_text.delta":
-            piece = data.get("delta")
-            if isinstance(piece, str) and piece:
-                self.parts.append(piece)
-                return piece
-        elif name == "message.delta":  # a run's events: the JSON names its own type
-            piece = data.get("delta")
-            if isinstance(piece, str) and piece:
-                self.parts.append(piece)
-                return piece
-        elif name == "run.completed":
-            self.final = data
-            if isinstance(data.get("usage"), dict):
-                self.usage = data["usage"]
-        elif name in ("hermes.tool.progress", "response.output_item.done"):
-            found = tool_event(name, data)
-            if found is not None:
-                self.tools.append(found)
-        elif name in ("response.completed", "response.failed", "response.incomplete"):
-            envelope = data.get("response")
-            if isinstance(envelope, dict):
-                self.final = envelope
-                if isinstance(envelope.get("usage"), dict):
-                    self.usage = envelope["usage"]
-        return None
-
-    @property
-    def done(self) -> bool:
-        """Whether collection has stopped (a terminal event arrived, or ``max_events`` was reached)."""
-        return self.terminal or self.truncated
-
-    def result(self, error: Optional[HermesError] = None, cancelled: bool = False) -> StreamResult:
-        """The StreamResult so far; ``error`` or ``cancelled`` say why a stream without a terminal event ended."""
-        status, error = self._outcome(error, cancelled)
-        return StreamResult(
-            endpoint_id=self.endpoint_id, operation=self.operation, http_status=self.http_status,
-            events=self.events, text=self._compact(), terminal=self.terminal,
-            truncated=self.truncated,
-            status=status, error=error, session_id=self.session_id, event_count=self.count,
-            finish_reason=self.finish_reason, usage=self.usage, final=self.final, tools=list(self.tools),
-        )
-
-    def _outcome(self, error: Optional[HermesError], cancelled: bool) -> tuple[str, Optional[HermesError]]:
-        op = {"operation": self.operation}
-        if self.terminal:
-            if self.last_name == "run.cancelled":
-                return "cancelled", None
-            if self.last_name in FAILED_NAMES:
-                return "failed", StreamError("the stream ended with a failure event", code=STREAM_FAILED,
-                                             uncertain_outcome=True,
-                                             details={**op, "event": self.last_name, "data": self.last_data})
-            # The connector calls these chat streams completed; their final chunk says otherwise.
-            if self.finish_reason in ("error", "length") or self.chat_error is not None:
-                return "failed", StreamError(
-                    f"the chat stream finished with finish_reason {self.finish_reason!r}", code=STREAM_FAILED,
-                    uncertain_outcome=True, details={**op, "finish_reason": self.finish_reason,
-                                                     "error": self.chat_error, "hermes": self.hermes})
-            return "completed", None
-        if cancelled:
-            return "cancelled", CancelledError("the stream was closed before its terminal event",
-                                               uncertain_outcome=True, details=op)
-        if error is not None:
-            return "failed", error
-        if self.truncated:
-            return "failed", StreamError(f"the stream reached max_events={self.max_events} before a terminal event",
-                                         code=STREAM_TRUNCATED, uncertain_outcome=True, details=op)
-        return "failed", StreamError("the stream closed without a terminal event", code=STREAM_INCOMPLETE,
-                                     uncertain_outcome=True,
-                                     details={**op, "reason": "upstream_stream_closed_without_terminal_event"})
 
 
 class HermesStream:
@@ -617,7 +411,7 @@ class HermesStream:
         self._recorded: Optional[StreamResult] = None
 
     @classmethod
-    def replay(cls, recorded: StreamResult) -> "HermesStream":
+    def replay(cls, recorded: StreamResult, accumulator: Optional[Accumulator] = None) -> "HermesStream":
         """A stream answered from the idempotency record: nothing executed.
 
         A record keeps the aggregate, not each event, so a replay yields the recorded events only
@@ -627,7 +421,8 @@ class HermesStream:
         self._response = None  # type: ignore[assignment]
         # Only to give text_deltas() the same pieces as the live stream did.
         self._agg = Aggregate(recorded.endpoint_id, recorded.operation, recorded.http_status,
-                              max(len(recorded.events), 1) + 1, recorded.session_id, keep_events=False)
+                              max(len(recorded.events), 1) + 1, recorded.session_id, keep_events=False,
+                              accumulator=accumulator)
         self._deadline = None
         self._alarm = None
         self._idle_timeout = None
@@ -716,7 +511,8 @@ class HermesStream:
                 raise cut
             self._settle()
             return None
-        event = decode_event(*sse)
+        name, event_id, raw_data = sse
+        event = decode_event(name, event_id, raw_data, agg.terminal_names)
         if self._idle is not None:
             self._rearm_idle()
         self._pending_piece = agg.add(event)
@@ -763,8 +559,9 @@ class HermesStream:
         events (``ToolProgress`` on chat streams, ``FunctionCall`` / ``FunctionCallOutput`` on
         Responses streams). Other events are skipped; iterate the stream itself for every event.
         """
+        typed_of = self._agg.accumulator.typed
         for event in self:
-            typed = typed_stream_event(event, self._pending_piece)
+            typed = typed_of(event, self._pending_piece)
             if typed is not None:
                 yield typed
 

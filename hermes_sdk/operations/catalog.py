@@ -26,14 +26,14 @@ def _model_contract(operation: str, path: str, streaming: bool) -> Contract:
 
 def _chat_stream_replay(output: Any, session_id: Optional[str], action_id: Optional[str] = None,
                         replayed: bool = True) -> ChatStream:
-    stream = ChatStream.replay(convert.stream_result_from_json(output))
+    stream = ChatStream.replay(convert.stream_result_from_json(output), chat.ChatAccumulator())
     stream.action_id = action_id
     return stream  # type: ignore[return-value]
 
 
 def _response_stream_replay(output: Any, session_id: Optional[str], action_id: Optional[str] = None,
                             replayed: bool = True) -> ResponseStream:
-    stream = ResponseStream.replay(convert.stream_result_from_json(output))
+    stream = ResponseStream.replay(convert.stream_result_from_json(output), responses.ResponsesAccumulator())
     stream.action_id = action_id
     return stream  # type: ignore[return-value]
 
@@ -71,7 +71,8 @@ CHAT: OperationSpec[ChatCompletion] = OperationSpec(
 
 CHAT_STREAM: OperationSpec[ChatStream] = OperationSpec(
     _model_contract("chat_stream", "/v1/chat/completions", True), chat.build,
-    stream_class=ChatStream, from_record=_chat_stream_replay, describe=_describe_chat)
+    stream_class=ChatStream, accumulator=chat.ChatAccumulator, from_record=_chat_stream_replay,
+    describe=_describe_chat)
 
 RESPONSES: OperationSpec[Response] = OperationSpec(
     _model_contract("responses", "/v1/responses", False), responses.build,
@@ -79,7 +80,8 @@ RESPONSES: OperationSpec[Response] = OperationSpec(
 
 RESPONSES_STREAM: OperationSpec[ResponseStream] = OperationSpec(
     _model_contract("responses_stream", "/v1/responses", True), responses.build,
-    stream_class=ResponseStream, from_record=_response_stream_replay, describe=_describe_responses)
+    stream_class=ResponseStream, accumulator=responses.ResponsesAccumulator,
+    from_record=_response_stream_replay, describe=_describe_responses)
 
 # The generated contract calls response_get "internal" and PII-free; the seed page says that is too
 # weak for stored model and tool output, so it is published here as confidential.

@@ -6,6 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_SAFE_INTEGER
+from ..aggregate import Accumulator, Aggregate
+from ..errors import STREAM_FAILED, StreamError
+from ..events import tool_event, typed_stream_event
+from ..models import StreamEvent
 from .common import (
     RequestParts,
     bad,
@@ -105,3 +109,59 @@ def build(operation: str, raw: object) -> RequestParts:
     body.setdefault("model", DEFAULT_MODEL)
     body["stream"] = streaming
     return RequestParts(headers, encode_body(body), max_events)
+
+
+# ------------------------------------------------------------------ the stream's accumulator
+
+#: The names that end a chat completions stream (besides ``[DONE]``), and those that mean failure.
+CHAT_TERMINAL = frozenset({"done", "error"})
+CHAT_FAILED = frozenset({"error"})
+
+
+class ChatAccumulator(Accumulator):
+    """Chat completion chunks: content deltas are the text (reasoning never), the chunk with a
+    ``finish_reason`` is the final one, ``hermes.tool.progress`` events are tools.
+
+    A stream that ends with ``finish_reason`` ``error`` or ``length`` (or an ``error`` object) is
+    failed, though the connector calls it completed.
+    """
+
+    terminal_names = CHAT_TERMINAL
+    failed_names = CHAT_FAILED
+
+    def __init__(self) -> None:
+        self.error: Any = None
+        self.hermes: Any = None
+
+    def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+        choices = data.get("choices")
+        if isinstance(choices, list):
+            first = choices[0] if choices and isinstance(choices[0], dict) else {}
+            delta = first.get("delta")
+            if first.get("finish_reason"):
+                agg.finish_reason = first["finish_reason"]
+                agg.final = data
+            if data.get("usage") is not None:
+                agg.usage = data["usage"]
+            if data.get("error") is not None:
+                self.error = data["error"]
+            if data.get("hermes") is not None:
+                self.hermes = data["hermes"]
+            content = delta.get("content") if isinstance(delta, dict) else None
+            return content if isinstance(content, str) and content else None
+        if name == "hermes.tool.progress":
+            found = tool_event(name, data)
+            if found is not None:
+                agg.tools.append(found)
+        return None
+
+    def failure(self, agg: Aggregate) -> Any:
+        if agg.finish_reason in ("error", "length") or self.error is not None:
+            return StreamError(f"the chat stream finished with finish_reason {agg.finish_reason!r}",
+                               code=STREAM_FAILED, uncertain_outcome=True,
+                               details={"operation": agg.operation, "finish_reason": agg.finish_reason,
+                                        "error": self.error, "hermes": self.hermes})
+        return None
+
+    def typed(self, event: StreamEvent, piece: Any) -> Any:
+        return typed_stream_event(event, piece)

@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
+from ..aggregate import Accumulator, Aggregate
+from ..events import tool_event, typed_stream_event
+from ..models import StreamEvent
 from .common import (
     RequestParts,
     bad,
@@ -96,3 +99,36 @@ def build(operation: str, raw: object) -> RequestParts:
     body.setdefault("model", DEFAULT_MODEL)
     body["stream"] = streaming
     return RequestParts(headers, encode_body(body), max_events)
+
+
+# ------------------------------------------------------------------ the stream's accumulator
+
+RESPONSES_TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete", "error", "done"})
+RESPONSES_FAILED = frozenset({"response.failed", "response.incomplete", "error"})
+
+
+class ResponsesAccumulator(Accumulator):
+    """Responses events: ``response.output_text.delta`` is the text, finished function-call items
+    are tools, the terminal envelope (``response.completed|failed|incomplete``) is ``final``."""
+
+    terminal_names = RESPONSES_TERMINAL
+    failed_names = RESPONSES_FAILED
+
+    def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+        if name == "response.output_text.delta":
+            piece = data.get("delta")
+            return piece if isinstance(piece, str) and piece else None
+        if name == "response.output_item.done":
+            found = tool_event(name, data)
+            if found is not None:
+                agg.tools.append(found)
+        elif name in RESPONSES_TERMINAL:
+            envelope = data.get("response")
+            if isinstance(envelope, dict):
+                agg.final = envelope
+                if isinstance(envelope.get("usage"), dict):
+                    agg.usage = envelope["usage"]
+        return None
+
+    def typed(self, event: StreamEvent, piece: Any) -> Any:
+        return typed_stream_event(event, piece)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .. import discovery
+from ..aggregate import Accumulator, Aggregate
 from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..errors import (
     ApprovalNotActiveError,
@@ -19,6 +20,8 @@ from ..errors import (
     RunNotFoundError,
     RunStoppedError,
 )
+from ..events import parse_run_event
+from ..models import StreamEvent
 from ..runs import ApprovalAnswer, RunStarted, RunStatus, approval_answer, run_started, run_status
 from ..streaming import RunEventStream
 from .common import (
@@ -144,6 +147,34 @@ def admit_stop(call: Any) -> None:
     call.runtime.stopped_runs.add(call.input["run_id"])
 
 
+# ------------------------------------------------------------------ the events stream's accumulator
+
+RUN_TERMINAL = frozenset({"run.completed", "run.failed", "run.cancelled", "error", "done"})
+RUN_FAILED = frozenset({"run.failed", "error"})
+
+
+class RunEventsAccumulator(Accumulator):
+    """A run's events: ``message.delta`` is the text, ``run.completed`` the final object with usage;
+    ``run.failed`` fails the stream, ``run.cancelled`` cancels it."""
+
+    terminal_names = RUN_TERMINAL
+    failed_names = RUN_FAILED
+    cancelled_names = frozenset({"run.cancelled"})
+
+    def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+        if name == "message.delta":
+            piece = data.get("delta")
+            return piece if isinstance(piece, str) and piece else None
+        if name == "run.completed":
+            agg.final = data
+            if isinstance(data.get("usage"), dict):
+                agg.usage = data["usage"]
+        return None
+
+    def typed(self, event: StreamEvent, piece: Any) -> Any:
+        return parse_run_event(event.data) if isinstance(event.data, dict) else None
+
+
 # ------------------------------------------------------------------ typed errors
 
 
@@ -216,7 +247,7 @@ RUN_GET: OperationSpec[RunStatus] = OperationSpec(
 RUN_EVENTS: OperationSpec[RunEventStream] = OperationSpec(
     _contract("run_events", "GET", "/v1/runs/{run_id}/events", retry_safe=False, streaming=True,
               side_effects=("read", "external_network"), expected_latency_ms=30_000, timeout_ms=86_400_000),
-    build_run, stream_class=RunEventStream, refine_error=refine_run_error,
+    build_run, stream_class=RunEventStream, accumulator=RunEventsAccumulator, refine_error=refine_run_error,
     # Observers (tracing) see which tool ran and which pattern was approved how; never the
     # command, its preview, the output or the run id.
     observed_keys=("tool", "pattern_key", "choice"))

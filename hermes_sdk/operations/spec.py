@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import attrs
 
+from ..aggregate import Accumulator
 from ..capabilities import CONTRACTS, Contract
 from .common import ProviderRequest, RequestParts
 
@@ -33,6 +34,9 @@ class OperationSpec(Generic[T]):
     build: Builder
     decode: Optional[Callable[..., T]] = None
     stream_class: Optional[Callable[..., T]] = None
+    #: A streaming spec's accumulator class: how its events fold into text, tools and the final
+    #: envelope, and which events end it (one instance per stream).
+    accumulator: Callable[[], Accumulator] = Accumulator
     from_record: Optional[Callable[..., T]] = None
     #: Non-secret facts of an input for hooks and tracers (``request.model``, ``request.max_tokens``...).
     describe: Optional[Callable[[Mapping[str, Any]], dict[str, Any]]] = None

@@ -18,16 +18,16 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import pluggy
 
 from .. import hookspecs
-from ..call import Call
 from ..errors import HermesError, PluginError
 from ..exchange import Attempt, HttpReply
 from ..hookspecs import hookimpl
 from ..idempotency import IdempotencyStore, store_from_url
+from ..view import CallView
 
 log = logging.getLogger("hermes_sdk")
 ENTRY_POINT_GROUP = "hermes_sdk"
@@ -38,14 +38,14 @@ class CorePlugin:
     """The innermost implementations: actually execute invocations and attempts; built-in stores."""
 
     @hookimpl(trylast=True)
-    def hermes_invocation(self, invocation: Call) -> Any:
+    def hermes_invocation(self, invocation: CallView) -> Any:
         """Execute the call, or return its recorded outcome: the innermost implementation."""
-        return invocation.execute()
+        return proceed(invocation)
 
     @hookimpl(trylast=True)
     def hermes_http_attempt(self, attempt: Attempt) -> HttpReply:
         """Send the attempt: the innermost implementation."""
-        return attempt.execute()
+        return proceed(attempt)  # type: ignore[no-any-return]
 
     @hookimpl(trylast=True)
     def hermes_idempotency_store(self, url: str) -> Optional[IdempotencyStore]:
@@ -74,7 +74,7 @@ class LoggingPlugin:
         return result
 
     @hookimpl
-    def hermes_action_result(self, invocation: Call, result: dict[str, Any]) -> None:
+    def hermes_action_result(self, invocation: CallView, result: dict[str, Any]) -> None:
         """Log the call's attributes, status, error code and duration at DEBUG."""
         if log.isEnabledFor(logging.DEBUG):
             error = result.get("error") or {}
@@ -251,17 +251,28 @@ def call_pipeline(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> Any:
                           uncertain_outcome=sent) from exc
 
 
-def around(pm: pluggy.PluginManager, hook: str, name: str, value: Any) -> Any:
-    """Call an around-hook with ``{name: value}``; skip pluggy when only built-ins would act.
+#: The innermost step of each around-hook in flight, by the id of the object the hooks receive.
+#: Kept here, not on that object, so a hook cannot reach the call (its credential, its input)
+#: through what it is given.
+_inner: dict[int, Callable[[], Any]] = {}
 
-    The built-in logging wrapper acts only at DEBUG, and the core plugin's innermost implementation
-    is ``value.execute()``, so without other implementations the hook is that call.
-    """
+
+def proceed(value: Any) -> Any:
+    """Run the innermost step of the around-hook ``value`` was given to (the core plugin calls this)."""
+    step = _inner.get(id(value))
+    if step is None:
+        raise PluginError("the innermost hook step was called outside its call", details={"plugin": "hermes_sdk.core"})
+    return step()
+
+
+def around(pm: pluggy.PluginManager, hook: str, name: str, value: Any, inner: Callable[[], Any]) -> Any:
+    """Call an around-hook with ``{name: value}`` whose innermost step is ``inner()``; skip pluggy
+    when only built-ins would act (the logging wrapper acts only at DEBUG)."""
     impls = getattr(pm.hook, hook).get_hookimpls()
     if len(impls) <= 2 and all(type(i.plugin) in _BUILTIN_TYPES for i in impls) \
             and not log.isEnabledFor(logging.DEBUG):
         try:
-            return value.execute()
+            return inner()
         except HermesError:
             raise
         except Exception as exc:  # a bug in the core: typed like any plugin failure, never raw
@@ -269,7 +280,12 @@ def around(pm: pluggy.PluginManager, hook: str, name: str, value: Any) -> Any:
                               details={"plugin": "hermes_sdk.core", "hook": hook,
                                        "exception": type(exc).__name__},
                               uncertain_outcome=value.executed is True) from exc
-    return call_pipeline(pm, hook, **{name: value})
+    key = id(value)
+    _inner[key] = inner
+    try:
+        return call_pipeline(pm, hook, **{name: value})
+    finally:
+        _inner.pop(key, None)
 
 
 def observed(pm: pluggy.PluginManager, hook: str) -> bool:

@@ -15,7 +15,7 @@ from ..call import Call
 from ..errors import HermesError, PluginError
 from ..models import ActionResult
 from ..plugins import around
-from . import approval, idempotency, observe, policy
+from . import approval, execute, idempotency, observe, policy
 
 
 def run(call: Call) -> ActionResult:
@@ -62,9 +62,17 @@ def replay(call: Call, recorded: ActionResult) -> ActionResult:
     return recorded
 
 
+def _innermost(call: Call) -> ActionResult:
+    if call.replay_of is not None:
+        return call.replay_of
+    call.view.executed = True
+    return execute.execute(call)
+
+
 def invoke(call: Call) -> ActionResult:
-    """Stage 4 inside the ``hermes_invocation`` hook; the hook must hand back an ActionResult."""
-    result = around(call.runtime.pm, "hermes_invocation", "invocation", call)
+    """Stage 4 inside the ``hermes_invocation`` hook (which sees ``call.view``); the hook must hand
+    back an ActionResult."""
+    result = around(call.runtime.pm, "hermes_invocation", "invocation", call.view, lambda: _innermost(call))
     if not isinstance(result, ActionResult):
         raise PluginError("a hermes_invocation hook replaced the result with an unexpected value",
                           details={"hook": "hermes_invocation"}, uncertain_outcome=call.executed)

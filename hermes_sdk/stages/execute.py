@@ -16,15 +16,14 @@ import urllib3.exceptions
 
 from .. import convert
 from .._constants import CONNECT_TIMEOUT
+from ..aggregate import Aggregate
 from ..call import Call
 from ..deadline import WATCHDOG, set_current_alarm
 from ..errors import DeadlineExceededError, HermesError, InvalidResponseError
 from ..exchange import Attempt, HttpReply
 from ..models import ActionResult
 from ..plugins import around
-from ..streaming import Aggregate
 from ..transport import (
-    backoff_delay,
     decode_reply,
     error_for_exception,
     error_for_status,
@@ -45,7 +44,7 @@ def execute(call: Call) -> ActionResult:
     spec = call.spec
     if spec.stream_class is not None:
         aggregate = Aggregate(call.endpoint_id, spec.name, reply.status, call.request.max_events, session_id,
-                              call.keep_events)
+                              call.keep_events, accumulator=spec.accumulator())
         call.value = spec.stream_class(reply.stream, aggregate, deadline=call.ends_at, alarm=call.alarm,
                                        idle_timeout=call.idle_timeout, sink=StreamSink(call, base))
         call.value.action_id = call.action_id
@@ -85,7 +84,7 @@ def attempts(call: Call) -> HttpReply:
 
 def _attempts(call: Call) -> HttpReply:
     rt, contract = call.runtime, call.contract
-    allowed = rt.max_attempts if contract.retry_safe else 1
+    policy = rt.retry
     number = 0
     while True:
         number += 1
@@ -96,21 +95,25 @@ def _attempts(call: Call) -> HttpReply:
                 raise DeadlineExceededError("the deadline passed before the call was sent",
                                             details={"operation": contract.operation, "sent": False})
             timeout = min(timeout, remaining)
-        attempt = Attempt(call, number, contract.method, contract.path,
-                          functools.partial(send_once, call, timeout))
+        attempt = Attempt(call.view, number, contract.method, contract.path)
         try:
-            reply: HttpReply = around(rt.pm, "hermes_http_attempt", "attempt", attempt)
+            reply: HttpReply = around(rt.pm, "hermes_http_attempt", "attempt", attempt,
+                                      functools.partial(_send_attempt, attempt, call, timeout))
         except HermesError as exc:
             call.set_attribute("attempts", number)
-            if not exc.retryable or number >= allowed:
-                raise
-            delay = backoff_delay(number, exc)
-            if call.ends_at is not None and time.time() + delay >= call.ends_at:
+            policy.classify(contract, exc)
+            delay = policy.delay(contract, exc, number)
+            if delay is None or (call.ends_at is not None and time.time() + delay >= call.ends_at):
                 raise
             time.sleep(delay)
             continue
         call.set_attribute("attempts", number)
         return reply
+
+
+def _send_attempt(attempt: Attempt, call: Call, timeout: float) -> HttpReply:
+    attempt.executed = True
+    return send_once(call, timeout)
 
 
 def send_once(call: Call, timeout: float) -> HttpReply:

@@ -16,10 +16,10 @@ def observe(call: Call, result: ActionResult, stream_result: Optional[StreamResu
     """Tell observers how the call ended; build the redacted copy only when someone will read it."""
     rt = call.runtime
     streaming = call.spec.streaming
-    watched = streaming and call.settle_watched
+    watched = streaming and call.view.settle_watched
     if not watched and not observed(rt.pm, "hermes_action_result"):
         if streaming:
-            call.settle({})
+            call.view.settle({})
         return
     if stream_result is not None:
         # Observers and tracers see the stream's outcome, not its events (each would redact anyway).
@@ -27,5 +27,5 @@ def observe(call: Call, result: ActionResult, stream_result: Optional[StreamResu
         result = attrs.evolve(result, output=summary)
     redacted = rt.redactor.redact(convert.action_result_to_json(result))
     if streaming:
-        call.settle(redacted)
-    notify(rt.pm, "hermes_action_result", invocation=call, result=redacted)
+        call.view.settle(redacted)
+    notify(rt.pm, "hermes_action_result", invocation=call.view, result=redacted)

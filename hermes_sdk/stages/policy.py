@@ -10,6 +10,7 @@ import time
 
 from ..call import Call
 from ..errors import DeadlineExceededError, InvalidInputError, TenantMismatchError
+from ..view import redacted_headers
 
 
 def check(call: Call) -> None:
@@ -41,3 +42,5 @@ def check(call: Call) -> None:
     headers["Accept"] = "text/event-stream" if call.spec.streaming else "application/json"
     call.runtime.transport.check_session_headers()
     call.headers = headers
+    if len(call.runtime.pm.list_name_plugin()) > 2:  # someone besides the built-ins may read them
+        call.view._headers = redacted_headers(headers, call.runtime.redactor.text)

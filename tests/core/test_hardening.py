@@ -346,4 +346,4 @@ def test_tls_is_verified_by_default(tmp_path: Any, monkeypatch: pytest.MonkeyPat
     listener.close()
     assert info.value.code == "connector.hermes_agent.transport"
     assert received == [], "no request bytes may cross an unverified connection"
-    assert client._rt.transport._origin_settings(client.endpoints[0].base_url)[1] is True  # verify=True
+    assert client._executor.runtime.transport._origin_settings(client.endpoints[0].base_url)[1] is True  # verify=True

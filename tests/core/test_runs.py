@@ -762,7 +762,7 @@ def test_observers_see_run_events_redacted(tools_emu: HermesEmulator) -> None:
 
 def test_a_run_longer_than_a_read_timeout_keeps_its_one_stream(emu: HermesEmulator, client: HermesClient,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_sdk.client as client_module
+    import hermes_sdk.resources.runs as client_module
 
     monkeypatch.setattr(client_module, "RUN_EVENTS_READ_TIMEOUT", 1.0)
     emu.run_events_keepalive_seconds = 0.3  # keepalives keep a 1 s read timeout from firing
@@ -772,7 +772,7 @@ def test_a_run_longer_than_a_read_timeout_keeps_its_one_stream(emu: HermesEmulat
 
 def test_a_silent_stream_is_found_broken_by_its_read_timeout(emu: HermesEmulator, client: HermesClient,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_sdk.client as client_module
+    import hermes_sdk.resources.runs as client_module
 
     monkeypatch.setattr(client_module, "RUN_EVENTS_READ_TIMEOUT", 0.5)
     emu.run_events_keepalive_seconds = 30  # nothing arrives for 2 s: the read times out, then polling

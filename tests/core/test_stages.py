@@ -27,11 +27,15 @@ from hermes_sdk import (
     TenantMismatchError,
     hookimpl,
 )
+from hermes_sdk.call import Call
+from hermes_sdk.executor import Executor
 from hermes_sdk.models import ActionResult
 from hermes_sdk.operations import SPECS
-from hermes_sdk.plugin import Call, Contract, OperationSpec, RequestParts, Runtime, register, unregister
+from hermes_sdk.options import CallOptions
+from hermes_sdk.plugin import Contract, OperationSpec, RequestParts, register, unregister
 from hermes_sdk.plugins import build_manager
 from hermes_sdk.redaction import Redactor
+from hermes_sdk.runtime import Runtime
 from hermes_sdk.stages import approval, execute, idempotency, observe, policy
 from hermes_sdk.testing import HermesEmulator
 
@@ -72,9 +76,10 @@ def make_call(operation: str = "chat", input: Optional[dict[str, Any]] = None, *
                  transport=transport or FakeTransport(), redactor=Redactor(), approval_provider=provider,
                  strict_idempotency=strict)
     endpoint = Endpoint("default", "http://127.0.0.1:9", "secret-key-123", tenant_id=tenant)
-    return Call(endpoint=endpoint, spec=spec, input=data, request=spec.request(data), action_id="act_1",
-                capability_id=f"cap:hermes_agent:default:{operation}", runtime=rt, key=key, context=context,
-                deadline=deadline, approval=approval_given)
+    call = Executor({"default": endpoint}, None, rt).build(spec, endpoint, data, CallOptions(
+        idempotency_key=key, action_id="act_1", context=context, approval=approval_given))
+    call.deadline = deadline  # as given (a past one too), for the policy stage to judge
+    return call
 
 
 DELETE_INPUT = {"response_id": "resp_1"}

@@ -25,12 +25,19 @@ def frame(data: bytes, chunked: bool) -> bytes:
     return chunk(data) if chunked else data
 
 
-def held_stream_handler(chunked: bool):
-    """Send one event, then hold the rest until the test has received it."""
+def responses_delta(content: str) -> bytes:
+    payload = {"type": "response.output_text.delta", "delta": content}
+    return b"event: response.output_text.delta\ndata: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def held_stream_handler(chunked: bool, op: str = "chat_stream"):
+    """Send one event, then hold the rest until the test has received it (each stream its own shape:
+    a Responses stream folds only Responses events into its text)."""
+    text = chat_chunk if op == "chat_stream" else responses_delta
     def handler(sock, req, srv) -> None:
-        sock.sendall(sse_head(chunked) + frame(chat_chunk("first "), chunked))
+        sock.sendall(sse_head(chunked) + frame(text("first "), chunked))
         srv.released = srv.event("go").wait(5)
-        sock.sendall(frame(b": keepalive\n\n", chunked) + frame(chat_chunk("second"), chunked)
+        sock.sendall(frame(b": keepalive\n\n", chunked) + frame(text("second"), chunked)
                      + frame(chat_chunk(finish="stop"), chunked) + frame(b"data: [DONE]\n\n", chunked))
         if chunked:
             sock.sendall(b"0\r\n\r\n")
@@ -42,7 +49,7 @@ def held_stream_handler(chunked: bool):
 @pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "close-delimited"])
 @pytest.mark.parametrize("op", ["chat_stream", "responses_stream"])
 def test_events_arrive_live(raw_server, chunked: bool, op: str) -> None:
-    server = raw_server(held_stream_handler(chunked))
+    server = raw_server(held_stream_handler(chunked, op))
     with raw_client(server) as c:
         stream = c.chat_stream(prompt="x") if op == "chat_stream" else c.responses_stream(input="x")
         it = iter(stream)
@@ -50,7 +57,8 @@ def test_events_arrive_live(raw_server, chunked: bool, op: str) -> None:
         first = next(it)
         assert time.monotonic() - start < 2, "the first event must not wait for the rest of the stream"
         assert not server.event("go").is_set()
-        assert first.data["choices"][0]["delta"]["content"] == "first "
+        piece = first.data["choices"][0]["delta"]["content"] if op == "chat_stream" else first.data["delta"]
+        assert piece == "first "
         server.event("go").set()
         rest = list(it)
     assert server.released is True

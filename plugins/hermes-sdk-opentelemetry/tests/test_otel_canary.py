@@ -97,7 +97,7 @@ def test_content_and_ids_are_recorded_only_when_opted_in_and_let_through(hermes_
         client = HermesClient(hermes_emulator.base_url, hermes_emulator.api_key, plugins=[plugin],
                               load_entrypoints=False)
         # Redactor keys cannot be opened through the constructor: swap the client's redactor in place.
-        client._rt = attrs.evolve(client._rt, redactor=opened)
+        client._executor.runtime = attrs.evolve(client._executor.runtime, redactor=opened)
         client.chat(prompt="visible words")
         client.chat_stream(prompt="streamed words").result()
         client.close()

@@ -1,0 +1,41 @@
+"""Discovery: what the server is and offers. Flat methods on the client (``client.health()``)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..deadline import TimeoutLike
+from ..discovery import Health, ModelInfo, ServerCapabilities, Toolset
+from ..endpoints import Deadline
+from ..executor import Executor
+from ..operations.runs import HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS
+from ..options import CallOptions
+
+
+class DiscoveryMethods:
+    """Mixed into :class:`~hermes_sdk.HermesClient`: read-only, retried, no idempotency key."""
+
+    _executor: Executor
+
+    def health(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+               timeout: TimeoutLike = None) -> Health:
+        """``GET /health``: Hermes serves it without authentication, so a client without an API key
+        may call it (a readiness probe); a client with one sends it, as on every route."""
+        return self._executor.request(HEALTH, {}, CallOptions(endpoint=endpoint, deadline=deadline, timeout=timeout))
+
+    def models(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+               timeout: TimeoutLike = None) -> list[ModelInfo]:
+        """``GET /v1/models``."""
+        return self._executor.request(MODELS, {}, CallOptions(endpoint=endpoint, deadline=deadline, timeout=timeout))
+
+    def server_capabilities(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+                            timeout: TimeoutLike = None) -> ServerCapabilities:
+        """``GET /v1/capabilities``: Hermes' static feature flags (not the SDK's ``capabilities()``)."""
+        return self._executor.request(SERVER_CAPABILITIES, {}, CallOptions(
+            endpoint=endpoint, deadline=deadline, timeout=timeout))
+
+    def toolsets(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+                 timeout: TimeoutLike = None) -> list[Toolset]:
+        """``GET /v1/toolsets``: which toolsets the API server offers (``enabled``)."""
+        return self._executor.request(TOOLSETS, {}, CallOptions(endpoint=endpoint, deadline=deadline,
+                                                                timeout=timeout))
