@@ -17,7 +17,6 @@ from wsgiref.util import setup_testing_defaults
 
 import pytest
 import requests
-
 from wsgi_app import app as wsgi_app
 
 
