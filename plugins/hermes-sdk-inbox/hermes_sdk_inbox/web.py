@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the HTML templates keep their lines whole)
 """The inbox page: a Flask blueprint for an existing app, and a standalone app guarded by a token.
 
 Safe by default:

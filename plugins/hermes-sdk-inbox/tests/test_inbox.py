@@ -25,7 +25,7 @@ from hermes_sdk_inbox.cli import main as cli_main
 from hermes_sdk import ApprovalDeniedError, ApprovalRequiredError, HermesClient, plugins
 from hermes_sdk.testing import HermesEmulator
 
-from .conftest import VICTIM
+VICTIM = "/scratch/victim"  # the tools_emulator fixture seeds a file under it
 
 DELETE = "cap:hermes_agent:default:response_delete"
 

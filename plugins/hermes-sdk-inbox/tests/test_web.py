@@ -144,8 +144,9 @@ def test_authorize_hook_can_refuse(sdk: HermesClient) -> None:
     user = {"X-User": "intern"}
     csrf = csrf_of(web.get(f"/inbox/{entry['id']}", headers=user).text)
     data = {"csrf_token": csrf, "input_hash": entry["input_hash"], "operator": "i", "reason": "r"}
-    assert web.post(f"/inbox/{entry['id']}/decide", headers=user, data={**data, "action": "approve_once"}).status_code == 403
-    assert web.post(f"/inbox/{entry['id']}/decide", headers=user, data={**data, "action": "deny"}).status_code == 303
+    url = f"/inbox/{entry['id']}/decide"
+    assert web.post(url, headers=user, data={**data, "action": "approve_once"}).status_code == 403
+    assert web.post(url, headers=user, data={**data, "action": "deny"}).status_code == 303
 
 
 def test_expired_entries_are_shown_as_such_and_cannot_be_approved(sdk: HermesClient) -> None:
@@ -162,7 +163,8 @@ def test_expired_entries_are_shown_as_such_and_cannot_be_approved(sdk: HermesCli
     listing = web.get("/inbox/?state=expired", headers=user).text
     assert entry["id"] in listing and "state-expired" in listing
     resp = web.post(f"/inbox/{entry['id']}/decide", headers=user, data={
-        "csrf_token": csrf, "input_hash": entry["input_hash"], "operator": "a", "reason": "r", "action": "approve_once"})
+        "csrf_token": csrf, "input_hash": entry["input_hash"], "operator": "a", "reason": "r",
+        "action": "approve_once"})
     assert resp.status_code == 409 and "expired" in resp.text and inbox.get(entry["id"])["state"] == "pending"
 
 
