@@ -33,14 +33,14 @@ def _configured() -> Optional[InboxProvider]:
 
 
 class InboxPlugin:
-    """Registered under the ``hermes_sdk`` entry-point group as ``hermes-sdk-inbox``."""
+    """Registered under the ``hermes_sdk`` entry-point group as ``hermes-sdk-inbox``.
+
+    It implements only the provider hook: an installed but unconfigured inbox must cost nothing,
+    and a stream observer would make every stream's events redacted for it. Entries made this way
+    show a run's description (Hermes sets it to the pattern key) instead of the observed pattern
+    key; pass the provider as a plugin (``HermesClient(plugins=[provider])``) to observe it.
+    """
 
     @hookimpl
     def hermes_approval_provider(self, client: Any) -> Optional[InboxProvider]:
         return _configured()
-
-    @hookimpl
-    def hermes_stream_event(self, invocation: Any, event: dict[str, Any]) -> None:
-        provider = _configured() if os.environ.get("HERMES_SDK_INBOX_STORE") else None
-        if provider is not None:
-            provider.hermes_stream_event(invocation, event)

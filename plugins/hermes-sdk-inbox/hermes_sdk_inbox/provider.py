@@ -97,7 +97,7 @@ class InboxProvider:
                 elif found is None and info["pattern_key"] is not None and info["pattern_key"] == request.reason:
                     found = info
                     self._observed.remove(info)
-        run = {"command": request.input_snapshot.get("command"), "pattern_key": None,
+        run = {"command": request.input_snapshot.get("command"), "description": request.reason, "pattern_key": None,
                "choices": list(_ALL_CHOICES), "allow_permanent": True, "smart_denied": False}
         if found is not None:
             run.update({k: v for k, v in found.items() if k != "seen_at"})

@@ -70,7 +70,7 @@ _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <tr><th>Operation</th><td id="operation">{{ e.operation }} ({{ e.kind }}) on endpoint {{ e.endpoint_id }}</td></tr>
 <tr><th>Capability</th><td><code>{{ e.capability_id }}</code></td></tr>
 {% if e.run %}<tr><th>Command</th><td><code id="command">{{ e.run.command }}</code></td></tr>
-<tr><th>Pattern</th><td id="pattern">{{ e.run.pattern_key or 'unknown' }}</td></tr>
+<tr><th>Pattern</th><td id="pattern">{{ e.run.pattern_key or e.run.description or 'unknown' }}</td></tr>
 {% if e.run.deadline %}<tr><th>Run deadline</th><td>{{ fmt(e.run.deadline) }}</td></tr>{% endif %}
 <tr><th>Choices</th><td>{{ (e.run.choices or [])|join(', ') }}</td></tr>{% endif %}
 <tr><th>Acts on</th><td>{% for k, v in e.targets.items() %}{{ k }}={{ v }} {% endfor %}</td></tr>
