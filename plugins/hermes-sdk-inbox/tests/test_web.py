@@ -47,7 +47,7 @@ def queue_delete(inbox: Inbox, sdk: HermesClient, rid: str = "resp_1", reason: s
 
 
 def queue_run(inbox: Inbox, sdk: HermesClient, command: str = "rm -rf /scratch/victim") -> dict[str, Any]:
-    request = sdk.run_approval_request("run_1234567890", command, reason="delete in root path")
+    request = sdk.runs.approval_request("run_1234567890", command, reason="delete in root path")
     return inbox.submit(request, run={"command": command, "pattern_key": "delete in root path",
                                       "choices": ["once", "session", "always", "deny"], "deadline": None})
 
