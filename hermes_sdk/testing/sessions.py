@@ -518,7 +518,7 @@ def handle_chat_stream(ex: Exchange, session_id: str) -> None:
                     {
                         "message_id": message_id,
                         "completed": True,
-                        "messages": _turn_rows(result),
+                        "messages": [r for r in _turn_rows(result) if r["role"] != "user"],
                         "usage": io_usage(result),
                     },
                     lead=True,
