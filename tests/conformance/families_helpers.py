@@ -133,9 +133,7 @@ class Wire:
         if data is not None:
             hdrs["Content-Type"] = "application/json"
         hdrs.update(headers or {})
-        return self.t.http.request(
-            method, self.t.url(path), data=data, headers=hdrs, stream=stream, timeout=timeout
-        )
+        return self.t.http.request(method, self.t.url(path), data=data, headers=hdrs, stream=stream, timeout=timeout)
 
     # -- sessions ---------------------------------------------------------------------------
     def create(self, **fields: Any) -> dict[str, Any]:
@@ -163,7 +161,9 @@ class Wire:
         body: dict[str, Any] = resp.json()
         return body
 
-    def stream(self, session_id: str, body: Any, **headers: str) -> tuple[requests.Response, list[tuple[str, dict[str, Any]]]]:
+    def stream(
+        self, session_id: str, body: Any, **headers: str
+    ) -> tuple[requests.Response, list[tuple[str, dict[str, Any]]]]:
         resp = self.req("POST", f"/api/sessions/{quote(session_id)}/chat/stream", body, headers=headers)
         return resp, parse_sse(resp.text) if resp.headers.get("Content-Type") == "text/event-stream" else []
 

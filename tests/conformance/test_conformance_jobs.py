@@ -220,8 +220,16 @@ def test_create_validation_is_400_with_a_string_error(jobs: Jobs, body: Any, mes
             "Invalid cron expression '99 99 * * *': [99 99 * * *] is not acceptable, out of range",
         ),
         ({"name": "past", "schedule": "2020-01-01T00:00"}, None, PAST),
-        ({"name": "secs", "schedule": "every 5s"}, None, "Invalid duration: '5s'. Use format like '30m', '2h', or '1d'"),
-        ({"name": "secs", "schedule": "every 90"}, None, "Invalid duration: '90'. Use format like '30m', '2h', or '1d'"),
+        (
+            {"name": "secs", "schedule": "every 5s"},
+            None,
+            "Invalid duration: '5s'. Use format like '30m', '2h', or '1d'",
+        ),
+        (
+            {"name": "secs", "schedule": "every 90"},
+            None,
+            "Invalid duration: '90'. Use format like '30m', '2h', or '1d'",
+        ),
         (
             {"name": "lifecycle", "schedule": "every 2h", "prompt": "run hermes gateway restart now"},
             None,

@@ -395,7 +395,9 @@ def test_chat_input_alias_system_message_instructions_and_session_key(wire: Wire
     assert resp.json()["message"]["content"] == "ECHO: via input"
     assert resp.headers["X-Hermes-Session-Key"] == "sj-memory-key"
     assert wire.chat(new, "brief", instructions="Be brief.")["message"]["content"] == "ECHO: brief"
-    tab = wire.req("POST", f"/api/sessions/{new}/chat", {"message": "tab key"}, headers={"X-Hermes-Session-Key": "a\tb"})
+    tab = wire.req(
+        "POST", f"/api/sessions/{new}/chat", {"message": "tab key"}, headers={"X-Hermes-Session-Key": "a\tb"}
+    )
     assert tab.status_code == 200 and tab.headers["X-Hermes-Session-Key"] == "a\tb"
 
 
@@ -502,7 +504,10 @@ def test_chat_ignores_the_session_id_header_and_needs_an_existing_row(wire: Wire
     new = wire.create()["id"]
     other = sid("header")
     resp = wire.req(
-        "POST", f"/api/sessions/{new}/chat", {"message": "header says another id"}, headers={"X-Hermes-Session-Id": other}
+        "POST",
+        f"/api/sessions/{new}/chat",
+        {"message": "header says another id"},
+        headers={"X-Hermes-Session-Id": other},
     )
     assert resp.headers["X-Hermes-Session-Id"] == new and resp.json()["session_id"] == new
     assert wire.req("GET", f"/api/sessions/{other}").status_code == 404
@@ -846,7 +851,12 @@ def test_health_detailed_needs_auth_and_has_hermes_shape(wire: Wire) -> None:
     assert body["status"] == "ok" and body["platform"] == "hermes-agent" and body["version"] == "0.19.0"
     checks = body["readiness"]["checks"]
     assert list(checks) == ["state_db", "config", "model", "disk", "gateway", "background_queues"]
-    assert list(checks["background_queues"]) == ["status", "active_api_runs", "process_completions", "active_delegations"]
+    assert list(checks["background_queues"]) == [
+        "status",
+        "active_api_runs",
+        "process_completions",
+        "active_delegations",
+    ]
     assert list(body["platforms"]) == ["api_server"] and body["platforms"]["api_server"]["state"] == "connected"
     assert isinstance(body["pid"], int)
 
@@ -866,7 +876,8 @@ SKILLS: list[tuple[str | None, str, str]] = [
     (
         "research",
         "wire-probe",
-        "---\nname: wire-probe\ndescription: Probe a wire protocol and write down what was observed.\n---\n\n# Wire probe\n",
+        "---\nname: wire-probe\ndescription: Probe a wire protocol and write down what was observed.\n---\n"
+        "\n# Wire probe\n",
     ),
     (
         "ops",
