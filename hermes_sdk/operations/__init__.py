@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from . import catalog, runs  # noqa: E402,F401  (register the built-in specs)
+from . import catalog, jobs, operator, runs, sessions  # noqa: E402,F401  (register the built-in specs)
 from .common import ProviderRequest, RequestParts
 from .spec import SPECS, OperationSpec, register, spec_for, unregister
 
