@@ -114,11 +114,22 @@ class _WatchedHTTPSConnection(_Watched, urllib3.connection.HTTPSConnection):
     pass
 
 
-class _WatchedPool(urllib3.HTTPConnectionPool):
+class _Pool:
+    """Remembers that it was closed (the pool manager closes a pool it evicts), so the adapter's
+    lookup cache never hands out a closed pool."""
+
+    sdk_closed = False
+
+    def close(self) -> None:
+        self.sdk_closed = True
+        super().close()  # type: ignore[misc]
+
+
+class _WatchedPool(_Pool, urllib3.HTTPConnectionPool):
     ConnectionCls = _WatchedConnection
 
 
-class _WatchedHTTPSPool(urllib3.HTTPSConnectionPool):
+class _WatchedHTTPSPool(_Pool, urllib3.HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
@@ -131,14 +142,35 @@ class _NoCookies(requests.cookies.RequestsCookieJar):
 
 
 class _PooledAdapter(HTTPAdapter):
-    """The SDK's own adapter: connections that tell the deadline watchdog their socket, the request
-    path without requests' two URL parses, and a response without the header copy and cookie jar
-    the SDK never reads. Only methods requests documents for subclasses are overridden."""
+    """The SDK's own adapter: connections that tell the deadline watchdog their socket, an origin's
+    pool looked up once (requests builds the pool key and parses the URL again on every request),
+    the request path without requests' two URL parses, and a response without the header copy and
+    cookie jar the SDK never reads. Only methods requests documents for subclasses are overridden."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._pools: dict[Any, Any] = {}
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         # Connections that tell the deadline watchdog their socket (see deadline.py).
         self.poolmanager.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
+
+    def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
+                                        proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:
+        # requests >= 2.32.2 calls this per request; older ones call get_connection (not cached).
+        if proxies:
+            return super().get_connection_with_tls_context(request, verify, proxies, cert)
+        url = request.url or ""
+        key = (url[:url.find("/", url.find("//") + 2)], verify if isinstance(verify, (bool, str)) else id(verify),
+               cert if isinstance(cert, (str, tuple, type(None))) else id(cert))
+        pool = self._pools.get(key)
+        if pool is None or pool.sdk_closed:  # a pool the pool manager evicted is looked up again
+            pool = super().get_connection_with_tls_context(request, verify, proxies, cert)
+            if not isinstance(pool, _Pool):
+                return pool
+            self._pools[key] = pool
+        return pool
 
     def request_url(self, request: requests.PreparedRequest, proxies: Optional[Mapping[str, str]]) -> str:
         # requests parses the URL twice per request for this; without a proxy it is the path
@@ -162,6 +194,10 @@ class _PooledAdapter(HTTPAdapter):
         response.request = req
         response.connection = self
         return response
+
+    def close(self) -> None:
+        self._pools.clear()
+        super().close()
 
 
 class Transport:
@@ -229,10 +265,17 @@ class Transport:
         # Runs inside Session.send before it looks for a redirect: see _unredirect.
         prepared.hooks = {"response": [_unredirect]}
         proxies, verify, cert = self._origin_settings(endpoint.base_url)
-        # Session.send, as every requests user does: mocking libraries (requests-mock patches
-        # Session.send, responses the adapter) and a caller's session or mounted adapters stay in the path.
-        return self.session.send(prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify,
-                                 cert=cert, timeout=(min(connect_timeout, timeout), timeout))
+        timeouts = (min(connect_timeout, timeout), timeout)
+        if not _is_requests_send(type(self.session).send):
+            # A mocking library (requests-mock patches Session.send) or a caller's session class
+            # with its own send() (a tap, a signer): it gets the call.
+            return self.session.send(prepared, stream=True, allow_redirects=False, proxies=proxies,
+                                     verify=verify, cert=cert, timeout=timeouts)
+        # requests' own Session.send only adds cookie and redirect bookkeeping the SDK does not use
+        # (it keeps no cookies and follows no redirects): the session's mounted adapter is called as
+        # Session.send calls it. A patched HTTPAdapter.send (the responses library) is still the one called.
+        adapter = self.session.get_adapter(prepared.url)
+        return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
     def _merge_case_insensitively(self, headers: Mapping[str, str],
                                   framing: Mapping[str, str]) -> CaseInsensitiveDict[str]:
@@ -251,6 +294,13 @@ class Transport:
         """Close the pool (a caller's own session is left open)."""
         if self._own_session:
             self.session.close()
+
+
+def _is_requests_send(send: Any) -> bool:
+    """Whether ``send`` is requests' own ``Session.send``, not a patch or an override (told by its
+    name, so a mock started before or after this module was imported is seen either way)."""
+    return getattr(send, "__module__", None) == "requests.sessions" and \
+        getattr(send, "__qualname__", None) == "Session.send"
 
 
 def socket_of(response: requests.Response) -> Any:

@@ -26,8 +26,9 @@ RESPONSE_ID = "resp_073b813a490d4268b13b6c6185fe"
 RUN_ID = "run_5dccc52b3de2461a861805b6b40d0907"
 
 CHAT = {"id": "chatcmpl-1f040acb124e4585bb3352b99aaf4", "object": "chat.completion", "created": 1796035564,
-        "model": "hermes-agent", "choices": [{"index": 0, "message": {"role": "assistant", "content": "ECHO: hello there"},
-                                              "finish_reason": "stop"}],
+        "model": "hermes-agent",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ECHO: hello there"},
+                     "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 256, "completion_tokens": 3, "total_tokens": 259}}
 
 
