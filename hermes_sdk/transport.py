@@ -330,16 +330,14 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
         raise InvalidResponseError(f"response body of {length} bytes exceeds the {limit}-byte limit",
                                    details={"limit_bytes": limit})
     raw = response.raw
-    identity = headers.get("Content-Encoding", "identity").lower() in ("", "identity")
     try:
-        if sized and identity:
+        if sized and headers.get("Content-Encoding", "identity").lower() in ("", "identity"):
             # http.client reads exactly Content-Length bytes (within the limit, checked above) in
             # one read; read(amt) would read twice and go through urllib3's decoded-bytes buffer.
             data = raw.read(decode_content=True)
-        elif identity:  # chunked or close-delimited: at most limit + 1 bytes are read
+        else:  # chunked, close-delimited or encoded: at most limit + 1 decoded bytes (urllib3 >= 2.6
+            # inflates no more than it returns: a gzip bomb costs the limit, not its 256 MiB)
             data = raw.read(limit + 1, decode_content=True)
-        else:
-            data = _read_decoded(raw, limit)
     except urllib3.exceptions.HTTPError as exc:
         # A body cut short or timed out: raise it as requests would, so callers type it as transport.
         response.close()
@@ -353,22 +351,6 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
     # Fully read: hand the connection back to the pool for reuse.
     raw.release_conn()
     return data
-
-
-_ENCODED_READ_BYTES = 8192
-
-
-def _read_decoded(raw: Any, limit: int) -> bytes:
-    """An encoded body, decoded, up to ``limit + 1`` bytes. Read a little at a time: urllib3 < 2.6
-    inflates the whole of each read (a gzip bomb's 8 KiB inflate to at most about 8 MiB)."""
-    pieces: list[bytes] = []
-    got = 0
-    for piece in raw.stream(_ENCODED_READ_BYTES, decode_content=True):
-        pieces.append(piece)
-        got += len(piece)
-        if got > limit:
-            break
-    return b"".join(pieces)
 
 
 def decode_json(data: bytes) -> Any:
