@@ -222,8 +222,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def cmd_emulator(args: argparse.Namespace) -> int:
     from .testing import HermesEmulator
+    from .testing.emulator import options_from
 
-    emulator = HermesEmulator(args.host, args.port, args.api_key, token_delay=args.token_delay)
+    emulator = HermesEmulator(args.host, args.port, args.api_key, **options_from(args))
     try:
         emulator.start()
     except OSError as exc:
@@ -476,8 +477,9 @@ def build_parser() -> argparse.ArgumentParser:
     emulator.add_argument("--port", type=int, default=0,
                           help="port to listen on (default: %(default)s, a free port; Hermes uses 8642)")
     emulator.add_argument("--api-key", default="test-key", help="the key clients must send (default: %(default)s)")
-    emulator.add_argument("--token-delay", type=float, default=0.0, metavar="SECONDS",
-                          help="wait before each streamed delta (default: %(default)s)")
+    from .testing.emulator import add_options
+
+    add_options(emulator)  # the same behaviour options as `python -m hermes_sdk.testing`
     emulator.set_defaults(func=cmd_emulator)
 
     demo = sub.add_parser("demo", help="a streamed chat turn against the bundled emulator",

@@ -41,9 +41,11 @@ def hermes_idempotency_store(url: str, client: "HermesClient") -> "Optional[Idem
 
 @hookspec(firstresult=True)
 def hermes_approval_provider(client: "HermesClient") -> "Optional[ApprovalProvider]":
-    """Return the approval provider for ``response_delete`` (callable or ``request_approval`` object).
+    """Return the approval provider (callable or ``request_approval`` object).
 
-    Used when the client was not given ``approval_provider=``. Built in: none (deny by default).
+    It answers every approval-gated call (``response_delete``, ...) *and* the agent's shell commands
+    in runs (``request.operation == "run_approval"``): branch on ``request.operation``. Used when the
+    client was not given ``approval_provider=``. Built in: none (deny by default).
     """
 
 
