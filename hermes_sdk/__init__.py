@@ -61,6 +61,7 @@ from .events import (
 )
 from .hookspecs import hookimpl
 from .idempotency import IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
+from .jobs import Job, JobDeleted, Skill
 from .models import (
     ActionResult,
     ChatCompletion,
@@ -71,8 +72,31 @@ from .models import (
     StreamEvent,
     StreamResult,
 )
+from .operator import OperatorResult
 from .redaction import Redactor
 from .runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
+from .sessions import (
+    Session,
+    SessionAssistantCompleted,
+    SessionChatStream,
+    SessionDeleted,
+    SessionDelta,
+    SessionDone,
+    SessionEvent,
+    SessionMessage,
+    SessionMessageStarted,
+    SessionPage,
+    SessionReply,
+    SessionRunCompleted,
+    SessionRunStarted,
+    SessionStreamError,
+    SessionThinking,
+    SessionToolCompleted,
+    SessionToolEvent,
+    SessionToolFailed,
+    SessionToolStarted,
+    SessionTranscript,
+)
 from .streaming import ChatStream, ResponseStream, RunEventStream
 
 __version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
@@ -95,6 +119,12 @@ __all__ = [
     "MessageDelta", "ModelInfo", "ReasoningAvailable", "Run", "RunCancelled", "RunCompleted", "RunEvent",
     "RunEventStream", "RunFailed", "RunNotFoundError", "RunResult", "RunStarted", "RunStatus", "RunStoppedError",
     "ServerCapabilities", "ToolCompleted", "ToolProgress", "ToolStarted", "Toolset",
+    # sessions, cron jobs, skills and the operator
+    "Job", "JobDeleted", "OperatorResult", "Session", "SessionAssistantCompleted", "SessionChatStream",
+    "SessionDelta", "SessionDeleted", "SessionDone", "SessionEvent", "SessionMessage", "SessionMessageStarted",
+    "SessionPage", "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError",
+    "SessionThinking", "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
+    "SessionTranscript", "Skill",
 ]
 
 # Plugin-author types live in hermes_sdk.plugin; the old top-level names keep working.

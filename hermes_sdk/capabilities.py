@@ -45,6 +45,8 @@ class Contract:
     key_scope: str = "capability"
     compensation: str = "rollback_not_supported"
     transaction: str = "none"
+    #: The connector's action kind: ``agent`` (the model works) or ``tool`` (a plain route).
+    kind: str = "agent"
 
     @property
     def read_only(self) -> bool:
@@ -88,7 +90,7 @@ def descriptor(endpoint_id: str, contract: Contract) -> dict[str, Any]:
         "capability_id": capability_id(endpoint_id, c.operation),
         "endpoint_id": endpoint_id,
         "operation": c.operation,
-        "kind": "agent",
+        "kind": c.kind,
         "provider_request": {"method": c.method, "path": c.path, "streaming": c.streaming},
         "auth": {"scheme": "bearer", "source": "endpoint.api_key"},
         "risk": c.risk,

@@ -1,8 +1,5 @@
-"""HermesClient: construction, the six seed capabilities, ``invoke()`` and the resource families.
-
-Every call goes through one :class:`~hermes_sdk.executor.Executor`; the families live in
-``hermes_sdk/resources/`` (``client.runs``, ``client.records``, ...).
-"""
+"""HermesClient: construction, the six seed capabilities, ``invoke()`` and the resource families
+(``hermes_sdk/resources/``: ``client.runs``, ``client.sessions``, ...), all over one Executor."""
 
 from __future__ import annotations
 
@@ -31,8 +28,11 @@ from .options import CallOptions
 from .resources import RESOURCES
 from .resources.compat import DeprecatedAliases
 from .resources.discovery import DiscoveryMethods
+from .resources.jobs import Jobs
+from .resources.operator import OperatorMethods
 from .resources.records import Records
 from .resources.runs import Runs
+from .resources.sessions import Sessions
 from .retry import RetryPolicy
 from .runs import Run
 from .streaming import ChatStream, ResponseStream
@@ -41,7 +41,7 @@ log = logging.getLogger("hermes_sdk")
 __all__ = ["HermesClient", "REQUIRED", "UNCHANGED"]
 
 
-class HermesClient(ClientSettings, DiscoveryMethods, DeprecatedAliases):
+class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, DeprecatedAliases):
     """A synchronous client for the Hermes Agent capabilities. Safe to share between threads.
 
     Args:
@@ -70,6 +70,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, DeprecatedAliases):
 
     runs: Runs  #: durable agent runs (``/v1/runs``)
     records: Records  #: durable records and the recovery tools
+    sessions: Sessions  #: addressable, persistent sessions (``/api/sessions``)
+    jobs: Jobs  #: cron jobs (``/api/jobs``)
 
     def __init__(
         self,
@@ -108,6 +110,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, DeprecatedAliases):
         self._lock = lock
         self.runs = Runs(executor)
         self.records = Records(executor)
+        self.sessions, self.jobs = Sessions(executor), Jobs(executor)
         self._extra: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -118,8 +121,6 @@ class HermesClient(ClientSettings, DiscoveryMethods, DeprecatedAliases):
         if name not in extra:
             extra[name] = factory(self._executor)
         return extra[name]
-
-    # ---------------------------------------------------------------- the client itself
 
     @property
     def context(self) -> Optional[ExecutionContext]:
@@ -170,8 +171,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, DeprecatedAliases):
         return [descriptor(ep_id, spec.contract) for ep_id in self._executor.endpoints for spec in SPECS.values()]
 
     def action_result(self, action_id: str) -> Optional[ActionResult]:
-        """The durable result recorded for ``action_id`` (the first step of the safe recovery rule),
-        or None; the same as ``client.records.action_result``."""
+        """The durable result recorded for ``action_id`` (the recovery rule's first step), or None."""
         return self.records.action_result(action_id)
 
     def approval_request(self, operation_or_capability: str, input: Mapping[str, Any], *,

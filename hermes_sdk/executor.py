@@ -72,7 +72,13 @@ class Executor:
             if endpoint.id != endpoint_id:
                 raise InvalidInputError("capability id must use the normalised endpoint id",
                                         details={"field": "capability_id"})
-            call = self.build(SPECS[operation], endpoint, input, _with_action(options, action_id))
+            spec = SPECS[operation]
+            if spec.composite is not None:  # several calls under one capability (the operator)
+                if not isinstance(input, Mapping):
+                    raise InvalidInputError("input must be a JSON object", details={"field": "input"})
+                composite: ActionResult = spec.composite(self, endpoint, input, _with_action(options, action_id))
+                return composite
+            call = self.build(spec, endpoint, input, _with_action(options, action_id))
             result = stages.run(call)
         except HermesError as exc:
             exc.action_id = exc.action_id or action_id

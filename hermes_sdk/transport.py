@@ -432,6 +432,8 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
     details: dict[str, Any] = {"operation": contract.operation, "remote_status": status}
     if provider:
         details["provider_error"] = provider
+    elif isinstance(err, str):  # the jobs routes' {"error": "<text>"} shape
+        details["provider_message"] = err
     if isinstance(err, dict) and isinstance(err.get("hermes"), dict):
         details["hermes"] = err["hermes"]
     text = f"Hermes returned HTTP {status}" + (f": {message}" if message else "")

@@ -14,5 +14,8 @@ def build_request(operation: str, input: Mapping[str, Any]) -> ProviderRequest:
     return SPECS[operation].request(input)
 
 
+# The families of issue 16, registered after the seed and runs operations (capabilities() order).
+from . import jobs, operator, sessions  # noqa: E402,F401
+
 __all__ = ["OperationSpec", "ProviderRequest", "RequestParts", "SPECS", "build_request", "register",
            "spec_for", "unregister"]

@@ -28,6 +28,8 @@ class RequestParts:
     body: Optional[bytes] = None
     max_events: int = 0
     path_params: Mapping[str, str] = attrs.field(factory=dict)
+    #: Query parameters, in order (each name and value percent-encoded; a space is ``%20``).
+    query: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen

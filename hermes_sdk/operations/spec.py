@@ -51,6 +51,9 @@ class OperationSpec(Generic[T]):
     #: Hermes serves the route without authentication (``/health``): a client without an API key
     #: may call it (a readiness probe), and one with a key sends it as for any other route.
     public: bool = False
+    #: A composite operation (``operator``): several HTTP calls under one capability. ``invoke()``
+    #: hands it the executor, the input and the options, and it returns the ActionResult.
+    composite: Optional[Callable[..., Any]] = None
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""
@@ -83,6 +86,8 @@ class OperationSpec(Generic[T]):
         parts = self.build(self.name, input)
         # Each path parameter is one segment: a space is %20 (not '+'), '/' is %2F.
         path = self.contract.path.format(**{k: quote(v, safe="") for k, v in parts.path_params.items()})
+        if parts.query:
+            path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in parts.query)
         return ProviderRequest(self.method, path, parts.headers, parts.body, self.streaming, parts.max_events)
 
 
@@ -91,9 +96,9 @@ SPECS: dict[str, OperationSpec[Any]] = {}
 
 def register(spec: OperationSpec[Any]) -> OperationSpec[Any]:
     """Make an operation callable through ``invoke()`` and listed by ``capabilities()``."""
-    if spec.streaming != (spec.stream_class is not None):
+    if spec.composite is None and spec.streaming != (spec.stream_class is not None):
         raise ValueError("a streaming spec needs stream_class, and only a streaming spec has one")
-    if not spec.streaming and spec.decode is None:
+    if spec.composite is None and not spec.streaming and spec.decode is None:
         raise ValueError("a non-streaming spec needs decode")
     SPECS[spec.name] = spec
     CONTRACTS[spec.name] = spec.contract

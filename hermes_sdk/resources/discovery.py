@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from ..deadline import TimeoutLike
 from ..discovery import Health, ModelInfo, ServerCapabilities, Toolset
 from ..endpoints import Deadline
 from ..executor import Executor
+from ..jobs import Skill
+from ..operations.jobs import HEALTH_DETAILED, SKILLS
 from ..operations.runs import HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS
 from ..options import CallOptions
 
@@ -39,3 +41,19 @@ class DiscoveryMethods:
         """``GET /v1/toolsets``: which toolsets the API server offers (``enabled``)."""
         return self._executor.request(TOOLSETS, {}, CallOptions(endpoint=endpoint, deadline=deadline,
                                                                 timeout=timeout))
+
+    def health_detailed(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+                        timeout: TimeoutLike = None) -> dict[str, Any]:
+        """``GET /health/detailed`` (authenticated, unlike ``/health``): readiness checks, gateway
+        state, platforms, ``active_agents``, ``pid``..., as Hermes sends them.
+
+        ``readiness.checks.background_queues.active_api_runs`` counts only ``/v1/runs`` runs: a
+        running session chat is not counted.
+        """
+        return self._executor.request(HEALTH_DETAILED, {}, CallOptions(endpoint=endpoint, deadline=deadline,
+                                                                       timeout=timeout))
+
+    def skills(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+               timeout: TimeoutLike = None) -> list[Skill]:
+        """``GET /v1/skills``: the installed skills, sorted by category then name (experimental)."""
+        return self._executor.request(SKILLS, {}, CallOptions(endpoint=endpoint, deadline=deadline, timeout=timeout))

@@ -136,7 +136,7 @@ def test_invoke_failures_are_returned_not_raised(client: HermesClient, emu) -> N
     bad = client.invoke(cap("chat"), {"prompt": "  "})
     assert bad.status == "failed" and bad.error.code == "connector.hermes_agent.configuration_or_input"
 
-    unknown = client.invoke("cap:hermes_agent:default:jobs_list", {})
+    unknown = client.invoke("cap:hermes_agent:default:cron_list", {})
     assert unknown.status == "failed" and unknown.error.details["field"] == "capability_id"
 
     other_ep = client.invoke(cap("chat", "elsewhere"), {"prompt": "x"})

@@ -10,6 +10,10 @@ from hermes_sdk import Endpoint, HermesClient
 OPS = ("chat", "chat_stream", "responses", "responses_stream", "response_get", "response_delete")
 RUN_OPS = ("run_start", "run_get", "run_events", "run_approval", "run_stop", "health", "models",
            "server_capabilities", "toolsets")
+FAMILY_OPS = ("sessions_list", "session_create", "session_get", "session_patch", "session_delete", "session_messages",
+              "session_fork", "session_chat", "session_chat_stream", "jobs_list", "job_create", "job_get",
+              "job_update", "job_delete", "job_pause", "job_resume", "job_run", "health_detailed", "skills",
+              "operator")
 
 
 def test_sixteen_threads_share_one_client(hermes_emulator_factory) -> None:
@@ -63,7 +67,7 @@ def test_capabilities_contract(emu) -> None:
     with HermesClient(endpoints=eps, load_entrypoints=False) as c:
         caps = c.capabilities()
     assert [d["capability_id"] for d in caps] == [f"cap:hermes_agent:{e}:{op}" for e in ("alpha", "beta")
-                                                  for op in OPS + RUN_OPS]
+                                                  for op in OPS + RUN_OPS + FAMILY_OPS]
     by = {d["operation"]: d for d in caps if d["endpoint_id"] == "alpha" and d["operation"] in OPS}
     for op, d in by.items():
         assert d["kind"] == "agent" and d["auth"] == {"scheme": "bearer", "source": "endpoint.api_key"}
