@@ -715,6 +715,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     add_run_parser(sub, conn)
+    from ._cli_families import add_family_parsers
+
+    add_family_parsers(sub, conn, as_json)
     return parser
 
 
@@ -722,7 +725,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from ._logging import configure_from_env
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    words = "text" if isinstance(getattr(args, "text", None), list) else "input"
+    if extra and isinstance(getattr(args, words, None), list) and not any(w.startswith("-") for w in extra):
+        setattr(args, words, getattr(args, words) + extra)  # `chat ID hello --stream world`: one text
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     configure_from_env()
     func: Callable[[argparse.Namespace], int] = args.func
     try:

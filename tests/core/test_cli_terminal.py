@@ -163,3 +163,17 @@ def test_no_terminal_at_all_is_a_clear_refusal(tools: Any, tmp_path: Any) -> Non
                          start_new_session=True, env=_env(tools, tmp_path))
     assert out.returncode == 1 and "pass --yes to confirm" in out.stderr
     assert "hermes_sdk.approval_required" in out.stderr
+
+
+def test_a_job_change_with_stdin_a_pipe_confirms_on_dev_tty(hermes_emulator: Any, tmp_path: Any) -> None:
+    def approve(request: Any) -> Any:
+        return request.approve(approver="t", policy_decision_id="p", reason="setup")
+
+    with hermes_emulator.client(load_entrypoints=False, approval_provider=approve) as client:
+        job = client.jobs.create(name="nightly", schedule="every 2h", prompt="hi", idempotency_key="tty-job")
+    term = PtyProcess(["jobs", "pause", job.id, "--reason", "freeze"], _env(hermes_emulator, tmp_path),
+                      on_pty=(2,), stdin_data="")
+    term.expect(f"Pause cron job {job.id}? Reason: freeze. [y/N] ")
+    term.type("yes\n")
+    assert term.wait() == 0
+    assert term.proc.stdout is not None and "\tpaused\t" in term.proc.stdout.read().decode()
