@@ -45,8 +45,14 @@ def _client(args: argparse.Namespace, *, needs_key: bool = True, **kwargs: Any) 
 
         raise InvalidInputError("no Hermes URL: pass --base-url URL or set HERMES_BASE_URL "
                                 "(e.g. http://127.0.0.1:8642)", details={"field": "base_url"})
+    given = getattr(args, "api_key", None)
+    if given:  # a refused key's message names the flag it came from
+        from .endpoints import Endpoint
+
+        kwargs["endpoints"] = [Endpoint(os.environ.get("HERMES_ENDPOINT_ID") or "default", _base_url(args), given,
+                                        key_source="--api-key")]
     if needs_key:
-        return HermesClient(getattr(args, "base_url", None), getattr(args, "api_key", None), **kwargs)
+        return HermesClient(**kwargs) if given else HermesClient(getattr(args, "base_url", None), None, **kwargs)
     import logging
 
     class _NoKeyWarning(logging.Filter):  # true of calls that need a key, not of this one
@@ -57,7 +63,7 @@ def _client(args: argparse.Namespace, *, needs_key: bool = True, **kwargs: Any) 
     log = logging.getLogger("hermes_sdk")
     log.addFilter(quiet)
     try:
-        return HermesClient(getattr(args, "base_url", None), getattr(args, "api_key", None), **kwargs)
+        return HermesClient(**kwargs) if given else HermesClient(getattr(args, "base_url", None), None, **kwargs)
     finally:
         log.removeFilter(quiet)
 
