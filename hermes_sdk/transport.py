@@ -1,17 +1,21 @@
 """HTTP for one endpoint call: prepared once, sent without redirects, every failure typed.
 
+Only requests' and urllib3's public API is used: every attempt goes through ``Session.send`` (so
+requests-mock, ``responses`` and a caller's own session or adapters see it), bodies are read with
+``HTTPResponse.read`` / ``read_chunked`` / ``read1``, and the socket the deadline watchdog cuts comes
+from the SDK's own connection classes (``connect()`` and ``request()`` overrides) or from
+``HTTPResponse.connection.sock``; no underscored attribute of another library is read or written.
+
 Per-call work is kept small: proxy and CA settings are resolved once per origin (requests would
-re-read the environment on every request), headers are merged from a prepared base, and the JSON
-body is encoded once by the operation mapper.
+re-read the environment on every request), headers are merged from a prepared base, the JSON body
+is encoded once by the operation mapper, and the SDK's adapter skips the header copy and cookie
+jar requests would build for every response.
 """
 
 from __future__ import annotations
 
-import datetime
-import http.client
 import json
 import math
-import random
 import re
 import socket
 import threading
@@ -22,7 +26,6 @@ import requests
 import urllib3
 import urllib3.connection
 import urllib3.exceptions
-import urllib3.response
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
@@ -31,8 +34,6 @@ from ._constants import (
     MAX_ERROR_BODY_BYTES,
     MAX_JSON_RESPONSE_BYTES,
     RETRY_AFTER_CAP,
-    RETRY_BASE_DELAY,
-    RETRY_MAX_DELAY,
     USER_AGENT,
 )
 from .capabilities import Contract
@@ -110,21 +111,38 @@ class _WatchedHTTPSConnection(_Watched, urllib3.connection.HTTPSConnection):
     pass
 
 
-class _WatchedPool(urllib3.HTTPConnectionPool):
+class _Pool:
+    """Remembers that it was closed (the pool manager closes a pool it evicts), so the adapter's
+    lookup cache never hands out a closed pool."""
+
+    sdk_closed = False
+
+    def close(self) -> None:
+        self.sdk_closed = True
+        super().close()  # type: ignore[misc]
+
+
+class _WatchedPool(_Pool, urllib3.HTTPConnectionPool):
     ConnectionCls = _WatchedConnection
 
 
-class _WatchedHTTPSPool(urllib3.HTTPSConnectionPool):
+class _WatchedHTTPSPool(_Pool, urllib3.HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
-_NO_TIME = datetime.timedelta(0)
-_NO_COOKIES = requests.cookies.RequestsCookieJar()  # shared and never written: the SDK keeps no cookies
+class _NoCookies(requests.cookies.RequestsCookieJar):
+    """The jar of the SDK's own session: ``Session.send`` offers it every response's cookies, and
+    the SDK keeps none (it sends no Cookie header either)."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
 
 
 class _PooledAdapter(HTTPAdapter):
-    """The SDK's own adapter: the connection pool of an origin is looked up once, not per request,
-    and no cookie jar is filled (the SDK sends and keeps no cookies)."""
+    """The SDK's own adapter: connections that tell the deadline watchdog their socket, an origin's
+    pool looked up once (requests builds the pool key and parses the URL again on every request),
+    the request path without requests' two URL parses, and a response without the header copy and
+    cookie jar the SDK never reads. Only methods requests documents for subclasses are overridden."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -137,14 +155,18 @@ class _PooledAdapter(HTTPAdapter):
 
     def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
                                         proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:
+        # requests >= 2.32.2 calls this per request; older ones call get_connection (not cached).
         if proxies:
             return super().get_connection_with_tls_context(request, verify, proxies, cert)
         url = request.url or ""
         key = (url[:url.find("/", url.find("//") + 2)], verify if isinstance(verify, (bool, str)) else id(verify),
                cert if isinstance(cert, (str, tuple, type(None))) else id(cert))
         pool = self._pools.get(key)
-        if pool is None or pool.pool is None:  # a pool the pool manager closed is looked up again
-            pool = self._pools[key] = super().get_connection_with_tls_context(request, verify, proxies, cert)
+        if pool is None or pool.sdk_closed:  # a pool the pool manager evicted is looked up again
+            pool = super().get_connection_with_tls_context(request, verify, proxies, cert)
+            if not isinstance(pool, _Pool):
+                return pool
+            self._pools[key] = pool
         return pool
 
     def request_url(self, request: requests.PreparedRequest, proxies: Optional[Mapping[str, str]]) -> str:
@@ -158,16 +180,9 @@ class _PooledAdapter(HTTPAdapter):
         return url[start:]
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
-        # Response() would build a cookie jar and copy the headers; the SDK reads neither way:
-        # urllib3's headers are already case-insensitive, and no cookie is ever kept.
-        response = requests.Response.__new__(requests.Response)
-        # requests' own initial state of an unread streamed body (private in its stubs).
-        state: Any = response
-        state._content, state._content_consumed, state._next = False, False, None
-        response.encoding = None
-        response.history = []
-        response.elapsed = _NO_TIME
-        response.cookies = _NO_COOKIES
+        # requests' own builds a CaseInsensitiveDict copy of the headers and fills the response's
+        # cookie jar; urllib3's headers are already case-insensitive, and the SDK keeps no cookies.
+        response = requests.Response()
         response.status_code = resp.status
         response.headers = resp.headers
         response.raw = resp
@@ -191,12 +206,11 @@ class Transport:
             session = _NoRedirectSession()
             # The environment is read once per origin below, not on every request.
             session.trust_env = False
+            session.cookies = _NoCookies()
             adapter = _PooledAdapter(pool_connections=8, pool_maxsize=pool_maxsize, max_retries=0)
             session.mount("http://", adapter)
             session.mount("https://", adapter)
         self.session = session
-        # A session class with its own send() (a tap, a signer) keeps it; otherwise the adapter is called.
-        self._direct = type(session).send is requests.Session.send
         self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
 
@@ -247,16 +261,16 @@ class Transport:
         prepared.body = body
         # Runs inside Session.send before it looks for a redirect: see _unredirect.
         prepared.hooks = {"response": [_unredirect]}
-        # Never sent (no Cookie header is prepared); a jar keeps a 3xx from crashing Session.send.
-        prepared._cookies = requests.cookies.RequestsCookieJar()  # type: ignore[attr-defined]
         proxies, verify, cert = self._origin_settings(endpoint.base_url)
-        # The session's adapter directly: Session.send would only add cookie and redirect
-        # bookkeeping the SDK does not use. get_adapter keeps mocking libraries (responses,
-        # requests-mock) and a caller's mounted adapters in the path.
         timeouts = (min(connect_timeout, timeout), timeout)
-        if not self._direct:
-            return self.session.send(prepared, stream=True, allow_redirects=False, proxies=proxies, verify=verify,
-                                     cert=cert, timeout=timeouts)
+        if not _is_requests_send(type(self.session).send):
+            # A mocking library (requests-mock patches Session.send) or a caller's session class
+            # with its own send() (a tap, a signer): it gets the call.
+            return self.session.send(prepared, stream=True, allow_redirects=False, proxies=proxies,
+                                     verify=verify, cert=cert, timeout=timeouts)
+        # requests' own Session.send only adds cookie and redirect bookkeeping the SDK does not use
+        # (it keeps no cookies and follows no redirects): the session's mounted adapter is called as
+        # Session.send calls it. A patched HTTPAdapter.send (the responses library) is still the one called.
         adapter = self.session.get_adapter(prepared.url)
         return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
@@ -279,10 +293,18 @@ class Transport:
             self.session.close()
 
 
+def _is_requests_send(send: Any) -> bool:
+    """Whether ``send`` is requests' own ``Session.send``, not a patch or an override (told by its
+    name, so a mock started before or after this module was imported is seen either way)."""
+    return getattr(send, "__module__", None) == "requests.sessions" and \
+        getattr(send, "__qualname__", None) == "Session.send"
+
+
 def socket_of(response: requests.Response) -> Any:
-    """The socket under a response (urllib3 2), so the deadline watchdog can cut it; None if unknown."""
-    conn = getattr(response.raw, "_connection", None)
-    return getattr(conn, "sock", None)
+    """The socket under a response (urllib3's ``HTTPResponse.connection``), so the deadline watchdog
+    can cut it; None when unknown (a mocked body, or a connection already back in the pool)."""
+    connection = getattr(response.raw, "connection", None)
+    return getattr(connection, "sock", None)
 
 
 def _unredirect(response: requests.Response, **_: Any) -> requests.Response:
@@ -297,16 +319,22 @@ def _unredirect(response: requests.Response, **_: Any) -> requests.Response:
 
 def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES) -> bytes:
     """Read a whole (non-SSE) body, refusing more than ``limit`` bytes, then free the connection."""
-    length = response.headers.get("Content-Length")
-    if length is not None and length.isdigit() and int(length) > limit:
+    headers = response.headers
+    length = headers.get("Content-Length")
+    sized = length is not None and length.isdigit()
+    if sized and int(length) > limit:  # type: ignore[arg-type]
         response.close()
         raise InvalidResponseError(f"response body of {length} bytes exceeds the {limit}-byte limit",
                                    details={"limit_bytes": limit})
     raw = response.raw
-    if length is not None and length.isdigit() and _plain_sized_body(raw, int(length)):
-        return _read_sized(response, raw._fp)  # type: ignore[arg-type]
     try:
-        data = raw.read(limit + 1, decode_content=True)
+        if sized and headers.get("Content-Encoding", "identity").lower() in ("", "identity"):
+            # http.client reads exactly Content-Length bytes (within the limit, checked above) in
+            # one read; read(amt) would read twice and go through urllib3's decoded-bytes buffer.
+            data = raw.read(decode_content=True)
+        else:  # chunked, close-delimited or encoded: at most limit + 1 decoded bytes (urllib3 >= 2.6
+            # inflates no more than it returns: a gzip bomb costs the limit, not its 256 MiB)
+            data = raw.read(limit + 1, decode_content=True)
     except urllib3.exceptions.HTTPError as exc:
         # A body cut short or timed out: raise it as requests would, so callers type it as transport.
         response.close()
@@ -318,46 +346,7 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
         raise InvalidResponseError(f"response body exceeds the {limit}-byte limit",
                                    details={"limit_bytes": limit})
     # Fully read: hand the connection back to the pool for reuse.
-    response.raw.release_conn()
-    return data
-
-
-def untouched_body(raw: Any) -> Optional[http.client.HTTPResponse]:
-    """The http.client response under an unread, unencoded urllib3 body on the SDK's own socket, or
-    None (a mocked or wrapped body, urllib3 1.x, a content encoding): the SDK's fast readers read it
-    directly, everything else goes through urllib3."""
-    try:
-        fp = raw._fp
-        if (type(raw) is urllib3.response.HTTPResponse and isinstance(fp, http.client.HTTPResponse)
-                and fp.fp is not None and not raw._fp_bytes_read and not len(raw._decoded_buffer)
-                and raw.headers.get("content-encoding", "identity").lower() in ("", "identity")
-                and raw._connection is not None):
-            return fp
-    except Exception:
-        pass
-    return None
-
-
-def _plain_sized_body(raw: Any, length: int) -> bool:
-    """An untouched, unencoded body of known length straight off urllib3's socket file."""
-    fp = untouched_body(raw)
-    return fp is not None and not fp.chunked and fp.length == length
-
-
-def _read_sized(response: requests.Response, fp: http.client.HTTPResponse) -> bytes:
-    """Read a Content-Length body with http.client directly: urllib3's read(amt) reads twice and
-    buffers the decoded bytes; this is one read. Errors are raised as requests raises urllib3's."""
-    try:
-        data = fp.read()  # exactly Content-Length bytes; http.client closes its file at the end
-    except socket.timeout:
-        response.close()
-        raise requests.exceptions.ReadTimeout(
-            urllib3.exceptions.ReadTimeoutError(None, None, "Read timed out.")) from None  # type: ignore[arg-type]
-    except (http.client.HTTPException, OSError) as exc:  # IncompleteRead: the body was cut short
-        response.close()
-        raise requests.exceptions.ConnectionError(
-            urllib3.exceptions.ProtocolError(f"Connection broken: {exc!r}", exc)) from None
-    response.raw.release_conn()
+    raw.release_conn()
     return data
 
 
@@ -453,11 +442,11 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
         # connector's are, for model calls; the fact itself is kept in details.
         details["before_agent_work"] = True
         klass = RateLimitedError if status == 429 else ServerError
-        return klass(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
+        return klass(text, retry_after_ms=retry_after_ms(response),
                      uncertain_outcome=not read_only, **kwargs)
     if status >= 500:
         klass = AgentIncompleteError if provider.get("code") == "agent_incomplete" else ServerError
-        return klass(text, retryable=read_only, retry_after_ms=retry_after_ms(response),
+        return klass(text, retry_after_ms=retry_after_ms(response),
                      uncertain_outcome=not read_only, **kwargs)
     if status == 400:
         return BadRequestError(text, **kwargs)
@@ -510,7 +499,7 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
             if uncertain:
                 message += ("; the request was sent, so the model may have run (uncertain_outcome=True): "
                             "read client.action_result(action_id) before any retry (docs: Errors and recovery)")
-        error = TransportError(message, retryable=read_only, uncertain_outcome=uncertain, details=details)
+        error = TransportError(message, uncertain_outcome=uncertain, details=details)
     error.__cause__ = cause
     error.__suppress_context__ = True
     return error
@@ -612,11 +601,3 @@ def _is_connect_failure(exc: BaseException) -> bool:
             continue
         cur = (cur.args[0] if cur.args and isinstance(cur.args[0], BaseException) else None) or cur.__cause__
     return False
-
-
-def backoff_delay(attempt: int, error: HermesError) -> float:
-    """Full-jitter exponential backoff, but never sooner than the server's Retry-After (capped)."""
-    delay = random.uniform(0, min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * (2 ** (attempt - 1))))
-    if error.retry_after_ms is not None:
-        delay = max(delay, min(error.retry_after_ms / 1000.0, RETRY_AFTER_CAP))
-    return delay

@@ -137,10 +137,13 @@ def admit_resume(call: Any) -> None:
             "with allow_permanent_approvals=True to send it", details={"field": "resume.choice", "sent": False})
 
 
-def _composite(executor: Any, endpoint: Any, input: Mapping[str, Any], options: Any) -> Any:
-    from ..resources.operator import invoke_operator
+#: The operator's lifecycle, set by ``resources/operator.py`` when it is imported (the client
+#: imports it): operations never import a resource.
+RUNNER: dict[str, Any] = {}
 
-    return invoke_operator(executor, endpoint, input, options)
+
+def _composite(executor: Any, endpoint: Any, input: Mapping[str, Any], options: Any) -> Any:
+    return RUNNER["invoke"](executor, endpoint, input, options)
 
 
 OPERATOR: OperationSpec[Any] = OperationSpec(OPERATOR_CONTRACT, build_any, composite=_composite)

@@ -38,7 +38,7 @@ from ..events import ApprovalRequested
 from ..executor import Executor, new_action_id
 from ..idempotency import COMPLETED, IdempotencyRecord
 from ..models import ActionResult
-from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START
+from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START, RUNNER
 from ..operator import OperatorResult
 from ..options import CallOptions
 from ..runs import Run, RunResult, RunStarted, RunStatus
@@ -337,3 +337,5 @@ class OperatorMethods:
         provider = approval_provider if approval_provider is not None else ex.runtime.approval_provider
         return operator.start(data, options, provider, until)
 
+
+RUNNER["invoke"] = invoke_operator

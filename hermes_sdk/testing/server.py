@@ -105,6 +105,10 @@ class HermesHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: HermesHTTPServer
 
+    def send_header(self, keyword: str, value: str) -> None:
+        """As aiohttp does, a header value leaves as UTF-8 (http.server would refuse non-Latin-1 text)."""
+        super().send_header(keyword, value.encode("utf-8", "surrogateescape").decode("latin-1"))
+
     # Quiet by default: the emulator lives inside test runs.
     def log_message(self, format: str, *args: Any) -> None:
         """Log a request line only when the emulator is verbose."""

@@ -1,8 +1,8 @@
-"""The SDK's chunked-body reader (``streaming._dechunk``) on real sockets: framing, reuse, failures.
+"""The SDK's chunked-body reader (``sse.body_chunks``: urllib3's ``read_chunked``) on real sockets.
 
-Hermes sends one HTTP chunk per event; the SDK cuts chunks itself from 64 KiB reads instead of
-urllib3's two reads and a readline per chunk. These pin what urllib3 guaranteed: the same bytes
-whatever the TCP segmentation, the connection back in the pool only after a clean end, typed errors.
+Hermes sends one HTTP chunk per event. These pin what the stream needs from the reader: the same
+events whatever the TCP segmentation, each chunk delivered as it arrives, the connection back in
+the pool after a clean end (counted at the server) and not after a broken one, typed errors.
 """
 
 from __future__ import annotations
@@ -55,16 +55,17 @@ def test_any_segmentation_gives_the_same_events_and_reuses_the_connection(raw_se
     assert server.connections == 1  # each stream ended cleanly, so its connection went back to the pool
 
 
-def test_a_chunk_is_yielded_before_the_rest_of_it_arrives(raw_server) -> None:
-    # One chunk holding two events, the second sent 0.5 s later: the first is delivered at once
-    # (urllib3 waited for the whole chunk).
+def test_a_chunk_is_yielded_before_the_next_one_arrives(raw_server) -> None:
+    # Two chunks, the second sent 0.5 s later: the first is delivered at once. (An event that shares
+    # one HTTP chunk with a later one waits for the end of that chunk: urllib3's read_chunked reads
+    # whole chunks; Hermes sends one chunk per event.)
     first, second = _event(0), _event(1)
     done = chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
 
     def handler(sock: socket.socket, req: Any, srv: Any) -> None:
-        sock.sendall(sse_head() + b"%x\r\n" % (len(first) + len(second)) + first)
+        sock.sendall(sse_head() + chunk(first))
         time.sleep(0.5)
-        sock.sendall(second + b"\r\n" + done)
+        sock.sendall(chunk(second) + done)
 
     server = raw_server(handler)
     with raw_client(server) as c:
@@ -77,16 +78,29 @@ def test_a_chunk_is_yielded_before_the_rest_of_it_arrives(raw_server) -> None:
             assert stream.result().status == "completed"
 
 
-def test_bytes_after_the_body_close_the_connection(raw_server) -> None:
-    # A server that sends more than the body it framed is out of step: its connection is not reused.
+@pytest.mark.parametrize("late", [False, True], ids=["same-segment", "after-the-body"])
+def test_bytes_after_the_body_never_reach_the_next_response(raw_server, late: bool) -> None:
+    # A server that sends more than the body it framed is out of step. Bytes that came with the
+    # body are dropped with the finished response; bytes that arrive later make urllib3 drop the
+    # idle connection when it is next taken from the pool (its socket is readable).
+    garbage = b"HTTP/1.1 200 OK\r\n"
+
     def handler(sock: socket.socket, req: Any, srv: Any) -> None:
-        sock.sendall(sse_head() + _stream_bytes(2) + b"HTTP/1.1 200 OK\r\n")
+        if late:
+            sock.sendall(sse_head() + _stream_bytes(2))
+            time.sleep(0.05)
+            sock.sendall(garbage)
+        else:
+            sock.sendall(sse_head() + _stream_bytes(2) + garbage)
 
     server = raw_server(handler)
     with raw_client(server) as c:
-        for _ in range(2):
-            assert c.chat_stream(prompt="hi").result().status == "completed"
-    assert server.connections == 2
+        for _ in range(3):
+            result = c.chat_stream(prompt="hi").result()
+            assert result.status == "completed" and result.text == _text(2) and result.event_count == 4
+            time.sleep(0.2)
+    assert server.connections == (3 if late else 1)
+    assert len(server.requests) == 3
 
 
 @pytest.mark.parametrize("cut", ["mid_size_line", "mid_data", "before_crlf"])

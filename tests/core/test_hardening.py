@@ -30,7 +30,8 @@ from hermes_sdk.errors import (
     RemoteRejectedError,
 )
 from hermes_sdk.operations import build_request
-from hermes_sdk.transport import backoff_delay, decode_json, error_for_status, retry_after_ms
+from hermes_sdk.retry import backoff_delay
+from hermes_sdk.transport import decode_json, error_for_status, retry_after_ms
 
 
 def _response(status: int, body: bytes = b"", **headers: str) -> requests.Response:

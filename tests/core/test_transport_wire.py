@@ -82,3 +82,20 @@ def test_the_sdk_sends_each_of_its_headers_once(raw_server, sends: list[bytes]) 
     assert len(names) == len(set(names))
     assert {"authorization", "idempotency-key", "x-hermes-session-id", "content-type", "content-length",
             "user-agent", "accept"} <= set(names)
+
+
+def test_a_pool_the_manager_evicted_is_never_reused(raw_server) -> None:
+    # The adapter caches an origin's pool; with room for one pool, each origin evicts (closes) the
+    # other's, and the cache must look it up again rather than hand out the closed one.
+    import requests
+
+    from hermes_sdk.transport import _PooledAdapter
+
+    servers = [raw_server(lambda sock, req, srv: sock.sendall(json_response(200, CHAT_REPLY))) for _ in range(2)]
+    adapter = _PooledAdapter(pool_connections=1, max_retries=0)
+    with requests.Session() as session:
+        session.mount("http://", adapter)
+        for i in range(6):
+            reply = session.get(servers[i % 2].base_url + "/v1/models", timeout=5)
+            assert reply.status_code == 200 and reply.json()["id"] == "chatcmpl-1"
+    assert [len(s.requests) for s in servers] == [3, 3]
