@@ -19,6 +19,15 @@ DECISIONS = ("approved", "denied", "expired", "revoked")
 #: default, this command), ``session`` (this pattern for the rest of this run), ``always`` (Hermes
 #: allows the pattern process-wide and rewrites its config; needs ``allow_permanent_approvals``).
 SCOPES = ("once", "session", "always")
+#: Input fields an approval provider may read in clear on ``ApprovalRequest.identifiers``: the ids
+#: of what the operation acts on (never a prompt or an output, which stay redacted).
+IDENTIFIER_FIELDS = ("response_id", "run_id", "session_id", "new_session_id", "job_id")
+
+
+def identifiers_of(input: Mapping[str, Any]) -> dict[str, str]:
+    """The ids an input acts on (``IDENTIFIER_FIELDS`` given as non-empty strings), in clear."""
+    return {name: input[name] for name in IDENTIFIER_FIELDS
+            if isinstance(input.get(name), str) and input[name]}
 
 
 def canonical_input(input: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,10 +109,13 @@ class ApprovalDecision:
 
 @attrs.frozen
 class ApprovalRequest:
-    """What an approver sees: never the raw input, only its redacted snapshot and its hash.
+    """What an approver sees: the operation, the ids it acts on, the redacted input and its hash.
 
     Handed to the approval provider, or built up front with
     :meth:`~hermes_sdk.HermesClient.approval_request`; answer it with :meth:`approve` or :meth:`deny`.
+    The same provider answers approval-gated calls (``response_delete``, ...) *and* the agent's
+    shell commands during a run (``operation == "run_approval"``): tell them apart by
+    :attr:`operation` before approving anything.
 
     Attributes:
         id: this request's id (``aprq_...``).
@@ -116,6 +128,11 @@ class ApprovalRequest:
         expires_at: epoch seconds after which a decision on it no longer counts (15 minutes).
         principal_id: the principal of the call's context, or None.
         tenant_id: the tenant of the call's context, or None.
+        operation: the operation asking (``response_delete``, ``run_approval`` for a run's
+            shell command, ...), as in the capability id.
+        identifiers: the ids the operation acts on, in clear (``response_id``, ``session_id``,
+            ``job_id``; for a run's command ``run_id`` and Hermes' ``pattern_key``, e.g.
+            ``recursive delete``); prompts and outputs are never in it. Not in ``repr()``.
     """
 
     id: str
@@ -128,6 +145,8 @@ class ApprovalRequest:
     expires_at: float
     principal_id: Optional[str] = None
     tenant_id: Optional[str] = None
+    operation: str = ""
+    identifiers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
 
     def approve(self, *, approver: str, policy_decision_id: str, reason: Optional[str] = None,
                 scope: Optional[str] = None) -> ApprovalDecision:
@@ -148,17 +167,19 @@ class ApprovalRequest:
 
         Args:
             approver: who denies.
-            reason: why; default the request's ``reason``.
+            reason: why it is denied; kept in the error's message and ``details["denial_reason"]``.
         """
-        return self._decide("denied", approver, reason, None)
+        return self._decide("denied", approver, reason, None, keep_reason=True)
 
     def _decide(self, decision: str, approver: str, reason: Optional[str],
-                policy_decision_id: Optional[str], scope: Optional[str] = None) -> ApprovalDecision:
+                policy_decision_id: Optional[str], scope: Optional[str] = None,
+                keep_reason: bool = False) -> ApprovalDecision:
+        # A denial keeps only the denier's own reason: the call's reason says why it was wanted.
         now = time.time()
         return ApprovalDecision(
             approval_id=f"apr_{uuid.uuid4().hex}", decision=decision, approver=approver, decided_at=now,
             expires_at=min(now + APPROVAL_TTL_SECONDS, self.expires_at), input_hash=self.input_hash,
-            reason=reason or self.reason, policy_decision_id=policy_decision_id,
+            reason=reason if keep_reason else reason or self.reason, policy_decision_id=policy_decision_id,
             input_snapshot=self.input_snapshot, approval_request_id=self.id, scope=scope,
         )
 
@@ -195,7 +216,7 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
     now = time.time() if now is None else now
     details = {"approval_id": decision.approval_id, "decision": decision.decision}
     if decision.decision != "approved":
-        raise ApprovalDeniedError(f"approval was {decision.decision}", details=details)
+        raise denied_error(decision, details)
     if not (_timestamp(decision.decided_at) and _timestamp(decision.expires_at)):
         # Fail closed: a NaN compares false with everything, so it would never expire. (The
         # constructor refuses these; one changed behind its back, or a subclass's, lands here.)
@@ -224,13 +245,22 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
                         approval_request_id=decision.approval_request_id or request.id)
 
 
+def denied_error(decision: ApprovalDecision, details: Mapping[str, Any]) -> ApprovalDeniedError:
+    """The ApprovalDeniedError of a decision that is not ``approved``: who decided, and their reason."""
+    by = f" by {decision.approver}" if decision.approver else ""
+    why = f": {decision.reason}" if decision.reason else " (no reason given)"
+    return ApprovalDeniedError(f"approval was {decision.decision}{by}{why}; nothing was sent",
+                               details={**details, "approver": decision.approver,
+                                        "denial_reason": decision.reason})
+
+
 def approval_required_message(operation: str) -> str:
     """The text of ``ApprovalRequiredError``: what is missing and every way to supply it."""
     return (f"{operation} needs an approved decision bound to this input; nothing was sent. Pass "
             f"approval=client.approval_request({operation!r}, input, reason=...).approve(approver=..., "
             "policy_decision_id=...), or build the client with HermesClient(approval_provider=...) (or install "
             "a plugin implementing hermes_approval_provider); from the shell, confirm at the prompt or pass "
-            "--yes to `hermes-sdk responses delete`. See the Approvals guide (docs/approvals.md)")
+            "--yes to the `hermes-sdk` command. See the Approvals guide (docs/approvals.md)")
 
 
 class DenyAll:

@@ -12,8 +12,9 @@ import attrs
 
 from .capabilities import Contract
 from .endpoints import Endpoint, ExecutionContext
-from .errors import HermesError
+from .errors import DeadlineExceededError, HermesError
 from .models import ActionResult
+from .redaction import scrub
 from .view import CallView
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ class Call:
     record_key: Optional[str] = attrs.field(default=None, repr=False)  #: the key this call reserved
     value: Any = attrs.field(default=None, repr=False)  #: the typed result, or the live stream
     replay_of: Optional["ActionResult"] = attrs.field(default=None, repr=False)  #: the recorded outcome
+    #: Which bound set ``ends_at`` and how to change it: ``(source, what, fix)``; a deadline error names it.
+    bound: Optional[tuple[str, str, str]] = attrs.field(default=None, repr=False)
 
     @property
     def endpoint_id(self) -> str:
@@ -93,6 +96,13 @@ class Call:
         """
         exc.action_id = exc.action_id or self.action_id
         exc.capability_id = exc.capability_id or self.capability_id
+        if (isinstance(exc, DeadlineExceededError) and self.bound is not None and "bound" not in exc.details
+                and exc.details.get("reason") != "idle_timeout"):
+            # Which limit fired and which knob moves it (the message alone should name the fix).
+            source, what, fix = self.bound
+            exc.details.update(bound=source, bound_text=what)
+            exc.message = f"{exc.message}; the limit was {what}: {fix}"
+            exc.args = (scrub(exc.message),)
         return exc
 
     def set_attribute(self, key: str, value: Any) -> None:

@@ -58,7 +58,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         plugins: extra pluggy plugin objects for this client only.
         load_entrypoints: load installed plugins from the ``hermes_sdk`` entry-point group.
         session: a ``requests.Session`` to reuse (its headers, proxies, verify and cert apply).
-        strict_idempotency: refuse a key reused with a different input (IdempotencyConflictError).
+        strict_idempotency: refuse a key reused with another input (default); False replays the first result.
         key_retention: seconds a keyed model call's record is kept (delete receipts: 24 hours).
         max_attempts: attempts of a retry-safe call (only read-only operations); at least 1.
         redaction_patterns: extra regular expressions redacted from logs and traces.
@@ -87,7 +87,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         plugins: Sequence[Any] = (),
         load_entrypoints: bool = True,
         session: Optional[requests.Session] = None,
-        strict_idempotency: bool = False,
+        strict_idempotency: bool = True,
         key_retention: float = DEFAULT_KEY_RETENTION_SECONDS,
         max_attempts: int = RETRY_MAX_ATTEMPTS,
         redaction_patterns: Iterable[str] = (),

@@ -50,6 +50,7 @@ def build_endpoints(base_url: Optional[str], api_key: Optional[str], endpoint_id
             base_url=base_url,  # type: ignore[arg-type]
             api_key=api_key if api_key is not None else os.environ.get("HERMES_API_KEY"),
             tenant_id=tenant_id,
+            key_source="the api_key argument" if api_key is not None else "HERMES_API_KEY",
         )
         if ep.id in out:
             raise InvalidInputError(f"duplicate endpoint id {ep.id!r}", details={"field": "endpoint_id"})

@@ -131,12 +131,18 @@ def _repr_secret(value: Optional[str]) -> str:
 
 @attrs.frozen(repr=False)
 class Endpoint:
-    """One admitted Hermes endpoint: its normalised id, bare origin, Bearer key and owning tenant."""
+    """One admitted Hermes endpoint: its normalised id, bare origin, Bearer key and owning tenant.
+
+    ``key_source`` says where the key came from, for the message of a refused key (default: the
+    Endpoint's api_key; ``HermesClient`` sets ``the api_key argument`` or ``HERMES_API_KEY``).
+    """
 
     id: str = attrs.field(converter=normalize_endpoint_id)
     base_url: str = attrs.field(converter=normalize_base_url)
     api_key: Optional[str] = attrs.field(default=None, converter=validate_api_key)
     tenant_id: Optional[str] = attrs.field(default=None, converter=validate_tenant_id)
+    #: Where the key was read (``the api_key argument``, ``HERMES_API_KEY``, ``--api-key``), named by a 401.
+    key_source: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
 
     def __repr__(self) -> str:
         return (f"Endpoint(id={self.id!r}, base_url={self.base_url!r}, api_key={_repr_secret(self.api_key)}, "

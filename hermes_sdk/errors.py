@@ -368,7 +368,7 @@ class OutcomeUnknownError(HermesError):
 
 
 class IdempotencyConflictError(HermesError):
-    """The idempotency key was used before for a different input (only with ``strict_idempotency=True``).
+    """The idempotency key was used before for a different input (the default; ``strict_idempotency=False`` replays).
 
     Nothing was sent. Code ``hermes_sdk.idempotency_conflict``, category ``permanent``; ``retryable``
     and ``uncertain_outcome`` are False. Use one key per exact intent: a new key for a new input.

@@ -115,9 +115,13 @@ class Executor:
             if ctx is not None and not isinstance(ctx, ExecutionContext):
                 raise InvalidInputError("context must be an ExecutionContext", details={"field": "context"})
             limit = deadline_epoch(options.deadline)
-            if limit is None and ctx is not None:
-                limit = ctx.deadline
+            bound = _DEADLINE if limit is not None else None
+            if limit is None and ctx is not None and ctx.deadline is not None:
+                limit, bound = ctx.deadline, _CONTEXT
             if limits.total is not None:  # a caller's relative timeout is a deadline too; the earlier wins
+                if limit is None or now + limits.total < limit:
+                    own = as_timeout(options.timeout)
+                    bound = _timeout_bound(limits.total, own is not None and own.total is not None)
                 limit = now + limits.total if limit is None else min(limit, now + limits.total)
         except HermesError as exc:
             exc.action_id, exc.capability_id = action_id, cap
@@ -131,11 +135,14 @@ class Executor:
         view = CallView(spec.name, cap, action_id, contract, attributes)
         # Without a deadline, the published contract timeout bounds the call in wall-clock time.
         ends_at = now + spec.timeout if limit is None else limit
+        if limit is None:
+            bound = ("default", f"the published default of {spec.timeout:g} s for {spec.name} (sla.timeout_ms)",
+                     "pass timeout= or deadline= on the call, or build the client with HermesClient(timeout=...)")
         return Call(endpoint=endpoint, spec=spec, input=clean, request=request, action_id=action_id,
                     capability_id=cap, runtime=self.runtime, view=view, key=key, context=ctx, deadline=limit,
                     ends_at=ends_at, read_timeout=limits.read, connect_timeout=limits.connect,
                     idle_timeout=options.idle_timeout, approval=options.approval, reason=options.reason,
-                    keep_events=options.keep_events)
+                    keep_events=options.keep_events, bound=bound)
 
     def endpoint(self, endpoint: Optional[str]) -> Endpoint:
         """The endpoint a call names, or the only (else the ``default``) one."""
@@ -163,6 +170,19 @@ class Executor:
             parse_capability_id(cap)
         return request_for(cap, dict(input), reason, action_id or new_action_id(), self.context,
                            self.runtime.redactor)
+
+
+_DEADLINE = ("deadline", "the call's deadline=", "pass a later deadline=")
+_CONTEXT = ("context", "the context's deadline (ExecutionContext(deadline=...))",
+            "give the context a later deadline, or the call its own deadline=")
+
+
+def _timeout_bound(total: float, own: bool) -> tuple[str, str, str]:
+    if own:
+        return ("timeout", f"the call's timeout={total:g} s", "pass a larger timeout= (or a deadline=)")
+    return ("client_timeout", f"the client's timeout={total:g} s (HermesClient(timeout=...))",
+            "raise it with HermesClient(timeout=...) or client.with_options(timeout=...), or pass timeout= "
+            "on the call")
 
 
 def _with_action(options: CallOptions, action_id: str) -> CallOptions:

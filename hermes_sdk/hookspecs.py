@@ -41,10 +41,11 @@ def hermes_idempotency_store(url: str, client: "ClientView") -> "Optional[Idempo
 
 @hookspec(firstresult=True)
 def hermes_approval_provider(client: "ClientView") -> "Optional[ApprovalProvider]":
-    """Return the approval provider (callable or ``request_approval`` object) of approval-gated
-    calls (``response_delete``, ...) and of a run's command approvals.
+    """Return the approval provider (callable or ``request_approval`` object).
 
-    Used when the client was not given ``approval_provider=``. Built in: none (deny by default).
+    It answers every approval-gated call (``response_delete``, ...) *and* the agent's shell commands
+    in runs (``request.operation == "run_approval"``): branch on ``request.operation``. Used when the
+    client was not given ``approval_provider=``. Built in: none (deny by default).
     """
 
 

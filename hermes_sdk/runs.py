@@ -447,7 +447,7 @@ class Run:
         """Hand one approval request to the provider; answer it unless the provider returned None."""
         runs = self._runs
         request = runs.approval_request(self.id, event.command, reason=event.description,
-                                        endpoint=self._endpoint)
+                                        endpoint=self._endpoint, pattern_key=event.pattern_key)
         decision = ask_provider(self._provider, request)
         if decision is None:
             return  # left pending: the caller answers with run.approve(...)

@@ -28,7 +28,7 @@ class Runtime:
     redactor: Redactor
     approval_provider: Any = None
     retry: RetryPolicy = RetryPolicy()  #: what is retried, and how often
-    strict_idempotency: bool = False
+    strict_idempotency: bool = True  #: a key reused with a different input is refused
     key_retention: float = 86_400.0
     timeout: Optional[Any] = None  #: the client's default Timeout (None: each contract's own)
     #: Streams not yet settled; ``close()`` cancels them (shared with ``with_options`` copies).

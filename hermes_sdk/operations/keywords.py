@@ -67,6 +67,10 @@ def chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[l
 def responses_input(body: Optional[Mapping[str, Any]], session_key: Optional[str],
                      body_fields: Mapping[str, Any], extra_body: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     """The responses capability input: ``body`` and the body keywords merged, under ``body``."""
+    if isinstance(body, str):  # the openai habit, client.responses("hello")
+        raise InvalidInputError('the first argument of responses() is the request body (a dict), not the text: '
+                                'pass the text as input=, e.g. client.responses(input="hello")',
+                                details={"field": "body", "suggestion": "input"})
     if body is not None and not isinstance(body, Mapping):
         raise InvalidInputError("body must be a JSON object", details={"field": "body"})
     check_known(body_fields, RESPONSES_FIELDS, "responses")

@@ -122,18 +122,22 @@ class Runs:
             endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
 
     def approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
-                         endpoint: Optional[str] = None) -> ApprovalRequest:
+                         endpoint: Optional[str] = None, pattern_key: Optional[str] = None) -> ApprovalRequest:
         """The ApprovalRequest a run's approval request becomes: capability ``run_approval``, input
         ``{run_id, command}`` (bound by its hash), with the same evidence and TTL rules as deletes.
 
         The approver must see what it approves: the snapshot keeps the command, scrubbed of
-        credentials and ids by the client's redactor (the run id itself is redacted).
+        credentials and ids by the client's redactor (the run id itself is redacted there), and
+        ``identifiers`` holds ``run_id`` and Hermes' ``pattern_key`` (``recursive delete``, ...)
+        in clear; ``operation`` is ``run_approval``.
         """
         ex = self._executor
         cap = capability_id(ex.endpoint(endpoint).id, RUN_APPROVAL.name)
         redactor = ex.runtime.redactor
+        extra = {"pattern_key": pattern_key} if pattern_key else None
         request = request_for(cap, {"run_id": run_id, "command": command},
-                              reason or "the agent asked to run a command", new_action_id(), ex.context, redactor)
+                              reason or "the agent asked to run a command", new_action_id(), ex.context, redactor,
+                              identifiers=extra)
         return attrs.evolve(request, input_snapshot={**request.input_snapshot,
                                                      "command": redactor.text(command, "command")})
 

@@ -8,7 +8,15 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from .._constants import APPROVAL_TTL_SECONDS
-from ..approval import ApprovalDecision, ApprovalRequest, approval_required_message, ask, check, input_hash
+from ..approval import (
+    ApprovalDecision,
+    ApprovalRequest,
+    approval_required_message,
+    ask,
+    check,
+    identifiers_of,
+    input_hash,
+)
 from ..call import Call
 from ..endpoints import ExecutionContext
 from ..errors import ApprovalRequiredError, HermesError, InvalidInputError, PluginError
@@ -16,14 +24,20 @@ from ..redaction import Redactor
 
 
 def request_for(capability_id: str, input: Mapping[str, Any], reason: Optional[str], action_id: str,
-                context: Optional[ExecutionContext], redactor: Redactor) -> ApprovalRequest:
-    """The ApprovalRequest for an input: bound by its canonical hash, with a redacted snapshot."""
+                context: Optional[ExecutionContext], redactor: Redactor,
+                identifiers: Optional[Mapping[str, str]] = None) -> ApprovalRequest:
+    """The ApprovalRequest for an input: bound by its canonical hash, with a redacted snapshot.
+
+    Its ``operation`` comes from the capability id and its ``identifiers`` from the input's id
+    fields (plus ``identifiers``, e.g. a run command's pattern key), readable in clear.
+    """
     now = time.time()
     return ApprovalRequest(
         id=f"aprq_{uuid.uuid4().hex}", action_id=action_id, capability_id=capability_id,
         input_snapshot=redactor.redact(dict(input)), input_hash=input_hash(capability_id, input), reason=reason,
         requested_at=now, expires_at=now + APPROVAL_TTL_SECONDS,
         principal_id=context.principal_id if context else None, tenant_id=context.tenant_id if context else None,
+        operation=capability_id.rpartition(":")[2], identifiers={**identifiers_of(input), **(identifiers or {})},
     )
 
 

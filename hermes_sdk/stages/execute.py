@@ -139,6 +139,8 @@ def send_once(call: Call, timeout: float) -> HttpReply:
     if not 200 <= response.status_code < 300:
         # Hermes' status decides the error; a body cut at the deadline only loses its detail.
         failure = error_for_status(response, contract)
+        if response.status_code == 401:
+            failure = explain_refused_key(failure, call.endpoint)
         if call.spec.refine_error is not None:
             failure = call.spec.refine_error(failure)
         if _late(call):
@@ -157,6 +159,22 @@ def send_once(call: Call, timeout: float) -> HttpReply:
     if _late(call):  # the watchdog cut a body that then looked complete
         raise error_for_exception(TimeoutError(), contract, deadline_hit=True)
     return HttpReply(response.status_code, response.headers, body)
+
+
+def masked_key(key: str) -> str:
+    """A key's first characters and an ellipsis (``sk-ab…``): a quarter of it at most, five at most."""
+    return key[:min(5, len(key) // 4)] + "\u2026"
+
+
+def explain_refused_key(failure: HermesError, endpoint: Any) -> HermesError:
+    """A 401 names the key it refused: where it was read and its masked prefix, never the key."""
+    key = endpoint.api_key or ""
+    source = endpoint.key_source or "the Endpoint's api_key"
+    data = failure.to_dict()
+    data["details"] = {**data["details"], "key_source": source, "key_prefix": masked_key(key), "key_length": len(key)}
+    data["message"] = (f"{failure.message}. Hermes refused the API key from {source} ({masked_key(key)}, "
+                       f"{len(key)} characters): set it to the server's API_SERVER_KEY")
+    return HermesError.from_dict(data)
 
 
 def _typed_invalid(exc: InvalidResponseError, call: Call, status: int) -> InvalidResponseError:

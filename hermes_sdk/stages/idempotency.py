@@ -66,7 +66,10 @@ def _outcome_of(call: Call, existing: IdempotencyRecord) -> ActionResult:
             "an earlier call with this idempotency key has no recorded outcome; it will not run again. "
             "Reconcile with action_result(), resolve_pending() or forget_idempotency_key()", details=details)
     if call.runtime.strict_idempotency and existing.input_hash != input_hash(call.capability_id, call.input):
-        raise IdempotencyConflictError("this idempotency key was used for a different input", details=details)
+        raise IdempotencyConflictError(
+            "this idempotency key was used for a different input; nothing was sent. Use a new key for a new "
+            "input (HermesClient(strict_idempotency=False) replays the first call's result instead)",
+            details=details)
     replay = convert.action_result_from_json(existing.result)
     replay.replayed = True
     return replay

@@ -542,6 +542,43 @@ def serve(
         emulator.stop()
 
 
+def add_options(parser: Any) -> None:
+    """Add the emulator's behaviour options to an ``argparse`` parser (``--tools``, ...).
+
+    ``python -m hermes_sdk.testing`` and ``hermes-sdk emulator`` share them; read them back with
+    :func:`options_from`.
+    """
+    parser.add_argument("--tools", action="store_true",
+                        help="enable the terminal, file and todo toolsets, so runs call tools and ask for "
+                             "approval before a dangerous command (TOOL:terminal:rm -rf build)")
+    parser.add_argument("--approval-mode", choices=APPROVAL_MODES, default="manual",
+                        help="Hermes' approvals.mode: manual asks about every flagged command, smart lets "
+                             "its judge approve some first, off never asks (default: %(default)s)")
+    parser.add_argument("--approval-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="Hermes' approvals.timeout: an unanswered approval is BLOCKED after it "
+                             "(default: %(default)s)")
+    parser.add_argument("--max-concurrent-runs", type=int, default=10, metavar="N",
+                        help="agent runs at once; more get 429 (default: %(default)s)")
+    parser.add_argument("--framing", choices=("chunked", "close"), default="chunked",
+                        help="how response bodies end (default: %(default)s)")
+    parser.add_argument("--token-delay", type=float, default=0.0, metavar="SECONDS",
+                        help="wait before each streamed delta (default: %(default)s)")
+    parser.add_argument("--verbose", action="store_true", help="log every request on stderr")
+
+
+def options_from(args: Any) -> dict[str, Any]:
+    """The :class:`HermesEmulator` keyword arguments of parsed :func:`add_options` options."""
+    return {
+        "max_concurrent_runs": args.max_concurrent_runs,
+        "framing": args.framing,
+        "token_delay": args.token_delay,
+        "verbose": args.verbose,
+        "toolsets": DEFAULT_TOOLSETS if args.tools else (),
+        "approval_mode": args.approval_mode,
+        "approval_timeout": args.approval_timeout,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m hermes_sdk.testing``: serve an emulator until interrupted; returns the exit code."""
     import argparse
@@ -550,29 +587,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m hermes_sdk.testing",
         description="Run the Hermes emulator on loopback.",
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8642)
-    parser.add_argument("--api-key", default="test-key")
-    parser.add_argument("--max-concurrent-runs", type=int, default=10)
-    parser.add_argument("--framing", choices=("chunked", "close"), default="chunked")
-    parser.add_argument("--tools", action="store_true", help="enable the terminal, file and todo toolsets")
-    parser.add_argument("--approval-mode", choices=APPROVAL_MODES, default="manual")
-    parser.add_argument("--approval-timeout", type=float, default=60.0)
-    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8642, help="port to listen on (default: %(default)s)")
+    parser.add_argument("--api-key", default="test-key", help="the key clients must send (default: %(default)s)")
+    add_options(parser)
     args = parser.parse_args(argv)
     print(f"Hermes emulator (API key {args.api_key!r}); Ctrl-C to stop", file=sys.stderr)
-    serve(
-        args.host,
-        args.port,
-        args.api_key,
-        max_concurrent_runs=args.max_concurrent_runs,
-        framing=args.framing,
-        verbose=args.verbose,
-        toolsets=DEFAULT_TOOLSETS if args.tools else (),
-        approval_mode=args.approval_mode,
-        approval_timeout=args.approval_timeout,
-    )
+    serve(args.host, args.port, args.api_key, **options_from(args))
     return 0
 
 
-__all__ = ["TOOLSETS", "HermesEmulator", "Reply", "RequestInfo", "main", "serve"]
+__all__ = ["TOOLSETS", "HermesEmulator", "Reply", "RequestInfo", "add_options", "main", "options_from", "serve"]

@@ -15,6 +15,14 @@ from hermes_sdk.cli import main
 P = "connector.hermes_agent."
 
 
+@pytest.fixture(autouse=True)
+def no_terminal_and_a_private_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """In-process commands never reach for the real terminal of whoever runs the tests (the /dev/tty
+    paths are tested in a pty, test_cli_terminal.py), nor write the real ~/.local/state."""
+    monkeypatch.setattr("hermes_sdk._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
 @pytest.fixture
 def env(hermes_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("HERMES_BASE_URL", hermes_emulator.base_url)
@@ -100,7 +108,10 @@ def test_delete_without_confirmation_sends_nothing(env: Any, capsys: pytest.Capt
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", open(os.devnull))  # not a terminal: nobody can confirm
     code, _, err = run(capsys, "responses", "delete", "resp_x", "--idempotency-key", "k", "--reason", "r")
-    assert code == 1 and err.startswith("hermes_sdk.approval_required: ")
+    why, error = err.splitlines()
+    assert code == 1 and error.startswith("hermes_sdk.approval_required: ")
+    assert why == ("hermes-sdk: no terminal to ask: stdin is not a terminal and /dev/tty cannot be opened "
+                   "(cron, CI, a detached process); pass --yes to confirm")
     assert env.requests_seen == []
 
 
@@ -204,8 +215,16 @@ def test_a_repeated_delete_key_is_recognised_with_a_durable_store(env: Any, caps
 
 
 def subprocess_env(emulator: Any, **extra: str) -> dict[str, str]:
+    """The environment of a ``hermes-sdk`` subprocess: this checkout first, a throwaway state dir."""
+    import tempfile
+    from pathlib import Path
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
-    env.update(HERMES_BASE_URL=emulator.base_url, HERMES_API_KEY=emulator.api_key, HERMES_SDK_PLUGINS="", **extra)
+    root = str(Path(__file__).resolve().parents[2])
+    env.update(HERMES_BASE_URL=emulator.base_url, HERMES_API_KEY=emulator.api_key, HERMES_SDK_PLUGINS="",
+               PYTHONPATH=os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p),
+               XDG_STATE_HOME=tempfile.mkdtemp(prefix="hermes-cli-state-"))
+    env.update(extra)
     return env
 
 
@@ -237,9 +256,9 @@ def test_dash_reads_stdin_and_no_text_on_a_terminal_is_a_usage_error(
         def isatty(self) -> bool:
             return True
 
-    monkeypatch.setattr(sys, "stdin", Terminal())
-    code, out, err = run(capsys, "chat")
-    assert code == 2 and out == "" and "usage: hermes-sdk" in err and "no prompt" in err
+    monkeypatch.setattr(sys, "stdin", Terminal())  # chat would start its interactive loop here
+    code, out, err = run(capsys, "responses", "create")
+    assert code == 2 and out == "" and "usage: hermes-sdk" in err and "no input" in err
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     code, _, err = run(capsys, "chat", "-")
     assert code == 2 and "stdin was empty" in err
@@ -376,3 +395,139 @@ def test_cli_errors_never_print_a_secret_the_server_echoes(fault: str, monkeypat
             for text in (out, err):
                 assert server.api_key not in text and server.secret not in text
                 assert "resp_0123456789abcdef0123456789abcdef" not in text
+
+
+# ---------------------------------------------------------------- at llm's level
+
+
+def test_models_health_and_toolsets(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "models") == (0, "hermes-agent\n", "")
+    code, out, _ = run(capsys, "models", "--json")
+    assert code == 0 and json.loads(out)[0]["id"] == "hermes-agent"
+    assert run(capsys, "health") == (0, "ok (hermes-agent, 0.19.0)\n", "")
+    assert json.loads(run(capsys, "health", "--json")[1])["status"] == "ok"
+    code, out, _ = run(capsys, "toolsets")
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()}
+    assert code == 0 and rows["terminal"] == "disabled" and rows["web"] == "disabled"  # the peer default: no tools
+    env.toolsets = ("terminal",)
+    code, out, _ = run(capsys, "toolsets", "--json")
+    by_name = {t["name"]: t for t in json.loads(out)}
+    assert by_name["terminal"]["enabled"] is True and "terminal" in by_name["terminal"]["tools"]
+
+
+def test_health_needs_no_key_and_exits_1_when_not_ok(env: Any, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HERMES_API_KEY")
+    assert run(capsys, "health") == (0, "ok (hermes-agent, 0.19.0)\n", "")  # no "has no API key" warning either
+    from core_support import RawServer, json_response
+
+    server = RawServer(lambda sock, request, srv: sock.sendall(json_response(200, b'{"status": "degraded"}')))
+    try:
+        monkeypatch.setenv("HERMES_BASE_URL", server.base_url)
+        code, out, err = run(capsys, "health", "--json")
+        assert code == 1 and json.loads(out) == {"status": "degraded"}
+        assert json.loads(err)["code"] == "hermes_sdk.unhealthy"
+        code, out, err = run(capsys, "health")
+        assert (code, out) == (1, "degraded\n")
+        assert err == "hermes_sdk.unhealthy: the server says 'degraded', not 'ok'\n"
+    finally:
+        server.close()
+
+
+def test_provider_options_with_dash_o(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "chat", "hi", "-o", "temperature", "0.2", "-o", "max_tokens", "50",
+                       "-o", "stop", '["END"]', "-o", "user", "ops team")
+    body = env.requests_seen[-1].body
+    assert code == 0 and out == "ECHO: hi\n"
+    assert body["temperature"] == 0.2 and body["max_tokens"] == 50 and body["stop"] == ["END"]
+    assert body["user"] == "ops team"  # not JSON: sent as the text
+    assert run(capsys, "responses", "create", "x", "-o", "temperature", "0", "--stream")[0] == 0
+    assert env.requests_seen[-1].body["temperature"] == 0
+    code, _, err = run(capsys, "chat", "hi", "-o", "model", "m")  # has its own flag
+    assert code == 2 and "-o model: use -m/--model for that" in err
+
+
+def test_a_prompt_of_several_words_needs_no_quotes(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "chat", "hello", "world") == (0, "ECHO: hello world\n", "")
+    assert run(capsys, "chat", "hello", "world", "--stream")[1] == "ECHO: hello world\n"
+    code, out, _ = run(capsys, "responses", "create", "three", "small", "words")
+    assert code == 0 and out == "ECHO: three small words\n"
+
+
+def test_json_errors_are_one_scrubbed_object_on_stderr(env: Any, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = run(capsys, "responses", "get", "resp_other0123456789", "--json")
+    error = json.loads(err)
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert error["code"] == P + "remote_rejected" and error["http_status"] == 404 and error["retryable"] is False
+    assert {"message", "category", "uncertain_outcome", "details", "action_id"} <= set(error)
+    assert "resp_other0123456789" not in err
+    monkeypatch.setenv("HERMES_API_KEY", "wrong-key-0099")
+    code, _, err = run(capsys, "chat", "hi", "--json")
+    assert code == 1 and json.loads(err)["code"] == P + "authentication" and "wrong-key-0099" not in err
+    monkeypatch.setenv("HERMES_API_KEY", env.api_key)
+    code, out, err = run(capsys, "chat", "TRUNCATE me", "--json")  # an incomplete agent turn
+    assert code == 1 and json.loads(err) == {"code": "hermes_sdk.agent_incomplete", "finish_reason": "length",
+                                             "message": "the agent did not complete (finish_reason length)"}
+    code, _, err = run(capsys, "chat", "x", "--stream", "--json", "--session-id", "s", "-c")
+    assert code == 2 and json.loads(err)["code"] == "hermes_sdk.usage"
+
+
+def test_without_a_key_the_cli_names_the_flag(env: Any, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HERMES_API_KEY")
+    code, _, err = run(capsys, "chat", "hi")
+    assert code == 1 and err.startswith(P + "missing_credential: no API key: pass --api-key KEY or set HERMES_API_KEY")
+    assert err.count("\n") == 1 and env.requests_seen == []
+    monkeypatch.delenv("HERMES_BASE_URL")
+    monkeypatch.setenv("HERMES_API_KEY", "k")
+    code, _, err = run(capsys, "models")
+    assert code == 1 and "no Hermes URL: pass --base-url URL or set HERMES_BASE_URL" in err
+
+
+def test_continue_the_last_session_from_a_private_state_file(env: Any, capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Any) -> None:
+    import stat
+
+    code, _, err = run(capsys, "chat", "-c", "hi")
+    assert code == 2 and "no earlier chat session" in err
+    assert run(capsys, "chat", "my name is Ada")[0] == 0
+    first = env.requests_seen[-1]
+    assert "X-Hermes-Session-Id" not in first.headers  # Hermes names the session
+    state = tmp_path / "state" / "hermes-sdk" / "state.json"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600 and stat.S_IMODE(state.parent.stat().st_mode) == 0o700
+    session = json.loads(state.read_text())["last_session"][env.base_url]["session_id"]
+    assert run(capsys, "chat", "--continue", "what", "is", "my", "name?")[0] == 0
+    assert env.requests_seen[-1].headers["X-Hermes-Session-Id"] == session
+    assert [m["content"] for m in env.session_messages(session)][:2] == ["my name is Ada", "ECHO: my name is Ada"]
+    assert run(capsys, "chat", "-c", "--stream", "again")[0] == 0
+    assert env.requests_seen[-1].headers["X-Hermes-Session-Id"] == session
+
+
+def test_the_emulator_command_takes_tools_and_asks_for_approval() -> None:
+    import signal
+
+    from hermes_sdk import ApprovalRequested, HermesClient
+
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk", "emulator", "--tools", "--approval-timeout", "5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    try:
+        assert proc.stdout is not None
+        base = proc.stdout.readline().strip().split("=", 1)[1]
+        proc.stdout.readline()
+        seen: list[Any] = []
+
+        def deny(request: Any) -> Any:
+            seen.append(request)
+            return request.deny(approver="test", reason="no")
+
+        with HermesClient(base, "test-key", approval_provider=deny, load_entrypoints=False) as client:
+            result = client.run("TOOL:terminal:rm -rf build", idempotency_key="emu-tools").wait(timeout=30)
+            toolsets = {t.name: t.enabled for t in client.toolsets()}
+        assert toolsets["terminal"] and toolsets["file"] and toolsets["todo"]
+        assert [e.command for e in result.events if isinstance(e, ApprovalRequested)] == ["rm -rf build"]
+        assert seen[0].operation == "run_approval"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(15)

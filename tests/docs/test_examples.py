@@ -10,6 +10,9 @@ comment on the line before its fence, which readers of the rendered page do not 
 
     <!-- not-run: needs a Redis server -->
     ```python
+
+A page whose examples need an emulator started with options says so once, anywhere on the page, in
+the words of ``hermes-sdk emulator`` (``<!-- emulator: --tools -->``), as its reader would start it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.parts) + [ROOT / "README.md"]
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```python[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*\S.*-->")
+EMULATOR = re.compile(r"<!--\s*emulator:(?P<args>[^>]*)-->")
 
 RUNNER = r"""
 import json, sys, traceback
@@ -46,6 +50,20 @@ for block in blocks:
         traceback.print_exc()
         sys.exit(1)
 """
+
+
+def emulator_options(page: Path) -> dict[str, Any]:
+    """The HermesEmulator options a page asks for, parsed as ``hermes-sdk emulator`` parses them."""
+    import argparse
+    import shlex
+
+    from hermes_sdk.testing.emulator import add_options, options_from
+
+    parser = argparse.ArgumentParser()
+    add_options(parser)
+    found = EMULATOR.search(page.read_text())
+    options = options_from(parser.parse_args(shlex.split(found.group("args")) if found else []))
+    return {k: v for k, v in options.items() if v != options_from(parser.parse_args([]))[k]}
 
 
 def examples(page: Path) -> list[dict[str, Any]]:
@@ -77,7 +95,7 @@ def test_page_examples_run(page: Path, blocks: list[dict[str, Any]], hermes_emul
                            tmp_path: Path) -> None:
     # Each page gets its own emulator: a run an example leaves behind (a deadline that gave up on a
     # slow reply) ends with it instead of holding a slot on the shared one.
-    hermes_emulator = hermes_emulator_factory()
+    hermes_emulator = hermes_emulator_factory(**emulator_options(page))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     env.update(HERMES_BASE_URL=hermes_emulator.base_url, HERMES_API_KEY=hermes_emulator.api_key,
                HERMES_SDK_PLUGINS="", PYTHONDONTWRITEBYTECODE="1")

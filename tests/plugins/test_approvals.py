@@ -185,3 +185,80 @@ def test_an_approval_in_its_json_shape_is_accepted(make_client: Any, hermes_emul
     assert result.status == "completed" and result.approval["approval_id"] == "apr-json"
     bad = client.invoke(cap, {"response_id": created.id}, idempotency_key="json-2", approval={"decision": "yes"})
     assert bad.status == "failed" and bad.error.details["field"] == "approval"
+
+
+# ------------------------------------------------ what a provider can reason about (operation, identifiers)
+
+
+def test_a_delete_request_names_its_operation_and_the_response_id_in_clear(make_client: Any,
+                                                                           stored: str) -> None:
+    seen: list[ApprovalRequest] = []
+
+    def allowlist(request: ApprovalRequest) -> Any:
+        seen.append(request)
+        if request.operation == "response_delete" and request.identifiers.get("response_id") == stored:
+            return request.approve(approver="allowlist", policy_decision_id="ALLOW-1")
+        return request.deny(approver="allowlist", reason="not on the list")
+
+    client = make_client(approval_provider=allowlist)
+    assert client.response_delete(stored, idempotency_key="k-allow", reason="retention").deleted
+    (request,) = seen
+    assert request.operation == "response_delete" and request.identifiers == {"response_id": stored}
+    assert request.input_snapshot == {"response_id": "[REDACTED]"}  # the snapshot stays redacted
+    assert stored not in repr(request)  # nor does repr() show the ids
+    with pytest.raises(ApprovalDeniedError) as info:
+        client.response_delete("resp_notonthelist", idempotency_key="k-other", reason="retention")
+    assert info.value.details["denial_reason"] == "not on the list"
+
+
+def test_identifiers_hold_ids_only_and_prompts_stay_redacted(make_client: Any) -> None:
+    client = make_client()
+    request = client.approval_request("responses", {"input": "my secret prompt", "previous_response_id": "resp_1",
+                                                    "conversation": "c"})
+    assert request.operation == "responses" and request.identifiers == {}
+    assert "my secret prompt" not in repr(request.input_snapshot)
+    by_cap = client.approval_request(DELETE, {"response_id": "resp_9"})
+    assert by_cap.operation == "response_delete" and by_cap.identifiers == {"response_id": "resp_9"}
+
+
+def test_a_denials_reason_is_kept_in_the_error(make_client: Any, hermes_emulator: Any, stored: str) -> None:
+    client = make_client(approval_provider=lambda r: r.deny(approver="ops-bot", reason="not during the freeze"))
+    with pytest.raises(ApprovalDeniedError) as info:
+        client.response_delete(stored, idempotency_key="k-freeze", reason="cleanup")
+    err = info.value
+    assert err.message == "approval was denied by ops-bot: not during the freeze; nothing was sent"
+    assert err.details["denial_reason"] == "not during the freeze" and err.details["approver"] == "ops-bot"
+    assert "not during the freeze" in str(err) and _deletes(hermes_emulator) == 0
+    # a denial without a reason says so, and does not borrow the call's reason (why it was wanted)
+    silent = _request(client, stored, reason="cleanup").deny(approver="ops-bot")
+    assert silent.reason is None
+    with pytest.raises(ApprovalDeniedError) as info:
+        client.response_delete(stored, idempotency_key="k-silent", reason="cleanup", approval=silent)
+    assert info.value.message == "approval was denied by ops-bot (no reason given); nothing was sent"
+    assert info.value.details["denial_reason"] is None
+
+
+def test_a_runs_command_request_says_run_approval_with_the_run_id_and_pattern_key(
+        hermes_emulator_factory: Any) -> None:
+    from hermes_sdk import ApprovalRequested
+    from hermes_sdk.testing import TOOLSETS
+
+    emulator = hermes_emulator_factory(toolsets=TOOLSETS)
+    seen: list[ApprovalRequest] = []
+
+    def deletions_only(request: ApprovalRequest) -> Any:
+        seen.append(request)
+        if request.operation == "run_approval":
+            return request.deny(approver="ops-bot", reason="deletion approvals only")
+        return request.approve(approver="ops-bot", policy_decision_id="OPS-1")
+
+    with emulator.client(approval_provider=deletions_only, load_entrypoints=False) as client:
+        run = client.run("TOOL:terminal:rm -rf build", idempotency_key="run-ident")
+        result = run.wait(timeout=30)
+    (request,) = seen
+    assert request.operation == "run_approval"
+    assert request.identifiers == {"run_id": run.id, "pattern_key": "recursive delete"}
+    assert request.input_snapshot["command"] == "rm -rf build" and run.id not in repr(request.input_snapshot)
+    (asked,) = [e for e in result.events if isinstance(e, ApprovalRequested)]
+    assert asked.pattern_key == "recursive delete"
+    assert result.status == "completed" and "BLOCKED" in (result.output or "")  # denied: the command never ran

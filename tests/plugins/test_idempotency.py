@@ -24,6 +24,7 @@ from hermes_sdk import (
     OutcomeUnknownError,
     SQLiteStore,
     hookimpl,
+    input_hash,
 )
 from hermes_sdk._constants import DELETE_KEY_TTL_SECONDS
 from hermes_sdk.errors import HermesError
@@ -31,9 +32,10 @@ from hermes_sdk.errors import HermesError
 CHAT = "cap:hermes_agent:default:chat"
 
 
-def rec(key: str = "k", action: str = "act_1", ttl: float = 60.0, cap: str = CHAT) -> IdempotencyRecord:
+def rec(key: str = "k", action: str = "act_1", ttl: float = 60.0, cap: str = CHAT,
+        input_hash: str = "h") -> IdempotencyRecord:
     now = time.time()
-    return IdempotencyRecord(capability_id=cap, key=key, action_id=action, input_hash="h", state="pending",
+    return IdempotencyRecord(capability_id=cap, key=key, action_id=action, input_hash=input_hash, state="pending",
                              created_at=now, expires_at=now + ttl)
 
 
@@ -166,7 +168,7 @@ def test_reserved_pending_before_sending_then_completed(make_client: Any, hermes
 
 def test_completed_record_replays_without_executing_even_if_input_changed(make_client: Any,
                                                                            hermes_emulator: Any) -> None:
-    client = make_client()
+    client = make_client(strict_idempotency=False)  # the opt-out: replay whatever the input
     first = client.chat(prompt="first", idempotency_key="k-replay")
     again = client.chat(prompt="a different prompt", idempotency_key="k-replay")
     assert again.id == first.id and again.text == "ECHO: first"
@@ -176,14 +178,17 @@ def test_completed_record_replays_without_executing_even_if_input_changed(make_c
     assert generic.output["id"] == first.id
 
 
-def test_strict_mode_rejects_a_changed_input(make_client: Any, hermes_emulator: Any) -> None:
-    client = make_client(strict_idempotency=True)
+def test_a_changed_input_is_a_conflict_by_default(make_client: Any, hermes_emulator: Any) -> None:
+    client = make_client()
+    assert client.strict_idempotency is True
     client.chat(prompt="first", idempotency_key="k-strict")
     assert client.chat(prompt="first", idempotency_key="k-strict").text == "ECHO: first"
     with pytest.raises(IdempotencyConflictError) as info:
         client.chat(prompt="changed", idempotency_key="k-strict")
     assert info.value.code == "hermes_sdk.idempotency_conflict"
-    assert hermes_emulator.executions == 1
+    assert not info.value.uncertain_outcome and info.value.details["original_action_id"]
+    assert "new key" in info.value.message and "strict_idempotency=False" in info.value.message
+    assert hermes_emulator.executions == 1 and len(hermes_emulator.requests_seen) == 1
 
 
 def test_a_pending_record_is_outcome_unknown_and_never_executes(make_client: Any, hermes_emulator: Any) -> None:
@@ -201,7 +206,8 @@ def test_a_pending_record_is_outcome_unknown_and_never_executes(make_client: Any
 
 def test_operator_reconciliation(make_client: Any, hermes_emulator: Any) -> None:
     store = MemoryStore()
-    store.reserve(rec(key="k-lost", action="act_lost"))
+    # the lost call's record, bound to its input as the SDK reserves it
+    store.reserve(rec(key="k-lost", action="act_lost", input_hash=input_hash(CHAT, {"prompt": "x"})))
     client = make_client(idempotency_store=store)
     # 1. read the durable action result first: nothing recorded yet
     assert client.action_result("act_lost") is None

@@ -168,7 +168,10 @@ def test_canary_six_capabilities_leave_no_trace(hermes_emulator_factory: Any, al
     receipt = client.response_delete(created.id, idempotency_key=CANARY["idempotency_key"] + "d",
                                      reason=CANARY["reason"])
     assert receipt.deleted
-    replayed = client.chat(prompt=CANARY["prompt"], idempotency_key=CANARY["idempotency_key"])  # replay path
+    replayed = client.chat(messages=[{"role": "system", "content": CANARY["message"]},  # replay path: same input
+                                     {"role": "user", "content": CANARY["prompt"]}],
+                           session_id=CANARY["session_id"], session_key=CANARY["session_key"],
+                           idempotency_key=CANARY["idempotency_key"])
     assert replayed.id == chat.id
     with pytest.raises(NotFoundError) as missing:  # error path (and a retried-never 404)
         client.response_get(created.id)

@@ -59,7 +59,10 @@ def test_canary_every_capability_leaves_no_trace_in_spans_events_or_metrics(herm
     assert client.response_get(created.id, session_key=CANARY["session_key"]).id == created.id
     assert client.response_delete(created.id, idempotency_key=CANARY["idempotency_key"] + "d",
                                   reason=CANARY["reason"]).deleted
-    assert client.chat(prompt=CANARY["prompt"], idempotency_key=CANARY["idempotency_key"]).replayed
+    assert client.chat(messages=[{"role": "system", "content": CANARY["message"]},  # the replay: same input
+                                 {"role": "user", "content": CANARY["prompt"]}],
+                       session_id=CANARY["session_id"], session_key=CANARY["session_key"],
+                       idempotency_key=CANARY["idempotency_key"]).replayed
     with pytest.raises(NotFoundError):  # error path
         client.response_get(created.id)
     late = client.invoke("cap:hermes_agent:default:chat", {"prompt": CANARY["prompt"]},

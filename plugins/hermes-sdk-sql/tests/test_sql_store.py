@@ -219,7 +219,7 @@ def test_sdk_end_to_end(db_url: str, hermes_emulator: Any) -> None:
     a, b = make(key_retention=300), make()
     before = hermes_emulator.executions
     first = a.chat(prompt="hello", idempotency_key="sk-1", action_id="act_sql_1")
-    assert b.chat(prompt="changed", idempotency_key="sk-1").id == first.id  # another "host" replays it
+    assert b.chat(prompt="hello", idempotency_key="sk-1").id == first.id  # another "host" replays it
     assert b.action_result("act_sql_1").output["id"] == first.id
     assert hermes_emulator.executions == before + 1
 
