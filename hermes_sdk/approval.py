@@ -132,7 +132,9 @@ class ApprovalRequest:
             shell command, ...), as in the capability id.
         identifiers: the ids the operation acts on, in clear (``response_id``, ``session_id``,
             ``job_id``; for a run's command ``run_id`` and Hermes' ``pattern_key``, e.g.
-            ``recursive delete``); prompts and outputs are never in it. Not in ``repr()``.
+            ``recursive delete``; for a command in a ``client.operate`` run also
+            ``operator_action_id``, the id ``operate(resume=...)`` takes); prompts and outputs are
+            never in it. Not in ``repr()``.
     """
 
     id: str

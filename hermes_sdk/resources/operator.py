@@ -19,7 +19,7 @@ import attrs
 from .. import convert
 from .._constants import DELETE_KEY_TTL_SECONDS
 from .._sentinels import REQUIRED
-from ..approval import ApprovalDecision
+from ..approval import ApprovalDecision, ApprovalRequest, ask
 from ..deadline import TimeoutLike, as_timeout
 from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
 from ..errors import (
@@ -119,8 +119,8 @@ class Operator:
             return self.poll(endpoint, known, until, options.context)
         state = OperatorResult("running", original, run_id=started.run_id, session_id=f"aip-operator-{original}")
         self.save(endpoint, state)
-        run = Run(self._runs, started, endpoint=endpoint.id, approval_provider=provider, deadline=until,
-                  context=options.context)
+        run = Run(self._runs, started, endpoint=endpoint.id, approval_provider=_OperatorProvider.of(provider, original),
+                  deadline=until, context=options.context)
         run._subscribe()
         try:
             for event in run.events():
@@ -228,6 +228,24 @@ class Operator:
         if save and isinstance(error, RunNotFoundError):
             self.save(endpoint, found)
         return found
+
+
+class _OperatorProvider:
+    """The run's approval provider, its requests naming the operator action they belong to
+    (``identifiers["operator_action_id"]``), so a provider that leaves one undecided can have a
+    person's later decision resume the action (``operate(resume=...)``, e.g. hermes-sdk-inbox)."""
+
+    def __init__(self, provider: Any, action_id: str) -> None:
+        self._provider = provider
+        self._action_id = action_id
+
+    @classmethod
+    def of(cls, provider: Any, action_id: str) -> Any:
+        return None if provider is None else cls(provider, action_id)
+
+    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        tagged = attrs.evolve(request, identifiers={**request.identifiers, "operator_action_id": self._action_id})
+        return ask(self._provider, tagged)
 
 
 def _pending_of(event: ApprovalRequested) -> dict[str, Any]:

@@ -121,6 +121,10 @@ def test_a_provider_that_answers_keeps_it_running(tools_emu: HermesEmulator) -> 
         result = client.operate(DANGEROUS, idempotency_key=uniq("k"))
     assert result.status == "completed" and result.pending_approval is None
     assert [r.capability_id.rsplit(":", 1)[1] for r in asked] == ["operator", "run_approval"]
+    # the run's command names the operator action it belongs to (a later decision can resume it)
+    assert asked[1].identifiers["operator_action_id"] == result.action_id
+    assert asked[1].identifiers["run_id"] == result.run_id and asked[1].identifiers["pattern_key"]
+    assert "operator_action_id" not in asked[0].identifiers
 
 
 def test_resume_from_another_process_with_a_sqlite_store(tools_emu: HermesEmulator, tmp_path: Path) -> None:
