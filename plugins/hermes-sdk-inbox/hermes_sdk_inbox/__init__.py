@@ -10,13 +10,16 @@ from .inbox import (
     InputHashMismatch,
     InvalidDecision,
     display_state,
+    identifiers_of,
 )
 from .plugin import InboxPlugin
 from .provider import HERMES_APPROVAL_TIMEOUT, InboxProvider
 from .queue import ApprovalQueue, CorruptEntryError, MemoryQueue, SQLiteQueue, queue_from_url
+from .resume import RESUME_KEY_PREFIX, Resumed, ResumeWorker, resume_decided
 from .web import create_app, inbox_blueprint
 
-__all__ = ["DECISION_TTL_SECONDS", "HERMES_APPROVAL_TIMEOUT", "ApprovalQueue", "CorruptEntryError",
-           "EntryExpired", "EntryNotFound", "EntryNotPending", "Inbox", "InboxError", "InboxPlugin",
-           "InboxProvider", "InputHashMismatch", "InvalidDecision", "MemoryQueue", "SQLiteQueue",
-           "create_app", "display_state", "inbox_blueprint", "queue_from_url"]
+__all__ = ["DECISION_TTL_SECONDS", "HERMES_APPROVAL_TIMEOUT", "RESUME_KEY_PREFIX", "ApprovalQueue",
+           "CorruptEntryError", "EntryExpired", "EntryNotFound", "EntryNotPending", "Inbox", "InboxError",
+           "InboxPlugin", "InboxProvider", "InputHashMismatch", "InvalidDecision", "MemoryQueue", "ResumeWorker",
+           "Resumed", "SQLiteQueue", "create_app", "display_state", "identifiers_of", "inbox_blueprint",
+           "queue_from_url", "resume_decided"]

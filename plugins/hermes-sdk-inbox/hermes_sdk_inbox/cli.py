@@ -5,6 +5,13 @@ script of its own::
 
     hermes-sdk-inbox --store postgresql://app@db/app --token "$HERMES_SDK_INBOX_TOKEN"   # serve
     hermes-sdk-inbox --store sqlite:///hermes-inbox.db list --state all --json
+    hermes-sdk-inbox --store URL resume --watch 2     # send operator decisions (HERMES_BASE_URL, ...)
+    hermes-sdk-inbox --store URL serve --resume       # both in one process
+
+``resume`` and ``serve --resume`` build a ``HermesClient()`` from the environment
+(``HERMES_BASE_URL``, ``HERMES_API_KEY``, ``HERMES_SDK_IDEMPOTENCY_STORE``, or
+``--idempotency-store``): it must share the idempotency store of the processes that call
+``client.operate``, where the operator state lives.
 """
 
 from __future__ import annotations
@@ -14,9 +21,11 @@ import json
 import os
 import secrets
 import sys
-from typing import Optional, Sequence
+import time
+from typing import Any, Optional, Sequence
 
 from .inbox import Inbox
+from .resume import ResumeWorker
 from .web import create_app, token_from_env
 
 
@@ -30,6 +39,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     listing = sub.add_parser("list", help="print entries")
     listing.add_argument("--state", default="pending", help="pending, approved, denied, expired or all")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    listing.add_argument("--operation", default=None, help="only this operation (response_delete, job_pause, ...)")
+    listing.add_argument("--id", default=None, help="only entries acting on this id (response, job, session, run...)")
+    resume = sub.add_parser("resume", help="send decided operator entries (operate(resume=...)) and follow them")
+    resume.add_argument("--watch", type=float, default=None, metavar="SECONDS",
+                        help="keep looking every SECONDS instead of once")
+    for p in (serve, resume, parser):
+        p.add_argument("--idempotency-store", default=None,
+                       help="the operator state's store (env HERMES_SDK_IDEMPOTENCY_STORE)")
+        p.add_argument("--resume-timeout", type=float, default=None,
+                       help="seconds each resumed operator action is followed (default 900)")
+    for p in (parser, serve):
+        p.add_argument("--resume", action="store_true",
+                       help="also send operator decisions as they are made (a background worker)")
     for p in (parser, serve):
         p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
         p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
@@ -41,21 +63,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("--store (or HERMES_SDK_INBOX_STORE) is required")
     if args.command == "list":
         inbox = Inbox(args.store)
-        for entry in inbox.entries(state=None if args.state == "all" else args.state, limit=1000):
+        for entry in inbox.entries(state=None if args.state == "all" else args.state, operation=args.operation,
+                                   identifier=args.id, limit=1000):
             if args.json:
                 print(json.dumps(entry, sort_keys=True))
             else:
-                what = (entry.get("run") or {}).get("command") or " ".join(
-                    f"{k}={v}" for k, v in entry["targets"].items())
+                ids = " ".join(f"{k}={v}" for k, v in entry["identifiers"].items())
+                command = (entry.get("run") or {}).get("command")
+                what = f"{command}  ({ids})" if command else ids
                 print(f"{entry['id']}  {entry['display_state']:8}  {entry['operation']:16}  {what}")
         inbox.close()
         return 0
+    if args.command == "resume":
+        return _resume(args)
     token = args.token or token_from_env()
     if not token:
         token = secrets.token_urlsafe(24)
         print(f"hermes-sdk-inbox: access token (give it at /login): {token}", file=sys.stderr, flush=True)
+    worker = None
+    if args.resume:
+        worker = ResumeWorker(_client(args), args.store, timeout=args.resume_timeout).start()
     try:
-        app = create_app(args.store, token=token, operator=args.operator)
+        app = create_app(args.store, token=token, operator=args.operator,
+                         on_decision=worker.wake if worker is not None else None)
     except ValueError as exc:
         parser.error(str(exc))
     from werkzeug.serving import make_server
@@ -68,8 +98,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         pass
     finally:
         server.server_close()
+        if worker is not None:
+            worker.stop(5)
+            worker.client.close()
         app.inbox.close()  # type: ignore[attr-defined]
     return 0
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from hermes_sdk import HermesClient
+
+    return HermesClient(idempotency_store=args.idempotency_store)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """Send decided operator entries once (print one JSON line each), or keep watching."""
+    client = _client(args)
+    worker = ResumeWorker(client, args.store, interval=args.watch or 1.0, timeout=args.resume_timeout)
+    try:
+        while True:
+            for item in worker.run_once():
+                print(json.dumps({"entry_id": item.entry_id, "action_id": item.action_id, "choice": item.choice,
+                                  "status": item.result.status if item.result is not None else None,
+                                  "run_id": item.result.run_id if item.result is not None else None,
+                                  "skipped": item.skipped,
+                                  "error": item.error.to_dict() if item.error is not None else None}),
+                      flush=True)
+            if not args.watch:
+                return 0
+            time.sleep(args.watch)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        client.close()
+        worker.inbox.close()
 
 
 if __name__ == "__main__":

@@ -2,13 +2,21 @@
 
 An entry (a JSON-able dict; what an operator sees):
 
-- ``id`` (``inb_…``), ``kind`` (``run`` for a run's approval, else ``call``), ``capability_id``,
-  ``endpoint_id``, ``operation``;
-- ``targets``: the identifiers the call acts on, as the SDK's redaction shows them;
-  ``input_snapshot``: the redacted input; ``input_hash``: the hash every decision is bound to;
+- ``id`` (``inb_…``), ``kind`` (``run`` for a run's approval, ``operator`` for a command in a
+  ``client.operate`` run, else ``call``), ``capability_id``, ``endpoint_id``, ``operation``
+  (``ApprovalRequest.operation``: ``response_delete``, ``job_pause``, ``session_delete``,
+  ``operator``, ``run_approval``, ...);
+- ``identifiers``: the ids the operation acts on, in clear (``ApprovalRequest.identifiers``:
+  ``response_id``, ``session_id``, ``job_id``; for a run's command ``run_id`` and
+  ``pattern_key``, plus ``operator_action_id`` in an operator run); ``input_snapshot``: the
+  redacted input (prompts and outputs never in clear); ``input_hash``: the hash every decision
+  is bound to;
 - ``reason``: the caller's reason; ``requested_at`` / ``expires_at`` (epoch seconds);
-- ``run``: for a run's approval, ``run_id``, ``command``, ``pattern_key``, ``choices``,
-  ``allow_permanent`` and the run's ``deadline``;
+- ``run``: for a run's approval, ``command`` (scrubbed of credentials), ``pattern_key``,
+  ``choices``, ``allow_permanent`` and the run's ``deadline``;
+- ``operator``: for an operator entry, ``action_id`` (what ``operate(resume=...)`` takes) and,
+  once :func:`~hermes_sdk_inbox.resume_decided` sent the decision, ``resumed`` (``at``,
+  ``choice``, ``status``, ``run_id``, ``error``);
 - ``principal_id``, ``tenant_id``, ``request_id``, ``action_id`` of the asking call;
 - ``state``: ``pending`` → ``approved`` | ``denied`` (or ``expired``), with ``decision``: who
   (``approver``, ``authenticated_as``), when (``decided_at``), why (``reason``), ``scope``
@@ -34,6 +42,8 @@ from .queue import ApprovalQueue, queue_from_url
 #: An approved decision is honoured this long after it was made (the SDK's approval TTL).
 DECISION_TTL_SECONDS = 15 * 60
 STATES = ("pending", "approved", "denied", "expired")
+#: The kinds of entry that answer a run's command (``session`` scope allowed): a run's, an operator run's.
+RUN_KINDS = ("run", "operator")
 _scrubber = Redactor()
 
 
@@ -96,10 +106,16 @@ class Inbox:
         return entry
 
     def entries(self, *, state: Optional[str] = "pending", operation: Optional[str] = None,
-                kind: Optional[str] = None, limit: int = 100) -> list[dict[str, Any]]:
-        """Entries newest first; ``state`` is the displayed state (``expired`` included), None for all."""
+                kind: Optional[str] = None, identifier: Optional[str] = None,
+                limit: int = 100) -> list[dict[str, Any]]:
+        """Entries newest first; ``state`` is the displayed state (``expired`` included), None for all.
+
+        ``operation`` and ``kind`` match exactly; ``identifier`` matches an entry whose id or any of
+        whose ``identifiers`` (a response, session, job, run or operator action id) is that value.
+        """
         now = self.clock()
         stored = {"pending": "pending", "expired": None}.get(state or "", state) if state else None
+        wanted = identifier.strip() if identifier else None
         out = []
         for entry in self.queue.list(state=stored, limit=max(limit * 4, 200)):
             shown = display_state(entry, now)
@@ -109,7 +125,10 @@ class Inbox:
                 continue
             if kind and entry.get("kind") != kind:
                 continue
-            out.append({**entry, "display_state": shown})
+            ids = identifiers_of(entry)
+            if wanted and wanted != entry["id"] and wanted not in ids.values():
+                continue
+            out.append({**entry, "identifiers": ids, "display_state": shown})
             if len(out) >= limit:
                 break
         return out
@@ -119,21 +138,25 @@ class Inbox:
     def submit(self, request: ApprovalRequest, *, run: Optional[dict[str, Any]] = None,
                expires_at: Optional[float] = None) -> dict[str, Any]:
         """Queue ``request`` (or find the open entry of the same capability and input hash)."""
-        endpoint_id, operation = _split(request.capability_id)
+        endpoint_id, parsed = _split(request.capability_id)
+        operation = getattr(request, "operation", "") or parsed
         snapshot = dict(request.input_snapshot)
+        identifiers = {str(k): str(v) for k, v in dict(getattr(request, "identifiers", None) or {}).items()}
+        operator_action = identifiers.get("operator_action_id") if operation == "run_approval" else None
+        kind = "operator" if operator_action else "run" if operation == "run_approval" else "call"
         entry: dict[str, Any] = {
             "id": f"inb_{uuid.uuid4().hex}", "version": 1, "state": "pending",
             "open_key": open_key(request.capability_id, request.input_hash),
-            "kind": "run" if operation == "run_approval" else "call",
-            "capability_id": request.capability_id, "endpoint_id": endpoint_id, "operation": operation,
-            "targets": {k: v for k, v in snapshot.items() if k == "id" or k.endswith("_id")},
+            "kind": kind, "capability_id": request.capability_id, "endpoint_id": endpoint_id,
+            "operation": operation, "identifiers": identifiers,
             "input_snapshot": snapshot, "input_hash": request.input_hash,
             "reason": _scrubber.text(request.reason) if request.reason else None,
             "requested_at": request.requested_at,
             "expires_at": min(request.expires_at, expires_at) if expires_at else request.expires_at,
             "request_id": request.id, "action_id": request.action_id,
             "principal_id": request.principal_id, "tenant_id": request.tenant_id,
-            "run": run, "decision": None, "used": None, "closed_reason": None,
+            "run": run, "operator": {"action_id": operator_action, "resumed": None} if operator_action else None,
+            "decision": None, "used": None, "closed_reason": None,
         }
         for _ in range(10):
             stored = self.queue.add(entry)
@@ -207,7 +230,7 @@ class Inbox:
                 raise InvalidDecision("scope must be once or session")
             elif scope == "session":
                 run = entry.get("run") or {}
-                if entry["kind"] != "run" or "session" not in (run.get("choices") or ["session"]):
+                if entry["kind"] not in RUN_KINDS or "session" not in (run.get("choices") or ["session"]):
                     raise InvalidDecision("only a run's approval can be approved for the session")
             new = {**entry, "version": int(entry["version"]) + 1, "state": decision, "decision": {
                 "decision": decision, "approver": approver, "authenticated_as": authenticated_as,
@@ -217,8 +240,28 @@ class Inbox:
                 return new
         raise EntryNotPending("the entry changed while deciding; reload it")
 
+    def record_resume(self, entry_id: str, resumed: dict[str, Any]) -> dict[str, Any]:
+        """Keep what resuming an operator entry's action did (``operator.resumed``) with the entry."""
+        for _ in range(5):
+            entry = self.get(entry_id)
+            operator = dict(entry.get("operator") or {})
+            operator["resumed"] = resumed
+            new = {**entry, "version": int(entry["version"]) + 1, "operator": operator}
+            if self.queue.update(new, int(entry["version"])):
+                return new
+        raise EntryNotPending("the entry changed while recording its resume; reload it")
+
     def close(self) -> None:
         self.queue.close()
+
+
+def identifiers_of(entry: dict[str, Any]) -> dict[str, str]:
+    """An entry's ``identifiers`` (entries queued by an earlier build kept redacted ``targets`` instead)."""
+    ids = entry.get("identifiers")
+    if isinstance(ids, dict):
+        return ids
+    targets = entry.get("targets")
+    return dict(targets) if isinstance(targets, dict) else {}
 
 
 def _split(capability_id: str) -> tuple[Optional[str], str]:

@@ -9,7 +9,15 @@
   decision up to the run's deadline or Hermes' own approval timeout (``approvals.timeout``, 60 s
   by default), whichever comes first, and returns it: an approval for the ``session`` carries
   ``scope="session"``, which the SDK answers as Hermes' ``session`` choice. With no decision by
-  then the entry is closed as expired and the request is left to Hermes (which blocks it).
+  then the entry is closed as expired and the request is left to Hermes (which blocks it). The
+  follower asks about one request at a time, oldest first, as Hermes answers them; the entry's
+  expiry is never past Hermes' approval timeout, so no decision is handed back once Hermes moved
+  on to another command.
+* A command in a ``client.operate`` run (``identifiers["operator_action_id"]``) is an
+  ``operator`` entry: it waits at most ``wait`` seconds like a synchronous call, then stays
+  pending (until Hermes' approval timeout) while ``operate()`` returns ``requires_human``; the
+  person's decision is sent by :func:`~hermes_sdk_inbox.resume_decided`
+  (``operate(resume=<action id>, choice=...)``), from any process sharing the stores.
 
 Registered as a plugin (``HermesClient(plugins=[provider])``), the provider also answers the
 ``hermes_approval_provider`` hook and observes runs' ``approval.request`` events, so a run's entry
@@ -72,7 +80,7 @@ class InboxProvider:
         """Note a run's ``approval.request``: its pattern key and whether Hermes offers ``session``.
 
         Observers see events redacted (no run id, no command); the request the follower hands the
-        provider next carries the event's description as its reason, which is the pattern key.
+        provider next carries the pattern key in ``identifiers``, which is how the two are matched.
         """
         if getattr(invocation, "operation", None) != "run_events":
             return
@@ -90,17 +98,19 @@ class InboxProvider:
     def _run_info(self, request: ApprovalRequest) -> dict[str, Any]:
         """What the observed ``approval.request`` of this request said (matched on its pattern key)."""
         found: Optional[dict[str, Any]] = None
+        pattern_key = dict(getattr(request, "identifiers", None) or {}).get("pattern_key") or None
         with self._lock:
             for info in list(self._observed):
                 if time.time() - info["seen_at"] > 600:
                     self._observed.remove(info)
-                elif found is None and info["pattern_key"] is not None and info["pattern_key"] == request.reason:
+                elif found is None and info["pattern_key"] is not None and info["pattern_key"] == pattern_key:
                     found = info
                     self._observed.remove(info)
-        run = {"command": request.input_snapshot.get("command"), "description": request.reason, "pattern_key": None,
+        run = {"command": request.input_snapshot.get("command"), "description": request.reason,
+               "pattern_key": pattern_key,
                "choices": list(_ALL_CHOICES), "allow_permanent": True, "smart_denied": False}
         if found is not None:
-            run.update({k: v for k, v in found.items() if k != "seen_at"})
+            run.update({k: v for k, v in found.items() if k not in ("seen_at", "pattern_key")})
         run["deadline"] = self._deadline
         return run
 
@@ -117,16 +127,18 @@ class InboxProvider:
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
         """Queue ``request``; return the decision once a person made it (see the module doc)."""
         is_run = request.capability_id.rsplit(":", 1)[-1] == RUN_APPROVAL
+        # A command in an operator run: operate() returns requires_human rather than holding a thread
+        in_operator = is_run and bool(dict(getattr(request, "identifiers", None) or {}).get("operator_action_id"))
         now = time.time()
         run = None
         until = now + max(0.0, self.wait)
         entry_expiry = None
         if is_run:
             run = self._run_info(request)
-            until = now + self.approval_timeout
+            entry_expiry = now + self.approval_timeout
             if self._deadline is not None:
-                until = min(until, float(self._deadline))
-            entry_expiry = until
+                entry_expiry = min(entry_expiry, float(self._deadline))
+            until = min(until, entry_expiry) if in_operator else entry_expiry
         entry = self.inbox.submit(request, run=run, expires_at=entry_expiry)
         while True:
             if entry["state"] in ("approved", "denied") and entry["input_hash"] == request.input_hash:
@@ -142,6 +154,8 @@ class InboxProvider:
                 break
             time.sleep(min(self.poll_interval, remaining))
             entry = self.inbox.get(entry["id"])
+        if in_operator:
+            return None  # stays pending: operate() returns requires_human; resume_decided() sends the decision
         if is_run:
             self.inbox.expire(entry, "no decision before Hermes' approval timeout or the run's deadline")
             return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import hmac
 import json
+import logging
 import os
 import secrets
 from typing import Any, Callable, Optional, Union
@@ -25,12 +26,14 @@ from typing import Any, Callable, Optional, Union
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, render_template_string, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from .inbox import Inbox, InboxError, display_state
+from .inbox import Inbox, InboxError, display_state, identifiers_of
 from .queue import ApprovalQueue
 
 Authenticate = Callable[[Any], Optional[str]]
 Authorize = Callable[[str, dict[str, Any], str], bool]
+OnDecision = Callable[[dict[str, Any]], None]
 CSRF_MAX_AGE = 3600
+log = logging.getLogger("hermes_sdk_inbox")
 
 _BASE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
@@ -50,17 +53,18 @@ _LIST = """<h1>{{ heading }}</h1>
 <form method="get" id="filters">
 <label>State <select name="state">{% for s in ["pending", "approved", "denied", "expired", "all"] %}
 <option value="{{ s }}" {% if s == state %}selected{% endif %}>{{ s }}</option>{% endfor %}</select></label>
-<label>Kind <select name="kind"><option value="">any</option>{% for k in ["run", "call"] %}
+<label>Kind <select name="kind"><option value="">any</option>{% for k in ["run", "operator", "call"] %}
 <option value="{{ k }}" {% if k == kind %}selected{% endif %}>{{ k }}</option>{% endfor %}</select></label>
 <label>Operation <input name="operation" value="{{ operation or '' }}"></label>
+<label>Id <input name="id" value="{{ identifier or '' }}" placeholder="resp_…, job id, session id, run_…, act_…"></label>
 <button type="submit">Filter</button></form>
 <table id="entries"><tr><th>Entry</th><th>State</th><th>Operation</th><th>What</th><th>Reason</th><th>Requested</th><th>Expires</th></tr>
 {% for e in entries %}<tr class="entry" data-entry="{{ e.id }}">
 <td><a href="{{ url_for(bp + '.detail', entry_id=e.id) }}">{{ e.id }}</a></td>
 <td class="state state-{{ e.display_state }}">{{ e.display_state }}</td>
 <td>{{ e.operation }} <small>({{ e.kind }})</small></td>
-<td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}
-{% else %}{% for k, v in e.targets.items() %}{{ k }}={{ v }} {% endfor %}{% endif %}</td>
+<td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
+{% for k, v in e.identifiers.items() %}{% if k != 'pattern_key' %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endif %}{% endfor %}</td>
 <td>{{ e.reason or '' }}</td><td>{{ fmt(e.requested_at) }}</td><td>{{ fmt(e.expires_at) }}</td></tr>
 {% else %}<tr><td colspan="7" id="empty">Nothing here.</td></tr>{% endfor %}</table>"""
 
@@ -70,10 +74,12 @@ _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <tr><th>Operation</th><td id="operation">{{ e.operation }} ({{ e.kind }}) on endpoint {{ e.endpoint_id }}</td></tr>
 <tr><th>Capability</th><td><code>{{ e.capability_id }}</code></td></tr>
 {% if e.run %}<tr><th>Command</th><td><code id="command">{{ e.run.command }}</code></td></tr>
-<tr><th>Pattern</th><td id="pattern">{{ e.run.pattern_key or e.run.description or 'unknown' }}</td></tr>
+<tr><th>Pattern</th><td id="pattern">{{ e.run.pattern_key or e.identifiers.pattern_key or e.run.description or 'unknown' }}</td></tr>
 {% if e.run.deadline %}<tr><th>Run deadline</th><td>{{ fmt(e.run.deadline) }}</td></tr>{% endif %}
 <tr><th>Choices</th><td>{{ (e.run.choices or [])|join(', ') }}</td></tr>{% endif %}
-<tr><th>Acts on</th><td>{% for k, v in e.targets.items() %}{{ k }}={{ v }} {% endfor %}</td></tr>
+<tr><th>Acts on</th><td id="identifiers">{% for k, v in e.identifiers.items() %}<span class="id" data-name="{{ k }}">{{ k }}=<code>{{ v }}</code></span> {% endfor %}</td></tr>
+{% if e.operator %}<tr><th>Operator action</th><td><code id="operator-action">{{ e.operator.action_id }}</code>: the decision resumes it
+{% if e.operator.resumed %}<br><span id="resumed">resumed at {{ fmt(e.operator.resumed.at) }} with <b>{{ e.operator.resumed.choice }}</b>: {{ e.operator.resumed.status }}</span>{% endif %}</td></tr>{% endif %}
 <tr><th>Input (redacted)</th><td><code>{{ snapshot }}</code></td></tr>
 <tr><th>Input hash</th><td><code id="input-hash">{{ e.input_hash }}</code></td></tr>
 <tr><th>Caller's reason</th><td id="reason">{{ e.reason or '' }}</td></tr>
@@ -93,8 +99,8 @@ on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
 <input type="hidden" name="input_hash" value="{{ e.input_hash }}">
 <label>Your name <input name="operator" id="operator-name" value="{{ identity }}" required></label>
 <label>Reason <input name="reason" id="decision-reason-input" required size="60"></label>
-<button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.kind == 'run' %} once{% endif %}</button>
-{% if e.kind == 'run' and 'session' in (e.run.choices or []) %}
+<button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.run %} once{% endif %}</button>
+{% if e.run and 'session' in (e.run.choices or []) %}
 <button type="submit" name="action" value="approve_session" id="approve-session">Approve for this run's session</button>{% endif %}
 <button type="submit" name="action" value="deny" id="deny">Deny</button>
 </form>{% elif state == "expired" %}<p id="expired-note">This entry expired; it can no longer be approved.</p>{% endif %}"""
@@ -118,7 +124,8 @@ def _headers(resp: Response) -> Response:
 
 def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Authenticate,
                     authorize: Optional[Authorize] = None, secret_key: Optional[Union[str, bytes]] = None,
-                    name: str = "hermes_inbox", title: str = "Approval inbox") -> Blueprint:
+                    name: str = "hermes_inbox", title: str = "Approval inbox",
+                    on_decision: Optional[OnDecision] = None) -> Blueprint:
     """A blueprint serving the inbox; mount it with ``app.register_blueprint(bp, url_prefix="/inbox")``.
 
     Args:
@@ -130,6 +137,9 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         secret_key: signs the CSRF tokens; default the app's ``SECRET_KEY`` (required then).
         name: the blueprint's name (``url_for(name + ".index")``).
         title: the page title.
+        on_decision: ``on_decision(entry)`` after each decision is stored, e.g. to enqueue a task
+            that runs :func:`~hermes_sdk_inbox.resume_decided` for an ``operator`` entry. What it
+            raises is logged; the decision stands.
     """
     inbox = store if isinstance(store, Inbox) else Inbox(store)
     bp = Blueprint(name, __name__)
@@ -163,9 +173,11 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         state = request.args.get("state", "pending")
         kind = request.args.get("kind") or None
         operation = (request.args.get("operation") or "").strip() or None
-        entries = inbox.entries(state=None if state == "all" else state, kind=kind, operation=operation)
+        identifier = (request.args.get("id") or "").strip() or None
+        entries = inbox.entries(state=None if state == "all" else state, kind=kind, operation=operation,
+                                identifier=identifier)
         return page(_LIST, heading=f"Approvals: {state}", entries=entries, state=state, kind=kind,
-                    operation=operation, identity=who)
+                    operation=operation, identifier=identifier, identity=who)
 
     def render_detail(entry_id: str, who: str, status: int = 200, error: Optional[str] = None) -> Response:
         try:
@@ -173,6 +185,7 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         except InboxError as exc:
             return page("<p>{{ message }}</p>", status=exc.status, message=str(exc), identity=who)
         csrf = serializer().dumps({"o": who, "e": entry["id"], "h": entry["input_hash"]})
+        entry = {**entry, "identifiers": identifiers_of(entry)}
         return page(_DETAIL, status=status, error=error, e=entry, state=display_state(entry), csrf=csrf,
                     snapshot=json.dumps(entry.get("input_snapshot"), sort_keys=True), identity=who)
 
@@ -205,10 +218,16 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
             if not authorize(who, entry, decision):
                 return render_detail(entry_id, who, status=403, error="You may not decide this entry.")
         try:
-            inbox.decide(entry_id, decision=decision, approver=form.get("operator", ""),
-                         reason=form.get("reason", ""), input_hash=posted_hash, scope=scope, authenticated_as=who)
+            decided = inbox.decide(entry_id, decision=decision, approver=form.get("operator", ""),
+                                   reason=form.get("reason", ""), input_hash=posted_hash, scope=scope,
+                                   authenticated_as=who)
         except InboxError as exc:
             return render_detail(entry_id, who, status=exc.status, error=str(exc))
+        if on_decision is not None:
+            try:
+                on_decision(decided)
+            except Exception:
+                log.exception("hermes-sdk-inbox: on_decision failed for %s; the decision stands", entry_id)
         return redirect(url_for(name + ".detail", entry_id=entry_id), code=303)
 
     return bp
@@ -228,12 +247,15 @@ NONCE_COOKIE = "hermes_inbox_login"
 
 
 def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_key: Optional[str] = None,
-               operator: str = "operator", url_prefix: str = "") -> Flask:
+               operator: str = "operator", url_prefix: str = "",
+               on_decision: Optional[OnDecision] = None) -> Flask:
     """The standalone inbox (``hermes-sdk-inbox --store URL``): every request needs ``token``.
 
     Send it as ``Authorization: Bearer <token>``, or sign in once at ``/login`` (an HttpOnly,
     SameSite=Strict cookie signed with ``secret_key`` follows). The signed-in identity is
-    ``operator``; each decision also records the name typed into the form.
+    ``operator``; each decision also records the name typed into the form. ``on_decision`` is
+    the blueprint's hook (``hermes-sdk-inbox serve --resume`` gives a :class:`ResumeWorker`'s
+    ``wake``).
     """
     if not token or len(token) < 16:
         raise ValueError("the standalone inbox needs an access token of at least 16 characters")
@@ -252,7 +274,7 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
             pass
         return None
 
-    bp = inbox_blueprint(store, authenticate=authenticate)
+    bp = inbox_blueprint(store, authenticate=authenticate, on_decision=on_decision)
     app.register_blueprint(bp, url_prefix=url_prefix or None)
     app.inbox = bp.inbox  # type: ignore[attr-defined]
 

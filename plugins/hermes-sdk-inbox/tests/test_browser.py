@@ -98,9 +98,14 @@ def inbox_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 def _wait(predicate: Any, timeout: float = 20.0) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except StaleElementReferenceException:  # the page navigated between the find and the read
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:

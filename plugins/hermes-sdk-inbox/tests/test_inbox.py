@@ -145,8 +145,11 @@ def test_a_call_is_queued_then_resumed_by_the_decision(queue_url: Any, hermes_em
     assert again.value.details["inbox_entry_id"] == entry_id
     entry = provider.inbox.get(entry_id)
     assert entry["operation"] == "response_delete" and entry["kind"] == "call"
-    assert entry["targets"] == {"response_id": "[REDACTED]"} and entry["reason"] == "GDPR request 7"
-    assert created.id not in str(entry)  # ids and text redacted as everywhere
+    # the id it acts on in clear (ApprovalRequest.identifiers); the input snapshot redacted as everywhere
+    assert entry["identifiers"] == {"response_id": created.id} and entry["reason"] == "GDPR request 7"
+    assert created.id not in str(entry["input_snapshot"])
+    assert [e["id"] for e in provider.inbox.entries(identifier=created.id)] == [entry_id]
+    assert provider.inbox.entries(identifier="resp_other") == []
 
     t0 = time.perf_counter()
     provider.inbox.decide(entry_id, decision="approved", approver="alice", reason="verified the request",
@@ -244,6 +247,9 @@ def test_a_run_waits_for_the_operator_and_a_session_approval_answers_session(too
     entry = seen["entry"]
     assert entry["operation"] == "run_approval" and entry["run"]["command"] == f"rm -rf {VICTIM}/a"
     assert entry["run"]["pattern_key"] == "delete in root path" and "session" in entry["run"]["choices"]
+    # the pattern key comes from the request itself, the run id in clear beside it
+    assert entry["identifiers"]["pattern_key"] == "delete in root path"
+    assert entry["identifiers"]["run_id"] == result.run_id and entry["kind"] == "run"
     assert entry["expires_at"] <= entry["requested_at"] + 60.5  # Hermes' approval timeout bounds it
     choices = [r.body for r in tools_emulator.requests_seen if r.path.endswith("/approval")]
     assert choices == [{"choice": "session"}]  # the second command was covered by the session

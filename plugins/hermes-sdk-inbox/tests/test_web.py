@@ -3,6 +3,7 @@ the audit trail, and the standalone app's token."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any, Optional
@@ -47,7 +48,8 @@ def queue_delete(inbox: Inbox, sdk: HermesClient, rid: str = "resp_1", reason: s
 
 
 def queue_run(inbox: Inbox, sdk: HermesClient, command: str = "rm -rf /scratch/victim") -> dict[str, Any]:
-    request = sdk.runs.approval_request("run_1234567890", command, reason="delete in root path")
+    request = sdk.runs.approval_request("run_1234567890", command, reason="delete in root path",
+                                        pattern_key="delete in root path")
     return inbox.submit(request, run={"command": command, "pattern_key": "delete in root path",
                                       "choices": ["once", "session", "always", "deny"], "deadline": None})
 
@@ -73,7 +75,10 @@ def test_detail_shows_what_an_operator_decides_on(sdk: HermesClient) -> None:
     for shown in ("run_approval", "rm -rf /scratch/victim", "delete in root path", entry["input_hash"],
                   "approve-once", "approve-session", "deny", "pending"):
         assert shown in html
-    assert "run_1234567890" not in html  # the run id stays redacted, as in the SDK's snapshot
+    # the ids it acts on are shown in clear (ApprovalRequest.identifiers); the input snapshot stays redacted
+    assert re.search(r'data-name="run_id">run_id=<code>run_1234567890</code>', html)
+    assert 'data-name="pattern_key">pattern_key=<code>delete in root path</code>' in html
+    assert "run_1234567890" not in json.dumps(entry["input_snapshot"])
     call = queue_delete(inbox, sdk, reason="<script>alert(1)</script>")
     html = web.get(f"/inbox/{call['id']}", headers={"X-User": "alice"}).text
     assert "approve-session" not in html and "<script>alert(1)" not in html and "&lt;script&gt;" in html
@@ -179,6 +184,13 @@ def test_filters(sdk: HermesClient) -> None:
     assert call["id"] not in web.get("/inbox/?operation=run_approval", headers=user).text
     both = web.get("/inbox/?state=all", headers=user).text
     assert call["id"] in both and run["id"] in both
+    # by id: any identifier of the entry (or the entry's own id)
+    by_response = web.get("/inbox/?id=resp_1", headers=user).text
+    assert call["id"] in by_response and run["id"] not in by_response
+    by_run = web.get("/inbox/?id=run_1234567890", headers=user).text
+    assert run["id"] in by_run and call["id"] not in by_run and "resp_1" in by_response
+    assert call["id"] in web.get(f"/inbox/?id={call['id']}", headers=user).text
+    assert "Nothing here" in web.get("/inbox/?id=resp_nope", headers=user).text
     assert web.get("/inbox/inb_nope", headers=user).status_code == 404
 
 
@@ -217,3 +229,23 @@ def test_the_blueprint_needs_a_secret(sdk: HermesClient) -> None:
     app.config["PROPAGATE_EXCEPTIONS"] = True
     with pytest.raises(RuntimeError, match="SECRET_KEY"):
         app.test_client().get(f"/{entry['id']}")
+
+
+def test_on_decision_hears_each_stored_decision(sdk: HermesClient) -> None:
+    inbox = Inbox(MemoryQueue())
+    entry = queue_delete(inbox, sdk)
+    heard: list[dict[str, Any]] = []
+
+    def on_decision(decided: dict[str, Any]) -> None:
+        heard.append(decided)
+        raise RuntimeError("the task queue is down")  # logged; the decision stands
+
+    app = Flask("host")
+    app.config["SECRET_KEY"] = "s"
+    app.register_blueprint(inbox_blueprint(inbox, authenticate=lambda r: "alice", on_decision=on_decision))
+    web = app.test_client()
+    csrf = csrf_of(web.get(f"/{entry['id']}").text)
+    resp = web.post(f"/{entry['id']}/decide", data={"csrf_token": csrf, "input_hash": entry["input_hash"],
+                                                    "operator": "Alice", "reason": "ok", "action": "deny"})
+    assert resp.status_code == 303 and inbox.get(entry["id"])["state"] == "denied"
+    assert [h["id"] for h in heard] == [entry["id"]] and heard[0]["decision"]["approver"] == "Alice"
