@@ -52,3 +52,8 @@ def backoff_delay(attempt: int, error: HermesError) -> float:
     if error.retry_after_ms is not None:
         delay = max(delay, min(error.retry_after_ms / 1000.0, RETRY_AFTER_CAP))
     return delay
+
+
+#: The policy of a client built with the defaults; errors are classified by it where they are
+#: built (so ``retryable`` is right wherever one is read), and again by the client's own policy.
+DEFAULT_POLICY = RetryPolicy()

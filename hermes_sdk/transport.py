@@ -53,6 +53,7 @@ from .errors import (
     ServerError,
     TransportError,
 )
+from .retry import DEFAULT_POLICY
 
 
 class _NoRedirectSession(requests.Session):
@@ -442,12 +443,12 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
         # connector's are, for model calls; the fact itself is kept in details.
         details["before_agent_work"] = True
         klass = RateLimitedError if status == 429 else ServerError
-        return klass(text, retry_after_ms=retry_after_ms(response),
-                     uncertain_outcome=not read_only, **kwargs)
+        return DEFAULT_POLICY.classify(contract, klass(text, retry_after_ms=retry_after_ms(response),
+                                                       uncertain_outcome=not read_only, **kwargs))
     if status >= 500:
         klass = AgentIncompleteError if provider.get("code") == "agent_incomplete" else ServerError
-        return klass(text, retry_after_ms=retry_after_ms(response),
-                     uncertain_outcome=not read_only, **kwargs)
+        return DEFAULT_POLICY.classify(contract, klass(text, retry_after_ms=retry_after_ms(response),
+                                                       uncertain_outcome=not read_only, **kwargs))
     if status == 400:
         return BadRequestError(text, **kwargs)
     return RemoteRejectedError(text, **kwargs)
@@ -496,7 +497,8 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
             if uncertain:
                 message += ("; the request was sent, so the model may have run (uncertain_outcome=True): "
                             "read client.action_result(action_id) before any retry (docs: Errors and recovery)")
-        error = TransportError(message, uncertain_outcome=uncertain, details=details)
+        error = DEFAULT_POLICY.classify(contract, TransportError(message, uncertain_outcome=uncertain,
+                                                                 details=details))
     error.__cause__ = cause
     error.__suppress_context__ = True
     return error

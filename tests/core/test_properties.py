@@ -204,6 +204,8 @@ def test_invoke_never_raises_and_sends_only_sendable_requests(recording_client: 
     before = len(session.sent)
     if key is not None or operation == "response_delete":
         key = f"{key or 'k'}#{next(_keys)}"  # one client for every example: a key is never reused
+    if isinstance(data, dict) and isinstance(data.get("idempotency_key"), str):
+        data = {**data, "idempotency_key": f"{data['idempotency_key']}#{next(_keys)}"}  # nor one in the input
     result = client.invoke(f"cap:hermes_agent:default:{operation}", data, idempotency_key=key)
     assert result.status in ("completed", "failed"), result
     if len(session.sent) == before:  # nothing sent: refused before I/O, as an input error
