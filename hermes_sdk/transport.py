@@ -463,8 +463,8 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
     failed", ...), and says what ``uncertain_outcome`` means for this failure: False for a connect
     failure (``details["sent"]`` False: nothing left this process), True for a model call's later
     one. The returned error's ``__cause__`` is a redacted stand-in for ``exc`` (its type, errno and
-    scrubbed text, without the urllib3 and pluggy frames), so raise it with a plain ``raise``: ``raise ... from None``
-    would drop the cause again. ``details["cause"]`` holds the same text.
+    scrubbed text, without the urllib3 and pluggy frames), so raise it with a plain ``raise``:
+    ``raise ... from None`` would drop the cause again. ``details["cause"]`` holds the same text.
     """
     read_only = contract.read_only
     connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
