@@ -257,7 +257,7 @@ def test_connect_refused_is_certain_because_nothing_was_sent() -> None:
             c.chat(prompt="x", idempotency_key="k-refused")
         assert info.value.uncertain_outcome is False and info.value.retryable is False
         assert info.value.details["connect_failure"] is True and info.value.details["sent"] is False
-        assert c.idempotency_record("cap:hermes_agent:default:chat", "k-refused") is None  # key given back
+        assert c.records.get("cap:hermes_agent:default:chat", "k-refused") is None  # key given back
         with pytest.raises(TransportError) as info:
             c.chat_stream(prompt="x")
         assert info.value.uncertain_outcome is False and info.value.details["sent"] is False
