@@ -460,17 +460,18 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
 
     The message names the URL origin (from ``origin``, else the failed request; never a path, which
     can hold a response id) and the cause in plain words ("connection refused", "name resolution
-    failed", ...), and says what ``uncertain_outcome`` means for this failure. The returned error's
-    ``__cause__`` is a redacted stand-in for ``exc`` (its type, errno and scrubbed text, without
-    the urllib3 and pluggy frames), so raise it with a plain ``raise``: ``raise ... from None``
-    would drop the cause again. ``details["cause"]`` holds the same text.
+    failed", ...), and says what ``uncertain_outcome`` means for this failure: False for a connect
+    failure (``details["sent"]`` False: nothing left this process), True for a model call's later
+    one. The returned error's ``__cause__`` is a redacted stand-in for ``exc`` (its type, errno and
+    scrubbed text, without the urllib3 and pluggy frames), so raise it with a plain ``raise``:
+    ``raise ... from None`` would drop the cause again. ``details["cause"]`` holds the same text.
     """
     read_only = contract.read_only
     connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
         isinstance(exc, requests.exceptions.ConnectTimeout) or _is_connect_failure(exc))
-    # Conservative like the connector: a model call's transport failure is uncertain, even a
-    # refused connection; details say what the SDK knows (nothing was sent).
-    uncertain = not read_only
+    # A model call's transport failure is uncertain once the request may have left; a connect
+    # failure sent nothing, so its outcome is certain (the connector's blanket rule says uncertain).
+    uncertain = not read_only and not connect
     where = origin or _origin_of(exc)
     at = f" at {where}" if where else ""
     cause = _redacted_cause(exc)
@@ -491,10 +492,6 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
         if connect:
             message = (f"could not connect to Hermes{at} ({reason}); nothing was sent. "
                        "Is Hermes running there, and is HERMES_BASE_URL right?")
-            if uncertain:
-                message += (" uncertain_outcome=True only because every transport failure of a model call is "
-                            "reported so (as the connector does); details['sent']=False means the request never "
-                            "left this process, so a retry with the same idempotency key is safe")
         else:
             message = f"transport failure talking to Hermes{at} ({reason})"
             if uncertain:

@@ -81,7 +81,7 @@ def test_18_sdk_replays_its_own_record_without_sending(server: Target) -> None:
         first = client.responses(input=prompt, idempotency_key=key)
         mark = server.mark()
         replay = client.responses(input=prompt, idempotency_key=key)
-        record = client.action_result(client.idempotency_record(
+        record = client.action_result(client.records.get(
             "cap:hermes_agent:default:responses", key).action_id)  # type: ignore[union-attr]
     assert server.calls_since(mark) == []
     assert replay.id == first.id and replay.raw == first.raw  # the SDK's record, not the server's cache

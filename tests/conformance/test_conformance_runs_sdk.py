@@ -74,7 +74,7 @@ def test_run_follows_typed_events_to_completion(runs_target: RunsTarget) -> None
     assert ReasoningAvailable in [type(e) for e in events]
     assert result.status == "completed" and result.events_complete and result.output == f"ECHO: {prompt}"
     assert result.text == result.output and result.usage and result.usage["total_tokens"] > 0
-    assert client.run_get(run.id).status == "completed"
+    assert client.runs.get(run.id).status == "completed"
 
 
 def test_tool_events_on_runs_chat_and_responses(runs_target: RunsTarget) -> None:
@@ -157,7 +157,7 @@ def test_provider_none_leaves_it_to_the_caller(runs_target: RunsTarget) -> None:
         request = next(e for e in run.events() if isinstance(e, ApprovalRequested))
         assert request.command == f"rm -rf {victim}" and request.choices == ("once", "session", "always", "deny")
         assert run.pending_approval == request and run.status == "waiting_for_approval"
-        assert client.run_get(run.id).status == "waiting_for_approval"
+        assert client.runs.get(run.id).status == "waiting_for_approval"
         assert runs_target.exists(victim)
         assert run.approve("deny").resolved == 1
         with pytest.raises(ApprovalNotPendingError):
@@ -215,7 +215,7 @@ def test_stop_while_running(runs_target: RunsTarget) -> None:
         deadline = time.time() + 5
         while True:  # the task ends just after its terminal event; then /stop is 404
             try:
-                client.run_stop(run.id)
+                client.runs.stop(run.id)
             except RunNotFoundError:
                 break
             assert time.time() < deadline

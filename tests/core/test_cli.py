@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 import pytest
@@ -214,16 +215,18 @@ def test_a_repeated_delete_key_is_recognised_with_a_durable_store(env: Any, caps
 # ---------------------------------------------------------------- parity with llm / openai habits
 
 
+_STATE = tempfile.TemporaryDirectory(prefix="hermes-cli-state-")  # removed when the test process ends
+
+
 def subprocess_env(emulator: Any, **extra: str) -> dict[str, str]:
     """The environment of a ``hermes-sdk`` subprocess: this checkout first, a throwaway state dir."""
-    import tempfile
     from pathlib import Path
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     root = str(Path(__file__).resolve().parents[2])
     env.update(HERMES_BASE_URL=emulator.base_url, HERMES_API_KEY=emulator.api_key, HERMES_SDK_PLUGINS="",
                PYTHONPATH=os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p),
-               XDG_STATE_HOME=tempfile.mkdtemp(prefix="hermes-cli-state-"))
+               XDG_STATE_HOME=_STATE.name)
     env.update(extra)
     return env
 

@@ -249,17 +249,20 @@ def test_mid_body_drop_on_chat_is_typed(emu) -> None:
     assert len([r for r in emu.requests_seen if r.method == "GET"]) == 2
 
 
-def test_connect_refused_is_conservative_but_says_nothing_was_sent() -> None:
-    # The connector marks every transport failure of a model call uncertain; details keep the fact.
+def test_connect_refused_is_certain_because_nothing_was_sent() -> None:
+    # The connector marks every transport failure of a model call uncertain; nothing left here, so
+    # the outcome is certain (and the key is given back).
     with HermesClient(f"http://127.0.0.1:{free_port()}", "k", load_entrypoints=False) as c:
         with pytest.raises(TransportError) as info:
             c.chat(prompt="x", idempotency_key="k-refused")
-        assert info.value.uncertain_outcome is True and info.value.retryable is False
+        assert info.value.uncertain_outcome is False and info.value.retryable is False
         assert info.value.details["connect_failure"] is True and info.value.details["sent"] is False
-        assert c.idempotency_record("cap:hermes_agent:default:chat", "k-refused") is None  # key given back
+        assert c.records.get("cap:hermes_agent:default:chat", "k-refused") is None  # key given back
         with pytest.raises(TransportError) as info:
             c.chat_stream(prompt="x")
-        assert info.value.uncertain_outcome is True and info.value.details["sent"] is False
+        assert info.value.uncertain_outcome is False and info.value.details["sent"] is False
+        result = c.invoke("cap:hermes_agent:default:chat", {"prompt": "x"}, idempotency_key="k-refused")
+        assert result.status == "failed" and result.error is not None and not result.error.uncertain_outcome
         with pytest.raises(TransportError) as info:
             c.response_get("resp_1")
         assert info.value.uncertain_outcome is False and info.value.retryable is True

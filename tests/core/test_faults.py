@@ -313,7 +313,7 @@ def test_fault(row: Row) -> None:
         elapsed = time.monotonic() - start
         if error is None and getattr(value, "error", None) is not None:
             error = value.error  # a stream's outcome
-        record = client.idempotency_record(capability_id("default", row.op), key)
+        record = client.records.get(capability_id("default", row.op), key)
         client.close()
         idle = server.wait_idle(1.0)
 

@@ -239,7 +239,7 @@ def test_typed_methods_and_invoke_refuse_before_io_and_keep_the_key(hermes_emula
                                idempotency_key="k1")
         assert result.status == "failed" and isinstance(result.error, InvalidInputError)
         for op in ("chat", "chat_stream", "responses", "response_get"):
-            assert client.idempotency_record(f"cap:hermes_agent:default:{op}", "k1") is None
+            assert client.records.get(f"cap:hermes_agent:default:{op}", "k1") is None
         assert client.chat(prompt="x", idempotency_key="k1").text  # the key was never spent
     assert len([r for r in hermes_emulator.requests_seen if r.path.startswith("/v1/")]) == 1
 

@@ -211,7 +211,7 @@ def test_invoke_never_raises_and_sends_only_sendable_requests(recording_client: 
     if len(session.sent) == before:  # nothing sent: refused before I/O, as an input error
         assert result.status == "failed" and isinstance(result.error, InvalidInputError), result.error
     if key is not None and isinstance(result.error, InvalidInputError):
-        assert client.idempotency_record(f"cap:hermes_agent:default:{operation}", key) is None
+        assert client.records.get(f"cap:hermes_agent:default:{operation}", key) is None
 
 
 # ---------------------------------------------------------------- SSE

@@ -86,7 +86,7 @@ def stop_until_404(client: HermesClient, run_id: str) -> RunNotFoundError:
     deadline = time.time() + 5
     while True:
         try:
-            client.run_stop(run_id)
+            client.runs.stop(run_id)
         except RunNotFoundError as exc:
             return exc
         assert time.time() < deadline
@@ -134,7 +134,7 @@ def test_run_start_refuses_bad_input_locally(emu: HermesEmulator, client: Hermes
     with pytest.raises(InvalidInputError) as info:
         client.run(bad_input, idempotency_key="k-bad")
     assert info.value.details["field"] == field
-    assert runs_seen(emu) == [] and client.idempotency_record("cap:hermes_agent:default:run_start", "k-bad") is None
+    assert runs_seen(emu) == [] and client.records.get("cap:hermes_agent:default:run_start", "k-bad") is None
 
 
 def test_run_start_other_local_checks(emu: HermesEmulator, client: HermesClient) -> None:
@@ -162,12 +162,12 @@ def test_run_start_body_and_headers(emu: HermesEmulator, client: HermesClient) -
     assert post.body == {"input": [{"role": "user", "content": "earlier"}, {"role": "user", "content": "now"}],
                          "instructions": "Be terse.", "model": "m-1"}
     assert post.header("X-Hermes-Session-Key") == "sk-1" and post.header("Idempotency-Key") == "k-fields"
-    assert client.run_get(run.id).model == "m-1"
+    assert client.runs.get(run.id).model == "m-1"
 
 
 @pytest.mark.parametrize("run_id", ["", ".", "..", "a\nb", "x" * 600, 5])
 def test_run_ids_are_checked(emu: HermesEmulator, client: HermesClient, run_id: Any) -> None:
-    for call in (client.run_get, client.run_stop, lambda r: client.run_approval(r, "once")):
+    for call in (client.runs.get, client.runs.stop, lambda r: client.runs.approve(r, "once")):
         with pytest.raises(InvalidInputError) as info:
             call(run_id)
         assert info.value.details["field"] == "run_id"
@@ -177,14 +177,14 @@ def test_run_ids_are_checked(emu: HermesEmulator, client: HermesClient, run_id: 
 def test_run_approval_choice_checked_locally(emu: HermesEmulator, client: HermesClient) -> None:
     for choice in ("approve", "ONCE", "", None, "maybe"):
         with pytest.raises(InvalidInputError) as info:
-            client.run_approval("run_x", choice)  # type: ignore[arg-type]
+            client.runs.approve("run_x", choice)  # type: ignore[arg-type]
         assert info.value.details["field"] == "choice"
     assert runs_seen(emu) == []
 
 
 def test_run_path_ids_are_one_segment(emu: HermesEmulator, client: HermesClient) -> None:
     with pytest.raises(RunNotFoundError) as info:
-        client.run_get("a/b c")
+        client.runs.get("a/b c")
     assert [r.path for r in runs_seen(emu)] == ["/v1/runs/a%2Fb%20c"]
     assert info.value.http_status == 404 and not info.value.uncertain_outcome
 
@@ -192,18 +192,18 @@ def test_run_path_ids_are_one_segment(emu: HermesEmulator, client: HermesClient)
 def test_typed_run_errors(emu: HermesEmulator, client: HermesClient) -> None:
     run = client.run("SLOW:1 hello", idempotency_key="k-errs")
     with pytest.raises(ApprovalNotPendingError) as pending:
-        client.run_approval(run.id, "once")
+        client.runs.approve(run.id, "once")
     assert pending.value.http_status == 409 and not pending.value.retryable
     assert not pending.value.uncertain_outcome and pending.value.code == "connector.hermes_agent.remote_rejected"
     assert run.wait(timeout=10).status == "completed"
     with pytest.raises(ApprovalNotActiveError) as active:
-        client.run_approval(run.id, "deny")
+        client.runs.approve(run.id, "deny")
     assert active.value.http_status == 409 and not active.value.uncertain_outcome
     stop = stop_until_404(client, run.id)  # finished: 404 although GET still has it
     assert stop.http_status == 404 and not stop.uncertain_outcome
-    assert client.run_get(run.id).status == "completed"
+    assert client.runs.get(run.id).status == "completed"
     with pytest.raises(RunNotFoundError):
-        client.run_get("run_unknown")
+        client.runs.get("run_unknown")
 
 
 def test_invalid_choice_error_is_typed() -> None:
@@ -345,7 +345,7 @@ def test_provider_approves_once(tools_emu: HermesEmulator) -> None:
     assert request.capability_id == "cap:hermes_agent:default:run_approval"
     assert request.input_snapshot == {"run_id": "[REDACTED]", "command": f"rm -rf {VICTIM}"}  # shown to approve
     assert request.reason == "delete in root path"
-    assert request.input_hash == c.run_approval_request(run.id, f"rm -rf {VICTIM}").input_hash
+    assert request.input_hash == c.runs.approval_request(run.id, f"rm -rf {VICTIM}").input_hash
     assert json.loads(approvals_sent(tools_emu)[0].raw_body) == {"choice": "once"}
     responded = [e for e in result.events if isinstance(e, ApprovalResponded)]
     assert responded and responded[0].choice == "once"
@@ -384,7 +384,7 @@ def test_provider_none_leaves_it_pending_for_the_caller(tools_emu: HermesEmulato
                 break
         assert approvals_sent(tools_emu) == [] and run.status == "waiting_for_approval"
         assert run.pending_approval is not None and run.pending_approval.command == f"rm -rf {VICTIM}"
-        assert c.run_get(run.id).status == "waiting_for_approval"
+        assert c.runs.get(run.id).status == "waiting_for_approval"
         answer = run.approve("deny")
         assert (answer.choice, answer.resolved) == ("deny", 1) and run.pending_approval is None
         result = run.wait(timeout=15)
@@ -398,9 +398,9 @@ def test_run_provider_overrides_the_clients(tools_emu: HermesEmulator, client: H
 
 
 def test_the_snapshot_scrubs_credentials_in_the_command(client: HermesClient) -> None:
-    request = client.run_approval_request("run_0123456789abcdef", "curl -H 'Authorization: Bearer abc123' x | sh")
+    request = client.runs.approval_request("run_0123456789abcdef", "curl -H 'Authorization: Bearer abc123' x | sh")
     assert "abc123" not in request.input_snapshot["command"] and "curl" in request.input_snapshot["command"]
-    assert request.input_hash == client.run_approval_request(
+    assert request.input_hash == client.runs.approval_request(
         "run_0123456789abcdef", "curl -H 'Authorization: Bearer abc123' x | sh").input_hash
 
 
@@ -425,7 +425,7 @@ def test_always_is_refused_by_default(tools_emu: HermesEmulator) -> None:
             run.wait(timeout=15)
         assert info.value.details["field"] == "scope" and approvals_sent(tools_emu) == []
         with pytest.raises(InvalidInputError) as direct:
-            c.run_approval(run.id, "always")
+            c.runs.approve(run.id, "always")
         assert direct.value.details["field"] == "choice" and approvals_sent(tools_emu) == []
         run.approve("deny")
         assert run.wait(timeout=15).ok
@@ -457,7 +457,7 @@ def test_never_an_approval_after_stop(tools_emu: HermesEmulator) -> None:
             run.approve("once")
         assert info.value.details["sent"] is False and info.value.code == "hermes_sdk.run_stopped"
         with pytest.raises(RunStoppedError):
-            c.run_approval(run.id, "once")  # the client remembers, whichever handle asks
+            c.runs.approve(run.id, "once")  # the client remembers, whichever handle asks
         result = run.wait(timeout=15)
     assert approvals_sent(tools_emu) == []
     assert result.status == "cancelled" and isinstance(result.events[-1], RunCancelled)
@@ -476,7 +476,7 @@ def test_provider_is_not_asked_after_stop(tools_emu: HermesEmulator) -> None:
         deadline = time.time() + 10
         while not tools_emu.pending_approvals(run.id) and time.time() < deadline:
             time.sleep(0.02)
-        c.run_stop(run.id)  # before this handle read the approval request
+        c.runs.stop(run.id)  # before this handle read the approval request
         result = run.wait(timeout=15)
     assert any(isinstance(e, ApprovalRequested) for e in result.events)
     assert result.status == "cancelled" and asked == [] and approvals_sent(tools_emu) == []
@@ -515,7 +515,7 @@ def test_rate_limited_start_gives_the_key_back(emu: HermesEmulator, hermes_emula
         with pytest.raises(RateLimitedError) as info:
             c.run("second", idempotency_key="k-429")
         assert info.value.retryable and not info.value.uncertain_outcome and info.value.details["started"] is False
-        assert c.idempotency_record("cap:hermes_agent:default:run_start", "k-429") is None
+        assert c.records.get("cap:hermes_agent:default:run_start", "k-429") is None
         holder.approve("deny")
         assert holder.wait(timeout=15).ok
         for _ in range(50):  # the slot is released just after the terminal event
@@ -630,7 +630,7 @@ def test_polling_respects_the_deadline(emu: HermesEmulator, client: HermesClient
 def test_failed_run(emu: HermesEmulator, client: HermesClient) -> None:
     result = client.run("FAIL400", idempotency_key="k-fail").wait(timeout=10)
     assert result.status == "failed" and result.error and isinstance(result.events[-1], RunFailed)
-    status = client.run_get(result.run_id)
+    status = client.runs.get(result.run_id)
     assert isinstance(status, RunStatus) and status.terminal and status.error == result.error
 
 
@@ -783,9 +783,9 @@ def test_a_silent_stream_is_found_broken_by_its_read_timeout(emu: HermesEmulator
 
 def test_every_run_method_takes_a_timeout(emu: HermesEmulator, client: HermesClient) -> None:
     run = client.run("t", idempotency_key="k-timeout", timeout=10)
-    assert client.run_get(run.id, timeout=5).run_id == run.id
+    assert client.runs.get(run.id, timeout=5).run_id == run.id
     assert client.health(timeout=5).ok and client.models(timeout=5)
     assert client.server_capabilities(timeout=5).features and client.toolsets(timeout=5)
     with pytest.raises(InvalidInputError):
-        client.run_get(run.id, timeout=-1)
+        client.runs.get(run.id, timeout=-1)
     run.wait(timeout=10)

@@ -44,7 +44,7 @@ def test_deny_by_default_nothing_sent(make_client: Any, hermes_emulator: Any, st
     assert info.value.code == "hermes_sdk.approval_required"
     assert info.value.details["input_hash"] == input_hash(DELETE, {"response_id": stored})
     assert _deletes(hermes_emulator) == 0 and hermes_emulator.stored_response(stored) is not None
-    assert client.idempotency_record(DELETE, "k1") is None  # the key was not consumed
+    assert client.records.get(DELETE, "k1") is None  # the key was not consumed
     result = client.invoke(DELETE, {"response_id": stored}, idempotency_key="k1")
     assert result.status == "pending_approval" and isinstance(result.error, ApprovalRequiredError)
 

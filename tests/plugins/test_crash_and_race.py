@@ -66,7 +66,7 @@ def test_killed_mid_call_leaves_outcome_unknown_never_a_second_execution(hermes_
                       load_entrypoints=False) as client:
         with pytest.raises(OutcomeUnknownError) as info:
             client.chat(prompt="SLOW:5 charge the card", idempotency_key="k-crash")
-        record = client.idempotency_record(CHAT, "k-crash")
+        record = client.records.get(CHAT, "k-crash")
         assert record.state == "pending" and info.value.details["original_action_id"] == record.action_id
         assert client.action_result(record.action_id) is None
     assert hermes_emulator.executions == 1

@@ -162,7 +162,7 @@ def test_a_failing_pipeline_hook_raises_a_typed_error_naming_the_plugin(make_cli
     assert info.value.uncertain_outcome is False
     assert hermes_emulator.executions == 0
     # Nothing was sent, so the key is given back and a fixed client can use it.
-    assert client.idempotency_record("cap:hermes_agent:default:chat", "k-boom") is None
+    assert client.records.get("cap:hermes_agent:default:chat", "k-boom") is None
 
 
 def test_a_wrapper_failing_after_the_send_keeps_the_record(make_client: Any, hermes_emulator: Any) -> None:
@@ -180,7 +180,7 @@ def test_a_wrapper_failing_after_the_send_keeps_the_record(make_client: Any, her
         client.chat(prompt="sent once", idempotency_key="k-late")
     assert info.value.details["plugin"] == "late-boom" and info.value.uncertain_outcome is True
     assert hermes_emulator.executions == 1
-    record = client.idempotency_record("cap:hermes_agent:default:chat", "k-late")
+    record = client.records.get("cap:hermes_agent:default:chat", "k-late")
     assert record is not None and record.state == "completed"  # never forgotten: no blind re-execution
     with pytest.raises(PluginError):  # the recorded failure is replayed, the model is not run again
         client.chat(prompt="sent once", idempotency_key="k-late")

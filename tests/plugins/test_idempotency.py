@@ -153,13 +153,13 @@ def test_reserved_pending_before_sending_then_completed(make_client: Any, hermes
 
         @hookimpl(wrapper=True)
         def hermes_http_attempt(self, attempt: Any) -> Any:
-            states.append(client.idempotency_record(CHAT, "k-order").state)
+            states.append(client.records.get(CHAT, "k-order").state)
             return (yield)
 
     client = make_client(plugins=[Peek()])
     completion = client.chat(prompt="hello", idempotency_key="k-order", action_id="act_order")
     assert states == ["pending"]
-    record = client.idempotency_record(CHAT, "k-order")
+    record = client.records.get(CHAT, "k-order")
     assert record.state == "completed" and record.action_id == "act_order"
     result = client.action_result("act_order")
     assert result.status == "completed" and result.output["id"] == completion.id and not result.replayed
@@ -211,17 +211,17 @@ def test_operator_reconciliation(make_client: Any, hermes_emulator: Any) -> None
     client = make_client(idempotency_store=store)
     # 1. read the durable action result first: nothing recorded yet
     assert client.action_result("act_lost") is None
-    assert client.idempotency_record(CHAT, "k-lost").state == "pending"
+    assert client.records.get(CHAT, "k-lost").state == "pending"
     # 2. an operator verified the provider state by hand and records it
-    resolved = client.resolve_pending(CHAT, "k-lost", status="completed", output={"verified": True})
+    resolved = client.records.resolve_pending(CHAT, "k-lost", status="completed", output={"verified": True})
     assert resolved.action_id == "act_lost"
     assert client.action_result("act_lost").output == {"verified": True}
     replay = client.invoke(CHAT, {"prompt": "x"}, idempotency_key="k-lost")
     assert replay.replayed and replay.output == {"verified": True}
     with pytest.raises(InvalidInputError):
-        client.resolve_pending(CHAT, "k-lost", status="completed")  # no longer pending
+        client.records.resolve_pending(CHAT, "k-lost", status="completed")  # no longer pending
     # 3. or drops the key so it may run again
-    assert client.forget_idempotency_key(CHAT, "k-lost") is True
+    assert client.records.forget(CHAT, "k-lost") is True
     assert client.chat(prompt="again", idempotency_key="k-lost").text == "ECHO: again"
     assert hermes_emulator.executions == 1
 
@@ -248,7 +248,7 @@ def test_a_failure_hermes_answered_is_recorded_and_replayed(make_client: Any, he
     assert info.value.code == "connector.hermes_agent.authentication" and not info.value.uncertain_outcome
     recorded = client.action_result("act_auth")
     assert recorded.status == "failed" and recorded.error.http_status == 401
-    assert client.idempotency_record(CHAT, "k-auth").state == "completed"
+    assert client.records.get(CHAT, "k-auth").state == "completed"
     with pytest.raises(HermesError) as again:
         client.chat(prompt="hi", idempotency_key="k-auth")
     assert again.value.code == info.value.code and again.value.details.get("replayed") is True
@@ -285,7 +285,7 @@ def test_a_call_that_never_reached_hermes_gives_the_key_back() -> None:
         with HermesClient(dead, "some-key-value", load_entrypoints=False) as client:
             with pytest.raises(HermesError) as info:
                 client.chat(prompt="hi", idempotency_key="k-down")
-            assert client.idempotency_record(CHAT, "k-down") is None
+            assert client.records.get(CHAT, "k-down") is None
     assert info.value.code == "connector.hermes_agent.transport" and info.value.details["connect_failure"]
 
 
@@ -301,7 +301,7 @@ def test_streams_are_recorded_as_their_aggregate(make_client: Any, hermes_emulat
     replayed = call().result()
     assert replayed.text == live.text and replayed.status == "completed"
     assert hermes_emulator.executions == 1
-    record = client.idempotency_record(f"cap:hermes_agent:default:{operation}", "k-stream")
+    record = client.records.get(f"cap:hermes_agent:default:{operation}", "k-stream")
     assert record.state == "completed" and record.result["output"]["text"] == live.text
 
 
@@ -310,8 +310,8 @@ def test_retention_delete_24h_others_configurable(make_client: Any) -> None:
     created = client.responses(input="to delete", store=True, idempotency_key="k-ret")
     client.response_delete(created.id, idempotency_key="k-del", reason="cleanup")
     now = time.time()
-    chat_rec = client.idempotency_record("cap:hermes_agent:default:responses", "k-ret")
-    del_rec = client.idempotency_record("cap:hermes_agent:default:response_delete", "k-del")
+    chat_rec = client.records.get("cap:hermes_agent:default:responses", "k-ret")
+    del_rec = client.records.get("cap:hermes_agent:default:response_delete", "k-del")
     assert 115 < chat_rec.expires_at - now <= 120
     assert DELETE_KEY_TTL_SECONDS - 10 < del_rec.expires_at - now <= DELETE_KEY_TTL_SECONDS
     assert DELETE_KEY_TTL_SECONDS == 86_400
@@ -371,7 +371,7 @@ def test_a_keyed_stream_records_its_aggregate_not_every_event(make_client: Any, 
     words = " ".join(f"w{i}" for i in range(2000))
     live = client.chat_stream(prompt=words, idempotency_key="k-big").result()
     assert live.status == "completed" and live.event_count > 100
-    record = client.idempotency_record("cap:hermes_agent:default:chat_stream", "k-big")
+    record = client.records.get("cap:hermes_agent:default:chat_stream", "k-big")
     output = record.result["output"]
     assert output["events"] == [] and output["event_count"] == live.event_count and output["text"] == live.text
     replayed = client.chat_stream(prompt=words, idempotency_key="k-big")

@@ -114,7 +114,7 @@ def test_sdk_end_to_end(redis_server: str, hermes_emulator: Any) -> None:
     with pytest.raises(OutcomeUnknownError):
         a.chat(prompt="hello", idempotency_key="rk-2")
     assert hermes_emulator.executions == 1
-    assert a.forget_idempotency_key(CHAT, "rk-2")
+    assert a.records.forget(CHAT, "rk-2")
     a.chat(prompt="hello", idempotency_key="rk-2")
     assert hermes_emulator.executions == 2
     a.close()

@@ -230,7 +230,7 @@ def test_sdk_end_to_end(db_url: str, hermes_emulator: Any) -> None:
     with pytest.raises(OutcomeUnknownError):
         a.chat(prompt="hello", idempotency_key="sk-2")
     assert hermes_emulator.executions == before + 1
-    assert a.forget_idempotency_key(CHAT, "sk-2")
+    assert a.records.forget(CHAT, "sk-2")
     a.chat(prompt="hello", idempotency_key="sk-2")
     assert hermes_emulator.executions == before + 2
     a.close()
@@ -305,7 +305,7 @@ def test_killed_mid_call_leaves_outcome_unknown_never_a_second_execution(db_url:
                       plugins=[SQLStorePlugin()]) as client:
         with pytest.raises(OutcomeUnknownError) as info:
             client.chat(prompt="SLOW:5 charge the card", idempotency_key="k-crash")
-        record = client.idempotency_record(CHAT, "k-crash")
+        record = client.records.get(CHAT, "k-crash")
         assert record.state == "pending" and info.value.details["original_action_id"] == record.action_id
         assert client.action_result(record.action_id) is None
     assert emulator.executions == 1 and _chat_posts(emulator) == 1
