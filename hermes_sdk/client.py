@@ -117,7 +117,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, DeprecatedAliases):
         runtime = Runtime(pm=pm, store=store, transport=Transport(session),
                           redactor=Redactor(filters=filters, patterns=redaction_patterns),
                           approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
-                          strict_idempotency=strict_idempotency, key_retention=float(key_retention),
+                          strict_idempotency=strict_idempotency, key_retention=key_retention,
                           timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals))
         self._setup(Executor(found, context, runtime), owns_pool=True, lock=threading.Lock())
 

@@ -19,6 +19,8 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
+from .endpoints import seconds_value
+
 PENDING = "pending"
 COMPLETED = "completed"
 
@@ -182,7 +184,7 @@ class SQLiteStore:
 
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path = path
-        self._timeout = timeout
+        self._timeout = seconds_value(timeout, "timeout")
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
