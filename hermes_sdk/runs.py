@@ -241,6 +241,7 @@ class Run:
         self._until = deadline  # the bound of the wait()/events() in progress
         self._stream: Any = None
         self._subscribed = False
+        self._released = False  # the caller closed the subscription, or it was not believed
         self._polling = started.replayed
         self._stream_error: Optional[HermesError] = None
         self._events: list[RunEvent] = []
@@ -353,6 +354,7 @@ class Run:
 
     def close(self) -> None:
         """Drop the events connection (the run goes on at Hermes; this handle then polls)."""
+        self._released = True
         stream = self._stream
         if stream is not None and not stream.closed:
             stream.close()  # from this thread: interrupts the reader, which settles the stream
@@ -366,6 +368,7 @@ class Run:
         if self._subscribed or self._polling:
             return
         self._subscribed = True
+        self._runs.follow(self)
         try:
             self._stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline)
         except HermesError as exc:
@@ -375,6 +378,11 @@ class Run:
                                   name=f"hermes-sdk-run-{self.id[-8:]}")
         self._stream.owner = thread
         thread.start()
+
+    def _following(self) -> bool:
+        """Whether this handle's events subscription is open."""
+        stream = self._stream
+        return stream is not None and not stream.closed and not self._released
 
     def _read(self, stream: Any) -> None:
         try:
@@ -427,7 +435,7 @@ class Run:
                     # stream is not to be believed from here on; the status is polled instead.
                     self._reject_stream(InvalidResponseError(
                         "the run's events stream sent an event about another run", uncertain_outcome=True,
-                        details={"operation": "run_events", "reason": "foreign_run_id"}))
+                        details={"operation": "run_events", "reason": "another_object"}))
                     continue
                 event = parse_run_event(data)
                 self._events.append(event)
@@ -440,6 +448,7 @@ class Run:
     def _reject_stream(self, error: HermesError) -> None:
         """Stop believing the events stream: drop what it still holds, close it, and poll."""
         self._ahead.clear()
+        self._released = True
         stream = self._stream
         if stream is not None and not stream.closed:
             stream.abort()  # the reader thread's blocked read returns at once

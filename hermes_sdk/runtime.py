@@ -17,7 +17,6 @@ from .redaction import Redactor
 from .retry import RetryPolicy
 from .transport import Transport
 
-
 #: How long a client remembers that it stopped a run: a stopped run is cancelled within about a
 #: second, and Hermes drops a finished run's status an hour after it ended; a day is ample.
 STOPPED_RUN_MEMORY_SECONDS = 86_400.0
@@ -62,6 +61,10 @@ class StoppedRuns:
             stopped.popitem(last=False)
 
 
+def _retention(value: object) -> float:
+    return seconds_value(value, "key_retention")
+
+
 @attrs.frozen
 class Runtime:
     """The client's plugin manager, store, transport, redactor and call settings.
@@ -78,13 +81,17 @@ class Runtime:
     retry: RetryPolicy = RetryPolicy()  #: what is retried, and how often
     strict_idempotency: bool = False
     #: Seconds a keyed call's record is kept (a finite number >= 0: NaN would never expire).
-    key_retention: float = attrs.field(default=86_400.0, converter=lambda v: seconds_value(v, "key_retention"))
+    key_retention: float = attrs.field(default=86_400.0, converter=_retention)
     timeout: Optional[Any] = None  #: the client's default Timeout (None: each contract's own)
     #: Streams not yet settled; ``close()`` cancels them (shared with ``with_options`` copies).
     open_streams: "weakref.WeakSet[Any]" = attrs.field(factory=weakref.WeakSet, eq=False, repr=False)
     allow_permanent_approvals: bool = False  #: whether ``always`` may be sent to a run's approval
     #: Runs this client asked to stop: no approval is ever sent to them afterwards.
     stopped_runs: StoppedRuns = attrs.field(factory=StoppedRuns, eq=False)
+    #: The :class:`~hermes_sdk.runs.Run` handles of this client by run id (weakly: dropped with them),
+    #: so ``invoke(...run_events)`` never opens a second subscription on a run one of them follows.
+    followed_runs: "weakref.WeakValueDictionary[str, Any]" = attrs.field(
+        factory=weakref.WeakValueDictionary, eq=False, repr=False)
 
     @property
     def max_attempts(self) -> int:

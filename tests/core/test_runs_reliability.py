@@ -16,13 +16,13 @@ from core_support import RawRequest, RawServer, approve_all, chunk, json_respons
 
 from hermes_sdk import ApprovalRequest, HermesClient, InvalidInputError, Timeout
 from hermes_sdk.errors import DeadlineExceededError, InvalidResponseError
-from hermes_sdk.events import ApprovalRequested
 from hermes_sdk.idempotency import SQLiteStore
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
 LATE = 0.25  # how late a call may end after its bound
 RUN_ID = "run_0123456789abcdef0123456789abcdef"
+OTHER_ID = "run_another0000000000000000000000"
 
 
 def _event(data: dict[str, Any]) -> bytes:
@@ -39,11 +39,12 @@ class RunsServer:
     ``after_approval`` events once an approval arrives), and approval/stop/get handlers that a test
     can make stall."""
 
-    def __init__(self, events: list[dict[str, Any]], *, stall: tuple[str, ...] = (),
+    def __init__(self, events: list[dict[str, Any]], *, stall: tuple[str, ...] = (), another: bool = False,
                  status: Optional[dict[str, Any]] = None,
                  after_approval: Callable[[int, str], list[dict[str, Any]]] = lambda n, choice: []) -> None:
         self.events = events
         self.stall = stall
+        self.reply_id = OTHER_ID if another else RUN_ID  # the run id the JSON replies name
         self.status = status or {"object": "hermes.run", "run_id": RUN_ID, "status": "running"}
         self.after_approval = after_approval
         self.approvals: list[str] = []
@@ -75,7 +76,7 @@ class RunsServer:
                 choice = json.loads(request.body)["choice"]
                 self.approvals.append(choice)
                 conn.sendall(json_response(200, json.dumps({"object": "hermes.run.approval_response",
-                                                            "run_id": RUN_ID, "choice": choice,
+                                                            "run_id": self.reply_id, "choice": choice,
                                                             "resolved": 1}).encode()))
                 frames = [_event({"event": "approval.responded", "choice": choice, "resolved": 1})]
                 frames += [_event(e) for e in self.after_approval(len(self.approvals), choice)]
@@ -83,9 +84,10 @@ class RunsServer:
                     self._more.extend(frames)
                     self._cond.notify_all()
             elif target.endswith("/stop"):
-                conn.sendall(json_response(200, json.dumps({"run_id": RUN_ID, "status": "stopping"}).encode()))
+                conn.sendall(json_response(200, json.dumps({"run_id": self.reply_id,
+                                                            "status": "stopping"}).encode()))
             else:
-                conn.sendall(json_response(200, json.dumps(self.status).encode()))
+                conn.sendall(json_response(200, json.dumps({**self.status, "run_id": self.reply_id}).encode()))
         except OSError:
             pass
 
@@ -251,3 +253,53 @@ def test_an_answer_hermes_would_apply_to_the_next_command_is_not_sent(hermes_emu
     assert sent == ["deny"], sent  # the late "once" for /scratch/a never went out
     assert emu.files["/scratch/b/keep.txt"] == "b"  # ... so /scratch/b was not approved by it
     assert emu.files["/scratch/a/keep.txt"] == "a"  # and /scratch/a was blocked by Hermes' timeout
+
+
+# --------------------------------------------------------------------------- no answer about another run is believed
+
+
+def test_replies_about_another_run_are_invalid_responses(runs_server: Any) -> None:
+    server = runs_server([approval_request("rm -rf /scratch/x")], another=True,
+                         status={"object": "hermes.run", "status": "completed", "output": "not yours"})
+    with server.client() as client:
+        run = client.run("go", idempotency_key="k-another")
+        with pytest.raises(InvalidResponseError) as got:
+            client.runs.get(run.id)  # a completed status of another run: not this run's end
+        assert got.value.uncertain_outcome is False and got.value.details["reason"] == "another_object"
+        for call in (lambda: client.runs.approve(run.id, "deny"), lambda: client.runs.stop(run.id)):
+            with pytest.raises(InvalidResponseError) as changed:
+                call()
+            assert changed.value.uncertain_outcome is True  # sent: Hermes may have acted on ours
+        assert client.invoke("cap:hermes_agent:default:run_get", {"run_id": run.id}).status == "failed"
+
+
+def test_events_about_another_run_break_the_stream(runs_server: Any) -> None:
+    # The stream says "run.completed" for another run: neither the Run nor invoke() believe it.
+    foreign_end = {"event": "run.completed", "run_id": OTHER_ID, "output": "not yours", "usage": {}}
+    server = runs_server([{"event": "message.delta", "delta": "hi"}, foreign_end],
+                         status={"object": "hermes.run", "status": "running"})
+    with server.client() as client:
+        run = client.run("go", idempotency_key="k-foreign-event")
+        result = run.wait(timeout=0.6)  # polled after the foreign event: still running
+        assert not result.done and result.output is None and result.text == "hi"
+        assert isinstance(run.stream_error, InvalidResponseError)
+        assert run.stream_error.details["reason"] == "another_object"
+        invoked = client.invoke("cap:hermes_agent:default:run_events", {"run_id": "run_x"})
+        assert invoked.status == "failed" and isinstance(invoked.error, InvalidResponseError)
+        assert invoked.error.uncertain_outcome is True
+
+
+def test_invoke_never_opens_a_second_subscription_on_a_followed_run(runs_server: Any) -> None:
+    # Hermes splits a run's events between its subscribers: a second one would take the Run's.
+    server = runs_server([{"event": "message.delta", "delta": "hi"}])
+    with server.client() as client:
+        run = client.run("go", idempotency_key="k-one-subscriber")
+        subscriptions = [r for r in server.raw.requests if r.target.endswith("/events")]
+        result = client.invoke("cap:hermes_agent:default:run_events", {"run_id": run.id})
+        assert result.status == "failed" and isinstance(result.error, InvalidInputError)
+        assert result.error.details["reason"] == "already_subscribed" and result.error.details["sent"] is False
+        assert [r for r in server.raw.requests if r.target.endswith("/events")] == subscriptions
+        run.close()  # the caller let go of it: from now on a subscription is the caller's choice
+        late = client.invoke("cap:hermes_agent:default:run_events", {"run_id": run.id}, timeout=0.3)
+        assert isinstance(late.error, DeadlineExceededError)  # sent (the scripted stream never ends)
+        assert len([r for r in server.raw.requests if r.target.endswith("/events")]) == len(subscriptions) + 1
