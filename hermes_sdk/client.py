@@ -15,11 +15,10 @@ import attrs
 import requests
 
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
-from ._logging import configure_from_env
 from ._sentinels import REQUIRED, UNCHANGED
 from .approval import ApprovalDecision, ApprovalRequest
 from .capabilities import descriptor
-from .config import ClientSettings, build_endpoints, max_attempts_value, resolve_store
+from .config import ClientSettings, build_endpoints, build_runtime, max_attempts_value
 from .deadline import TimeoutLike, as_timeout
 from .endpoints import Deadline, Endpoint, ExecutionContext
 from .errors import InvalidInputError
@@ -29,8 +28,6 @@ from .models import ActionResult, ChatCompletion, DeletionReceipt, Response
 from .operations import SPECS, keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .options import CallOptions
-from .plugins import build_manager, call_pipeline
-from .redaction import Redactor, install_log_filters, register_secret
 from .resources import RESOURCES
 from .resources.compat import DeprecatedAliases
 from .resources.discovery import DiscoveryMethods
@@ -38,9 +35,7 @@ from .resources.records import Records
 from .resources.runs import Runs
 from .retry import RetryPolicy
 from .runs import Run
-from .runtime import Runtime
 from .streaming import ChatStream, ResponseStream
-from .transport import Transport
 
 log = logging.getLogger("hermes_sdk")
 __all__ = ["HermesClient", "REQUIRED", "UNCHANGED"]
@@ -100,25 +95,11 @@ class HermesClient(ClientSettings, DiscoveryMethods, DeprecatedAliases):
         found = build_endpoints(base_url, api_key, endpoint_id, tenant_id, endpoints)
         if context is not None and not isinstance(context, ExecutionContext):
             raise InvalidInputError("context must be an ExecutionContext", details={"field": "context"})
-        pm = build_manager(plugins, load_entrypoints)
-        install_log_filters()
-        configure_from_env()  # HERMES_SDK_LOG=debug|info
-        for ep in found.values():
-            register_secret(ep.api_key)
-            if not ep.api_key:  # said now, not first at the first call (which refuses with missing_credential)
-                log.warning("hermes_sdk endpoint %r has no API key: set HERMES_API_KEY or pass api_key=; "
-                            "calls will fail with missing_credential", ep.id)
-        filters: list[Any] = []
-        for group in call_pipeline(pm, "hermes_redaction_filters", client=self) or ():
-            filters.extend(group if isinstance(group, (list, tuple)) else [group])
-        store = resolve_store(pm, self, idempotency_store)
-        provider = approval_provider if approval_provider is not None else call_pipeline(
-            pm, "hermes_approval_provider", client=self)
-        runtime = Runtime(pm=pm, store=store, transport=Transport(session),
-                          redactor=Redactor(filters=filters, patterns=redaction_patterns),
-                          approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
-                          strict_idempotency=strict_idempotency, key_retention=key_retention,
-                          timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals))
+        runtime = build_runtime(found, plugins=plugins, load_entrypoints=load_entrypoints, session=session,
+                                idempotency_store=idempotency_store, approval_provider=approval_provider,
+                                strict_idempotency=strict_idempotency, key_retention=key_retention,
+                                max_attempts=max_attempts, redaction_patterns=redaction_patterns, timeout=timeout,
+                                allow_permanent_approvals=allow_permanent_approvals)
         self._setup(Executor(found, context, runtime), owns_pool=True, lock=threading.Lock())
 
     def _setup(self, executor: Executor, owns_pool: bool, lock: threading.Lock) -> None:

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
+
+import requests
 
 from ._constants import DEFAULT_ENDPOINT_ID
+from ._logging import configure_from_env
+from .deadline import TimeoutLike, as_timeout
 from .endpoints import Endpoint
 from .errors import InvalidInputError
 from .idempotency import IdempotencyStore
-from .plugins import call_pipeline
-from .redaction import Redactor
+from .plugins import build_manager, call_pipeline
+from .redaction import Redactor, install_log_filters, register_secret
+from .retry import RetryPolicy
+from .runtime import Runtime
+from .transport import Transport
+from .view import ClientView
+
+log = logging.getLogger("hermes_sdk")
 
 if TYPE_CHECKING:
     from .deadline import Timeout
@@ -60,6 +71,37 @@ def resolve_store(pm: Any, client: Any, value: Union[IdempotencyStore, str, None
         if not callable(getattr(value, method, None)):
             raise InvalidInputError(f"idempotency_store lacks {method}()", details={"field": "idempotency_store"})
     return value
+
+
+def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_entrypoints: bool,
+                  session: Optional[requests.Session], idempotency_store: Union[IdempotencyStore, str, None],
+                  approval_provider: Any, strict_idempotency: bool, key_retention: float, max_attempts: int,
+                  redaction_patterns: Iterable[str], timeout: TimeoutLike,
+                  allow_permanent_approvals: bool) -> Runtime:
+    """Load the plugins and ask them for the redaction filters, the store and the approval provider;
+    the construction hooks see a :class:`~hermes_sdk.view.ClientView`, never the client."""
+    pm = build_manager(plugins, load_entrypoints)
+    install_log_filters()
+    configure_from_env()  # HERMES_SDK_LOG=debug|info
+    for ep in found.values():
+        register_secret(ep.api_key)
+        if not ep.api_key:  # said now, not first at the first call (which refuses with missing_credential)
+            log.warning("hermes_sdk endpoint %r has no API key: set HERMES_API_KEY or pass api_key=; "
+                        "calls will fail with missing_credential", ep.id)
+    seen = ClientView(tuple(found), tuple(ep.base_url for ep in found.values()),
+                      tuple(ep.tenant_id for ep in found.values()))
+    filters: list[Any] = []
+    for group in call_pipeline(pm, "hermes_redaction_filters", client=seen) or ():
+        filters.extend(group if isinstance(group, (list, tuple)) else [group])
+    store = resolve_store(pm, seen, idempotency_store)
+    provider = approval_provider if approval_provider is not None else call_pipeline(
+        pm, "hermes_approval_provider", client=seen)
+    runtime = Runtime(pm=pm, store=store, transport=Transport(session),
+                      redactor=Redactor(filters=filters, patterns=redaction_patterns),
+                      approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
+                      strict_idempotency=strict_idempotency, key_retention=key_retention,
+                      timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals))
+    return runtime
 
 
 class ClientSettings:

@@ -20,43 +20,45 @@ import pluggy
 
 if TYPE_CHECKING:
     from .approval import ApprovalProvider
-    from .call import Call
-    from .client import HermesClient
     from .exchange import Attempt, HttpReply
     from .idempotency import IdempotencyStore
     from .models import ActionResult
     from .redaction import FilterFn
+    from .view import CallView, ClientView
 
 hookspec = pluggy.HookspecMarker("hermes_sdk")
 hookimpl = pluggy.HookimplMarker("hermes_sdk")
 
 
 @hookspec(firstresult=True)
-def hermes_idempotency_store(url: str, client: "HermesClient") -> "Optional[IdempotencyStore]":
+def hermes_idempotency_store(url: str, client: "ClientView") -> "Optional[IdempotencyStore]":
     """Return a store for ``url`` if this plugin claims its scheme (e.g. ``redis://``), else None.
 
-    Built in: ``memory:`` and ``sqlite:///path``.
+    ``client`` is a :class:`~hermes_sdk.plugin.ClientView` of the client being built (endpoint
+    ids and origins; no key). Built in: ``memory:`` and ``sqlite:///path``.
     """
 
 
 @hookspec(firstresult=True)
-def hermes_approval_provider(client: "HermesClient") -> "Optional[ApprovalProvider]":
-    """Return the approval provider for ``response_delete`` (callable or ``request_approval`` object).
+def hermes_approval_provider(client: "ClientView") -> "Optional[ApprovalProvider]":
+    """Return the approval provider (callable or ``request_approval`` object) of approval-gated
+    calls (``response_delete``, ...) and of a run's command approvals.
 
     Used when the client was not given ``approval_provider=``. Built in: none (deny by default).
     """
 
 
 @hookspec
-def hermes_redaction_filters(client: "HermesClient") -> "Optional[Sequence[FilterFn]]":
+def hermes_redaction_filters(client: "ClientView") -> "Optional[Sequence[FilterFn]]":
     """Return extra text filters ``fn(key, text) -> text``; every plugin's filters are applied."""
 
 
 @hookspec(firstresult=True)
-def hermes_invocation(invocation: "Call") -> "Optional[ActionResult]":
+def hermes_invocation(invocation: "CallView") -> "Optional[ActionResult]":
     """Around each capability invocation (after validation, policy and the idempotency check).
 
-    ``invocation`` is the :class:`~hermes_sdk.plugin.Call`; the hook returns its
+    ``invocation`` is the :class:`~hermes_sdk.plugin.CallView` (no credential, no raw input, no
+    runtime: its ``attributes`` and ``headers`` are redacted); the hook returns its
     :class:`~hermes_sdk.ActionResult` (``status="pending"`` for a stream that has just opened).
     Replays from the idempotency record are wrapped too, with ``attributes["replayed"]`` True and
     no HTTP attempt inside. Wrappers see ``invocation.attributes`` (redacted) and may add their own
@@ -74,10 +76,10 @@ def hermes_http_attempt(attempt: "Attempt") -> "Optional[HttpReply]":
 
 
 @hookspec
-def hermes_stream_event(invocation: "Call", event: dict[str, Any]) -> None:
+def hermes_stream_event(invocation: "CallView", event: dict[str, Any]) -> None:
     """Observe each stream event as it arrives (``event`` is redacted: names and numbers only)."""
 
 
 @hookspec
-def hermes_action_result(invocation: "Call", result: dict[str, Any]) -> None:
+def hermes_action_result(invocation: "CallView", result: dict[str, Any]) -> None:
     """Observe each final action result (redacted), executed or replayed."""

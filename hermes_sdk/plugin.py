@@ -18,14 +18,14 @@ from .operations import OperationSpec, ProviderRequest, RequestParts, register, 
 from .options import CallOptions
 from .redaction import Redactor
 from .resources import register_resource, unregister_resource
-from .view import CallView
+from .view import CallView, ClientView
 
 #: The hook object's former names: hooks now receive a :class:`CallView`.
 Invocation = CallView
 
 __all__ = [
-    "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CONTRACTS", "CallOptions", "CallView", "Contract",
-    "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation", "OperationSpec", "PENDING",
+    "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CONTRACTS", "CallOptions", "CallView", "ClientView",
+    "Contract", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation", "OperationSpec", "PENDING",
     "ProviderRequest", "Redactor", "RequestParts", "descriptor", "hookimpl", "hookspec", "register",
     "register_resource", "store_from_url", "unregister", "unregister_resource",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from .capabilities import Contract
 
@@ -95,6 +95,23 @@ def _origin(callback: Callable[..., Any]) -> tuple[str, str]:
     return (getattr(callback, "__module__", None) or "unknown"), parts[-1]
 
 
+class ClientView:
+    """What the construction hooks (``hermes_idempotency_store``, ``hermes_approval_provider``,
+    ``hermes_redaction_filters``) are told about the client being built: its endpoint ids and
+    origins, never a key, the store or the plugin manager."""
+
+    __slots__ = ("endpoint_ids", "base_urls", "tenant_ids")
+
+    def __init__(self, endpoint_ids: tuple[str, ...], base_urls: tuple[str, ...],
+                 tenant_ids: tuple[Optional[str], ...]) -> None:
+        self.endpoint_ids = endpoint_ids  #: the normalised endpoint ids
+        self.base_urls = base_urls  #: each endpoint's origin (``http://host:port``)
+        self.tenant_ids = tenant_ids  #: each endpoint's owning tenant, or None
+
+    def __repr__(self) -> str:
+        return f"ClientView(endpoint_ids={self.endpoint_ids!r})"
+
+
 #: Header values a tracer may see as they are; every other value is replaced (an allowlist, as
 #: azure-core's logging policy does: ids, keys and session values hide in the rest).
 SHOWN_HEADERS = frozenset({"accept", "content-type", "content-length", "user-agent", "x-aip-deadline-unix-ms"})
@@ -107,4 +124,4 @@ def redacted_headers(headers: Mapping[str, str], redact: Callable[[str, str], st
             for name, value in headers.items()}
 
 
-__all__ = ["CallView", "SettleCallback", "redacted_headers"]
+__all__ = ["CallView", "ClientView", "SettleCallback", "redacted_headers"]

@@ -108,7 +108,7 @@ def summarize_order(self: Any, order_id: str, notes: str) -> str:
         if err.details.get("before_agent_work"):
             # Hermes refused before any agent work (429, draining). The refusal is the key's recorded
             # result, so a retry with the key would replay it: release the key, then retry later.
-            client.forget_idempotency_key(err.capability_id, key)
+            client.records.forget(err.capability_id, key)
             raise self.retry(exc=err, countdown=(err.retry_after_ms or 10_000) / 1000) from err
         if err.uncertain_outcome:
             raise NeedsReconciliation(err.action_id, err.code) from err

@@ -232,13 +232,12 @@ def refine_run_error(error: HermesError) -> HermesError:
 
 def refine_start_error(error: HermesError) -> HermesError:
     """A 4xx from ``POST /v1/runs`` started no run (the cap is checked before the body is read):
-    not uncertain, ``details.started`` False, and the idempotency key is given back."""
+    not uncertain, ``details.started`` False, and the idempotency key is given back (the retry
+    policy then calls a 429 retryable: nothing started)."""
     status = error.http_status
     if status is not None and 400 <= status < 500:
         error.uncertain_outcome = False
         error.details["started"] = False
-        if status == 429:
-            error.retryable = True
     return error
 
 

@@ -1,4 +1,4 @@
-"""Discovery payloads: ``/v1/capabilities``, ``/v1/toolsets``, ``/health/detailed`` (hermes-wire/42).
+"""Discovery payloads: capabilities, toolsets, ``/health/detailed``, ``/v1/skills`` (hermes-wire/42, 70).
 
 ``/v1/capabilities`` is static (byte-identical with tools on or off); ``/v1/toolsets`` reports
 ``enabled`` per toolset from the emulator's ``toolsets``; ``/health/detailed`` counts active runs.
@@ -269,3 +269,13 @@ def health_detailed(active_api_runs: int) -> dict[str, Any]:
         "updated_at": datetime.fromtimestamp(time.time(), timezone.utc).isoformat(),
         "pid": os.getpid(),
     }
+
+
+def skills(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """``GET /v1/skills`` (hermes-wire/70): name, description, category; sorted by (category or "", name)."""
+    data = [
+        {"name": str(e["name"]), "description": str(e.get("description") or ""), "category": e.get("category")}
+        for e in entries
+    ]
+    data.sort(key=lambda e: (e["category"] or "", e["name"]))
+    return {"object": "list", "data": data}

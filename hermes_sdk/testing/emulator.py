@@ -9,8 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from .jobs import Ticker, tick
 from .model import Reply, ReplyLike, RequestInfo, Responder
 from .server import HermesHTTPServer
+from .sessiondb import SessionDB
 from .state import FAULT_MODES, EmulatorState, Fault, SeenRequest, Settings
 from .store import ResponseStore
 from .tools import DEFAULT_TOOLSETS, TOOLSET_TOOLS
@@ -49,6 +51,7 @@ class HermesEmulator:
         files: Mapping[str, str] | None = None,
         tool_followup_delay: float = 0.2,
         stop_latency: float = 0.2,
+        jobs_tick_seconds: float = 60.0,
     ) -> None:
         """``toolsets`` like Hermes' ``platform_toolsets.api_server`` (``()`` = no tools, the
         peer default; ``TOOLSETS`` = ``("terminal", "file", "todo")`` as in the captures);
@@ -57,7 +60,8 @@ class HermesEmulator:
         runs' SSE keepalive, unsubscribed-buffer sweep and finished-run retention (Hermes:
         30, 300 and 3600 s); ``files`` seeds the simulated file system the tools act on;
         ``tool_followup_delay`` is how long the model call after a tool turn takes and
-        ``stop_latency`` how long ``POST /v1/runs/{id}/stop`` takes to interrupt the agent.
+        ``stop_latency`` how long ``POST /v1/runs/{id}/stop`` takes to interrupt the agent;
+        ``jobs_tick_seconds`` is the cron ticker's interval (Hermes: 60 s; 0 = only ``tick_jobs()``).
         """
         if framing not in ("chunked", "close"):
             raise ValueError("framing must be 'chunked' or 'close'")
@@ -77,6 +81,7 @@ class HermesEmulator:
                 run_stream_ttl=run_stream_ttl,
                 run_status_ttl=run_status_ttl,
                 stop_latency=max(0.0, stop_latency),
+                jobs_tick_seconds=max(0.0, jobs_tick_seconds),
             ),
             max_stored_responses=max_stored_responses,
             token_delay=token_delay,
@@ -89,6 +94,7 @@ class HermesEmulator:
         model.followup_delay = max(0.0, tool_followup_delay)
         self._server: HermesHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._ticker: Ticker | None = None
 
     # -- lifecycle --------------------------------------------------------------
     def start(self) -> HermesEmulator:
@@ -104,6 +110,8 @@ class HermesEmulator:
             name="hermes-emulator",
         )
         self._thread.start()
+        self._ticker = Ticker(self._state)
+        self._ticker.start()
         return self
 
     def stop(self) -> None:
@@ -112,6 +120,9 @@ class HermesEmulator:
         if server is None:
             return
         self._state.model.stopping.set()  # interrupt SLOW sleeps and token delays
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
         server.shutdown()
         server.server_close()
         server.close_all()
@@ -438,6 +449,57 @@ class HermesEmulator:
     def session_messages(self, session_id: str) -> list[dict[str, str]]:
         """The chat transcript kept for ``session_id`` (Hermes' state.db)."""
         return self._state.transcripts.history(session_id)
+
+    # -- sessions, cron jobs, skills (spec/hermes-sessions-jobs.md) ------------------------
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        """The session object ``GET /api/sessions/{id}`` would return, or None."""
+        db = self._state.transcripts
+        assert isinstance(db, SessionDB)
+        row = db.get(session_id)
+        return None if row is None else row.payload()
+
+    def session_ids(self) -> list[str]:
+        """Every session id in the store (any source), most recently active first."""
+        db = self._state.transcripts
+        assert isinstance(db, SessionDB)
+        return [row.id for row in db.listing(source=None, include_children=True)]
+
+    def session_rows(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's message rows as ``GET …/messages`` shapes them (no fork redirect)."""
+        db = self._state.transcripts
+        assert isinstance(db, SessionDB)
+        return db.messages(session_id) or []
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        """The job object ``GET /api/jobs/{id}`` would return, or None."""
+        return self._state.jobs.get(job_id)
+
+    def job_ids(self) -> list[str]:
+        """Every job id (disabled ones too), in creation order."""
+        return [j["id"] for j in self._state.jobs.listing(include_disabled=True)]
+
+    def tick_jobs(self) -> list[str]:
+        """Run the cron ticker once now: every enabled job whose ``next_run_at`` is due runs one
+        agent turn (in a ``cron_<id>_<stamp>`` session); returns the ids of the jobs that ran."""
+        return tick(self._state)
+
+    @property
+    def jobs_tick_seconds(self) -> float:
+        """The background ticker's interval in seconds (Hermes: 60; 0 = only ``tick_jobs()``); settable."""
+        return self._state.settings.jobs_tick_seconds
+
+    @jobs_tick_seconds.setter
+    def jobs_tick_seconds(self, seconds: float) -> None:
+        self._state.settings.jobs_tick_seconds = max(0.0, float(seconds))
+
+    @property
+    def skills(self) -> list[dict[str, Any]]:
+        """``/v1/skills`` entries (``name``, ``description``, ``category``); mutable, cleared by ``reset()``."""
+        return self._state.skills
+
+    def add_skill(self, name: str, description: str = "", category: str | None = None) -> None:
+        """Install a skill, as a ``HERMES_HOME/skills/[category/]name/SKILL.md`` would."""
+        self._state.skills.append({"name": name, "description": description, "category": category})
 
     def reset(self) -> None:
         """Clear scripts, faults, counters, stores and restore constructor settings."""

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
+from urllib.parse import unquote
 
-from . import chat, discovery, responses, runs
+from . import chat, discovery, jobs, responses, runs, sessions
 from .model import Cancelled
 from .sse import SSEWriter
 from .state import EmulatorState, Fault, SeenRequest
@@ -57,6 +58,8 @@ class Exchange:
         self.state: EmulatorState = handler.server.state
         self.method = handler.command
         self.path = path
+        self.query = handler.path.split("?", 1)[1] if "?" in handler.path else ""
+        self.client_ip = str(handler.client_address[0])
         self.headers = handler.headers
         self.raw_body = raw_body
         self.oversize = oversize
@@ -453,6 +456,24 @@ _HANDLERS: dict[str, Callable[[Exchange, str | None], None]] = {
     "run_events": lambda ex, arg: runs.handle_events(ex, arg or ""),
     "run_approval": lambda ex, arg: runs.handle_approval(ex, arg or ""),
     "run_stop": lambda ex, arg: runs.handle_stop(ex, arg or ""),
+    "skills": lambda ex, _arg: ex.send_json(200, discovery.skills(ex.state.skills)),
+    "sessions_list": lambda ex, _arg: sessions.handle_list(ex),
+    "session_create": lambda ex, _arg: sessions.handle_create(ex),
+    "session_get": lambda ex, arg: sessions.handle_get(ex, arg or ""),
+    "session_patch": lambda ex, arg: sessions.handle_patch(ex, arg or ""),
+    "session_delete": lambda ex, arg: sessions.handle_delete(ex, arg or ""),
+    "session_messages": lambda ex, arg: sessions.handle_messages(ex, arg or ""),
+    "session_fork": lambda ex, arg: sessions.handle_fork(ex, arg or ""),
+    "session_chat": lambda ex, arg: sessions.handle_chat(ex, arg or ""),
+    "session_chat_stream": lambda ex, arg: sessions.handle_chat_stream(ex, arg or ""),
+    "jobs_list": lambda ex, _arg: jobs.handle_list(ex),
+    "job_create": lambda ex, _arg: jobs.handle_create(ex),
+    "job_get": lambda ex, arg: jobs.handle_get(ex, arg or ""),
+    "job_update": lambda ex, arg: jobs.handle_update(ex, arg or ""),
+    "job_delete": lambda ex, arg: jobs.handle_delete(ex, arg or ""),
+    "job_pause": lambda ex, arg: jobs.handle_pause(ex, arg or ""),
+    "job_resume": lambda ex, arg: jobs.handle_resume(ex, arg or ""),
+    "job_run": lambda ex, arg: jobs.handle_run(ex, arg or ""),
 }
 
 _STATIC_ROUTES: dict[str, dict[str, str]] = {
@@ -465,6 +486,23 @@ _STATIC_ROUTES: dict[str, dict[str, str]] = {
     "/v1/capabilities": {"GET": "capabilities", "HEAD": "capabilities"},
     "/v1/toolsets": {"GET": "toolsets", "HEAD": "toolsets"},
     "/health/detailed": {"GET": "health_detailed", "HEAD": "health_detailed"},
+    "/v1/skills": {"GET": "skills"},
+    "/api/sessions": {"GET": "sessions_list", "POST": "session_create"},
+    "/api/jobs": {"GET": "jobs_list", "POST": "job_create"},
+}
+# /api/sessions/{session_id}[/suffix] (the id percent-decoded, "+" literal) and /api/jobs/{job_id}[/suffix].
+_SESSION_ROUTES: dict[str, dict[str, str]] = {
+    "": {"GET": "session_get", "PATCH": "session_patch", "DELETE": "session_delete"},
+    "messages": {"GET": "session_messages"},
+    "fork": {"POST": "session_fork"},
+    "chat": {"POST": "session_chat"},
+    "chat/stream": {"POST": "session_chat_stream"},
+}
+_JOB_ROUTES: dict[str, dict[str, str]] = {
+    "": {"GET": "job_get", "PATCH": "job_update", "DELETE": "job_delete"},
+    "pause": {"POST": "job_pause"},
+    "resume": {"POST": "job_resume"},
+    "run": {"POST": "job_run"},
 }
 _ITEM_ROUTE = {
     "GET": "response_get",
@@ -492,6 +530,11 @@ def _table(path: str) -> tuple[dict[str, str] | None, str | None]:
         run_id, _, suffix = path[len("/v1/runs/") :].partition("/")
         if run_id and suffix in _RUN_ROUTES:
             return _RUN_ROUTES[suffix], run_id
+    for prefix, routes in (("/api/sessions/", _SESSION_ROUTES), ("/api/jobs/", _JOB_ROUTES)):
+        if path.startswith(prefix):
+            item, _, suffix = path[len(prefix) :].partition("/")
+            if item and suffix in routes:
+                return routes[suffix], unquote(item)
     return None, None
 
 

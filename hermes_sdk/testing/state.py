@@ -6,9 +6,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from .jobs import JobStore
 from .model import AgentResult, ScriptedModel
 from .runs import RunRegistry
-from .store import IdempotencyCache, ResponseStore, SessionTranscripts
+from .sessiondb import SessionDB
+from .store import IdempotencyCache, ResponseStore
 
 FAULT_MODES = ("before_response", "mid_body", "mid_stream")
 
@@ -76,6 +78,7 @@ class Settings:
     run_stream_ttl: float = 300.0  # an unsubscribed event buffer is dropped this long after creation
     run_status_ttl: float = 3600.0  # a finished run object is dropped this long after its last update
     stop_latency: float = 0.2  # how long a POST /stop takes to interrupt the agent
+    jobs_tick_seconds: float = 60.0  # the cron ticker's interval (0: only HermesEmulator.tick_jobs())
 
 
 class EmulatorState:
@@ -91,7 +94,9 @@ class EmulatorState:
         self.store = ResponseStore(max_stored_responses)
         self._default_store_size = max_stored_responses
         self.idempotency: IdempotencyCache[Any] = IdempotencyCache()
-        self.transcripts = SessionTranscripts()
+        self.transcripts = SessionDB()  # state.db: /api/sessions and every route's session turns
+        self.jobs = JobStore()
+        self.skills: list[dict[str, Any]] = []  # /v1/skills entries: name, description, category
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._active_runs = 0
@@ -180,6 +185,8 @@ class EmulatorState:
         self.store.clear()
         self.idempotency.clear()
         self.transcripts.clear()
+        self.jobs.clear()
+        self.skills.clear()
         with self._lock:
             self._connections = 0
             self._requests.clear()

@@ -1,0 +1,233 @@
+"""The inbox's rules over a queue: what an entry holds, who may decide it, when, and how once.
+
+An entry (a JSON-able dict; what an operator sees):
+
+- ``id`` (``inb_…``), ``kind`` (``run`` for a run's approval, else ``call``), ``capability_id``,
+  ``endpoint_id``, ``operation``;
+- ``targets``: the identifiers the call acts on, as the SDK's redaction shows them;
+  ``input_snapshot``: the redacted input; ``input_hash``: the hash every decision is bound to;
+- ``reason``: the caller's reason; ``requested_at`` / ``expires_at`` (epoch seconds);
+- ``run``: for a run's approval, ``run_id``, ``command``, ``pattern_key``, ``choices``,
+  ``allow_permanent`` and the run's ``deadline``;
+- ``principal_id``, ``tenant_id``, ``request_id``, ``action_id`` of the asking call;
+- ``state``: ``pending`` → ``approved`` | ``denied`` (or ``expired``), with ``decision``: who
+  (``approver``, ``authenticated_as``), when (``decided_at``), why (``reason``), ``scope``
+  (``once`` | ``session``) and the ``input_hash`` the decision was made on;
+- ``used``: when the SDK took the decision (``at``, ``action_id``); ``closed_reason``.
+
+``open_key`` (SHA-256 of capability id and input hash) is held while the entry is pending or decided
+and unused: the same call asking again finds this entry instead of queueing another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from typing import Any, Callable, Optional, Union
+
+from hermes_sdk import ApprovalRequest, parse_capability_id
+from hermes_sdk.redaction import Redactor
+
+from .queue import ApprovalQueue, queue_from_url
+
+#: An approved decision is honoured this long after it was made (the SDK's approval TTL).
+DECISION_TTL_SECONDS = 15 * 60
+STATES = ("pending", "approved", "denied", "expired")
+_scrubber = Redactor()
+
+
+class InboxError(Exception):
+    """A decision the inbox refuses; ``code`` says why (the page shows it, HTTP 4xx)."""
+
+    code = "inbox_error"
+    status = 400
+
+
+class EntryNotFound(InboxError):
+    code, status = "not_found", 404
+
+
+class EntryExpired(InboxError):
+    code, status = "expired", 409
+
+
+class EntryNotPending(InboxError):
+    code, status = "not_pending", 409
+
+
+class InputHashMismatch(InboxError):
+    code, status = "input_mismatch", 409
+
+
+class InvalidDecision(InboxError):
+    code, status = "invalid_decision", 400
+
+
+def open_key(capability_id: str, input_hash: str) -> str:
+    return hashlib.sha256(f"{capability_id}\n{input_hash}".encode("utf-8")).hexdigest()
+
+
+def display_state(entry: dict[str, Any], now: Optional[float] = None) -> str:
+    """The state an operator sees: a pending entry past its expiry is ``expired``."""
+    now = time.time() if now is None else now
+    if entry["state"] == "pending" and now >= float(entry["expires_at"]):
+        return "expired"
+    return str(entry["state"])
+
+
+class Inbox:
+    """The rules, over any :class:`~hermes_sdk_inbox.ApprovalQueue` (or a store URL).
+
+    Args:
+        queue: a queue object or a store URL (``sqlite:///inbox.db``, ``postgresql://…``, ``redis://…``).
+    """
+
+    def __init__(self, queue: Union[str, ApprovalQueue], *, clock: Callable[[], float] = time.time) -> None:
+        self.queue: ApprovalQueue = queue_from_url(queue) if isinstance(queue, str) else queue
+        self.clock = clock
+
+    # ------------------------------------------------------------ reading
+
+    def get(self, entry_id: str) -> dict[str, Any]:
+        entry = self.queue.get(entry_id)
+        if entry is None:
+            raise EntryNotFound(f"no inbox entry {entry_id}")
+        return entry
+
+    def entries(self, *, state: Optional[str] = "pending", operation: Optional[str] = None,
+                kind: Optional[str] = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Entries newest first; ``state`` is the displayed state (``expired`` included), None for all."""
+        now = self.clock()
+        stored = {"pending": "pending", "expired": None}.get(state or "", state) if state else None
+        out = []
+        for entry in self.queue.list(state=stored, limit=max(limit * 4, 200)):
+            shown = display_state(entry, now)
+            if state and shown != state:
+                continue
+            if operation and entry.get("operation") != operation:
+                continue
+            if kind and entry.get("kind") != kind:
+                continue
+            out.append({**entry, "display_state": shown})
+            if len(out) >= limit:
+                break
+        return out
+
+    # ------------------------------------------------------------ asking
+
+    def submit(self, request: ApprovalRequest, *, run: Optional[dict[str, Any]] = None,
+               expires_at: Optional[float] = None) -> dict[str, Any]:
+        """Queue ``request`` (or find the open entry of the same capability and input hash)."""
+        endpoint_id, operation = _split(request.capability_id)
+        snapshot = dict(request.input_snapshot)
+        entry: dict[str, Any] = {
+            "id": f"inb_{uuid.uuid4().hex}", "version": 1, "state": "pending",
+            "open_key": open_key(request.capability_id, request.input_hash),
+            "kind": "run" if operation == "run_approval" else "call",
+            "capability_id": request.capability_id, "endpoint_id": endpoint_id, "operation": operation,
+            "targets": {k: v for k, v in snapshot.items() if k == "id" or k.endswith("_id")},
+            "input_snapshot": snapshot, "input_hash": request.input_hash,
+            "reason": _scrubber.text(request.reason) if request.reason else None,
+            "requested_at": request.requested_at,
+            "expires_at": min(request.expires_at, expires_at) if expires_at else request.expires_at,
+            "request_id": request.id, "action_id": request.action_id,
+            "principal_id": request.principal_id, "tenant_id": request.tenant_id,
+            "run": run, "decision": None, "used": None, "closed_reason": None,
+        }
+        for _ in range(10):
+            stored = self.queue.add(entry)
+            if stored["id"] == entry["id"]:
+                return stored
+            stale = self._stale(stored)
+            if stale is None:
+                return stored
+            self._close(stored, state="expired" if stored["state"] == "pending" else stored["state"],
+                        reason=stale)
+        raise RuntimeError("could not queue the approval request (contention)")
+
+    def _stale(self, entry: dict[str, Any]) -> Optional[str]:
+        """Why an open entry no longer answers its input, or None while it does."""
+        now = self.clock()
+        if entry["state"] == "pending" and now >= float(entry["expires_at"]):
+            return "expired before anyone decided"
+        decision = entry.get("decision") or {}
+        if entry["state"] in ("approved", "denied") and now - float(decision.get("decided_at", 0)) \
+                >= DECISION_TTL_SECONDS:
+            return "the decision was not used within 15 minutes"
+        return None
+
+    def _close(self, entry: dict[str, Any], *, state: str, reason: str,
+               used: Optional[dict[str, Any]] = None) -> bool:
+        new = {**entry, "version": int(entry["version"]) + 1, "state": state, "open_key": None,
+               "closed_reason": reason, "used": used or entry.get("used")}
+        return self.queue.update(new, int(entry["version"]))
+
+    def expire(self, entry: dict[str, Any], reason: str) -> bool:
+        """Close a pending entry as expired (e.g. Hermes' approval timeout passed)."""
+        return entry["state"] == "pending" and self._close(entry, state="expired", reason=reason)
+
+    def consume(self, entry: dict[str, Any], action_id: str) -> bool:
+        """Mark a decided entry used by ``action_id`` (once: False if someone else took it)."""
+        if entry["state"] not in ("approved", "denied") or entry.get("open_key") is None:
+            return False
+        return self._close(entry, state=entry["state"], reason="decision used",
+                           used={"at": self.clock(), "action_id": action_id})
+
+    # ------------------------------------------------------------ deciding
+
+    def decide(self, entry_id: str, *, decision: str, approver: str, reason: str, input_hash: str,
+               scope: Optional[str] = None, authenticated_as: Optional[str] = None) -> dict[str, Any]:
+        """Approve or deny a pending, unexpired entry whose input hash is ``input_hash``.
+
+        Raises:
+            EntryNotFound, EntryExpired, EntryNotPending, InputHashMismatch, InvalidDecision.
+        """
+        if decision not in ("approved", "denied"):
+            raise InvalidDecision("decision must be approved or denied")
+        approver = (approver or "").strip()
+        reason = (reason or "").strip()
+        if not approver:
+            raise InvalidDecision("the operator's name is required")
+        if not reason:
+            raise InvalidDecision("a reason is required")
+        for _ in range(5):
+            entry = self.get(entry_id)
+            if entry["input_hash"] != input_hash:
+                raise InputHashMismatch("the decision was made on another input than this entry's")
+            if entry["state"] != "pending":
+                raise EntryNotPending(f"the entry is already {entry['state']}")
+            now = self.clock()
+            if now >= float(entry["expires_at"]):
+                raise EntryExpired("the entry expired; nothing can be approved any more")
+            scope = scope or "once"
+            if decision == "denied":
+                scope = None
+            elif scope not in ("once", "session"):
+                raise InvalidDecision("scope must be once or session")
+            elif scope == "session":
+                run = entry.get("run") or {}
+                if entry["kind"] != "run" or "session" not in (run.get("choices") or ["session"]):
+                    raise InvalidDecision("only a run's approval can be approved for the session")
+            new = {**entry, "version": int(entry["version"]) + 1, "state": decision, "decision": {
+                "decision": decision, "approver": approver, "authenticated_as": authenticated_as,
+                "reason": reason, "scope": scope, "decided_at": now, "input_hash": input_hash,
+                "approval_id": f"apr_{uuid.uuid4().hex}"}}
+            if self.queue.update(new, int(entry["version"])):
+                return new
+        raise EntryNotPending("the entry changed while deciding; reload it")
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+def _split(capability_id: str) -> tuple[Optional[str], str]:
+    try:
+        parsed = parse_capability_id(capability_id)
+    except Exception:
+        return None, capability_id.rsplit(":", 1)[-1]
+    endpoint = getattr(parsed, "endpoint_id", None)
+    operation = getattr(parsed, "operation", None)
+    if isinstance(parsed, tuple) and len(parsed) >= 2:
+        endpoint, operation = parsed[-2], parsed[-1]
+    return endpoint, str(operation or capability_id.rsplit(":", 1)[-1])

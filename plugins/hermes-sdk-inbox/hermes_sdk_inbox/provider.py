@@ -1,0 +1,171 @@
+"""The approval provider: queue the request in the inbox, then wait (a little, or for a run) for a person.
+
+* A synchronous call (``response_delete``, and every other approval-gated capability: a job
+  mutation, ``sessions.delete``, ``operate``: they are just capability ids here) waits at most
+  ``wait`` seconds (default 0), then raises ``ApprovalRequiredError`` naming the entry
+  (``details["inbox_entry_id"]``). The same call later (same input, so the same input hash) finds
+  the decided entry and proceeds, or is denied. A decision is used once.
+* A run's approval (capability ``…:run_approval``, asked by the Run follower) waits for the
+  decision up to the run's deadline or Hermes' own approval timeout (``approvals.timeout``, 60 s
+  by default), whichever comes first, and returns it: an approval for the ``session`` carries
+  ``scope="session"``, which the SDK answers as Hermes' ``session`` choice. With no decision by
+  then the entry is closed as expired and the request is left to Hermes (which blocks it).
+
+Registered as a plugin (``HermesClient(plugins=[provider])``), the provider also answers the
+``hermes_approval_provider`` hook and observes runs' ``approval.request`` events, so a run's entry
+carries its pattern key and the choices Hermes offers. ``provider.until(deadline)`` bounds one
+run's waits by that run's deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, Optional, Union
+
+from hermes_sdk import ApprovalDecision, ApprovalRequest, ApprovalRequiredError, hookimpl
+
+from .inbox import DECISION_TTL_SECONDS, Inbox
+from .queue import ApprovalQueue
+
+#: Hermes' default ``approvals.timeout`` (spec/hermes-runs.md): a command not answered by then is BLOCKED.
+HERMES_APPROVAL_TIMEOUT = 60.0
+RUN_APPROVAL = "run_approval"
+_ALL_CHOICES = ["once", "session", "always", "deny"]
+
+
+class InboxProvider:
+    """An approval provider backed by the inbox.
+
+    Args:
+        store: a store URL (default ``sqlite:///hermes-inbox.db``), an ApprovalQueue, or an Inbox.
+        wait: seconds a synchronous call waits for a decision before raising ApprovalRequiredError.
+        approval_timeout: Hermes' ``approvals.timeout`` (seconds) for runs' approvals.
+        poll_interval: seconds between looks at the queue while waiting.
+        policy_decision_id: the prefix of the decisions' ``policy_decision_id`` (``<prefix>:<entry id>``).
+        inbox_url: where operators answer (put into the error's details and message), optional.
+    """
+
+    def __init__(self, store: Union[str, ApprovalQueue, Inbox] = "sqlite:///hermes-inbox.db", *,
+                 wait: float = 0.0, approval_timeout: float = HERMES_APPROVAL_TIMEOUT,
+                 poll_interval: float = 0.2, policy_decision_id: str = "hermes-sdk-inbox",
+                 inbox_url: Optional[str] = None) -> None:
+        self.inbox = store if isinstance(store, Inbox) else Inbox(store)
+        self.wait = float(wait)
+        self.approval_timeout = float(approval_timeout)
+        self.poll_interval = float(poll_interval)
+        self.policy_decision_id = policy_decision_id
+        self.inbox_url = inbox_url
+        self._observed: deque[dict[str, Any]] = deque(maxlen=256)
+        self._lock = threading.Lock()
+        self._deadline: Optional[float] = None
+
+    # ------------------------------------------------------------ plugin hooks
+
+    @hookimpl
+    def hermes_approval_provider(self, client: Any) -> "InboxProvider":
+        return self
+
+    @hookimpl
+    def hermes_stream_event(self, invocation: Any, event: dict[str, Any]) -> None:
+        """Note a run's ``approval.request``: its pattern key and whether Hermes offers ``session``.
+
+        Observers see events redacted (no run id, no command); the request the follower hands the
+        provider next carries the event's description as its reason, which is the pattern key.
+        """
+        if getattr(invocation, "operation", None) != "run_events":
+            return
+        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        if data.get("event") != "approval.request":
+            return
+        smart_denied = data.get("smart_denied") is True
+        info = {"pattern_key": data.get("pattern_key") if isinstance(data.get("pattern_key"), str) else None,
+                "choices": ["once", "deny"] if smart_denied else list(_ALL_CHOICES),
+                "allow_permanent": data.get("allow_permanent") is not False and not smart_denied,
+                "smart_denied": smart_denied, "seen_at": time.time()}
+        with self._lock:
+            self._observed.append(info)
+
+    def _run_info(self, request: ApprovalRequest) -> dict[str, Any]:
+        """What the observed ``approval.request`` of this request said (matched on its pattern key)."""
+        found: Optional[dict[str, Any]] = None
+        with self._lock:
+            for info in list(self._observed):
+                if time.time() - info["seen_at"] > 600:
+                    self._observed.remove(info)
+                elif found is None and info["pattern_key"] is not None and info["pattern_key"] == request.reason:
+                    found = info
+                    self._observed.remove(info)
+        run = {"command": request.input_snapshot.get("command"), "description": request.reason, "pattern_key": None,
+               "choices": list(_ALL_CHOICES), "allow_permanent": True, "smart_denied": False}
+        if found is not None:
+            run.update({k: v for k, v in found.items() if k != "seen_at"})
+        run["deadline"] = self._deadline
+        return run
+
+    def until(self, deadline: Optional[float]) -> "InboxProvider":
+        """This provider for one run whose deadline is ``deadline`` (epoch seconds): its approvals
+        wait no longer than that (``client.run(..., deadline=d, approval_provider=inbox.until(d))``)."""
+        copy = object.__new__(InboxProvider)
+        copy.__dict__.update(self.__dict__)
+        copy._deadline = deadline
+        return copy
+
+    # ------------------------------------------------------------ the provider
+
+    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        """Queue ``request``; return the decision once a person made it (see the module doc)."""
+        is_run = request.capability_id.rsplit(":", 1)[-1] == RUN_APPROVAL
+        now = time.time()
+        run = None
+        until = now + max(0.0, self.wait)
+        entry_expiry = None
+        if is_run:
+            run = self._run_info(request)
+            until = now + self.approval_timeout
+            if self._deadline is not None:
+                until = min(until, float(self._deadline))
+            entry_expiry = until
+        entry = self.inbox.submit(request, run=run, expires_at=entry_expiry)
+        while True:
+            if entry["state"] in ("approved", "denied") and entry["input_hash"] == request.input_hash:
+                if self.inbox.consume(entry, request.action_id):
+                    return self._decision(entry, request)
+                entry = self.inbox.submit(request, run=run, expires_at=entry_expiry)  # taken: queue anew
+                continue
+            if entry["state"] not in ("pending", "approved", "denied") or entry.get("open_key") is None:
+                entry = self.inbox.submit(request, run=run, expires_at=entry_expiry)
+                continue
+            remaining = until - time.time()
+            if remaining <= 0:
+                break
+            time.sleep(min(self.poll_interval, remaining))
+            entry = self.inbox.get(entry["id"])
+        if is_run:
+            self.inbox.expire(entry, "no decision before Hermes' approval timeout or the run's deadline")
+            return None
+        details = {"inbox_entry_id": entry["id"], "input_hash": request.input_hash,
+                   "approval_request_id": request.id, "expires_at": entry["expires_at"]}
+        where = ""
+        if self.inbox_url:
+            details["inbox_url"] = f"{self.inbox_url.rstrip('/')}/{entry['id']}"
+            where = f" at {details['inbox_url']}"
+        raise ApprovalRequiredError(
+            f"{entry['operation']} waits for a person's decision in the approval inbox (entry {entry['id']}"
+            f"{where}); nothing was sent. Call again with the same input once it is decided", details=details)
+
+    def _decision(self, entry: dict[str, Any], request: ApprovalRequest) -> ApprovalDecision:
+        d = entry["decision"]
+        decided_at = float(d["decided_at"])
+        scope = d.get("scope")
+        return ApprovalDecision(
+            approval_id=d["approval_id"], decision=d["decision"], approver=d["approver"], decided_at=decided_at,
+            expires_at=min(decided_at + DECISION_TTL_SECONDS, request.expires_at), input_hash=entry["input_hash"],
+            reason=d.get("reason") or request.reason,
+            policy_decision_id=f"{self.policy_decision_id}:{entry['id']}" if d["decision"] == "approved" else None,
+            input_snapshot=request.input_snapshot, approval_request_id=request.id,
+            scope=scope if scope == "session" else None)
+
+    def close(self) -> None:
+        self.inbox.close()

@@ -1,0 +1,192 @@
+"""A real browser: headless Chromium (Selenium) answers runs' approvals in the standalone inbox.
+
+Runs against the emulator with tools on ask for ``rm -rf`` on scratch directories; the approval
+provider queues each request in a SQLite inbox that ``hermes-sdk-inbox --store ...`` (a separate
+process) serves. The browser signs in with the token, sees the pending entry, approves one (the run
+finishes, the directory is gone) and denies the other (its file survives).
+
+Skipped only when Chromium or its driver is missing and not under CI (``CI=true`` fails instead).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hermes_sdk_inbox import InboxProvider
+
+from hermes_sdk import HermesClient
+from hermes_sdk.testing import HermesEmulator
+from hermes_sdk.testing.emulator import TOOLSETS
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+TOKEN = "browser-test-token-0123456789abcdef"
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+DRIVER = shutil.which("chromedriver") or next(
+    (p for p in ("/usr/lib/chromium/chromedriver",) if os.path.exists(p)), None)
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1280,900")
+
+
+def _need_browser() -> None:
+    missing = [name for name, path in (("chromium", CHROMIUM), ("chromedriver", DRIVER)) if path is None]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("selenium")
+    if missing:
+        message = (f"browser test needs {', '.join(missing)} "
+                   "(apt-get install chromium chromium-driver; pip install selenium)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    _need_browser()
+    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not look for downloads
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def inbox_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """The standalone command on a free port: (base URL, store URL). Stopped by its PID."""
+    store = f"sqlite:///{tmp_path / 'inbox.db'}"
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk_inbox.cli", "--store", store, "--port", "0",
+                             "--token", TOKEN], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        base = None
+        deadline = time.monotonic() + 30
+        assert proc.stderr is not None
+        while base is None and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line and proc.poll() is not None:
+                break
+            match = re.search(r"serving (http://127\.0\.0\.1:\d+)/", line)
+            if match:
+                base = match.group(1)
+        assert base, "hermes-sdk-inbox did not start"
+        yield base, store
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _wait(predicate: Any, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def _answer_in_browser(driver: Any, base: str, action: str, reason: str) -> dict[str, float]:
+    from selenium.webdriver.common.by import By
+
+    marks: dict[str, float] = {}
+
+    def pending_rows() -> Any:
+        driver.get(base + "/?state=pending&kind=run")
+        return driver.find_elements(By.CSS_SELECTOR, "tr.entry")
+
+    rows = _wait(pending_rows)
+    assert "rm -rf /scratch/victim" in rows[0].text and "pending" in rows[0].text
+    rows[0].find_element(By.TAG_NAME, "a").click()
+    assert driver.find_element(By.ID, "state").text == "pending"
+    assert driver.find_element(By.ID, "operation").text.startswith("run_approval (run)")
+    assert driver.find_element(By.ID, "pattern").text == "delete in root path"
+    assert re.fullmatch(r"[0-9a-f]{64}", driver.find_element(By.ID, "input-hash").text)
+    name = driver.find_element(By.ID, "operator-name")
+    name.clear()
+    name.send_keys("Olga Operator")
+    driver.find_element(By.ID, "decision-reason-input").send_keys(reason)
+    marks["clicked"] = time.time()
+    driver.find_element(By.ID, action).click()
+    _wait(lambda: driver.find_element(By.ID, "state").text != "pending")
+    return marks
+
+
+def test_a_person_approves_one_run_and_denies_another_in_chromium(browser: Any,
+                                                                  inbox_server: tuple[str, str]) -> None:
+    from selenium.webdriver.common.by import By
+
+    base, store = inbox_server
+    files = {"/scratch/victim/a/data.txt": "delete me", "/scratch/victim/b/data.txt": "keep me"}
+    emulator = HermesEmulator(toolsets=TOOLSETS, files=files, approval_timeout=60).start()
+    provider = InboxProvider(store, poll_interval=0.05)
+    client = HermesClient(emulator.base_url, emulator.api_key, load_entrypoints=False, plugins=[provider])
+    try:
+        # sign in with the token (the form is CSRF-protected too)
+        browser.get(base + "/")
+        assert "/login" in browser.current_url
+        browser.find_element(By.ID, "token").send_keys(TOKEN)
+        browser.find_element(By.ID, "sign-in").click()
+        _wait(lambda: browser.find_elements(By.ID, "entries"))
+
+        timings: dict[str, dict[str, float]] = {}
+        for label, target, action in (("approved", "a", "approve-once"), ("denied", "b", "deny")):
+            outcome: dict[str, Any] = {}
+
+            def follow(target: str = target, outcome: dict[str, Any] = outcome) -> None:
+                run = client.run(f"TOOL:terminal:rm -rf /scratch/victim/{target}", idempotency_key=f"browser-{target}")
+                outcome["result"] = run.wait(timeout=90)
+                outcome["finished"] = time.time()
+
+            worker = threading.Thread(target=follow)
+            worker.start()
+            marks = _answer_in_browser(browser, base, action, f"reviewed by the browser test ({label})")
+            worker.join(timeout=90)
+            result = outcome["result"]
+            assert result.status == "completed", result
+            entry = provider.inbox.entries(state=label, kind="run")[0]
+            assert entry["decision"]["approver"] == "Olga Operator"
+            assert entry["decision"]["input_hash"] == entry["input_hash"] and entry["used"]
+            assert browser.find_element(By.ID, "approver").text == "Olga Operator"
+            timings[label] = {"enqueue_to_decision": entry["decision"]["decided_at"] - entry["requested_at"],
+                              "click_to_decision": entry["decision"]["decided_at"] - marks["clicked"],
+                              "decision_to_run_resumed": entry["used"]["at"] - entry["decision"]["decided_at"],
+                              "decision_to_run_finished": outcome["finished"] - entry["decision"]["decided_at"]}
+            if label == "approved":
+                assert "/scratch/victim/a/data.txt" not in emulator.files
+                assert "approved by the user" in str(result.output)
+            else:
+                assert emulator.files.get("/scratch/victim/b/data.txt") == "keep me"  # it survives
+                assert "BLOCKED: Command denied" in str(result.output)
+        print("inbox end-to-end timings (s):", {k: {m: round(v, 3) for m, v in t.items()} for k, t in timings.items()})
+        assert all(t["decision_to_run_resumed"] < 2 for t in timings.values())
+        # the audit trail in the page: both decisions, who and why
+        browser.get(base + "/?state=all")
+        listing = browser.find_element(By.ID, "entries").text
+        assert listing.count("approved") >= 1 and listing.count("denied") >= 1
+    finally:
+        client.close()
+        provider.close()
+        emulator.stop()

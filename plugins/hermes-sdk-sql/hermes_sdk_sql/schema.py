@@ -1,0 +1,144 @@
+"""Engines from URLs, and the versioned schema every table of this package lives in.
+
+The table ``hermes_sdk_schema`` holds one row per component (``idempotency``, ``approval_queue``)
+with the version of its tables. It is created, with the component's tables, on first use, in one
+transaction (PostgreSQL serialises concurrent first uses with an advisory lock). A later release
+registers a migration ``(component, from_version) -> callable(connection)``; a database whose
+schema is newer than this release knows is refused with :class:`SchemaVersionError`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional, Union
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+
+from hermes_sdk.errors import PluginError
+
+SCHEMA_TABLE = "hermes_sdk_schema"
+#: (component, from_version) -> migration that brings the component's tables to from_version + 1.
+MIGRATIONS: dict[tuple[str, int], Callable[[Connection], None]] = {}
+
+
+class SchemaVersionError(PluginError):
+    """The database holds a schema version this release cannot use (newer, or no migration path)."""
+
+
+class CorruptRecordError(PluginError):
+    """A row could not be decoded, or does not belong where it was found (a typed error, never a guess)."""
+
+
+def schema_table(metadata: sa.MetaData) -> sa.Table:
+    """The version table, in ``metadata`` (shared by every component)."""
+    existing = metadata.tables.get(SCHEMA_TABLE)
+    if existing is not None:
+        return existing
+    return sa.Table(SCHEMA_TABLE, metadata,
+                    sa.Column("component", sa.String(64), primary_key=True),
+                    sa.Column("version", sa.Integer, nullable=False),
+                    sa.Column("updated_at", sa.Float, nullable=False))
+
+
+def sqlalchemy_url(url: str) -> Optional[URL]:
+    """The SQLAlchemy URL a store URL stands for, or None when this package does not claim it.
+
+    ``postgresql://`` and ``postgres://`` use psycopg 3; ``mysql://`` uses PyMySQL when mysqlclient
+    is not installed; ``sql+<any SQLAlchemy URL>`` (``sql+sqlite:///app.db``) is taken as given.
+    """
+    text = url.strip()
+    explicit = text.lower().startswith("sql+")
+    if explicit:
+        text = text[4:]
+    scheme = text.split(":", 1)[0].lower()
+    if not explicit and scheme.split("+", 1)[0] not in ("postgresql", "postgres", "mysql"):
+        return None
+    if scheme in ("postgresql", "postgres"):
+        text = "postgresql+psycopg" + text[len(scheme):]
+    elif scheme == "mysql":
+        try:
+            import MySQLdb  # noqa: F401
+        except ImportError:
+            text = "mysql+pymysql" + text[len(scheme):]
+    try:
+        return make_url(text)
+    except Exception:
+        return None
+
+
+def _sqlite_begin_immediate(engine: Engine) -> None:
+    """SQLite: every transaction takes the write lock first (BEGIN IMMEDIATE), so read-then-write
+    steps wait for another writer instead of failing (SQLAlchemy's documented recipe)."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+        finally:
+            cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url_or_engine: Union[str, URL, Engine], **engine_kwargs: Any) -> tuple[Engine, bool]:
+    """An engine (and whether the caller owns it) from a store URL, a SQLAlchemy URL or an engine."""
+    if isinstance(url_or_engine, Engine):
+        return url_or_engine, False
+    if isinstance(url_or_engine, str):
+        parsed = sqlalchemy_url(url_or_engine) or make_url(url_or_engine)
+    else:
+        parsed = url_or_engine
+    kwargs: dict[str, Any] = {"pool_pre_ping": True, "future": True}
+    if parsed.get_backend_name() == "sqlite":
+        kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+    kwargs.update(engine_kwargs)
+    engine = sa.create_engine(parsed, **kwargs)
+    if engine.dialect.name == "sqlite":
+        _sqlite_begin_immediate(engine)
+    return engine, True
+
+
+def ensure_schema(engine: Engine, metadata: sa.MetaData, component: str, version: int) -> None:
+    """Create the component's tables and version row on first use; migrate or refuse other versions."""
+    table = schema_table(metadata)
+    for attempt in range(3):
+        try:
+            with engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(7412903311)"))
+                metadata.create_all(conn, checkfirst=True)
+                row = conn.execute(sa.select(table.c.version).where(table.c.component == component)).first()
+                if row is None:
+                    conn.execute(table.insert().values(component=component, version=version,
+                                                       updated_at=time.time()))
+                    return
+                found = int(row[0])
+                while found < version:
+                    migrate = MIGRATIONS.get((component, found))
+                    if migrate is None:
+                        raise SchemaVersionError(
+                            f"the {component} tables are at schema version {found}; this release needs "
+                            f"{version} and has no migration from it", details={"component": component,
+                                                                                 "found": found,
+                                                                                 "expected": version})
+                    migrate(conn)
+                    found += 1
+                    conn.execute(table.update().where(table.c.component == component)
+                                 .values(version=found, updated_at=time.time()))
+                if found > version:
+                    raise SchemaVersionError(
+                        f"the {component} tables are at schema version {found}, newer than this release "
+                        f"({version}); upgrade hermes-sdk-sql", details={"component": component, "found": found,
+                                                                        "expected": version})
+                return
+        except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
+            # Two first uses raced to create the tables (SQLite, MySQL: DDL is not transactional).
+            if attempt == 2:
+                raise
+            time.sleep(0.05 * (attempt + 1))

@@ -1,0 +1,88 @@
+"""A family is a unit: the toy family of ``toy_family.py`` (two operations, one streamed) is added by
+that module alone, and works through its resource, ``invoke()`` and ``capabilities()``."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import pytest
+import toy_family
+
+from hermes_sdk import HermesClient
+
+
+class ToyHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    seen: list[str] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)
+        toy_id = self.path.split("/toy/", 1)[1]
+        from urllib.parse import unquote
+        body = json.dumps({"id": unquote(toy_id), "name": "robot", "extra": 1}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        length = int(self.headers["Content-Length"])
+        topic = json.loads(self.rfile.read(length))["topic"]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event, data in (("toy.delta", {"delta": f"{topic} "}), ("toy.noise", {"x": 1}),
+                            ("toy.delta", {"delta": "done"}), ("toy.done", {"ok": True})):
+            self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
+
+
+@pytest.fixture()
+def toy_client() -> Iterator[HermesClient]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ToyHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    toy_family.install()
+    try:
+        with HermesClient(f"http://127.0.0.1:{server.server_address[1]}", "toy-key", load_entrypoints=False) as c:
+            yield c
+    finally:
+        toy_family.uninstall()
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_toy_family_works_through_its_resource(toy_client: HermesClient) -> None:
+    toy = toy_client.toys.get("a b/c")
+    assert toy.id == "a b/c" and toy.name == "robot" and toy.raw["extra"] == 1
+    assert ToyHandler.seen[-1] == "/toy/a%20b%2Fc"  # one path segment
+    stream = toy_client.toys.stream("hello")
+    assert [t.delta for t in stream.typed()] == ["hello ", "done"]
+    result = stream.result()
+    assert result.status == "completed" and result.text == "hello done" and result.final == {"ok": True}
+
+
+def test_the_toy_family_is_listed_and_invocable(toy_client: HermesClient) -> None:
+    names = {c["capability_id"].rsplit(":", 1)[1] for c in toy_client.capabilities()}
+    assert {"toy_get", "toy_stream"} <= names
+    ok = toy_client.invoke("cap:hermes_agent:default:toy_stream", {"topic": "t"})
+    assert ok.status == "completed" and ok.output["text"] == "t done"
+    refused = toy_client.invoke("cap:hermes_agent:default:toy_stream", {"topic": ""})
+    assert refused.status == "failed" and refused.error.code.endswith("configuration_or_input")
+
+
+def test_unregistered_it_is_gone(toy_client: HermesClient) -> None:
+    toy_family.uninstall()
+    with pytest.raises(AttributeError):
+        toy_client.toys  # noqa: B018
+    assert not any(c["capability_id"].endswith(":toy_get") for c in toy_client.capabilities())
+    toy_family.install()
