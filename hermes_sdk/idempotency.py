@@ -94,10 +94,15 @@ def _rec_load(text: str) -> IdempotencyRecord:
 class MemoryStore:
     """Per-process store: durable only for the life of the process (the default)."""
 
+    #: Expired records are swept when the store has grown to this many since the last sweep (then
+    #: to twice what the sweep left): the store holds what is live, not every key it ever saw.
+    SWEEP_MIN = 1024
+
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], IdempotencyRecord] = {}
         self._by_action: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
+        self._sweep_at = self.SWEEP_MIN
 
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
         """Insert ``record`` unless a live record holds its key; None means this caller owns the key."""
@@ -106,9 +111,22 @@ class MemoryStore:
             existing = self._records.get(slot)
             if existing is not None and not existing.expired():
                 return existing
+            if existing is not None:
+                self._by_action.pop(existing.action_id, None)
             self._records[slot] = record
             self._by_action[record.action_id] = slot
+            if len(self._records) >= self._sweep_at:
+                self._sweep()
             return None
+
+    def _sweep(self) -> None:
+        """Drop every expired record (amortised: at most once per doubling of the store)."""
+        now = time.time()
+        for slot, held in [(slot, held) for slot, held in self._records.items() if held.expired(now)]:
+            del self._records[slot]
+            if self._by_action.get(held.action_id) == slot:
+                del self._by_action[held.action_id]
+        self._sweep_at = max(self.SWEEP_MIN, 2 * len(self._records))
 
     def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
         """Store the ActionResult JSON and mark the record completed (no-op if the record is gone)."""
