@@ -16,6 +16,7 @@ import shlex
 import sys
 from typing import Any, Callable, Optional, Sequence
 
+from ._signals import interrupt_on_signals
 from .errors import HermesError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
@@ -497,7 +498,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     configure_from_env()
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        code = func(args)
+        with interrupt_on_signals():  # Ctrl-C and `kill` end a command cleanly, even started with `cmd &`
+            code = func(args)
         sys.stdout.flush()  # a closed pipe must surface here, not in the interpreter's exit flush
         return code
     except _Usage as exc:
