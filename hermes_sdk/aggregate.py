@@ -9,7 +9,7 @@ knows no family.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 from .errors import STREAM_FAILED, STREAM_INCOMPLETE, STREAM_TRUNCATED, CancelledError, HermesError, StreamError
 from .models import StreamEvent, StreamResult
@@ -42,6 +42,12 @@ class Accumulator:
     terminal_names: ClassVar[frozenset[str]] = frozenset()
     failed_names: ClassVar[frozenset[str]] = frozenset()
     cancelled_names: ClassVar[frozenset[str]] = frozenset()
+    #: Set by ``fold`` when an event cannot be believed (it is about another object than the one
+    #: requested): the stream ends there, failed with this error, whatever came before.
+    rejected: Optional[HermesError] = None
+
+    def bind(self, input: Mapping[str, Any]) -> None:
+        """Learn the call's input (the object the stream is about) before the first event."""
 
     def fold(self, agg: "Aggregate", name: Optional[str], data: dict[str, Any]) -> Optional[str]:
         """Fold one JSON-object event in; return the text it adds (or None)."""
@@ -136,7 +142,9 @@ class Aggregate:
         if len(self.parts) >= _COMPACT_PARTS:
             # Thousands of tiny str objects cost ~60 bytes each; joined text costs only itself.
             self._compact()
-        if event.terminal:
+        if self.accumulator.rejected is not None:
+            pass  # done: neither a terminal event nor one more counted toward max_events
+        elif event.terminal:
             self.terminal = True
         elif self.count >= self.max_events:
             # The seed page: max_events stops collection *before* a terminal event.
@@ -158,8 +166,9 @@ class Aggregate:
 
     @property
     def done(self) -> bool:
-        """Whether collection has stopped (a terminal event arrived, or ``max_events`` was reached)."""
-        return self.terminal or self.truncated
+        """Whether collection has stopped (a terminal event arrived, ``max_events`` was reached, or the
+        accumulator rejected an event)."""
+        return self.terminal or self.truncated or self.accumulator.rejected is not None
 
     def result(self, error: Optional[HermesError] = None, cancelled: bool = False) -> StreamResult:
         """The StreamResult so far; ``error`` or ``cancelled`` say why a stream without a terminal event ended."""
@@ -175,6 +184,8 @@ class Aggregate:
     def _outcome(self, error: Optional[HermesError], cancelled: bool) -> tuple[str, Optional[HermesError]]:
         op = {"operation": self.operation}
         acc = self.accumulator
+        if acc.rejected is not None:
+            return "failed", acc.rejected
         if self.terminal:
             if self.last_name in acc.cancelled_names:
                 return "cancelled", None

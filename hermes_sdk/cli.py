@@ -18,6 +18,7 @@ import sys
 from typing import Any, Callable, Optional, Sequence
 
 from ._cli_support import NO_TERMINAL, Terminal, last_session, print_error, provider_options, remember_session
+from ._signals import interrupt_on_signals
 from .errors import HermesError, MissingCredentialError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
@@ -740,7 +741,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     configure_from_env()
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        code = func(args)
+        with interrupt_on_signals():  # Ctrl-C and `kill` end a command cleanly, even started with `cmd &`
+            code = func(args)
         sys.stdout.flush()  # a closed pipe must surface here, not in the interpreter's exit flush
         return code
     except _Usage as exc:

@@ -100,7 +100,7 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_en
     runtime = Runtime(pm=pm, store=store, transport=Transport(session),
                       redactor=Redactor(filters=filters, patterns=redaction_patterns),
                       approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
-                      strict_idempotency=strict_idempotency, key_retention=float(key_retention),
+                      strict_idempotency=strict_idempotency, key_retention=key_retention,
                       timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals))
     return runtime
 

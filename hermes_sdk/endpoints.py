@@ -161,6 +161,27 @@ class Endpoint:
         return self.api_key
 
 
+#: The largest relative time the SDK accepts anywhere (about 31 years): more is a mistake.
+MAX_SECONDS = 1e9
+
+
+def seconds_value(value: object, field: str, *, positive: bool = False) -> float:
+    """A relative time in seconds: a finite real number >= 0 (> 0 when ``positive``), at most 1e9.
+
+    Every time argument that is not a :class:`~hermes_sdk.Timeout` or a deadline comes through
+    here, so NaN (which compares false with everything: a loop bounded by it never ends),
+    infinities, negative numbers, bools and strings are an InvalidInputError before any I/O.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(field, f"{field} must be a number of seconds, not {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _bad(field, f"{field} must be a finite number of seconds, not {value!r}")
+    if value < 0 or (positive and value == 0) or value > MAX_SECONDS:
+        bound = "> 0" if positive else ">= 0"
+        raise _bad(field, f"{field} must be {bound} and at most {MAX_SECONDS:g} seconds, not {value!r}")
+    return float(value)
+
+
 def deadline_epoch(value: Deadline) -> Optional[float]:
     """Absolute deadline as epoch seconds; a naive datetime is taken as local time.
 

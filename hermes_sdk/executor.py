@@ -21,7 +21,7 @@ from .approval import ApprovalRequest
 from .call import Call
 from .capabilities import CONTRACTS, capability_id, parse_capability_id
 from .deadline import as_timeout, effective
-from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id
+from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
 from .errors import ApprovalRequiredError, HermesError, InvalidInputError
 from .models import ActionResult
 from .operations import SPECS, OperationSpec
@@ -103,8 +103,8 @@ class Executor:
         now = time.time()
         try:
             limits = effective(as_timeout(options.timeout), self.runtime.timeout)
-            if options.idle_timeout is not None:
-                as_timeout(options.idle_timeout, "idle_timeout")
+            idle = None if options.idle_timeout is None else seconds_value(options.idle_timeout, "idle_timeout",
+                                                                           positive=True)
             if not isinstance(input, Mapping):
                 raise InvalidInputError("input must be a JSON object", details={"field": "input"})
             given = options.idempotency_key
@@ -141,7 +141,7 @@ class Executor:
         return Call(endpoint=endpoint, spec=spec, input=clean, request=request, action_id=action_id,
                     capability_id=cap, runtime=self.runtime, view=view, key=key, context=ctx, deadline=limit,
                     ends_at=ends_at, read_timeout=limits.read, connect_timeout=limits.connect,
-                    idle_timeout=options.idle_timeout, approval=options.approval, reason=options.reason,
+                    idle_timeout=idle, approval=options.approval, reason=options.reason,
                     keep_events=options.keep_events, bound=bound)
 
     def endpoint(self, endpoint: Optional[str]) -> Endpoint:

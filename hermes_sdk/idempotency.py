@@ -19,6 +19,8 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
+from .endpoints import seconds_value
+
 PENDING = "pending"
 COMPLETED = "completed"
 
@@ -92,10 +94,15 @@ def _rec_load(text: str) -> IdempotencyRecord:
 class MemoryStore:
     """Per-process store: durable only for the life of the process (the default)."""
 
+    #: Expired records are swept when the store has grown to this many since the last sweep (then
+    #: to twice what the sweep left): the store holds what is live, not every key it ever saw.
+    SWEEP_MIN = 1024
+
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], IdempotencyRecord] = {}
         self._by_action: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
+        self._sweep_at = self.SWEEP_MIN
 
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
         """Insert ``record`` unless a live record holds its key; None means this caller owns the key."""
@@ -104,9 +111,22 @@ class MemoryStore:
             existing = self._records.get(slot)
             if existing is not None and not existing.expired():
                 return existing
+            if existing is not None:
+                self._by_action.pop(existing.action_id, None)
             self._records[slot] = record
             self._by_action[record.action_id] = slot
+            if len(self._records) >= self._sweep_at:
+                self._sweep()
             return None
+
+    def _sweep(self) -> None:
+        """Drop every expired record (amortised: at most once per doubling of the store)."""
+        now = time.time()
+        for slot, held in [(slot, held) for slot, held in self._records.items() if held.expired(now)]:
+            del self._records[slot]
+            if self._by_action.get(held.action_id) == slot:
+                del self._by_action[held.action_id]
+        self._sweep_at = max(self.SWEEP_MIN, 2 * len(self._records))
 
     def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
         """Store the ActionResult JSON and mark the record completed (no-op if the record is gone)."""
@@ -140,6 +160,38 @@ class MemoryStore:
         pass
 
 
+#: The files sqlite keeps beside the database (each holds record contents: the -wal holds model output).
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _private_files(path: str) -> None:
+    """Make the database file exist with mode 0600 before sqlite opens it, and keep its side files 0600.
+
+    sqlite creates the ``-wal``, ``-shm`` and ``-journal`` files with the database file's own
+    mode, so a database created 0600 before sqlite first opens it gives them 0600 from their first
+    byte (a chmod after the fact would leave a window, and a process umask is not thread-safe).
+    A database or side file an older version left readable is narrowed to 0600 too.
+    """
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return  # sqlite reports the real problem when it opens the file
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    for suffix in SQLITE_SIDE_FILES:
+        try:
+            os.chmod(path + suffix, 0o600)
+        except OSError:  # absent (or not ours)
+            pass
+
+
 class SQLiteStore:
     """A file-backed store, safe across threads and processes (WAL, one atomic INSERT to reserve).
 
@@ -150,12 +202,13 @@ class SQLiteStore:
 
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path = path
-        self._timeout = timeout
+        self._timeout = seconds_value(timeout, "timeout")
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
+        _private_files(path)
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(
@@ -164,10 +217,7 @@ class SQLiteStore:
             " state TEXT NOT NULL, expires_at REAL, record TEXT NOT NULL,"
             " PRIMARY KEY (capability_id, key))")
         conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
-        try:
-            os.chmod(path, 0o600)  # records hold confidential model output
-        except OSError:
-            pass
+        _private_files(path)  # the -wal and -shm files sqlite created just now
 
     def _conn(self) -> sqlite3.Connection:
         conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)

@@ -6,7 +6,10 @@ What Hermes 0.19.0 does and the SDK relies on (``spec/hermes-runs.md``):
   started, and never again; when that stream breaks it polls ``GET /v1/runs/{id}`` until the run
   ends or the deadline passes, and the result says ``events_complete=False``;
 - an ``approval.request`` has no id and answers are oldest first; the agent waits (the run holds
-  a concurrency slot) until an answer, a stop, or Hermes' own approval timeout (then BLOCKED);
+  a concurrency slot) until an answer, a stop, or Hermes' own approval timeout (then BLOCKED). So
+  the SDK answers only the oldest request it knows to be unanswered, and not at all when the
+  events it already received say Hermes moved on (an answer meant for one command would land on
+  the next one);
 - an approval sent after ``/stop`` can still execute the command, so none is ever sent once this
   client asked to stop the run.
 """
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 import attrs
 
 from .approval import ApprovalRequest, check
-from .endpoints import ExecutionContext
+from .endpoints import ExecutionContext, seconds_value
 from .errors import (
     ApprovalDeniedError,
     CancelledError,
@@ -57,6 +60,20 @@ TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 RUN_STATUSES = ("queued", "running", "waiting_for_approval", "stopping", "completed", "failed", "cancelled")
 POLL_FIRST_INTERVAL = 0.25
 POLL_MAX_INTERVAL = 2.0
+
+
+#: Events after which an answer to an earlier approval request may land on another one: the request
+#: was resolved (answered, timed out, blocked) or the run ended.
+_MOVED_ON = frozenset({"approval.responded", "tool.completed", "run.completed", "run.failed", "run.cancelled"})
+
+
+@attrs.define
+class _Pending:
+    """One approval request seen and not answered yet; ``choice``: the provider's answer, not yet sent."""
+
+    event: ApprovalRequested
+    asked: bool = False
+    choice: Optional[str] = None
 
 
 def _opt_str(value: Any) -> Optional[str]:
@@ -220,12 +237,15 @@ class Run:
         self._deadline = deadline
         self._context = context
         self._queue: "queue.Queue[tuple[str, Any]]" = queue.Queue()
+        self._ahead: deque[tuple[str, Any]] = deque()  # received, not consumed yet (see _moved_on)
+        self._until = deadline  # the bound of the wait()/events() in progress
         self._stream: Any = None
         self._subscribed = False
+        self._released = False  # the caller closed the subscription, or it was not believed
         self._polling = started.replayed
         self._stream_error: Optional[HermesError] = None
         self._events: list[RunEvent] = []
-        self._pending: deque[ApprovalRequested] = deque()
+        self._pending: deque[_Pending] = deque()
         self._answered_unseen = 0
         self._result: Optional[RunResult] = None
         self._lock = threading.Lock()
@@ -237,8 +257,9 @@ class Run:
 
     @property
     def pending_approval(self) -> Optional[ApprovalRequested]:
-        """The oldest approval request this client saw and nobody answered yet (Hermes answers FIFO)."""
-        return self._pending[0] if self._pending else None
+        """The oldest approval request this client saw and nobody answered yet: the one Hermes applies
+        the next answer to (it answers oldest first, with no id)."""
+        return self._pending[0].event if self._pending else None
 
     @property
     def stream_error(self) -> Optional[HermesError]:
@@ -259,6 +280,7 @@ class Run:
         events already consumed (by ``wait()`` too) are in ``run.result.events``, not yielded again.
         """
         while True:
+            self._until = self._deadline
             event = self._next(self._deadline, poll=False)
             if event is None:
                 return
@@ -273,11 +295,9 @@ class Run:
         """
         until = self._deadline
         if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-                raise InvalidInputError("timeout must be a non-negative number of seconds",
-                                        details={"field": "timeout"})
-            limit = time.time() + timeout
+            limit = time.time() + seconds_value(timeout, "timeout")
             until = limit if until is None else min(until, limit)
+        self._until = until
         while self._result is None:
             if self._next(until, poll=True) is None and (until is not None and time.time() >= until):
                 break
@@ -288,13 +308,16 @@ class Run:
         ``always`` (only with ``HermesClient(allow_permanent_approvals=True)``: Hermes then allows
         the pattern process-wide and rewrites its config). Refused after :meth:`stop`.
 
+        Hermes applies the answer to its oldest pending request (:attr:`pending_approval`), whatever
+        command the caller had in mind. Bounded by the run's deadline while it is ahead.
+
         Raises:
             RunStoppedError: this client stopped the run; nothing is sent.
             ApprovalNotPendingError: nothing is waiting (409 ``approval_not_pending``).
             ApprovalNotActiveError: the run finished or was stopped (409 ``approval_not_active``).
         """
         answer = self._runs.approve(self.id, choice, resolve_all=resolve_all, endpoint=self._endpoint,
-                                           context=self._context)
+                                    context=self._context, deadline=self._ahead_of_deadline())
         self._answered(answer.resolved)
         return answer
 
@@ -303,29 +326,35 @@ class Run:
 
         A run that already finished answers 404: then its final status is returned (and a run this
         handle saw end is not sent a stop at all: its task may still be closing, when Hermes would
-        answer 200 ``stopping`` for a run that is over).
+        answer 200 ``stopping`` for a run that is over). Bounded by the run's deadline while it is
+        ahead; a stop asked for after it passed still goes out (within the published timeout).
         """
+        bound = self._ahead_of_deadline()
         if self._result is not None:
             self._runs.mark_stopped(self.id)
-            return self._runs.get(self.id, endpoint=self._endpoint, context=self._context)
+            return self._runs.get(self.id, endpoint=self._endpoint, context=self._context, deadline=bound)
         try:
-            status = self._runs.stop(self.id, endpoint=self._endpoint, context=self._context)
+            status = self._runs.stop(self.id, endpoint=self._endpoint, context=self._context, deadline=bound)
         except RunNotFoundError:
-            status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context)
+            status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context,
+                                    deadline=self._ahead_of_deadline())
             if not status.terminal:
                 raise
         self.status = status.status if self.status not in TERMINAL_STATUSES else self.status
         return status
 
     def refresh(self) -> RunStatus:
-        """Fetch the run object (``GET /v1/runs/{id}``) and update :attr:`status`."""
-        status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context)
+        """Fetch the run object (``GET /v1/runs/{id}``) and update :attr:`status` (bounded by the
+        run's deadline while it is ahead)."""
+        status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context,
+                                deadline=self._ahead_of_deadline())
         if self._result is None:
             self.status = status.status
         return status
 
     def close(self) -> None:
         """Drop the events connection (the run goes on at Hermes; this handle then polls)."""
+        self._released = True
         stream = self._stream
         if stream is not None and not stream.closed:
             stream.close()  # from this thread: interrupts the reader, which settles the stream
@@ -339,6 +368,7 @@ class Run:
         if self._subscribed or self._polling:
             return
         self._subscribed = True
+        self._runs.follow(self)
         try:
             self._stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline)
         except HermesError as exc:
@@ -348,6 +378,11 @@ class Run:
                                   name=f"hermes-sdk-run-{self.id[-8:]}")
         self._stream.owner = thread
         thread.start()
+
+    def _following(self) -> bool:
+        """Whether this handle's events subscription is open."""
+        stream = self._stream
+        return stream is not None and not stream.closed and not self._released
 
     def _read(self, stream: Any) -> None:
         try:
@@ -380,16 +415,27 @@ class Run:
                     return None
                 self._poll(until)
                 return None
-            remaining = None if until is None else until - time.time()
-            if remaining is not None and remaining <= 0:
-                return None
-            try:
-                kind, payload = self._queue.get(timeout=remaining)
-            except queue.Empty:
-                return None
+            if self._ahead:
+                kind, payload = self._ahead.popleft()
+            else:
+                remaining = None if until is None else until - time.time()
+                if remaining is not None and remaining <= 0:
+                    return None
+                try:
+                    kind, payload = self._queue.get(timeout=remaining)
+                except queue.Empty:
+                    return None
             if kind == "event":
                 data = payload.data
                 if not isinstance(data, dict):
+                    continue
+                named = data.get("run_id")
+                if named is not None and named != self.id:
+                    # An event about another run is not this run's (above all not its end): the
+                    # stream is not to be believed from here on; the status is polled instead.
+                    self._reject_stream(InvalidResponseError(
+                        "the run's events stream sent an event about another run", uncertain_outcome=True,
+                        details={"operation": "run_events", "reason": "another_object"}))
                     continue
                 event = parse_run_event(data)
                 self._events.append(event)
@@ -398,6 +444,15 @@ class Run:
             if kind == "broken" or self._result is None:  # "end" without a terminal event is broken too
                 self._broken(payload)
         return None
+
+    def _reject_stream(self, error: HermesError) -> None:
+        """Stop believing the events stream: drop what it still holds, close it, and poll."""
+        self._ahead.clear()
+        self._released = True
+        stream = self._stream
+        if stream is not None and not stream.closed:
+            stream.abort()  # the reader thread's blocked read returns at once
+        self._broken(error)
 
     def _observe(self, event: RunEvent) -> None:
         if event.terminal:
@@ -413,11 +468,9 @@ class Run:
                 events=list(self._events), events_complete=True)
             return
         if isinstance(event, ApprovalRequested):
-            self._pending.append(event)
+            self._pending.append(_Pending(event))
             self.status = "waiting_for_approval"
-            # Never asked once this client stopped the run: Hermes resolves the request as deny.
-            if self._provider is not None and not self._runs.stopped(self.id):
-                self._ask(event)
+            self._answer_oldest()
             return
         if isinstance(event, ApprovalResponded):
             if self._answered_unseen > 0:
@@ -428,6 +481,7 @@ class Run:
                         self._pending.popleft()
             if self.status != "stopping":
                 self.status = "running"
+            self._answer_oldest()  # the next request (if one is waiting) is now the oldest
             return
         if isinstance(event, ToolCompleted) and self._pending:
             # The command's approval ended without an answer: Hermes' timeout, or a stop (BLOCKED).
@@ -443,17 +497,62 @@ class Run:
         if self.status == "waiting_for_approval":
             self.status = "running"
 
-    def _ask(self, event: ApprovalRequested) -> None:
-        """Hand one approval request to the provider; answer it unless the provider returned None."""
+    def _answer_oldest(self) -> None:
+        """Hand the oldest unanswered request to the provider and send its answer, in Hermes' order.
+
+        Hermes applies an answer to its oldest pending request, with no id: so only the oldest
+        request this client knows of is ever answered (a later one waits until every older one
+        is answered, by the provider or the caller), and its answer is not sent when the events
+        already received show that Hermes moved on (the request timed out, or was answered
+        elsewhere): sent then, it would land on the next command. Never asked, never answered
+        once this client stopped the run (Hermes resolves the request as deny), nor past the
+        bound of the wait in progress (the decision is kept for the next wait).
+        """
         runs = self._runs
-        request = runs.approval_request(self.id, event.command, reason=event.description,
-                                        endpoint=self._endpoint, pattern_key=event.pattern_key)
-        decision = ask_provider(self._provider, request)
-        if decision is None:
-            return  # left pending: the caller answers with run.approve(...)
-        choice = choice_for(decision, request, event, runs.allow_permanent_approvals)
-        answer = runs.approve(self.id, choice, endpoint=self._endpoint, context=self._context)
-        self._answered(answer.resolved)
+        while self._pending and self._provider is not None and not runs.stopped(self.id):
+            oldest = self._pending[0]
+            if not oldest.asked:
+                if self._bound_passed():
+                    return
+                oldest.asked = True
+                event = oldest.event
+                request = runs.approval_request(self.id, event.command, reason=event.description,
+                                                endpoint=self._endpoint, pattern_key=event.pattern_key)
+                decision = ask_provider(self._provider, request)
+                if decision is None:
+                    return  # left pending: the caller answers with run.approve(...)
+                oldest.choice = choice_for(decision, request, event, runs.allow_permanent_approvals)
+            if oldest.choice is None or self._moved_on() or self._bound_passed() or runs.stopped(self.id):
+                return
+            choice, oldest.choice = oldest.choice, None
+            answer = runs.approve(self.id, choice, endpoint=self._endpoint, context=self._context,
+                                  deadline=self._until)
+            self._answered(answer.resolved)
+
+    def _moved_on(self) -> bool:
+        """Whether an event already received (not consumed yet) says the oldest request may no
+        longer be Hermes' oldest: it was resolved, or the run ended."""
+        while True:
+            try:
+                self._ahead.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        for kind, payload in self._ahead:
+            if kind != "event":
+                continue
+            data = payload.data
+            if isinstance(data, dict) and (data.get("event") in _MOVED_ON or (
+                    data.get("run_id") is not None and data.get("run_id") != self.id)):
+                return True
+        return False
+
+    def _bound_passed(self) -> bool:
+        return self._until is not None and time.time() >= self._until
+
+    def _ahead_of_deadline(self) -> Optional[float]:
+        """The run's deadline for a call the caller makes through this handle, while it is ahead."""
+        deadline = self._deadline
+        return deadline if deadline is not None and deadline > time.time() else None
 
     def _poll(self, until: Optional[float]) -> None:
         """Poll the run object until it ends or ``until`` passes; a transient failure is retried."""

@@ -17,6 +17,7 @@ from ..errors import (
     HermesError,
     InvalidApprovalChoiceError,
     InvalidInputError,
+    InvalidResponseError,
     RunNotFoundError,
     RunStoppedError,
 )
@@ -34,7 +35,7 @@ from .common import (
     session_value,
     visible_text,
 )
-from .spec import OperationSpec, register
+from .spec import OperationSpec, register, reply_names_another
 from .stored import path_id_value
 
 START_FIELDS = ("input", "instructions", "session_id", "session_key", "conversation_history",
@@ -142,6 +143,18 @@ def admit_approval(call: Any) -> None:
             "with allow_permanent_approvals=True to send it", details={"field": "choice", "sent": False})
 
 
+def admit_events(call: Any) -> None:
+    """Never a second subscription on a run a ``Run`` of this client is following: Hermes splits a
+    run's events between its subscribers, so the ``Run`` would miss some (its approval requests,
+    its end) and the second subscriber would see the rest."""
+    run = call.runtime.followed_runs.get(call.input.get("run_id"))
+    if run is not None and run._following():
+        raise InvalidInputError(
+            "a Run of this client is following this run's events, and Hermes splits a run's events between "
+            "its subscribers: read them from that Run (run.events() or run.wait()), or run.close() it first",
+            details={"field": "run_id", "reason": "already_subscribed", "sent": False})
+
+
 def admit_stop(call: Any) -> None:
     """Mark the run stopped before ``/stop`` is sent, so no approval can race behind it."""
     call.runtime.stopped_runs.add(call.input["run_id"])
@@ -160,8 +173,19 @@ class RunEventsAccumulator(Accumulator):
     terminal_names = RUN_TERMINAL
     failed_names = RUN_FAILED
     cancelled_names = frozenset({"run.cancelled"})
+    run_id: Any = None
+
+    def bind(self, input: Mapping[str, Any]) -> None:
+        self.run_id = input.get("run_id")
 
     def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+        named = data.get("run_id")
+        if named is not None and self.run_id is not None and named != self.run_id:
+            # Above all a terminal event about another run: never taken as this run's end.
+            self.rejected = InvalidResponseError("the run's events stream sent an event about another run",
+                                                 uncertain_outcome=True, http_status=agg.http_status,
+                                                 details={"operation": agg.operation, "reason": "another_object"})
+            return None
         if name == "message.delta":
             piece = data.get("delta")
             return piece if isinstance(piece, str) and piece else None
@@ -231,6 +255,9 @@ def _contract(operation: str, method: str, path: str, **overrides: Any) -> Contr
     return Contract(**fields)
 
 
+#: A run's status, stop or approval answer names the run it is about: another id is not this run's.
+_SAME_RUN = reply_names_another("run_id", "run_id")
+
 RUN_START: OperationSpec[RunStarted] = OperationSpec(
     _contract("run_start", "POST", "/v1/runs", risk="medium", key_requirement="required", key_ttl_ms=86_400_000,
               retry_safe=False, side_effects=MODEL_SIDE_EFFECTS + ("execute",), expected_latency_ms=2_000,
@@ -238,7 +265,8 @@ RUN_START: OperationSpec[RunStarted] = OperationSpec(
     build_start, decode=run_started, refine_error=refine_start_error)
 
 RUN_GET: OperationSpec[RunStatus] = OperationSpec(
-    _contract("run_get", "GET", "/v1/runs/{run_id}"), build_run, decode=run_status, refine_error=refine_run_error)
+    _contract("run_get", "GET", "/v1/runs/{run_id}"), build_run, decode=run_status, refine_error=refine_run_error,
+    names_another=_SAME_RUN)
 
 # One subscriber per run and no resume: published as not retry-safe, so nothing re-subscribes.
 # It follows the whole run: 24 hours at most (the key's lifetime); Run reads it with a 120 s read
@@ -247,6 +275,7 @@ RUN_EVENTS: OperationSpec[RunEventStream] = OperationSpec(
     _contract("run_events", "GET", "/v1/runs/{run_id}/events", retry_safe=False, streaming=True,
               side_effects=("read", "external_network"), expected_latency_ms=30_000, timeout_ms=86_400_000),
     build_run, stream_class=RunEventStream, accumulator=RunEventsAccumulator, refine_error=refine_run_error,
+    admit=admit_events,
     # Observers (tracing) see which tool ran and which pattern was approved how; never the
     # command, its preview, the output or the run id.
     observed_keys=("tool", "pattern_key", "choice"))
@@ -254,12 +283,13 @@ RUN_EVENTS: OperationSpec[RunEventStream] = OperationSpec(
 RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
     _contract("run_approval", "POST", "/v1/runs/{run_id}/approval", risk="high", retry_safe=False,
               side_effects=("write", "execute", "external_network")),
-    build_approval, decode=approval_answer, admit=admit_approval, refine_error=refine_run_error)
+    build_approval, decode=approval_answer, admit=admit_approval, refine_error=refine_run_error,
+    names_another=_SAME_RUN)
 
 RUN_STOP: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_stop", "POST", "/v1/runs/{run_id}/stop", risk="medium", retry_safe=False,
               side_effects=("write", "external_network")),
-    build_run, decode=run_status, admit=admit_stop, refine_error=refine_run_error)
+    build_run, decode=run_status, admit=admit_stop, refine_error=refine_run_error, names_another=_SAME_RUN)
 
 _PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
 

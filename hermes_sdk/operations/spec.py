@@ -54,6 +54,10 @@ class OperationSpec(Generic[T]):
     #: A composite operation (``operator``): several HTTP calls under one capability. ``invoke()``
     #: hands it the executor, the input and the options, and it returns the ActionResult.
     composite: Optional[Callable[..., Any]] = None
+    #: Whether a 2xx reply is about another object than the one the request named:
+    #: ``(input, reply JSON) -> bool``. Such a reply (a delete receipt or a run status naming
+    #: another id) is ``invalid_response``, uncertain where the request changed something.
+    names_another: Optional[Callable[[Mapping[str, Any], Any], bool]] = None
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""
@@ -92,6 +96,15 @@ class OperationSpec(Generic[T]):
 
 
 SPECS: dict[str, OperationSpec[Any]] = {}
+
+
+def reply_names_another(input_key: str, reply_key: str) -> Callable[[Mapping[str, Any], Any], bool]:
+    """``names_another`` for a reply whose ``reply_key`` must be the input's ``input_key`` (when given)."""
+    def check(input: Mapping[str, Any], data: Any) -> bool:
+        named = data.get(reply_key) if isinstance(data, Mapping) else None
+        return named is not None and named != input.get(input_key)
+    check.__qualname__ = f"reply_names_another({input_key!r}, {reply_key!r})"
+    return check
 
 
 def register(spec: OperationSpec[Any]) -> OperationSpec[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any, Mapping
 
 from .._constants import MAX_RESPONSE_ID_BYTES
 from .common import RequestParts, bad, control_headers, require_input
@@ -37,11 +38,21 @@ def path_id_value(field: str, value: object) -> str:
     return value
 
 
-def build(operation: str, raw: object) -> RequestParts:
-    """Validate a response_get or response_delete input: ``response_id`` (or ``body.response_id``) is the path."""
-    data = require_input(raw)
+def _requested(data: Mapping[str, Any]) -> Any:
     value = data.get("response_id")
     if value is None and isinstance(data.get("body"), dict):
         value = data["body"].get("response_id")
-    response_id = response_id_value(value)
+    return value
+
+
+def names_another(input: Mapping[str, Any], reply: Any) -> bool:
+    """Whether a stored object or a delete receipt names another response id than the one requested."""
+    named = reply.get("id") if isinstance(reply, Mapping) else None
+    return named is not None and named != _requested(input)
+
+
+def build(operation: str, raw: object) -> RequestParts:
+    """Validate a response_get or response_delete input: ``response_id`` (or ``body.response_id``) is the path."""
+    data = require_input(raw)
+    response_id = response_id_value(_requested(data))
     return RequestParts(control_headers(data), path_params={"response_id": response_id})

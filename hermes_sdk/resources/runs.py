@@ -145,6 +145,10 @@ class Runs:
         """Refuse every later approval for the run (as ``stop`` does before it sends)."""
         self._executor.runtime.stopped_runs.add(run_id)
 
+    def follow(self, run: Run) -> None:
+        """Note the handle that holds a run's one events subscription (until it is dropped)."""
+        self._executor.runtime.followed_runs[run.id] = run
+
     def stopped(self, run_id: str) -> bool:
         """Whether this client asked to stop the run (no approval is sent to it from then on)."""
         return run_id in self._executor.runtime.stopped_runs

@@ -43,8 +43,10 @@ def execute(call: Call) -> ActionResult:
                         approval=call.decision.evidence() if call.decision else None)
     spec = call.spec
     if spec.stream_class is not None:
+        accumulator = spec.accumulator()
+        accumulator.bind(call.input)
         aggregate = Aggregate(call.endpoint_id, spec.name, reply.status, call.request.max_events, session_id,
-                              call.keep_events, accumulator=spec.accumulator())
+                              call.keep_events, accumulator=accumulator)
         call.value = spec.stream_class(reply.stream, aggregate, deadline=call.ends_at, alarm=call.alarm,
                                        idle_timeout=call.idle_timeout, sink=StreamSink(call, base))
         call.value.action_id = call.action_id
@@ -57,6 +59,9 @@ def execute(call: Call) -> ActionResult:
             call.value = spec.decode(data, session_id, call.action_id, headers=reply.headers)
         else:
             call.value = spec.decode(data, session_id, call.action_id)
+        if spec.names_another is not None and spec.names_another(call.input, data):
+            raise InvalidResponseError(f"the {spec.name} reply is about another object than the one requested",
+                                       details={"reason": "another_object"})
     except InvalidResponseError as exc:
         raise _typed_invalid(exc, call, reply.status) from None
     base.status, base.output, base.recorded_at = "completed", data, time.time()

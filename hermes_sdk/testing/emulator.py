@@ -529,17 +529,22 @@ def serve(
     ready: Callable[[str], None] | None = None,
     **options: Any,
 ) -> None:
-    """Run an emulator in the foreground until KeyboardInterrupt; print its base URL."""
-    emulator = HermesEmulator(host, port, api_key, **options).start()
-    announce = ready or (lambda url: print(url, flush=True))
-    announce(emulator.base_url)
-    try:
-        while emulator.running:
-            threading.Event().wait(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        emulator.stop()
+    """Run an emulator in the foreground until SIGINT or SIGTERM (whatever disposition the process
+    inherited: ``cmd &`` ignores SIGINT); print its base URL."""
+    from .._signals import interrupt_on_signals
+
+    with interrupt_on_signals():
+        try:
+            emulator = HermesEmulator(host, port, api_key, **options).start()
+            announce = ready or (lambda url: print(url, flush=True))
+            announce(emulator.base_url)
+            try:
+                while emulator.running:
+                    threading.Event().wait(0.5)
+            finally:
+                emulator.stop()
+        except KeyboardInterrupt:
+            pass
 
 
 def add_options(parser: Any) -> None:

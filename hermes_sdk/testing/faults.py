@@ -306,6 +306,22 @@ def _json_wrong_shape(conn: _Conn, req: FaultRequest) -> None:
     conn.respond(200, b'{"object": "unexpected", "detail": {"note": "not what you asked for"}}')
 
 
+@fault("reply_about_another_id", "a well-formed 200 about another object: a stored response or a delete "
+                                 "receipt naming another response id, a run object naming another run id")
+def _reply_about_another_id(conn: _Conn, req: FaultRequest) -> None:
+    other = "resp_another00000000000000000000"
+    if req.path.startswith("/v1/runs/"):
+        body = json.dumps({"object": "hermes.run", "run_id": "run_another000000000000000000000",
+                           "status": "completed", "output": "not yours"}).encode()
+    elif req.method == "DELETE":
+        body = json.dumps({"id": other, "object": "response", "deleted": True}).encode()
+    elif req.method == "GET":
+        body = json.dumps(_response_object(other)).encode()
+    else:
+        return _ok(conn, req)  # a model call creates a new object: nothing to compare its id with
+    conn.respond(200, body)
+
+
 @fault("json_array", "a 200 whose JSON is an array, not an object")
 def _json_array(conn: _Conn, req: FaultRequest) -> None:
     conn.respond(200, b"[1, 2, 3]")

@@ -122,6 +122,10 @@ def body_rows() -> list[Row]:
             Row("non_json_200", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
             Row("json_wrong_shape", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
             Row("json_array", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
+            # A reply naming another object is not this one's: a receipt for another id deleted
+            # nothing we know of (and maybe ours: uncertain); model calls create new ids (ok).
+            Row("reply_about_another_id", op, InvalidResponseError, P + "invalid_response", uncertain=unsure)
+            if op in READ + DELETE else Row("reply_about_another_id", op, None, record="completed"),
             Row("json_too_deep", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
             Row("gzip_bomb", op, InvalidResponseError, P + "invalid_response", uncertain=unsure),
             # A cut read sent the request: a model call or delete is uncertain; a read is retried and,

@@ -103,6 +103,49 @@ def test_sqlite_store_is_private_and_wal(tmp_path: Any) -> None:
     reopened.close()
 
 
+def _modes(directory: Any) -> dict[str, int]:
+    return {p.name: stat.S_IMODE(os.stat(p).st_mode) for p in directory.iterdir() if p.is_file()}
+
+
+def test_every_file_the_sqlite_store_creates_is_0600(tmp_path: Any) -> None:
+    # The -wal holds recorded model output: it, the -shm and the database are 0600 from their
+    # first byte, whatever the process umask lets through (here: world-readable by default).
+    old = os.umask(0o022)
+    try:
+        directory = tmp_path / "store"
+        s = SQLiteStore(str(directory / "idem.db"))
+        s.reserve(rec())
+        done = threading.Thread(target=lambda: s.reserve(rec(key="k-thread")))  # a second connection
+        done.start()
+        done.join()
+        modes = _modes(directory)
+        assert {"idem.db", "idem.db-wal", "idem.db-shm"} <= set(modes), modes
+        assert set(modes.values()) == {0o600}, modes
+        s.close()
+        reopened = SQLiteStore(str(directory / "idem.db"))  # the WAL is created again on reopen
+        reopened.reserve(rec(key="k-again"))
+        modes = _modes(directory)
+        assert "idem.db-wal" in modes and set(modes.values()) == {0o600}, modes
+        reopened.close()
+        # A database an older version left 0644, with its side files open in another process, is
+        # narrowed on open.
+        legacy = tmp_path / "legacy"
+        legacy.mkdir()
+        other = sqlite3.connect(str(legacy / "old.db"))
+        other.execute("PRAGMA journal_mode=WAL")
+        other.execute("CREATE TABLE t (x)")
+        other.execute("INSERT INTO t VALUES (1)")
+        other.commit()
+        assert set(_modes(legacy).values()) == {0o644}, _modes(legacy)
+        narrowed = SQLiteStore(str(legacy / "old.db"))
+        narrowed.reserve(rec())
+        assert len(_modes(legacy)) == 3 and set(_modes(legacy).values()) == {0o600}, _modes(legacy)
+        narrowed.close()
+        other.close()
+    finally:
+        os.umask(old)
+
+
 # ------------------------------------------------------------------ choosing a store
 
 

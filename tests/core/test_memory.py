@@ -1,0 +1,120 @@
+"""Memory that grows with work is bounded or dropped with its owner: thousands of calls and runs on
+one client leave its memory flat (measured with tracemalloc, after a warm-up).
+
+A fast raw server on loopback answers, so the test measures the client, not a server."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import json
+import socket
+import tracemalloc
+from typing import Any, Callable
+
+import pytest
+from core_support import RawRequest, RawServer, chunk, json_response, raw_client, sse_head
+
+from hermes_sdk.executor import _SERVERS_MAX, _servers, server_attributes
+from hermes_sdk.idempotency import IdempotencyRecord, MemoryStore
+from hermes_sdk.runtime import StoppedRuns
+
+CHAT_OK = (b'{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
+           b'"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}')
+
+
+def growth(work: Callable[[int], None], warm: int, measured: int) -> int:
+    """Bytes still allocated after ``measured`` more iterations of ``work``, past a warm-up of
+    ``warm`` (pools, caches and the first thread stacks are filled by then; traced from there on)."""
+    for i in range(warm):
+        work(i)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(warm, warm + measured):
+            work(i)
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def chat_server(conn: socket.socket, request: RawRequest, server: RawServer) -> None:
+    server.requests.clear()  # the server shares the process: only the client's memory is measured
+    conn.sendall(json_response(200, CHAT_OK))
+
+
+@pytest.mark.slow
+def test_5000_keyed_calls_leave_memory_flat(raw_server: Any) -> None:
+    server = raw_server(chat_server)
+    # key_retention=0: each record expires at once, so the store must not keep what it cannot replay
+    # (it sweeps them each time it reaches SWEEP_MIN records: both measures are taken right after one).
+    with raw_client(server, key_retention=0) as client:
+        grew = growth(lambda i: client.chat(prompt="x", idempotency_key=f"k-{i}"), warm=1024 + 1, measured=4096)
+        store = client.idempotency_store
+        assert isinstance(store, MemoryStore) and len(store._records) <= 2 * MemoryStore.SWEEP_MIN
+    assert grew < 256 * 1024, f"{grew} bytes kept by 4,096 calls"
+
+
+class _FastRuns:
+    """``/v1/runs`` at its quickest: a new run id per start, an events stream that ends at once."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count()
+
+    def __call__(self, conn: socket.socket, request: RawRequest, server: RawServer) -> None:
+        server.requests.clear()
+        if request.method == "POST" and request.target == "/v1/runs":
+            body = json.dumps({"run_id": f"run_{next(self._ids):032x}", "status": "started"}).encode()
+            conn.sendall(json_response(202, body))
+        elif request.target.endswith("/events"):
+            run_id = request.target.split("/")[3]
+            done = {"event": "run.completed", "run_id": run_id, "output": "ok", "usage": {"total_tokens": 1}}
+            conn.sendall(sse_head() + chunk(b"data: " + json.dumps(done).encode() + b"\n\n")
+                         + chunk(b": stream closed\n\n") + b"0\r\n\r\n")
+        else:
+            run_id = request.target.split("/")[3]
+            conn.sendall(json_response(200, json.dumps({"object": "hermes.run", "run_id": run_id,
+                                                        "status": "completed"}).encode()))
+
+
+@pytest.mark.slow
+def test_5000_runs_leave_memory_flat(raw_server: Any) -> None:
+    server = raw_server(_FastRuns())
+    with raw_client(server, key_retention=0) as client:
+        stopped = client._executor.runtime.stopped_runs
+        stopped.max_entries = 500  # reached during the warm-up: what is measured is the bound holding
+
+        def work(i: int) -> None:
+            run = client.run("go", idempotency_key=f"run-{i}")
+            assert run.wait(timeout=10).ok
+            run.stop()  # a finished run: remembered as stopped (no approval after it), not sent /stop
+            # A run key is kept 24 hours by design (one run per key): what the store keeps is the
+            # caller's choice, so the test lets each go and measures what the client itself keeps.
+            assert client.records.forget("cap:hermes_agent:default:run_start", f"run-{i}")
+
+        grew = growth(work, warm=1024 + 1, measured=4096)
+        assert len(stopped) == 500
+        assert len(client._executor.runtime.followed_runs) < 50  # each Run dropped with its handle
+    assert grew < 512 * 1024, f"{grew} bytes kept by 4,096 runs"
+
+
+def test_the_bounded_structures_hold_their_bounds() -> None:
+    stopped = StoppedRuns(max_entries=100, max_age=3600)
+    for i in range(30_000):
+        stopped.add(f"run_{i}")
+    assert len(stopped) == 100 and "run_29999" in stopped and "run_0" not in stopped
+    aged = StoppedRuns(max_age=0.0)
+    aged.add("run_old")
+    assert "run_old" not in aged and len(aged) == 0
+    store = MemoryStore()
+    for i in range(20_000):
+        store.reserve(IdempotencyRecord(capability_id="cap", key=f"k{i}", action_id=f"act_{i}",
+                                        input_hash="h", state="pending", created_at=0.0, expires_at=0.0))
+    assert len(store._records) <= 2 * MemoryStore.SWEEP_MIN and len(store._by_action) == len(store._records)
+    from hermes_sdk.endpoints import Endpoint
+
+    for i in range(3 * _SERVERS_MAX):  # one entry per origin, cleared past a few hundred
+        server_attributes(Endpoint(id="e", base_url=f"http://h{i}.example:80", api_key="k"))
+    assert len(_servers) <= _SERVERS_MAX
