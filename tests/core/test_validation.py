@@ -3,6 +3,7 @@ before anything reaches the server; and the request mapping (headers vs body) is
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 import pytest
@@ -245,8 +246,10 @@ def test_response_id_512_bytes_accepted(client: HermesClient, emu) -> None:
     ("a+b", "a%2Bb"),
 ])
 def test_response_id_is_one_encoded_path_segment(raw_server, rid: str, encoded: str) -> None:
-    body = b'{"id":"resp_x","object":"response","status":"completed","output":[],"deleted":true}'
-    server = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, body)))
+    def reply(sock, req, srv) -> None:  # the reply names the id asked for (another one is refused)
+        body = {"id": rid, "object": "response", "status": "completed", "output": [], "deleted": True}
+        sock.sendall(json_response(200, json.dumps(body).encode()))
+    server = raw_server(reply)
     with raw_client(server, approval_provider=approve_all) as c:
         c.response_get(rid)
         c.response_delete(rid, idempotency_key="k", reason="r")
