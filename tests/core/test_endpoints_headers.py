@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from urllib.parse import unquote
 
 import pytest
 from core_support import agent_requests, json_response, raw_client
@@ -154,8 +155,11 @@ def test_duplicate_endpoint_ids_rejected() -> None:
 
 def test_input_cannot_change_url(raw_server) -> None:
     evil = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, b"{}")))
-    body = b'{"id":"resp_1","object":"response","status":"completed","output":[]}'
-    good = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, body)))
+    def answer(sock, req, srv) -> None:  # a stored response names the id asked for (another is refused)
+        rid = unquote(req.target.rsplit("/", 1)[1]) if req.method == "GET" else "resp_1"
+        body = json.dumps({"id": rid, "object": "response", "status": "completed", "output": []}).encode()
+        sock.sendall(json_response(200, body))
+    good = raw_server(answer)
     with raw_client(good) as c:
         c.response_get(evil.base_url + "/v1/responses/x")
         c.responses({"input": "x", "url": evil.base_url, "base_url": evil.base_url})
