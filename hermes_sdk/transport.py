@@ -36,6 +36,7 @@ from ._constants import (
     RETRY_AFTER_CAP,
     USER_AGENT,
 )
+from ._wire import FRAMING_FAULTS, WIRE_FAULTS, content_length
 from .capabilities import Contract
 from .deadline import current_alarm
 from .endpoints import Endpoint
@@ -318,12 +319,25 @@ def _unredirect(response: requests.Response, **_: Any) -> requests.Response:
     return response
 
 
+def check_framing(response: requests.Response) -> None:
+    """Refuse a body whose length no one can know: a ``Content-Length`` that is not ASCII digits
+    (``²``, ``-1``, ``1, 2``) on a reply without ``Transfer-Encoding``. RFC 9112 section 6.3 makes
+    that an unrecoverable error: the connection is closed, the reply is ``invalid_response``."""
+    headers = response.headers
+    value = headers.get("Content-Length")
+    if value is not None and "Transfer-Encoding" not in headers and content_length(value) is None:
+        response.close()
+        raise InvalidResponseError("Hermes' reply has malformed HTTP framing (a Content-Length that is not a number)",
+                                   details={"reason": "malformed_framing", "header": "Content-Length"})
+
+
 def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES) -> bytes:
     """Read a whole (non-SSE) body, refusing more than ``limit`` bytes, then free the connection."""
+    check_framing(response)
     headers = response.headers
-    length = headers.get("Content-Length")
-    sized = length is not None and length.isdigit()
-    if sized and int(length) > limit:  # type: ignore[arg-type]
+    length = content_length(headers.get("Content-Length"))
+    sized = length is not None
+    if length is not None and length > limit:
         response.close()
         raise InvalidResponseError(f"response body of {length} bytes exceeds the {limit}-byte limit",
                                    details={"limit_bytes": limit})
@@ -342,6 +356,15 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
         if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
             raise requests.exceptions.ReadTimeout(exc) from None
         raise requests.exceptions.ConnectionError(exc) from None
+    except HermesError:
+        response.close()
+        raise
+    except FRAMING_FAULTS as exc:
+        # Framing no parser accepts (a negative chunk size, a Content-Length of "²"): a bad reply,
+        # never a raw ValueError (which the plugin layer would report as a plugin failure).
+        response.close()
+        raise InvalidResponseError(f"Hermes' reply has malformed HTTP framing ({type(exc).__name__})",
+                                   details={"reason": "malformed_framing", "exception": type(exc).__name__}) from None
     if len(data) > limit:
         response.close()
         raise InvalidResponseError(f"response body exceeds the {limit}-byte limit",
@@ -408,7 +431,7 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
     try:
         # A small bounded read: an error body adds detail, never megabytes (redirects included).
         payload = decode_json(read_body(response, MAX_ERROR_BODY_BYTES))
-    except (HermesError, requests.RequestException, OSError):
+    except (HermesError,) + WIRE_FAULTS:
         payload = None  # the status alone decides the error; an unreadable body adds nothing
     err = payload.get("error") if isinstance(payload, dict) else None
     provider: dict[str, Any] = {}
