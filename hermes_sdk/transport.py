@@ -20,7 +20,7 @@ import re
 import socket
 import threading
 import time
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Iterable, Mapping, Optional, Tuple
 
 import requests
 import urllib3
@@ -46,6 +46,7 @@ from .errors import (
     BadRequestError,
     DeadlineExceededError,
     HermesError,
+    InvalidInputError,
     InvalidResponseError,
     NotFoundError,
     PayloadTooLargeError,
@@ -215,6 +216,44 @@ class Transport:
         self.session = session
         self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
+        # A caller's plain HTTPAdapter, by id: the watched adapter used in its place (same pool sizes).
+        self._watched: dict[int, Tuple[HTTPAdapter, _PooledAdapter]] = {}
+
+    def refuse_unbounded_adapters(self, base_urls: Iterable[str]) -> None:
+        """A caller's adapter that retries (``HTTPAdapter(max_retries=Retry(...))``) runs urllib3's
+        retries and backoff inside one attempt, where no deadline reaches: refused at construction."""
+        if self._own_session:
+            return
+        for base_url in base_urls:
+            adapter = self.session.get_adapter(base_url.rstrip("/") + "/")  # as a request's URL is matched
+            retries = getattr(adapter, "max_retries", None)
+            if retries is not None and _retries(retries):
+                raise InvalidInputError(
+                    f"the session's adapter for {base_url} retries on its own ({retries!r}): urllib3's "
+                    "retries and backoff run inside one attempt, past the call's deadline, so the SDK "
+                    "cannot keep timeout=/deadline=. Mount an adapter without retries for this origin "
+                    "(HTTPAdapter(max_retries=0)); the SDK retries response_get itself "
+                    "(HermesClient(max_attempts=)) within the deadline",
+                    details={"reason": "adapter_retries", "origin": base_url})
+
+    def _adapter_for(self, url: str) -> Any:
+        """The adapter that sends to ``url``: a caller's plain ``HTTPAdapter`` is replaced by a watched
+        one with its pool sizes, whose sockets the deadline alarm gets at connect time (before the
+        headers), as it does with the SDK's own session; any other adapter is the caller's."""
+        adapter = self.session.get_adapter(url)
+        if type(adapter) is not HTTPAdapter:
+            return adapter
+        entry = self._watched.get(id(adapter))
+        if entry is None or entry[0] is not adapter:
+            with self._lock:
+                entry = self._watched.get(id(adapter))
+                if entry is None or entry[0] is not adapter:
+                    watched = _PooledAdapter(pool_connections=getattr(adapter, "_pool_connections", 10),
+                                             pool_maxsize=getattr(adapter, "_pool_maxsize", 10),
+                                             pool_block=getattr(adapter, "_pool_block", False), max_retries=0)
+                    entry = (adapter, watched)
+                    self._watched[id(adapter)] = entry
+        return entry[1]
 
     def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
         """Proxies, CA verification and client cert for an origin, resolved once.
@@ -273,7 +312,7 @@ class Transport:
         # requests' own Session.send only adds cookie and redirect bookkeeping the SDK does not use
         # (it keeps no cookies and follows no redirects): the session's mounted adapter is called as
         # Session.send calls it. A patched HTTPAdapter.send (the responses library) is still the one called.
-        adapter = self.session.get_adapter(prepared.url)
+        adapter = self.session.get_adapter(prepared.url) if self._own_session else self._adapter_for(prepared.url)
         return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
     def _merge_case_insensitively(self, headers: Mapping[str, str],
@@ -290,9 +329,28 @@ class Transport:
         return merged
 
     def close(self) -> None:
-        """Close the pool (a caller's own session is left open)."""
+        """Close the pool (a caller's own session is left open; the watched adapters used for it close)."""
         if self._own_session:
             self.session.close()
+        with self._lock:
+            watched, self._watched = list(self._watched.values()), {}
+        for _, adapter in watched:
+            adapter.close()
+
+
+def _retries(retry: Any) -> bool:
+    """Whether a urllib3 ``Retry`` (or a count) retries anything: ``total`` decides when it is set."""
+    if retry is None or retry is False:
+        return False
+    if isinstance(retry, int):
+        return retry > 0
+    total = getattr(retry, "total", None)
+    if total is False:
+        return False
+    if isinstance(total, int):
+        return total > 0
+    counts = [getattr(retry, name, None) for name in ("connect", "read", "status", "other")]
+    return any(count is None or (count is not False and count > 0) for count in counts)
 
 
 def _is_requests_send(send: Any) -> bool:
