@@ -81,6 +81,8 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_en
                   allow_permanent_approvals: bool) -> Runtime:
     """Load the plugins and ask them for the redaction filters, the store and the approval provider;
     the construction hooks see a :class:`~hermes_sdk.view.ClientView`, never the client."""
+    transport = Transport(session)  # a session that cannot keep deadlines is refused before anything opens
+    transport.refuse_unbounded_adapters(ep.base_url for ep in found.values())
     pm = build_manager(plugins, load_entrypoints)
     install_log_filters()
     configure_from_env()  # HERMES_SDK_LOG=debug|info
@@ -97,7 +99,7 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_en
     store = resolve_store(pm, seen, idempotency_store)
     provider = approval_provider if approval_provider is not None else call_pipeline(
         pm, "hermes_approval_provider", client=seen)
-    runtime = Runtime(pm=pm, store=store, transport=Transport(session),
+    runtime = Runtime(pm=pm, store=store, transport=transport,
                       redactor=Redactor(filters=filters, patterns=redaction_patterns),
                       approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
                       strict_idempotency=strict_idempotency, key_retention=key_retention,

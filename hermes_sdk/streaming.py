@@ -13,8 +13,8 @@ import time
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 import requests
-import urllib3.exceptions
 
+from ._wire import FRAMING_FAULTS, TRANSPORT_FAULTS, WIRE_FAULTS
 from .aggregate import Accumulator, Aggregate, decode_event, event_name  # noqa: F401  (re-exported)
 from .deadline import WATCHDOG, Alarm
 from .errors import (
@@ -165,18 +165,25 @@ class HermesStream:
                                 details={"operation": agg.operation, **exc.details})
             self._fail(exc)
             raise exc from None
-        except (requests.RequestException, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
+        except WIRE_FAULTS as exc:
             # Transport failures and undecodable bytes mid-stream are typed, never raw (urllib3's
             # read1 raises its own ProtocolError / ReadTimeoutError, which requests does not wrap here).
             typed: HermesError
             cut = self._cut_by_timer()
             if isinstance(exc, UnicodeDecodeError):
                 typed = InvalidResponseError("the stream is not valid UTF-8", uncertain_outcome=True,
-                                             details={"operation": agg.operation})
+                                             http_status=agg.http_status, details={"operation": agg.operation})
             elif cut is not None:
                 typed = cut
+            elif isinstance(exc, FRAMING_FAULTS) and not isinstance(exc, TRANSPORT_FAULTS):
+                # Bytes no HTTP parser accepts (a negative chunk size): a bad reply, status kept.
+                typed = InvalidResponseError(f"the stream has malformed HTTP framing ({type(exc).__name__})",
+                                             uncertain_outcome=True, http_status=agg.http_status,
+                                             details={"operation": agg.operation, "reason": "malformed_framing",
+                                                      "exception": type(exc).__name__})
             else:
                 typed = TransportError(f"the stream broke ({type(exc).__name__})", uncertain_outcome=True,
+                                       http_status=agg.http_status,
                                        details={"operation": agg.operation, "exception": type(exc).__name__})
             self._fail(typed)
             raise typed from None
@@ -304,7 +311,7 @@ class HermesStream:
             else:
                 raw.release_conn()
                 return
-        except (requests.RequestException, OSError, ValueError, urllib3.exceptions.HTTPError):
+        except WIRE_FAULTS:
             pass
         self._response.close()
 

@@ -20,7 +20,7 @@ import re
 import socket
 import threading
 import time
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Iterable, Mapping, Optional, Tuple
 
 import requests
 import urllib3
@@ -36,6 +36,7 @@ from ._constants import (
     RETRY_AFTER_CAP,
     USER_AGENT,
 )
+from ._wire import FRAMING_FAULTS, WIRE_FAULTS, content_length
 from .capabilities import Contract
 from .deadline import current_alarm
 from .endpoints import Endpoint
@@ -45,6 +46,7 @@ from .errors import (
     BadRequestError,
     DeadlineExceededError,
     HermesError,
+    InvalidInputError,
     InvalidResponseError,
     NotFoundError,
     PayloadTooLargeError,
@@ -214,6 +216,44 @@ class Transport:
         self.session = session
         self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
+        # A caller's plain HTTPAdapter, by id: the watched adapter used in its place (same pool sizes).
+        self._watched: dict[int, Tuple[HTTPAdapter, _PooledAdapter]] = {}
+
+    def refuse_unbounded_adapters(self, base_urls: Iterable[str]) -> None:
+        """A caller's adapter that retries (``HTTPAdapter(max_retries=Retry(...))``) runs urllib3's
+        retries and backoff inside one attempt, where no deadline reaches: refused at construction."""
+        if self._own_session:
+            return
+        for base_url in base_urls:
+            adapter = self.session.get_adapter(base_url.rstrip("/") + "/")  # as a request's URL is matched
+            retries = getattr(adapter, "max_retries", None)
+            if retries is not None and _retries(retries):
+                raise InvalidInputError(
+                    f"the session's adapter for {base_url} retries on its own ({retries!r}): urllib3's "
+                    "retries and backoff run inside one attempt, past the call's deadline, so the SDK "
+                    "cannot keep timeout=/deadline=. Mount an adapter without retries for this origin "
+                    "(HTTPAdapter(max_retries=0)); the SDK retries response_get itself "
+                    "(HermesClient(max_attempts=)) within the deadline",
+                    details={"reason": "adapter_retries", "origin": base_url})
+
+    def _adapter_for(self, url: str) -> Any:
+        """The adapter that sends to ``url``: a caller's plain ``HTTPAdapter`` is replaced by a watched
+        one with its pool sizes, whose sockets the deadline alarm gets at connect time (before the
+        headers), as it does with the SDK's own session; any other adapter is the caller's."""
+        adapter = self.session.get_adapter(url)
+        if type(adapter) is not HTTPAdapter:
+            return adapter
+        entry = self._watched.get(id(adapter))
+        if entry is None or entry[0] is not adapter:
+            with self._lock:
+                entry = self._watched.get(id(adapter))
+                if entry is None or entry[0] is not adapter:
+                    watched = _PooledAdapter(pool_connections=getattr(adapter, "_pool_connections", 10),
+                                             pool_maxsize=getattr(adapter, "_pool_maxsize", 10),
+                                             pool_block=getattr(adapter, "_pool_block", False), max_retries=0)
+                    entry = (adapter, watched)
+                    self._watched[id(adapter)] = entry
+        return entry[1]
 
     def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
         """Proxies, CA verification and client cert for an origin, resolved once.
@@ -272,7 +312,7 @@ class Transport:
         # requests' own Session.send only adds cookie and redirect bookkeeping the SDK does not use
         # (it keeps no cookies and follows no redirects): the session's mounted adapter is called as
         # Session.send calls it. A patched HTTPAdapter.send (the responses library) is still the one called.
-        adapter = self.session.get_adapter(prepared.url)
+        adapter = self.session.get_adapter(prepared.url) if self._own_session else self._adapter_for(prepared.url)
         return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
 
     def _merge_case_insensitively(self, headers: Mapping[str, str],
@@ -289,9 +329,28 @@ class Transport:
         return merged
 
     def close(self) -> None:
-        """Close the pool (a caller's own session is left open)."""
+        """Close the pool (a caller's own session is left open; the watched adapters used for it close)."""
         if self._own_session:
             self.session.close()
+        with self._lock:
+            watched, self._watched = list(self._watched.values()), {}
+        for _, adapter in watched:
+            adapter.close()
+
+
+def _retries(retry: Any) -> bool:
+    """Whether a urllib3 ``Retry`` (or a count) retries anything: ``total`` decides when it is set."""
+    if retry is None or retry is False:
+        return False
+    if isinstance(retry, int):
+        return retry > 0
+    total = getattr(retry, "total", None)
+    if total is False:
+        return False
+    if isinstance(total, int):
+        return total > 0
+    counts = [getattr(retry, name, None) for name in ("connect", "read", "status", "other")]
+    return any(count is None or (count is not False and count > 0) for count in counts)
 
 
 def _is_requests_send(send: Any) -> bool:
@@ -318,12 +377,25 @@ def _unredirect(response: requests.Response, **_: Any) -> requests.Response:
     return response
 
 
+def check_framing(response: requests.Response) -> None:
+    """Refuse a body whose length no one can know: a ``Content-Length`` that is not ASCII digits
+    (``²``, ``-1``, ``1, 2``) on a reply without ``Transfer-Encoding``. RFC 9112 section 6.3 makes
+    that an unrecoverable error: the connection is closed, the reply is ``invalid_response``."""
+    headers = response.headers
+    value = headers.get("Content-Length")
+    if value is not None and "Transfer-Encoding" not in headers and content_length(value) is None:
+        response.close()
+        raise InvalidResponseError("Hermes' reply has malformed HTTP framing (a Content-Length that is not a number)",
+                                   details={"reason": "malformed_framing", "header": "Content-Length"})
+
+
 def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES) -> bytes:
     """Read a whole (non-SSE) body, refusing more than ``limit`` bytes, then free the connection."""
+    check_framing(response)
     headers = response.headers
-    length = headers.get("Content-Length")
-    sized = length is not None and length.isdigit()
-    if sized and int(length) > limit:  # type: ignore[arg-type]
+    length = content_length(headers.get("Content-Length"))
+    sized = length is not None
+    if length is not None and length > limit:
         response.close()
         raise InvalidResponseError(f"response body of {length} bytes exceeds the {limit}-byte limit",
                                    details={"limit_bytes": limit})
@@ -342,6 +414,15 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
         if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
             raise requests.exceptions.ReadTimeout(exc) from None
         raise requests.exceptions.ConnectionError(exc) from None
+    except HermesError:
+        response.close()
+        raise
+    except FRAMING_FAULTS as exc:
+        # Framing no parser accepts (a negative chunk size, a Content-Length of "²"): a bad reply,
+        # never a raw ValueError (which the plugin layer would report as a plugin failure).
+        response.close()
+        raise InvalidResponseError(f"Hermes' reply has malformed HTTP framing ({type(exc).__name__})",
+                                   details={"reason": "malformed_framing", "exception": type(exc).__name__}) from None
     if len(data) > limit:
         response.close()
         raise InvalidResponseError(f"response body exceeds the {limit}-byte limit",
@@ -408,7 +489,7 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
     try:
         # A small bounded read: an error body adds detail, never megabytes (redirects included).
         payload = decode_json(read_body(response, MAX_ERROR_BODY_BYTES))
-    except (HermesError, requests.RequestException, OSError):
+    except (HermesError,) + WIRE_FAULTS:
         payload = None  # the status alone decides the error; an unreadable body adds nothing
     err = payload.get("error") if isinstance(payload, dict) else None
     provider: dict[str, Any] = {}

@@ -11,11 +11,9 @@ import inspect
 import time
 from typing import Any, Callable, Optional
 
-import requests
-import urllib3.exceptions
-
 from .. import convert
 from .._constants import CONNECT_TIMEOUT
+from .._wire import WIRE_FAULTS
 from ..aggregate import Aggregate
 from ..call import Call
 from ..deadline import WATCHDOG, set_current_alarm
@@ -24,6 +22,7 @@ from ..exchange import Attempt, HttpReply
 from ..models import ActionResult
 from ..plugins import around
 from ..transport import (
+    check_framing,
     decode_reply,
     error_for_exception,
     error_for_status,
@@ -133,7 +132,9 @@ def send_once(call: Call, timeout: float) -> HttpReply:
     try:
         response = call.runtime.transport.send(call.endpoint, request.method, request.path, call.headers,
                                                request.body, timeout, call.connect_timeout or CONNECT_TIMEOUT)
-    except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+    except HermesError:
+        raise
+    except WIRE_FAULTS as exc:  # a framing fault while reading the status line and headers included
         failure = error_for_exception(exc, contract, deadline_hit=_late(call))
     finally:
         set_current_alarm(None)
@@ -152,12 +153,16 @@ def send_once(call: Call, timeout: float) -> HttpReply:
             failure.details["body_cut_at_deadline"] = True
         raise failure
     if request.stream:
+        try:
+            check_framing(response)
+        except InvalidResponseError as exc:
+            raise _typed_invalid(exc, call, response.status_code) from None
         return HttpReply(response.status_code, response.headers, None, stream=response)
     try:
         body = read_body(response)
     except InvalidResponseError as exc:
         failure = _typed_invalid(exc, call, response.status_code)
-    except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+    except WIRE_FAULTS as exc:
         failure = error_for_exception(exc, contract, deadline_hit=_late(call))
     if failure is not None:
         raise failure from failure.__cause__

@@ -458,6 +458,29 @@ def _sse_deep_json(conn: _Conn, req: FaultRequest) -> None:
     conn.end_chunks()
 
 
+@fault("content_length_superscript", "a 200 whose Content-Length is `\u00b2` (str.isdigit() says yes, int() says no)")
+def _content_length_superscript(conn: _Conn, req: FaultRequest) -> None:
+    body = ok_body(req)
+    head = conn.head(200, {"Content-Type": "application/json"}).replace(
+        b"Connection: close", "Content-Length: \u00b2\r\nConnection: close".encode("latin-1"))
+    conn.send(head + body)
+
+
+@fault("negative_chunk_size", "a chunked 200 (JSON or SSE) whose first chunk size is `-5`, then the connection closes")
+def _negative_chunk_size(conn: _Conn, req: FaultRequest) -> None:
+    content_type = "text/event-stream" if req.streaming else "application/json"
+    head = conn.head(200, {"Content-Type": content_type, "Transfer-Encoding": "chunked"})
+    conn.send(head + b"-5\r\nhello\r\n0\r\n\r\n")
+
+
+@fault("status_503_bad_framing", "a 503 whose Content-Length is `\u00b2`: the status is known, the body is not")
+def _status_503_bad_framing(conn: _Conn, req: FaultRequest) -> None:
+    body = _error_body(req, "failure 503")
+    head = conn.head(503, {"Content-Type": "application/json"}).replace(
+        b"Connection: close", "Content-Length: \u00b2\r\nConnection: close".encode("latin-1"))
+    conn.send(head + body)
+
+
 def _status(status: int, code: Optional[str] = None) -> FaultFn:
     def run(conn: _Conn, req: FaultRequest) -> None:
         conn.respond(status, _error_body(req, f"failure {status}", code))

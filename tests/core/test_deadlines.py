@@ -10,7 +10,7 @@ from typing import Any, Callable
 import pytest
 from core_support import RawRequest, RawServer, chunk, json_response, raw_client, sse_head
 
-from hermes_sdk import DeadlineExceededError, HermesClient, InvalidInputError
+from hermes_sdk import DeadlineExceededError, HermesClient, InvalidInputError, TransportError
 from hermes_sdk.deadline import Timeout
 from hermes_sdk.testing import HermesEmulator
 
@@ -195,3 +195,101 @@ def test_typed_results_and_streams_show_response_headers(hermes_emulator: Hermes
         stream = client.chat_stream(prompt="h")
         assert stream.headers["Content-Type"].startswith("text/event-stream")
         stream.close()
+
+
+# ---------------------------------------------------------------- a caller's own session keeps the bound
+
+
+@pytest.mark.parametrize("name,handler", [
+    ("drip in headers", drip(json_response(200, CHAT_OK))),
+    ("half-open socket", silent),
+])
+def test_a_callers_session_keeps_the_deadline(raw_server: Any, name: str, handler: Any) -> None:
+    # The watchdog gets the socket at connect time through the caller's session too (issue 17):
+    # a server dripping its headers no longer holds the call for as long as it drips.
+    import requests
+
+    server = raw_server(handler)
+    session = requests.Session()
+    session.headers["X-Team"] = "blue"
+    try:
+        with raw_client(server, session=session) as client:
+            began = time.monotonic()
+            with pytest.raises(DeadlineExceededError):
+                client.chat(prompt="x", timeout=1.0)
+            took = time.monotonic() - began
+        assert 1.0 - 0.05 <= took <= 1.0 + LATE, (name, took)
+        sent = {k.lower(): v for k, v in server.requests[0].headers.items()}
+        assert sent.get("x-team") == "blue"  # the session's own settings still apply
+    finally:
+        session.close()
+
+
+def test_a_callers_session_still_works_and_its_settings_apply(raw_server: Any) -> None:
+    import requests
+
+    server = raw_server(lambda conn, request, srv: conn.sendall(json_response(200, CHAT_OK)))
+    with requests.Session() as session:
+        session.headers["X-Team"] = "green"
+        with raw_client(server, session=session) as client:
+            assert client.chat(prompt="x", timeout=5).text == "ok"
+            assert client.chat(prompt="y", timeout=5).text == "ok"
+    assert [{k.lower(): v for k, v in r.headers.items()}.get("x-team") for r in server.requests] == ["green", "green"]
+
+
+def _never_accepting_listener() -> tuple[socket.socket, list[socket.socket]]:
+    """A listener whose backlog is full: connects to it hang (SYN unanswered) until their timeout."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    fillers = []
+    for _ in range(8):  # fill the backlog; on Linux further connects are left waiting
+        filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        filler.setblocking(False)
+        filler.connect_ex(listener.getsockname())
+        fillers.append(filler)
+    return listener, fillers
+
+
+@pytest.mark.parametrize("retries", ["Retry(total=3, backoff_factor=1)", "Retry(connect=5)", "3", "Retry(None)"])
+def test_a_callers_adapter_that_retries_is_refused_at_construction(retries: str) -> None:
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    session = requests.Session()
+    session.mount("http://127.0.0.1:9/", HTTPAdapter(max_retries=eval(retries, {"Retry": Retry})))
+    with pytest.raises(InvalidInputError) as info:
+        HermesClient("http://127.0.0.1:9", api_key="k", session=session, load_entrypoints=False)
+    message = str(info.value)
+    assert "retries on its own" in message and "past the call's deadline" in message
+    assert "HTTPAdapter(max_retries=0)" in message and "max_attempts" in message
+    assert info.value.details["reason"] == "adapter_retries"
+    # An adapter for another origin does not matter; one without retries is accepted.
+    other = requests.Session()
+    other.mount("http://elsewhere.invalid/", HTTPAdapter(max_retries=Retry(total=3)))
+    other.mount("http://127.0.0.1:9/", HTTPAdapter(max_retries=0))
+    HermesClient("http://127.0.0.1:9", api_key="k", session=other, load_entrypoints=False).close()
+
+
+def test_a_callers_adapter_without_retries_ends_within_the_bound_on_a_listener_that_never_accepts() -> None:
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    listener, fillers = _never_accepting_listener()
+    host, port = listener.getsockname()
+    try:
+        session = requests.Session()
+        session.mount(f"http://{host}:{port}/", HTTPAdapter(max_retries=Retry(total=0)))
+        with HermesClient(f"http://{host}:{port}", api_key="k", session=session, load_entrypoints=False,
+                          max_attempts=1) as client:
+            began = time.monotonic()
+            with pytest.raises((DeadlineExceededError, TransportError)):
+                client.chat(prompt="x", timeout=1.0)
+            took = time.monotonic() - began
+        assert took <= 1.0 + LATE, took
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()

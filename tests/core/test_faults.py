@@ -61,6 +61,7 @@ class Row:
     retry_after_ms: Any = "any"
     call: Optional[Callable[..., Any]] = None  # (client, key, deadline, server): instead of the op's call
     server: dict[str, Any] = attrs.Factory(dict)
+    http_status: Any = "any"  # the status the error must keep (the status line was read)
 
     @property
     def id(self) -> str:
@@ -92,6 +93,25 @@ def status_rows() -> list[Row]:
                 retryable=read, uncertain=not read),
             Row("gzip_bomb_error", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
             Row("drip_error_body", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
+        ]
+    return rows
+
+
+def framing_rows() -> list[Row]:
+    """Framing no HTTP parser accepts (``Content-Length: ²``, a negative chunk size), on every kind:
+    a typed bad reply or the status's own error, the status kept, never a PluginError; whether
+    response_get retries is the RetryPolicy's call (a 503 is retried, a bad reply is not)."""
+    rows = []
+    for op in ALL_OPS:
+        read = _read(op)
+        unsure = not read
+        rows += [
+            Row("content_length_superscript", op, InvalidResponseError, P + "invalid_response", uncertain=unsure,
+                http_status=200),
+            Row("negative_chunk_size", op, InvalidResponseError, P + "invalid_response", uncertain=unsure,
+                http_status=200),
+            Row("status_503_bad_framing", op, ServerError, P + "remote_temporary", retryable=read, uncertain=unsure,
+                http_status=503),
         ]
     return rows
 
@@ -263,7 +283,7 @@ def input_rows() -> list[Row]:
     ]
 
 
-ROWS = status_rows() + retry_after_rows() + body_rows() + stream_rows() + input_rows()
+ROWS = status_rows() + framing_rows() + retry_after_rows() + body_rows() + stream_rows() + input_rows()
 ROWS.append(Row("keepalive_forever", "chat_stream", CancelledError, P + "cancelled", uncertain=True,
                 record="cancelled", call=_stream_left_open))
 
@@ -331,6 +351,8 @@ def test_fault(row: Row) -> None:
             assert error.code == row.code
             assert error.retryable is row.retryable
             assert error.uncertain_outcome is row.uncertain
+            if row.http_status != "any":
+                assert error.http_status == row.http_status, error.to_dict()
             if row.retry_after_ms != "any":
                 assert error.retry_after_ms == row.retry_after_ms
             for text in (str(error), repr(error)):
