@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import socket
 import threading
@@ -29,6 +30,7 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from . import _fork
 from ._constants import (
     CONNECT_TIMEOUT,
     MAX_ERROR_BODY_BYTES,
@@ -203,17 +205,42 @@ class Transport:
 
     def __init__(self, session: Optional[requests.Session] = None, pool_maxsize: int = 32) -> None:
         self._own_session = session is None
+        self._pool_maxsize = pool_maxsize
         if session is None:
             session = _NoRedirectSession()
             # The environment is read once per origin below, not on every request.
             session.trust_env = False
             session.cookies = _NoCookies()
-            adapter = _PooledAdapter(pool_connections=8, pool_maxsize=pool_maxsize, max_retries=0)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
+            self._mount_own_adapter(session)
         self.session = session
         self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
+        self._pid = os.getpid()
+        _fork.register(self)
+
+    def _mount_own_adapter(self, session: requests.Session) -> None:
+        adapter = _PooledAdapter(pool_connections=8, pool_maxsize=self._pool_maxsize, max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+
+    def _after_fork(self) -> None:
+        """In a forked child: new, empty pools. The parent's pooled connections are its own (a child
+        reading one would take the parent's reply), so they are dropped here, never closed or shut
+        down (that would end them for the parent too). A caller's session gets the same for each
+        mounted ``HTTPAdapter`` (re-initialised through its pickling protocol, which rebuilds the
+        pool manager with the same settings); another adapter class is the caller's to handle."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        self._pid = os.getpid()
+        if self._own_session:
+            self._mount_own_adapter(self.session)
+            return
+        setstate: Any = getattr(HTTPAdapter, "__setstate__", None)
+        getstate: Any = getattr(HTTPAdapter, "__getstate__", None)
+        for adapter in list(self.session.adapters.values()):
+            kind: Any = type(adapter)
+            if setstate is not None and getstate is not None and isinstance(adapter, HTTPAdapter) and \
+                    getattr(kind, "__getstate__", None) is getstate and getattr(kind, "__setstate__", None) is setstate:
+                setstate(adapter, getstate(adapter))
 
     def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
         """Proxies, CA verification and client cert for an origin, resolved once.
@@ -244,6 +271,8 @@ class Transport:
     def send(self, endpoint: Endpoint, method: str, path: str, headers: Mapping[str, str],
              body: Optional[bytes], timeout: float, connect_timeout: float = CONNECT_TIMEOUT) -> requests.Response:
         """Send one attempt and return the response with its body unread (stream=True)."""
+        if self._pid != os.getpid():  # forked without the at-fork hook (os.fork from C code)
+            self._after_fork()
         prepared = requests.PreparedRequest()
         prepared.method = method
         prepared.url = endpoint.base_url + path
