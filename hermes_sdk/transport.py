@@ -234,13 +234,12 @@ class Transport:
         if self._own_session:
             self._mount_own_adapter(self.session)
             return
-        setstate: Any = getattr(HTTPAdapter, "__setstate__", None)
-        getstate: Any = getattr(HTTPAdapter, "__getstate__", None)
         for adapter in list(self.session.adapters.values()):
-            kind: Any = type(adapter)
-            if setstate is not None and getstate is not None and isinstance(adapter, HTTPAdapter) and \
-                    getattr(kind, "__getstate__", None) is getstate and getattr(kind, "__setstate__", None) is setstate:
-                setstate(adapter, getstate(adapter))
+            if isinstance(adapter, HTTPAdapter) and all(
+                    getattr(type(adapter), name, None) is getattr(HTTPAdapter, name, False)
+                    for name in ("__getstate__", "__setstate__")):
+                state = adapter.__getstate__()  # type: ignore[attr-defined]
+                adapter.__setstate__(state)  # type: ignore[attr-defined]
 
     def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
         """Proxies, CA verification and client cert for an origin, resolved once.
