@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from hermes_sdk import HermesClient, InvalidInputError
+from hermes_sdk import DeadlineExceededError, HermesClient, InvalidInputError
 from hermes_sdk.capabilities import capability_id
 from hermes_sdk.deadline import WATCHDOG
 from hermes_sdk.idempotency import SQLiteStore
@@ -284,3 +284,28 @@ def test_a_callers_session_works_in_the_child(hermes_emulator: HermesEmulator) -
     finally:
         client.close()
         session.close()
+
+
+def test_the_child_has_its_own_watchdog_and_deadlines_hold(raw_server: Any) -> None:
+    def silent(conn: Any, request: Any, server: Any) -> None:
+        time.sleep(2)  # accepts, never answers: only the watchdog ends the call
+
+    server = raw_server(silent)
+    client = HermesClient(server.base_url, "raw-key", load_entrypoints=False)
+    try:
+        with pytest.raises(DeadlineExceededError):
+            client.chat(prompt="x", timeout=0.3)  # the parent's watchdog thread is running
+        assert WATCHDOG._thread is not None and WATCHDOG._thread.is_alive()
+
+        def child() -> None:
+            assert WATCHDOG._thread is None and WATCHDOG.pending() == 0  # the parent's is not here
+            began = time.monotonic()
+            with pytest.raises(DeadlineExceededError):
+                client.chat(prompt="x", timeout=0.5)
+            assert time.monotonic() - began < 2.0
+            assert WATCHDOG._thread is not None and WATCHDOG._thread.is_alive()
+
+        pids = [_fork(child) for _ in range(2)]
+        assert _reap(pids) == {pid: 0 for pid in pids}
+    finally:
+        client.close()
