@@ -4,7 +4,10 @@ A child inherits its parent's memory: the pooled sockets (still the parent's con
 reading one steals the parent's reply), the locks another thread held at the fork (held forever in
 the child, where that thread does not exist), SQLite connections (never to be used across a fork)
 and the streams the parent had open. After a fork, every registered object drops that state in the
-child, *without* closing or shutting down what the parent still uses: it only lets go of it.
+child without ending anything for the parent: no socket the parent still uses is shut down (a
+``shutdown()`` acts on the connection, for both processes); the child only lets go of its copies of
+the descriptors (closing a descriptor the parent also holds sends nothing), and keeps the parent's
+SQLite connections referenced (see :func:`keep`).
 
 Objects register with :func:`register`; their ``_after_fork()`` runs in the child, right after the
 fork, from the ``os.register_at_fork`` hook (and the transport checks the pid on each send, for a

@@ -225,10 +225,12 @@ class Transport:
 
     def _after_fork(self) -> None:
         """In a forked child: new, empty pools. The parent's pooled connections are its own (a child
-        reading one would take the parent's reply), so they are dropped here, never closed or shut
-        down (that would end them for the parent too). A caller's session gets the same for each
-        mounted ``HTTPAdapter`` (re-initialised through its pickling protocol, which rebuilds the
-        pool manager with the same settings); another adapter class is the caller's to handle."""
+        reading one would take the parent's reply), so they are dropped here, never shut down (that
+        would end them for the parent too): the garbage collector only closes the child's copies of
+        their descriptors, which sends nothing while the parent holds them. A caller's session gets
+        the same for each mounted ``HTTPAdapter`` (re-initialised through its pickling protocol,
+        which rebuilds the pool manager with the same settings); another adapter class is the
+        caller's to handle."""
         self._lock = threading.Lock()  # another thread may have held it at the fork
         self._pid = os.getpid()
         if self._own_session:
