@@ -75,14 +75,15 @@ def effective(call_timeout: Optional[Timeout], client_timeout: Optional[Timeout]
 class Alarm:
     """One armed deadline: the sockets it shuts down when it fires."""
 
-    __slots__ = ("when", "fired", "_sockets", "_lock", "_done")
+    __slots__ = ("when", "fired", "_sockets", "_lock", "_done", "_owner")
 
-    def __init__(self, when: float) -> None:
+    def __init__(self, when: float, owner: Optional["Watchdog"] = None) -> None:
         self.when = when
         self.fired = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._done = False
+        self._owner = owner
 
     def attach(self, sock: Optional[socket.socket]) -> None:
         """Watch ``sock`` too (a call's connection, once known)."""
@@ -106,8 +107,12 @@ class Alarm:
     def cancel(self) -> None:
         """Disarm: the call ended in time."""
         with self._lock:
+            if self._done:
+                return
             self._done = True
             self._sockets = []
+        if self._owner is not None:
+            self._owner.dropped += 1  # approximate (no lock): it only says when to sweep
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -115,6 +120,9 @@ def _shutdown(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+_SWEEP_AT = 256  # cancelled alarms that may wait in the heap before a sweep
 
 
 class Watchdog:
@@ -126,10 +134,12 @@ class Watchdog:
         self._count = itertools.count()
         self._thread: Optional[threading.Thread] = None
         self._wake_at = 0.0  # when the thread wakes by itself (inf: only when notified)
+        #: Alarms cancelled since the last sweep (some may still sit in the heap).
+        self.dropped = 0
 
     def arm(self, when: float) -> Alarm:
         """An alarm for the epoch time ``when``."""
-        alarm = Alarm(when)
+        alarm = Alarm(when, self)
         heap = self._heap
         with self._cond:
             # Calls mostly end in the order they began, so the alarms they cancelled sit on top:
@@ -137,6 +147,13 @@ class Watchdog:
             # would otherwise hold a minute of finished alarms).
             while heap and heap[0][2]._done:
                 heapq.heappop(heap)
+            if self.dropped > _SWEEP_AT and self.dropped * 2 > len(heap):
+                # An earlier live alarm on top keeps cancelled ones below it (a stream's idle
+                # alarm, re-armed per event, under a long call's deadline): sweep them all, so
+                # the heap stays as large as the alarms in flight (amortised O(1) per alarm).
+                heap[:] = [entry for entry in heap if not entry[2]._done]
+                heapq.heapify(heap)
+                self.dropped = 0
             heapq.heappush(heap, (when, next(self._count), alarm))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="hermes-sdk-deadlines", daemon=True)
@@ -158,6 +175,7 @@ class Watchdog:
         self._heap = []
         self._thread = None
         self._wake_at = 0.0
+        self.dropped = 0
 
     def _run(self) -> None:
         while True:

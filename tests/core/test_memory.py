@@ -9,6 +9,7 @@ import gc
 import itertools
 import json
 import socket
+import time
 import tracemalloc
 from typing import Any, Callable
 
@@ -118,3 +119,41 @@ def test_the_bounded_structures_hold_their_bounds() -> None:
     for i in range(3 * _SERVERS_MAX):  # one entry per origin, cleared past a few hundred
         server_attributes(Endpoint(id="e", base_url=f"http://h{i}.example:80", api_key="k"))
     assert len(_servers) <= _SERVERS_MAX
+
+
+def test_50000_stream_events_with_idle_timeout_leave_no_dead_alarms(raw_server: Any) -> None:
+    """A stream's idle alarm is re-armed per event; with a longer-lived call's alarm on top of the
+    heap (an earlier deadline anywhere in the process), the cancelled ones must not pile up below."""
+    from hermes_sdk.deadline import WATCHDOG
+
+    frame = b'data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n'
+    batch = chunk(frame * 500)
+
+    def many(conn: socket.socket, request: RawRequest, server: RawServer) -> None:
+        conn.sendall(sse_head(True))
+        for _ in range(100):  # 50,000 events in 100 chunks
+            conn.sendall(batch)
+        conn.sendall(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    server = raw_server(many)
+    holder = WATCHDOG.arm(time.time() + 50)  # a call in flight whose deadline comes before the idle alarms
+    peak = 0
+    try:
+        with raw_client(server) as client:
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                stream = client.chat_stream(prompt="x", idle_timeout=120, keep_events=False, max_events=60_000)
+                for count, _ in enumerate(stream, 1):
+                    if count % 5000 == 0:
+                        peak = max(peak, WATCHDOG.pending())
+                result = stream.result()
+                gc.collect()
+                grown = tracemalloc.get_traced_memory()[0] - before
+            finally:
+                tracemalloc.stop()
+    finally:
+        holder.cancel()
+    assert result.event_count == 50_001 and len(result.text) == 50_000
+    assert peak < 600, f"{peak} alarms in the heap"  # a sweep every few hundred cancelled alarms
+    assert grown < 1024 * 1024, f"{grown} bytes kept after the stream"
