@@ -31,6 +31,15 @@ URLLIB3 = "urllib3.connectionpool"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 _lock = threading.Lock()
+
+
+def _new_lock_after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()  # a forked child must not wait on a lock its parent's thread held
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_after_fork)
 _handler: Optional[logging.Handler] = None
 _warned: set[str] = set()
 _saved_levels: dict[str, int] = {}  # a logger's own level before this module lowered it

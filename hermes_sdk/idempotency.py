@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
+from . import _fork
 from .endpoints import seconds_value
 
 PENDING = "pending"
@@ -103,6 +104,12 @@ class MemoryStore:
         self._by_action: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
         self._sweep_at = self.SWEEP_MIN
+        _fork.register(self)
+
+    def _after_fork(self) -> None:
+        # A forked child keeps the records (its parent's, as of the fork) but not a lock another
+        # thread held at that moment.
+        self._lock = threading.Lock()
 
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
         """Insert ``record`` unless a live record holds its key; None means this caller owns the key."""
@@ -206,6 +213,7 @@ class SQLiteStore:
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        _fork.register(self)
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
         _private_files(path)
@@ -218,6 +226,14 @@ class SQLiteStore:
             " PRIMARY KEY (capability_id, key))")
         conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
         _private_files(path)  # the -wal and -shm files sqlite created just now
+
+    def _after_fork(self) -> None:
+        """A SQLite connection must not be used across a fork: a forked child opens its own. The
+        parent's are kept referenced, never closed here (closing them could undo the parent's locks)."""
+        _fork.keep((self._local, self._conns))
+        self._local = threading.local()
+        self._conns = []
+        self._lock = threading.Lock()
 
     def _conn(self) -> sqlite3.Connection:
         conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)

@@ -8,6 +8,7 @@ so a new provider field is redacted until someone decides it is safe.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import weakref
@@ -193,6 +194,16 @@ class RedactingLogFilter(logging.Filter):
 
 _installed = False
 _install_lock = threading.Lock()
+
+
+def _new_locks_after_fork() -> None:
+    # A forked child must not wait on a lock another thread of its parent held at the fork.
+    global _live_lock, _secrets_lock, _install_lock
+    _live_lock, _secrets_lock, _install_lock = threading.Lock(), threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_after_fork)
 
 
 def install_log_filters() -> None:

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import attrs
 import pluggy
 
+from . import _fork
 from .endpoints import seconds_value
 from .idempotency import IdempotencyStore
 from .redaction import Redactor
@@ -37,6 +38,10 @@ class StoppedRuns:
         self.max_age = max_age
         self._stopped: "OrderedDict[str, float]" = OrderedDict()
         self._lock = threading.Lock()
+        _fork.register(self)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # another thread may have held it at the fork
 
     def add(self, run_id: str) -> None:
         """Remember that this client stopped ``run_id`` (now)."""

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 import requests
 
+from . import _fork
 from ._wire import FRAMING_FAULTS, TRANSPORT_FAULTS, WIRE_FAULTS
 from .aggregate import Accumulator, Aggregate, decode_event, event_name  # noqa: F401  (re-exported)
 from .deadline import WATCHDOG, Alarm
 from .errors import (
     DeadlineExceededError,
     HermesError,
+    InvalidInputError,
     InvalidResponseError,
     TransportError,
 )
@@ -65,6 +67,7 @@ class HermesStream:
                  deadline: Optional[float] = None, alarm: Optional[Alarm] = None,
                  idle_timeout: Optional[float] = None, sink: Optional[StreamSink] = None) -> None:
         self._response = response
+        self._pid = _fork.PID  # a forked child must not read (nor close) its parent's stream
         self._agg = aggregate
         self._deadline = deadline
         self._alarm = alarm
@@ -90,6 +93,7 @@ class HermesStream:
         """
         self = cls.__new__(cls)
         self._response = None  # type: ignore[assignment]
+        self._pid = _fork.PID
         # Only to give text_deltas() the same pieces as the live stream did.
         self._agg = Aggregate(recorded.endpoint_id, recorded.operation, recorded.http_status,
                               max(len(recorded.events), 1) + 1, recorded.session_id, keep_events=False,
@@ -145,6 +149,11 @@ class HermesStream:
                 return None
             self._pending_piece = agg.add(replayed)
             return replayed
+        if self._pid != _fork.PID:
+            raise InvalidInputError(
+                "this stream was opened by the parent process before a fork; its connection is the "
+                "parent's, so this process cannot read it (open the stream in the child)",
+                details={"operation": agg.operation, "reason": "stream_of_parent_process"})
         if agg.done:
             self._settle()
             return None
@@ -269,6 +278,8 @@ class HermesStream:
             if self._replay is not None:
                 self._result = self._recorded
                 return
+            if self._pid != _fork.PID:  # the parent's stream (a forked child): nothing of it is closed here
+                return
             if self._agg.done:
                 self._settle()
                 return
@@ -279,6 +290,8 @@ class HermesStream:
         """Interrupt the stream from another thread: its socket is shut down, so a read blocked on
         it returns at once and the reading thread settles the stream (``close()`` would wait for
         that read). Returns whether a socket was found to shut down."""
+        if self._pid != _fork.PID:  # shutting down the parent's socket would end its stream too
+            return False
         sock = socket_of(self._response) if self._response is not None else None
         if sock is None:
             return False
@@ -337,6 +350,8 @@ class HermesStream:
         # An abandoned stream must not hold its connection open, nor leave its record pending:
         # dropping the connection cancels the call, so it settles as closed would.
         try:
+            if self._pid != _fork.PID:  # the parent's: it settles (and records) it, not this process
+                return
             if self._result is None and self._replay is None:
                 self._response.close()
                 self._finish(self._agg.result(cancelled=not self._agg.done))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import socket
 import threading
@@ -26,9 +27,10 @@ import requests
 import urllib3
 import urllib3.connection
 import urllib3.exceptions
-from requests.adapters import HTTPAdapter
+from requests.adapters import DEFAULT_POOLBLOCK, DEFAULT_POOLSIZE, HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from . import _fork
 from ._constants import (
     CONNECT_TIMEOUT,
     MAX_ERROR_BODY_BYTES,
@@ -205,19 +207,46 @@ class Transport:
 
     def __init__(self, session: Optional[requests.Session] = None, pool_maxsize: int = 32) -> None:
         self._own_session = session is None
+        self._pool_maxsize = pool_maxsize
         if session is None:
             session = _NoRedirectSession()
             # The environment is read once per origin below, not on every request.
             session.trust_env = False
             session.cookies = _NoCookies()
-            adapter = _PooledAdapter(pool_connections=8, pool_maxsize=pool_maxsize, max_retries=0)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
+            self._mount_own_adapter(session)
         self.session = session
         self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
         self._lock = threading.Lock()
-        # A caller's plain HTTPAdapter, by id: the watched adapter used in its place (same pool sizes).
+        # A caller's plain HTTPAdapter, by id: the watched adapter used in its place.
         self._watched: dict[int, Tuple[HTTPAdapter, _PooledAdapter]] = {}
+        self._pid = os.getpid()
+        _fork.register(self)
+
+    def _mount_own_adapter(self, session: requests.Session) -> None:
+        adapter = _PooledAdapter(pool_connections=8, pool_maxsize=self._pool_maxsize, max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+
+    def _after_fork(self) -> None:
+        """In a forked child: new, empty pools. The parent's pooled connections are its own (a child
+        reading one would take the parent's reply), so they are dropped here, never shut down (that
+        would end them for the parent too): the garbage collector only closes the child's copies of
+        their descriptors, which sends nothing while the parent holds them. A caller's session gets
+        the same for each mounted ``HTTPAdapter`` (re-initialised through its pickling protocol,
+        which rebuilds the pool manager with the same settings); another adapter class is the
+        caller's to handle."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        self._pid = os.getpid()
+        self._watched = {}  # the parent's watched adapters hold the parent's pools
+        if self._own_session:
+            self._mount_own_adapter(self.session)
+            return
+        for adapter in list(self.session.adapters.values()):
+            if isinstance(adapter, HTTPAdapter) and all(
+                    getattr(type(adapter), name, None) is getattr(HTTPAdapter, name, False)
+                    for name in ("__getstate__", "__setstate__")):
+                state = adapter.__getstate__()  # type: ignore[attr-defined]
+                adapter.__setstate__(state)  # type: ignore[attr-defined]
 
     def refuse_unbounded_adapters(self, base_urls: Iterable[str]) -> None:
         """A caller's adapter that retries (``HTTPAdapter(max_retries=Retry(...))``) runs urllib3's
@@ -248,9 +277,10 @@ class Transport:
             with self._lock:
                 entry = self._watched.get(id(adapter))
                 if entry is None or entry[0] is not adapter:
-                    watched = _PooledAdapter(pool_connections=getattr(adapter, "_pool_connections", 10),
-                                             pool_maxsize=getattr(adapter, "_pool_maxsize", 10),
-                                             pool_block=getattr(adapter, "_pool_block", False), max_retries=0)
+                    # requests keeps an adapter's pool sizes private: the watched one has requests'
+                    # public defaults (a pool per origin grows as needed; it never blocks).
+                    watched = _PooledAdapter(pool_connections=DEFAULT_POOLSIZE, pool_maxsize=DEFAULT_POOLSIZE,
+                                             pool_block=DEFAULT_POOLBLOCK, max_retries=0)
                     entry = (adapter, watched)
                     self._watched[id(adapter)] = entry
         return entry[1]
@@ -284,6 +314,8 @@ class Transport:
     def send(self, endpoint: Endpoint, method: str, path: str, headers: Mapping[str, str],
              body: Optional[bytes], timeout: float, connect_timeout: float = CONNECT_TIMEOUT) -> requests.Response:
         """Send one attempt and return the response with its body unread (stream=True)."""
+        if self._pid != os.getpid():  # forked without the at-fork hook (os.fork from C code)
+            self._after_fork()
         prepared = requests.PreparedRequest()
         prepared.method = method
         prepared.url = endpoint.base_url + path
