@@ -280,9 +280,18 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         return self._executor.request(RESPONSE_DELETE, data, CallOptions(
             endpoint, key, action_id, context, deadline, timeout, approval=approval, reason=reason))
 
-    def run(self, input: Any = REQUIRED, **kwargs: Any) -> Run:
+    def run(self, input: Any = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
+            session_id: Optional[str] = None, session_key: Optional[str] = None,
+            conversation_history: Optional[list[Any]] = None, previous_response_id: Optional[str] = None,
+            model: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
+            action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
+            deadline: Deadline = None, timeout: TimeoutLike = None) -> Run:
         """Start a durable run: the shortcut of :meth:`client.runs.start <hermes_sdk.resources.runs.Runs.start>`."""
-        return self.runs.start(input, **kwargs)
+        return self.runs.start(input, idempotency_key=idempotency_key, instructions=instructions,
+                               session_id=session_id, session_key=session_key,
+                               conversation_history=conversation_history, previous_response_id=previous_response_id,
+                               model=model, approval_provider=approval_provider, endpoint=endpoint,
+                               action_id=action_id, context=context, deadline=deadline, timeout=timeout)
 
     # ---------------------------------------------------------------- the generic AIP path
 
