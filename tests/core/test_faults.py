@@ -10,6 +10,7 @@ socket is left open (the server sees every connection closed).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Any, Callable, Optional
 
@@ -97,6 +98,10 @@ def status_rows() -> list[Row]:
     return rows
 
 
+NEGATIVE_CHUNK = ((InvalidResponseError, P + "invalid_response") if sys.version_info >= (3, 10)
+                  else (TransportError, P + "transport"))
+
+
 def framing_rows() -> list[Row]:
     """Framing no HTTP parser accepts (``Content-Length: ²``, a negative chunk size), on every kind:
     a typed bad reply or the status's own error, the status kept, never a PluginError; whether
@@ -108,8 +113,15 @@ def framing_rows() -> list[Row]:
         rows += [
             Row("content_length_superscript", op, InvalidResponseError, P + "invalid_response", uncertain=unsure,
                 http_status=200),
-            Row("negative_chunk_size", op, InvalidResponseError, P + "invalid_response", uncertain=unsure,
-                http_status=200),
+            # Python 3.9's http.client reads a negative chunk size as a short read (IncompleteRead):
+            # a transport failure there (the status kept on streams; a JSON body's read failure is
+            # one "before an answer", which gives a read's key back), a parser error
+            # (invalid_response, status kept) from 3.10 on.
+            Row("negative_chunk_size", op, *NEGATIVE_CHUNK, uncertain=unsure,
+                http_status=200 if NEGATIVE_CHUNK[0] is InvalidResponseError or op in STREAMS else "any")
+            if NEGATIVE_CHUNK[0] is InvalidResponseError or op in STREAMS else
+            Row("negative_chunk_size", op, *NEGATIVE_CHUNK, retryable=read, uncertain=unsure,
+                record=None if read else "failed"),  # as close_mid_body: a short read
             Row("status_503_bad_framing", op, ServerError, P + "remote_temporary", retryable=read, uncertain=unsure,
                 http_status=503),
         ]

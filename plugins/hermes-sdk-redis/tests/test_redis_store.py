@@ -10,7 +10,14 @@ import pytest
 import redis
 from hermes_sdk_redis import RedisStore, RedisStorePlugin, store_from_url
 
-from hermes_sdk import HermesClient, IdempotencyRecord, InvalidInputError, OutcomeUnknownError, plugins
+from hermes_sdk import (
+    HermesClient,
+    IdempotencyConflictError,
+    IdempotencyRecord,
+    InvalidInputError,
+    OutcomeUnknownError,
+    plugins,
+)
 
 CHAT = "cap:hermes_agent:default:chat"
 
@@ -102,7 +109,9 @@ def test_sdk_end_to_end(redis_server: str, hermes_emulator: Any) -> None:
     a, b = make(key_retention=300), make()
     a.idempotency_store.redis.flushdb()
     first = a.chat(prompt="hello", idempotency_key="rk-1", action_id="act_redis_1")
-    assert b.chat(prompt="changed", idempotency_key="rk-1").id == first.id  # another "host" replays it
+    assert b.chat(prompt="hello", idempotency_key="rk-1").id == first.id  # another "host" replays it
+    with pytest.raises(IdempotencyConflictError):  # a changed input under the key is refused (the default)
+        b.chat(prompt="changed", idempotency_key="rk-1")
     assert b.action_result("act_redis_1").output["id"] == first.id
     assert hermes_emulator.executions == 1
 
