@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from hermes_sdk import convert
+from hermes_sdk._core import convert
+from hermes_sdk._core.models import StreamEvent, StreamResult
 from hermes_sdk.errors import StreamError
-from hermes_sdk.models import StreamEvent, StreamResult
 
 
 def _random_json(rng: random.Random, depth: int = 0) -> object:
@@ -58,7 +58,7 @@ def _decode_reference(raw: str) -> object:
 
 
 def test_decode_event_matches_json_loads() -> None:
-    from hermes_sdk.streaming import decode_event
+    from hermes_sdk._core.streaming import decode_event
 
     samples = ['{"a": 1}', '{"a": 1} ', '{"a": 1}\n', '{"a": 1} x', '{"a": 1}{}', '{', '{"a": NaN}', ' {"a": 1}',
                '[1, 2]', '"s"', '1', 'text', '{"a": [1, {"b": null}]}', '{"a": "\\ud800"}', '{}', '{"a":1}\t',

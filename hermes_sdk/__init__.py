@@ -1,6 +1,7 @@
 """hermes-sdk: a synchronous client for the Hermes Agent capabilities of AIP (chat, Responses, durable runs)."""
 
-from .approval import (
+from ._core import _compat
+from ._core.approval import (
     ApprovalDecision,
     ApprovalRequest,
     CallbackProvider,
@@ -9,42 +10,12 @@ from .approval import (
     StaticPolicyProvider,
     input_hash,
 )
-from .capabilities import capability_id, parse_capability_id
-from .client import HermesClient
-from .deadline import Timeout
-from .discovery import Health, ModelInfo, ServerCapabilities, Toolset
-from .endpoints import Endpoint, ExecutionContext
-from .errors import (
-    AgentIncompleteError,
-    ApprovalDeniedError,
-    ApprovalNotActiveError,
-    ApprovalNotPendingError,
-    ApprovalRequiredError,
-    AuthenticationError,
-    BadRequestError,
-    CancelledError,
-    DeadlineExceededError,
-    HermesError,
-    IdempotencyConflictError,
-    InvalidApprovalChoiceError,
-    InvalidInputError,
-    InvalidResponseError,
-    MissingCredentialError,
-    NotFoundError,
-    OutcomeUnknownError,
-    PayloadTooLargeError,
-    PluginError,
-    RateLimitedError,
-    RemoteRejectedError,
-    RemoteTemporaryError,
-    RunNotFoundError,
-    RunStoppedError,
-    ServerError,
-    StreamError,
-    TenantMismatchError,
-    TransportError,
-)
-from .events import (
+from ._core.capabilities import capability_id, parse_capability_id
+from ._core.client import HermesClient
+from ._core.deadline import CallTimeout
+from ._core.discovery import Health, ModelInfo, ServerCapabilities, Toolset
+from ._core.endpoints import Endpoint, ExecutionContext
+from ._core.events import (
     ApprovalRequested,
     ApprovalResponded,
     FunctionCall,
@@ -59,24 +30,23 @@ from .events import (
     ToolProgress,
     ToolStarted,
 )
-from .hookspecs import hookimpl
-from .idempotency import IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
-from .jobs import Job, JobDeleted, Skill
-from .models import (
+from ._core.idempotency import IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
+from ._core.jobs import Job, JobDeleted, Skill
+from ._core.models import (
     ActionResult,
     ChatCompletion,
     ChatMessage,
     Choice,
     DeletionReceipt,
-    Response,
+    HermesResponse,
     StreamEvent,
     StreamResult,
 )
-from .operator import OperatorResult
-from .redaction import Redactor
-from .runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
-from .sessions import (
-    Session,
+from ._core.operator import OperatorResult
+from ._core.redaction import Redactor
+from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
+from ._core.sessions import (
+    HermesSession,
     SessionAssistantCompleted,
     SessionChatStream,
     SessionDeleted,
@@ -97,21 +67,53 @@ from .sessions import (
     SessionToolStarted,
     SessionTranscript,
 )
-from .streaming import ChatStream, ResponseStream, RunEventStream
+from ._core.streaming import ChatStream, ResponseStream, RunEventStream
+from .errors import (
+    AgentIncompleteError,
+    ApprovalDeniedError,
+    ApprovalNotActiveError,
+    ApprovalNotPendingError,
+    ApprovalRequiredError,
+    AuthenticationError,
+    BadRequestError,
+    DeadlineExceededError,
+    HermesError,
+    IdempotencyConflictError,
+    InvalidApprovalChoiceError,
+    InvalidInputError,
+    InvalidResponseError,
+    MissingCredentialError,
+    NotFoundError,
+    OutcomeUnknownError,
+    PayloadTooLargeError,
+    PluginError,
+    RateLimitedError,
+    RemoteRejectedError,
+    RemoteTemporaryError,
+    RunNotFoundError,
+    RunStoppedError,
+    ServerError,
+    StreamCancelledError,
+    StreamError,
+    TenantMismatchError,
+    TransportError,
+)
+from .hookspecs import hookimpl
 
 __version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
 
 __all__ = [
     "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalRequest",
     "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "CallbackProvider",
-    "CancelledError", "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "DeadlineExceededError",
+    "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "DeadlineExceededError",
     "DeletionReceipt", "DenyAll", "Endpoint", "ExecutionContext", "HermesClient", "HermesError",
     "IdempotencyConflictError", "IdempotencyRecord", "IdempotencyStore", "InvalidInputError",
     "InvalidResponseError", "MemoryStore", "MissingCredentialError", "NotFoundError",
     "OutcomeUnknownError", "PayloadTooLargeError", "PluginError", "PolicyRule", "RateLimitedError", "Redactor",
-    "RemoteRejectedError", "RemoteTemporaryError", "Response", "ResponseStream",
-    "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamError", "StreamEvent", "StreamResult",
-    "TenantMismatchError", "Timeout", "TransportError", "capability_id", "hookimpl", "input_hash",
+    "RemoteRejectedError", "RemoteTemporaryError", "HermesResponse", "ResponseStream",
+    "SQLiteStore", "ServerError", "StaticPolicyProvider", "StreamCancelledError", "StreamError", "StreamEvent",
+    "StreamResult",
+    "TenantMismatchError", "CallTimeout", "TransportError", "capability_id", "hookimpl", "input_hash",
     "parse_capability_id",
     # durable runs, typed events and discovery
     "ApprovalAnswer", "ApprovalNotActiveError", "ApprovalNotPendingError", "ApprovalRequested",
@@ -120,23 +122,37 @@ __all__ = [
     "RunEventStream", "RunFailed", "RunNotFoundError", "RunResult", "RunStarted", "RunStatus", "RunStoppedError",
     "ServerCapabilities", "ToolCompleted", "ToolProgress", "ToolStarted", "Toolset",
     # sessions, cron jobs, skills and the operator
-    "Job", "JobDeleted", "OperatorResult", "Session", "SessionAssistantCompleted", "SessionChatStream",
+    "Job", "JobDeleted", "OperatorResult", "HermesSession", "SessionAssistantCompleted", "SessionChatStream",
     "SessionDelta", "SessionDeleted", "SessionDone", "SessionEvent", "SessionMessage", "SessionMessageStarted",
     "SessionPage", "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError",
     "SessionThinking", "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
     "SessionTranscript", "Skill",
 ]
 
+_compat.install()
+_compat.rehome(globals(), __all__, __name__)
+
 # Plugin-author types live in hermes_sdk.plugin; the old top-level names keep working.
 _MOVED = ("Attempt", "CONTRACTS", "Contract", "Invocation")
+# Names that collided with requests' and the stdlib's, renamed in 0.2.
+_RENAMED = {"Response": "HermesResponse", "Session": "HermesSession", "Timeout": "CallTimeout",
+            "CancelledError": "StreamCancelledError"}
 
 
 def __getattr__(name: str) -> object:
-    if name in _MOVED:
-        import warnings
+    import warnings
 
+    if name in _MOVED:
         from . import plugin
 
         warnings.warn(f"hermes_sdk.{name} moved to hermes_sdk.plugin.{name}", DeprecationWarning, stacklevel=2)
         return getattr(plugin, name)
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warnings.warn(f"hermes_sdk.{name} is now hermes_sdk.{new} (the old name collides with requests' or "
+                      "the standard library's)", DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    module = _compat.moved_module(name)
+    if module is not None:
+        return module
     raise AttributeError(f"module 'hermes_sdk' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """``python -m hermes_sdk``: the ``hermes-sdk`` command."""
 
-from .cli import main
+from ._core.cli import main
 
 raise SystemExit(main())

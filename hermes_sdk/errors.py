@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from .redaction import scrub
+from ._core.redaction import scrub
 
 P = "connector.hermes_agent."
 AUTHENTICATION = P + "authentication"
@@ -298,7 +298,7 @@ class DeadlineExceededError(HermesError):
     default_category = "temporary"
 
 
-class CancelledError(HermesError):
+class StreamCancelledError(HermesError):
     """A stream was closed (or dropped) before its terminal event; the error of a ``cancelled`` result.
 
     Reported as :attr:`StreamResult.error <hermes_sdk.StreamResult>`, not raised. Code
@@ -418,8 +418,18 @@ class RunStoppedError(HermesError):
 _ALL = [HermesError, InvalidInputError, MissingCredentialError, AuthenticationError, TenantMismatchError,
         RemoteRejectedError, BadRequestError, NotFoundError, PayloadTooLargeError, RemoteTemporaryError,
         RateLimitedError, ServerError, AgentIncompleteError, TransportError, InvalidResponseError,
-        DeadlineExceededError, CancelledError, StreamError, ApprovalRequiredError, ApprovalDeniedError,
+        DeadlineExceededError, StreamCancelledError, StreamError, ApprovalRequiredError, ApprovalDeniedError,
         OutcomeUnknownError, IdempotencyConflictError, PluginError, RunNotFoundError, InvalidApprovalChoiceError,
         ApprovalNotActiveError, ApprovalNotPendingError, RunStoppedError]
 _BY_NAME = {k.__name__: k for k in _ALL}
+_BY_NAME["CancelledError"] = StreamCancelledError  # records written before the rename
 _BY_CODE = {k.default_code: k for k in reversed(_ALL)}
+
+
+def __getattr__(name: str) -> object:
+    if name == "CancelledError":  # renamed: asyncio and concurrent.futures have a CancelledError
+        import warnings
+
+        warnings.warn("hermes_sdk.errors.CancelledError is now StreamCancelledError", DeprecationWarning, stacklevel=2)
+        return StreamCancelledError
+    raise AttributeError(f"module 'hermes_sdk.errors' has no attribute {name!r}")

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import pluggy
 
 if TYPE_CHECKING:
-    from .approval import ApprovalProvider
-    from .exchange import Attempt, HttpReply
-    from .idempotency import IdempotencyStore
-    from .models import ActionResult
-    from .redaction import FilterFn
-    from .view import CallView, ClientView
+    from ._core.approval import ApprovalProvider
+    from ._core.exchange import Attempt, HttpReply
+    from ._core.idempotency import IdempotencyStore
+    from ._core.models import ActionResult
+    from ._core.redaction import FilterFn
+    from ._core.view import CallView, ClientView
 
 hookspec = pluggy.HookspecMarker("hermes_sdk")
 hookimpl = pluggy.HookimplMarker("hermes_sdk")

@@ -8,30 +8,31 @@ Hooks receive a :class:`CallView` (never the internal call, its credential or it
 
 from __future__ import annotations
 
-from .aggregate import Accumulator
-from .capabilities import CONTRACTS, Contract, descriptor
-from .exchange import Attempt, HttpReply
+from ._core.aggregate import Accumulator
+from ._core.capabilities import CONTRACTS, Contract, descriptor
+from ._core.exchange import Attempt, HttpReply
+from ._core.idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore, store_from_url
+from ._core.models import ActionResult
+from ._core.operations import OperationSpec, ProviderRequest, RequestParts, register, unregister
+from ._core.options import CallOptions
+from ._core.redaction import REDACTED, Redactor
+from ._core.resources import register_resource, unregister_resource
+from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
-from .idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore, store_from_url
-from .models import ActionResult
-from .operations import OperationSpec, ProviderRequest, RequestParts, register, unregister
-from .options import CallOptions
-from .redaction import Redactor
-from .resources import register_resource, unregister_resource
-from .view import CallView, ClientView
 
 #: The hook object's former names: hooks now receive a :class:`CallView`.
 Invocation = CallView
 
 __all__ = [
     "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CONTRACTS", "CallOptions", "CallView", "ClientView",
+    "REDACTED",
     "Contract", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation", "OperationSpec", "PENDING",
     "ProviderRequest", "Redactor", "RequestParts", "descriptor", "hookimpl", "hookspec", "register",
     "register_resource", "store_from_url", "unregister", "unregister_resource",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.
-_INTERNAL = {"Call": ("hermes_sdk.call", "Call"), "Runtime": ("hermes_sdk.runtime", "Runtime")}
+_INTERNAL = {"Call": ("hermes_sdk._core.call", "Call"), "Runtime": ("hermes_sdk._core.runtime", "Runtime")}
 
 
 def __getattr__(name: str) -> object:

@@ -23,11 +23,11 @@ from typing import Any, Callable, Iterable, Optional
 import pluggy
 
 from .. import hookspecs
+from .._core.exchange import Attempt, HttpReply
+from .._core.idempotency import IdempotencyStore, store_from_url
+from .._core.view import CallView
 from ..errors import HermesError, PluginError
-from ..exchange import Attempt, HttpReply
 from ..hookspecs import hookimpl
-from ..idempotency import IdempotencyStore, store_from_url
-from ..view import CallView
 
 log = logging.getLogger("hermes_sdk")
 ENTRY_POINT_GROUP = "hermes_sdk"

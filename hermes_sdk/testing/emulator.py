@@ -531,7 +531,7 @@ def serve(
 ) -> None:
     """Run an emulator in the foreground until SIGINT or SIGTERM (whatever disposition the process
     inherited: ``cmd &`` ignores SIGINT); print its base URL."""
-    from .._signals import interrupt_on_signals
+    from .._core._signals import interrupt_on_signals
 
     with interrupt_on_signals():
         try:

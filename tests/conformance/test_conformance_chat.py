@@ -25,7 +25,7 @@ from conformance_helpers import (
 )
 
 from hermes_sdk import AgentIncompleteError, BadRequestError, ChatCompletion, StreamResult
-from hermes_sdk.capabilities import capability_id
+from hermes_sdk._core.capabilities import capability_id
 
 # --------------------------------------------------------------------------- 01
 

@@ -31,7 +31,7 @@ from hermes_sdk import (
     PayloadTooLargeError,
     RateLimitedError,
 )
-from hermes_sdk.capabilities import capability_id
+from hermes_sdk._core.capabilities import capability_id
 
 OVER_LIMIT = 10_000_012  # the transcripts' big.json
 JSON_TYPE = "application/json; charset=utf-8"

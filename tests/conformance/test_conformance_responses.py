@@ -23,8 +23,8 @@ from conformance_helpers import (
     uniq,
 )
 
-from hermes_sdk import InvalidInputError, NotFoundError, Response, StreamResult
-from hermes_sdk.capabilities import capability_id
+from hermes_sdk import HermesResponse, InvalidInputError, NotFoundError, StreamResult
+from hermes_sdk._core.capabilities import capability_id
 
 ENVELOPE_KEYS = {"id", "object", "status", "created_at", "model", "output", "usage"}
 
@@ -33,7 +33,7 @@ def _key() -> str:
     return f"conf-{uuid.uuid4().hex}"
 
 
-def assert_envelope(resp: Response, text: str) -> None:
+def assert_envelope(resp: HermesResponse, text: str) -> None:
     assert RESP_ID.match(resp.id), resp.id
     assert resp.raw["object"] == "response"
     assert resp.status == "completed"

@@ -12,8 +12,8 @@ from hermes_sdk import (
     ChatStream,
     DeletionReceipt,
     HermesClient,
+    HermesResponse,
     NotFoundError,
-    Response,
     ResponseStream,
     StreamResult,
 )
@@ -51,7 +51,7 @@ def test_chat_stream_typed(client: HermesClient) -> None:
 
 def test_responses_typed_and_get_and_delete(client: HermesClient, emu) -> None:
     out = client.responses({"input": "store me", "instructions": "be brief"})
-    assert isinstance(out, Response)
+    assert isinstance(out, HermesResponse)
     assert out.status == "completed" and out.id.startswith("resp_")
     assert out.output_text == "ECHO: store me"
     assert out.session_id  # UUID per request
@@ -59,7 +59,7 @@ def test_responses_typed_and_get_and_delete(client: HermesClient, emu) -> None:
     assert seen.body == {"input": "store me", "instructions": "be brief", "model": "hermes-agent", "stream": False}
 
     got = client.response_get(out.id)
-    assert isinstance(got, Response) and got.id == out.id and got.output_text == "ECHO: store me"
+    assert isinstance(got, HermesResponse) and got.id == out.id and got.output_text == "ECHO: store me"
 
     receipt = client.response_delete(out.id, idempotency_key="del-1", reason="cleanup")
     assert isinstance(receipt, DeletionReceipt)

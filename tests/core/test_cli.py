@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hermes_sdk.cli import main
+from hermes_sdk._core.cli import main
 
 P = "connector.hermes_agent."
 
@@ -20,7 +20,7 @@ P = "connector.hermes_agent."
 def no_terminal_and_a_private_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     """In-process commands never reach for the real terminal of whoever runs the tests (the /dev/tty
     paths are tested in a pty, test_cli_terminal.py), nor write the real ~/.local/state."""
-    monkeypatch.setattr("hermes_sdk._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
 
@@ -303,7 +303,7 @@ def _options(parser: Any, path: str = "hermes-sdk") -> list[tuple[str, Any]]:
 
 
 def test_every_option_has_help_text() -> None:
-    from hermes_sdk.cli import build_parser
+    from hermes_sdk._core.cli import build_parser
 
     options = _options(build_parser())
     assert len(options) > 30

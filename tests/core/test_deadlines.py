@@ -11,7 +11,7 @@ import pytest
 from core_support import RawRequest, RawServer, chunk, json_response, raw_client, sse_head
 
 from hermes_sdk import DeadlineExceededError, HermesClient, InvalidInputError, TransportError
-from hermes_sdk.deadline import Timeout
+from hermes_sdk._core.deadline import Timeout
 from hermes_sdk.testing import HermesEmulator
 
 LATE = 0.25  # how late a call may end after its bound (the measured budget)
@@ -136,7 +136,7 @@ def test_a_fast_call_is_not_cut_and_leaves_no_alarm(hermes_emulator: HermesEmula
 def test_finished_calls_do_not_pile_up_alarms(hermes_emulator: HermesEmulator) -> None:
     # Each call arms a wall-clock alarm (60 s by default); those of finished calls are dropped as
     # new ones are armed, so a busy client holds about as many alarms as calls in flight.
-    from hermes_sdk.deadline import WATCHDOG
+    from hermes_sdk._core.deadline import WATCHDOG
 
     with hermes_emulator.client(load_entrypoints=False) as client:
         for _ in range(40):
@@ -147,7 +147,7 @@ def test_finished_calls_do_not_pile_up_alarms(hermes_emulator: HermesEmulator) -
 def test_a_forked_child_arms_its_own_watchdog() -> None:
     import os
 
-    from hermes_sdk.deadline import WATCHDOG
+    from hermes_sdk._core.deadline import WATCHDOG
 
     if not hasattr(os, "fork"):
         pytest.skip("no fork here")

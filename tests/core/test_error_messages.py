@@ -10,9 +10,9 @@ import requests
 from core_support import free_port
 
 from hermes_sdk import ApprovalDeniedError, ApprovalRequest, Endpoint, HermesClient, InvalidInputError, TransportError
-from hermes_sdk.approval import check
-from hermes_sdk.capabilities import CONTRACTS
-from hermes_sdk.transport import TransportCause, error_for_exception
+from hermes_sdk._core.approval import check
+from hermes_sdk._core.capabilities import CONTRACTS
+from hermes_sdk._core.transport import TransportCause, error_for_exception
 
 
 def test_a_refused_connection_names_the_url_and_the_cause_in_one_short_sentence() -> None:
@@ -82,7 +82,7 @@ def test_a_missing_evidence_field_is_named() -> None:
 
 
 def test_the_approval_required_text_names_every_way_to_approve() -> None:
-    from hermes_sdk.approval import approval_required_message
+    from hermes_sdk._core.approval import approval_required_message
 
     text = approval_required_message("response_delete")
     for fix in ("client.approval_request('response_delete', input", "approval_provider=", "--yes",
@@ -122,7 +122,7 @@ def test_a_401_names_where_the_key_was_read_and_its_masked_prefix(hermes_emulato
 
 def test_the_cli_names_api_key_flag_on_a_401(hermes_emulator: Any, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_sdk.cli import main
+    from hermes_sdk._core.cli import main
 
     monkeypatch.setenv("HERMES_BASE_URL", hermes_emulator.base_url)
     monkeypatch.setenv("HERMES_SDK_PLUGINS", "")
@@ -167,8 +167,8 @@ def test_a_deadline_error_names_the_bound_that_fired_and_the_knob(hermes_emulato
 
 def test_without_a_bound_the_published_default_is_named(hermes_emulator: Any) -> None:
     from hermes_sdk import DeadlineExceededError
-    from hermes_sdk.operations import SPECS
-    from hermes_sdk.options import CallOptions
+    from hermes_sdk._core.operations import SPECS
+    from hermes_sdk._core.options import CallOptions
 
     with hermes_emulator.client(load_entrypoints=False) as client:
         executor = client._executor

@@ -19,12 +19,11 @@ import pytest
 import requests
 
 from hermes_sdk import HermesClient
-from hermes_sdk.capabilities import capability_id
+from hermes_sdk._core.capabilities import capability_id
 from hermes_sdk.errors import (
     AgentIncompleteError,
     ApprovalDeniedError,
     AuthenticationError,
-    CancelledError,
     DeadlineExceededError,
     HermesError,
     InvalidInputError,
@@ -33,6 +32,7 @@ from hermes_sdk.errors import (
     RateLimitedError,
     RemoteRejectedError,
     ServerError,
+    StreamCancelledError,
     StreamError,
     TransportError,
 )
@@ -296,7 +296,7 @@ def input_rows() -> list[Row]:
 
 
 ROWS = status_rows() + framing_rows() + retry_after_rows() + body_rows() + stream_rows() + input_rows()
-ROWS.append(Row("keepalive_forever", "chat_stream", CancelledError, P + "cancelled", uncertain=True,
+ROWS.append(Row("keepalive_forever", "chat_stream", StreamCancelledError, P + "cancelled", uncertain=True,
                 record="cancelled", call=_stream_left_open))
 
 

@@ -19,9 +19,9 @@ from typing import Any, Callable
 import pytest
 
 from hermes_sdk import DeadlineExceededError, HermesClient, InvalidInputError
-from hermes_sdk.capabilities import capability_id
-from hermes_sdk.deadline import WATCHDOG
-from hermes_sdk.idempotency import SQLiteStore
+from hermes_sdk._core.capabilities import capability_id
+from hermes_sdk._core.deadline import WATCHDOG
+from hermes_sdk._core.idempotency import SQLiteStore
 from hermes_sdk.testing import HermesEmulator
 
 pytestmark = [

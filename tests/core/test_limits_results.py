@@ -11,12 +11,12 @@ from hermes_sdk import (
     ChatCompletion,
     Choice,
     HermesClient,
+    HermesResponse,
     InvalidResponseError,
     PayloadTooLargeError,
     RemoteRejectedError,
-    Response,
 )
-from hermes_sdk.models import ChatMessage
+from hermes_sdk._core.models import ChatMessage
 
 MiB = 1024 * 1024
 
@@ -205,7 +205,7 @@ def test_response_result_types_and_raw(raw_server) -> None:
         json_response(200, json.dumps(payload).encode(), "X-Hermes-Session-Id: 7b7c1f\r\n")))
     with raw_client(server) as c:
         out = c.responses(input="x")
-    assert isinstance(out, Response)
+    assert isinstance(out, HermesResponse)
     assert (out.id, out.status, out.created_at, out.output_text) == ("resp_1", "completed", 5, "ab")
     assert out.raw["future_field"] is True and out.session_id == "7b7c1f"
 
@@ -259,7 +259,7 @@ def test_redirect_with_caller_session(raw_server) -> None:
 
 
 def _frames(*chunks: bytes) -> list[bytes]:
-    from hermes_sdk.streaming import _sse_frames
+    from hermes_sdk._core.streaming import _sse_frames
 
     return list(_sse_frames(iter(chunks)))
 
@@ -296,7 +296,7 @@ def test_a_boundary_split_across_chunks_ends_the_frame() -> None:
 
 
 def test_a_utf8_bom_at_stream_start_does_not_swallow_the_first_event() -> None:
-    from hermes_sdk.streaming import _sse_events
+    from hermes_sdk._core.streaming import _sse_events
 
     stream = b"\xef\xbb\xbfdata: first\n\ndata: second\n\n"
     want = [("message", None, "first"), ("message", None, "second")]
@@ -313,7 +313,7 @@ def test_a_frame_of_many_short_lines_is_linear() -> None:
         body = b"data: x\n" * lines + b"\n"
         chunks = [body[i:i + 128] for i in range(0, len(body), 128)]
         start = time.perf_counter()
-        from hermes_sdk.streaming import _sse_events
+        from hermes_sdk._core.streaming import _sse_events
 
         events = list(_sse_events(iter(chunks)))
         assert len(events) == 1 and len(events[0][2]) == 2 * lines - 1
@@ -326,7 +326,7 @@ def test_a_frame_of_many_short_lines_is_linear() -> None:
 
 
 def test_json_nested_too_deep_in_an_event_is_kept_as_raw_text() -> None:
-    from hermes_sdk.streaming import decode_event
+    from hermes_sdk._core.streaming import decode_event
 
     deep = "[" * 100_000 + "]" * 100_000
     event = decode_event("message", None, deep)

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from hermes_sdk import _logging
+from hermes_sdk._core import _logging
 
 SCRIPT = """
 import sys
-from hermes_sdk._logging import configure_from_env
+from hermes_sdk._core._logging import configure_from_env
 from hermes_sdk.testing import HermesEmulator
 
 print("level", configure_from_env(), flush=True)

@@ -16,9 +16,9 @@ from typing import Any, Callable
 import pytest
 from core_support import RawRequest, RawServer, chunk, json_response, raw_client, sse_head
 
-from hermes_sdk.executor import _SERVERS_MAX, _servers, server_attributes
-from hermes_sdk.idempotency import IdempotencyRecord, MemoryStore
-from hermes_sdk.runtime import StoppedRuns
+from hermes_sdk._core.executor import _SERVERS_MAX, _servers, server_attributes
+from hermes_sdk._core.idempotency import IdempotencyRecord, MemoryStore
+from hermes_sdk._core.runtime import StoppedRuns
 
 CHAT_OK = (b'{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
            b'"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}')
@@ -114,7 +114,7 @@ def test_the_bounded_structures_hold_their_bounds() -> None:
         store.reserve(IdempotencyRecord(capability_id="cap", key=f"k{i}", action_id=f"act_{i}",
                                         input_hash="h", state="pending", created_at=0.0, expires_at=0.0))
     assert len(store._records) <= 2 * MemoryStore.SWEEP_MIN and len(store._by_action) == len(store._records)
-    from hermes_sdk.endpoints import Endpoint
+    from hermes_sdk._core.endpoints import Endpoint
 
     for i in range(3 * _SERVERS_MAX):  # one entry per origin, cleared past a few hundred
         server_attributes(Endpoint(id="e", base_url=f"http://h{i}.example:80", api_key="k"))
@@ -124,7 +124,7 @@ def test_the_bounded_structures_hold_their_bounds() -> None:
 def test_50000_stream_events_with_idle_timeout_leave_no_dead_alarms(raw_server: Any) -> None:
     """A stream's idle alarm is re-armed per event; with a longer-lived call's alarm on top of the
     heap (an earlier deadline anywhere in the process), the cancelled ones must not pile up below."""
-    from hermes_sdk.deadline import WATCHDOG
+    from hermes_sdk._core.deadline import WATCHDOG
 
     frame = b'data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n'
     batch = chunk(frame * 500)

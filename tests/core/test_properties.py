@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_sdk import HermesClient
-from hermes_sdk._constants import MAX_SSE_FRAME_BYTES
+from hermes_sdk._core._constants import MAX_SSE_FRAME_BYTES
+from hermes_sdk._core.operations import build_request
+from hermes_sdk._core.streaming import _sse_events, decode_event
 from hermes_sdk.errors import CONFIGURATION_OR_INPUT, HermesError, InvalidInputError, InvalidResponseError
-from hermes_sdk.operations import build_request
-from hermes_sdk.streaming import _sse_events, decode_event
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
@@ -307,7 +307,7 @@ def test_decode_event_never_raises(raw: str) -> None:
 @DETERMINISTIC
 @given(value=st.one_of(json_like, st.builds(_nest, json_like, st.integers(95, 105))))
 def test_the_fast_input_check_agrees_with_the_one_that_names_the_field(value: Any) -> None:
-    from hermes_sdk.operations.common import _plain_tree, tree_error
+    from hermes_sdk._core.operations.common import _plain_tree, tree_error
 
     assert _plain_tree(value) is (tree_error(value) is None)
 
@@ -318,7 +318,7 @@ _FRAGMENTS = ["Bearer ", "bearer\t", "token", "=", ": ", "'", '"', "api_key", "A
 
 
 def _scrub_every_pattern(text: str) -> str:
-    from hermes_sdk.redaction import DEFAULT_PATTERNS, _sub
+    from hermes_sdk._core.redaction import DEFAULT_PATTERNS, _sub
 
     for pattern in DEFAULT_PATTERNS:
         text = _sub(pattern, text)
@@ -330,7 +330,7 @@ def _scrub_every_pattern(text: str) -> str:
 def test_the_one_search_precheck_and_the_cache_never_change_a_scrub(parts: list[str]) -> None:
     # scrub() skips the nine substitutions when one joined search finds nothing, and caches short
     # texts: the result is always what the nine substitutions give.
-    from hermes_sdk.redaction import scrub
+    from hermes_sdk._core.redaction import scrub
 
     text = "".join(parts)
     assert scrub(text) == _scrub_every_pattern(text)
@@ -338,7 +338,7 @@ def test_the_one_search_precheck_and_the_cache_never_change_a_scrub(parts: list[
 
 
 def test_a_secret_registered_later_is_scrubbed_from_a_cached_text() -> None:
-    from hermes_sdk.redaction import register_secret, scrub
+    from hermes_sdk._core.redaction import register_secret, scrub
 
     text = "the key is zq-late-registered-4711"
     assert scrub(text) == text  # cached as harmless

@@ -26,17 +26,7 @@ from hermes_sdk import (
     InvalidInputError,
     OutcomeUnknownError,
 )
-from hermes_sdk.errors import (
-    ApprovalNotActiveError,
-    ApprovalNotPendingError,
-    BadRequestError,
-    HermesError,
-    InvalidApprovalChoiceError,
-    RateLimitedError,
-    RunNotFoundError,
-    RunStoppedError,
-)
-from hermes_sdk.events import (
+from hermes_sdk._core.events import (
     ApprovalRequested,
     ApprovalResponded,
     FunctionCall,
@@ -52,8 +42,18 @@ from hermes_sdk.events import (
     ToolStarted,
     parse_run_event,
 )
-from hermes_sdk.operations.runs import refine_run_error
-from hermes_sdk.runs import Run, RunResult, RunStatus
+from hermes_sdk._core.operations.runs import refine_run_error
+from hermes_sdk._core.runs import Run, RunResult, RunStatus
+from hermes_sdk.errors import (
+    ApprovalNotActiveError,
+    ApprovalNotPendingError,
+    BadRequestError,
+    HermesError,
+    InvalidApprovalChoiceError,
+    RateLimitedError,
+    RunNotFoundError,
+    RunStoppedError,
+)
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
@@ -529,7 +529,7 @@ def test_rate_limited_start_gives_the_key_back(emu: HermesEmulator, hermes_emula
 
 def test_crash_between_post_and_record_is_outcome_unknown(emu: HermesEmulator, client: HermesClient) -> None:
     cap = "cap:hermes_agent:default:run_start"
-    from hermes_sdk.idempotency import IdempotencyRecord
+    from hermes_sdk._core.idempotency import IdempotencyRecord
 
     now = time.time()
     client.idempotency_store.reserve(IdempotencyRecord(capability_id=cap, key="k-crash", action_id="act_1",
@@ -655,9 +655,9 @@ def test_invoke_run_get(emu: HermesEmulator, client: HermesClient) -> None:
 
 
 def test_decoders() -> None:
-    from hermes_sdk import discovery
+    from hermes_sdk._core import discovery
+    from hermes_sdk._core.runs import approval_answer, run_started, run_status
     from hermes_sdk.errors import InvalidResponseError
-    from hermes_sdk.runs import approval_answer, run_started, run_status
 
     started = run_started({"run_id": "run_1", "status": "started"}, None, "act_1")
     assert (started.run_id, started.status, started.action_id, started.replayed) == ("run_1", "started", "act_1",
@@ -762,7 +762,7 @@ def test_observers_see_run_events_redacted(tools_emu: HermesEmulator) -> None:
 
 def test_a_run_longer_than_a_read_timeout_keeps_its_one_stream(emu: HermesEmulator, client: HermesClient,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_sdk.resources.runs as client_module
+    import hermes_sdk._core.resources.runs as client_module
 
     monkeypatch.setattr(client_module, "RUN_EVENTS_READ_TIMEOUT", 1.0)
     emu.run_events_keepalive_seconds = 0.3  # keepalives keep a 1 s read timeout from firing
@@ -772,7 +772,7 @@ def test_a_run_longer_than_a_read_timeout_keeps_its_one_stream(emu: HermesEmulat
 
 def test_a_silent_stream_is_found_broken_by_its_read_timeout(emu: HermesEmulator, client: HermesClient,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_sdk.resources.runs as client_module
+    import hermes_sdk._core.resources.runs as client_module
 
     monkeypatch.setattr(client_module, "RUN_EVENTS_READ_TIMEOUT", 0.5)
     emu.run_events_keepalive_seconds = 30  # nothing arrives for 2 s: the read times out, then polling

@@ -14,9 +14,9 @@ from typing import Any, Callable, Optional
 import pytest
 from core_support import RawRequest, RawServer, approve_all, chunk, json_response, raw_client, sse_head, wait_for
 
-from hermes_sdk import ApprovalRequest, HermesClient, InvalidInputError, Timeout
+from hermes_sdk import ApprovalRequest, CallTimeout, HermesClient, InvalidInputError
+from hermes_sdk._core.idempotency import SQLiteStore
 from hermes_sdk.errors import DeadlineExceededError, InvalidResponseError
-from hermes_sdk.idempotency import SQLiteStore
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
@@ -174,7 +174,7 @@ def test_wait_refuses_unusable_timeouts_before_anything(runs_server: Any, bad: A
         assert run.wait(timeout=0).status in ("started", "running")  # zero: a look, not a wait
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -1, 0, "1", True, Timeout(total=1)])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -1, 0, "1", True, CallTimeout(total=1)])
 def test_every_other_time_argument_is_validated(hermes_emulator: HermesEmulator, bad: Any, tmp_path: Any) -> None:
     with hermes_emulator.client(load_entrypoints=False) as client:
         with pytest.raises(InvalidInputError) as info:

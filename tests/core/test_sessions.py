@@ -13,10 +13,10 @@ from hermes_sdk import (
     AgentIncompleteError,
     ApprovalRequiredError,
     HermesClient,
+    HermesSession,
     InvalidInputError,
     NotFoundError,
     RemoteRejectedError,
-    Session,
     SessionAssistantCompleted,
     SessionChatStream,
     SessionDelta,
@@ -44,7 +44,7 @@ def session_requests(emu: HermesEmulator) -> list[Any]:
 def test_create_get_update_round_trip(client: HermesClient) -> None:
     sid = uniq("s")
     created = client.sessions.create(sid, title="  Alpha   one ", idempotency_key=uniq("k"))
-    assert isinstance(created, Session) and created.id == sid and created.title == "Alpha one"
+    assert isinstance(created, HermesSession) and created.id == sid and created.title == "Alpha one"
     assert created.message_count == 0 and created.source == "api_server" and created.raw["id"] == sid
     assert client.sessions.get(sid) == created
     renamed = client.sessions.update(sid, title="Beta", idempotency_key=uniq("k"))

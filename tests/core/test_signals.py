@@ -85,7 +85,7 @@ def test_a_command_run_with_sigint_ignored_is_still_interrupted(hermes_emulator_
 
 
 def test_the_handlers_are_given_back_in_process() -> None:
-    from hermes_sdk._signals import interrupt_on_signals
+    from hermes_sdk._core._signals import interrupt_on_signals
 
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     with interrupt_on_signals():

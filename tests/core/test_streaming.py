@@ -8,7 +8,7 @@ import time
 import pytest
 from core_support import chunk, raw_client, sse_head, wait_for
 
-from hermes_sdk import AuthenticationError, CancelledError, HermesClient, StreamError, TransportError
+from hermes_sdk import AuthenticationError, HermesClient, StreamCancelledError, StreamError, TransportError
 from hermes_sdk.testing import Reply
 
 P = "connector.hermes_agent."
@@ -124,7 +124,7 @@ def test_early_close_cancels_and_server_sees_disconnect(raw_server) -> None:
         stream.close()
         stream.close()  # idempotent
         res = stream.result()
-    assert res.status == "cancelled" and isinstance(res.error, CancelledError)
+    assert res.status == "cancelled" and isinstance(res.error, StreamCancelledError)
     assert res.error.code == P + "cancelled" and res.text == "first"
     assert wait_for(lambda: server.disconnects == 1)
 

@@ -89,7 +89,7 @@ def test_a_pool_the_manager_evicted_is_never_reused(raw_server) -> None:
     # other's, and the cache must look it up again rather than hand out the closed one.
     import requests
 
-    from hermes_sdk.transport import _PooledAdapter
+    from hermes_sdk._core.transport import _PooledAdapter
 
     servers = [raw_server(lambda sock, req, srv: sock.sendall(json_response(200, CHAT_REPLY))) for _ in range(2)]
     adapter = _PooledAdapter(pool_connections=1, max_retries=0)

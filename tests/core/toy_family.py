@@ -13,8 +13,9 @@ from typing import Any, Mapping, Optional
 import attrs
 
 from hermes_sdk import HermesError
-from hermes_sdk.operations.common import bad
-from hermes_sdk.operations.stored import path_id_value
+from hermes_sdk._core.operations.common import bad
+from hermes_sdk._core.operations.stored import path_id_value
+from hermes_sdk._core.streaming import HermesStream
 from hermes_sdk.plugin import (
     Accumulator,
     CallOptions,
@@ -26,7 +27,6 @@ from hermes_sdk.plugin import (
     unregister,
     unregister_resource,
 )
-from hermes_sdk.streaming import HermesStream
 
 
 @attrs.frozen

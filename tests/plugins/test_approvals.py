@@ -21,8 +21,8 @@ from hermes_sdk import (
     StaticPolicyProvider,
     hookimpl,
 )
-from hermes_sdk.approval import input_hash
-from hermes_sdk.endpoints import ExecutionContext
+from hermes_sdk._core.approval import input_hash
+from hermes_sdk._core.endpoints import ExecutionContext
 
 DELETE = "cap:hermes_agent:default:response_delete"
 

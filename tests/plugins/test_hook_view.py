@@ -13,9 +13,9 @@ from typing import Any, Iterator
 import pytest
 
 from hermes_sdk import HermesClient, IdempotencyStore, hookimpl
-from hermes_sdk.runtime import Runtime
+from hermes_sdk._core.runtime import Runtime
+from hermes_sdk._core.transport import Transport
 from hermes_sdk.testing import HermesEmulator
-from hermes_sdk.transport import Transport
 
 CANARY_KEY = "sk-canary-7f3a9c1e5b"
 CANARY_PROMPT = "canary prompt 4d2e8b: the launch codes"

@@ -26,7 +26,7 @@ from hermes_sdk import (
     hookimpl,
     input_hash,
 )
-from hermes_sdk._constants import DELETE_KEY_TTL_SECONDS
+from hermes_sdk._core._constants import DELETE_KEY_TTL_SECONDS
 from hermes_sdk.errors import HermesError
 
 CHAT = "cap:hermes_agent:default:chat"

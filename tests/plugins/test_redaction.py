@@ -11,7 +11,7 @@ import pytest
 from plugin_support import RecordingTracer
 
 from hermes_sdk import AuthenticationError, HermesClient, HermesError, NotFoundError, Redactor, hookimpl
-from hermes_sdk.redaction import REDACTED
+from hermes_sdk._core.redaction import REDACTED
 
 
 def test_the_allowlist_keeps_operational_fields_only() -> None:

@@ -35,7 +35,7 @@ import uuid
 from typing import Any, Callable, Optional, Union
 
 from hermes_sdk import ApprovalRequest, parse_capability_id
-from hermes_sdk.redaction import Redactor
+from hermes_sdk.plugin import Redactor
 
 from .queue import ApprovalQueue, queue_from_url
 

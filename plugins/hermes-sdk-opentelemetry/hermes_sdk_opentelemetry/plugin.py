@@ -28,7 +28,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from hermes_sdk import hookimpl
-from hermes_sdk.redaction import REDACTED
+from hermes_sdk.plugin import REDACTED
 
 from . import semconv as sc
 

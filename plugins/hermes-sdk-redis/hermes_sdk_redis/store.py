@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import attrs
 import redis
 
-from hermes_sdk.idempotency import COMPLETED, IdempotencyRecord
+from hermes_sdk.plugin import COMPLETED, IdempotencyRecord
 
 SCHEMES = ("redis", "rediss")
 DEFAULT_PREFIX = "hermes_sdk:idem:"

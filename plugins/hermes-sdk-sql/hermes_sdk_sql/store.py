@@ -16,7 +16,7 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 
-from hermes_sdk.idempotency import COMPLETED, IdempotencyRecord
+from hermes_sdk.plugin import COMPLETED, IdempotencyRecord
 
 from .schema import CorruptRecordError, ensure_schema, make_engine, schema_table, sqlalchemy_url
 

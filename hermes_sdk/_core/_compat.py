@@ -1,0 +1,100 @@
+"""Old import paths and names, kept for one release with a ``DeprecationWarning``.
+
+Before 0.2 every implementation module sat at the top of ``hermes_sdk`` (``hermes_sdk.transport``,
+``hermes_sdk.runs``...). They now live in the private ``hermes_sdk._core``; an import of the old
+path gets the same module object (so ``mock.patch("hermes_sdk.runs.X")`` patches the real one) and
+a warning that names the public home. No shim files: one finder answers every old path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import typing
+import warnings
+from types import ModuleType
+from typing import Iterable, Optional, Sequence
+
+import attrs
+
+#: The modules and packages that moved from ``hermes_sdk.<name>`` to ``hermes_sdk._core.<name>``.
+MOVED_MODULES = frozenset({
+    "aggregate", "approval", "call", "capabilities", "cli", "client", "config", "convert", "deadline",
+    "discovery", "endpoints", "events", "exchange", "executor", "idempotency", "jobs", "models", "operations",
+    "operator", "options", "redaction", "resources", "retry", "runs", "runtime", "sessions", "sse", "stages",
+    "streaming", "transport", "view",
+})
+
+_HINT = "import from hermes_sdk, hermes_sdk.types, hermes_sdk.errors or hermes_sdk.plugin instead"
+
+
+def warn_moved(old: str) -> None:
+    warnings.warn(f"{old} is private now (hermes_sdk._core); {_HINT}", DeprecationWarning, stacklevel=3)
+
+
+class _Alias(importlib.abc.Loader):
+    _spec: Optional[importlib.machinery.ModuleSpec] = None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        warn_moved(spec.name)
+        module = importlib.import_module("hermes_sdk._core." + spec.name[len("hermes_sdk."):])
+        self._spec = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # The real module ran under its new name; importlib set the alias spec on it: put its own back.
+        if self._spec is not None:
+            module.__spec__ = self._spec
+            module.__loader__ = self._spec.loader
+
+
+class _MovedFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]],
+                  target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
+        if not fullname.startswith("hermes_sdk.") or fullname.split(".")[1] not in MOVED_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, _Alias())
+
+
+def install() -> None:
+    if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
+        sys.meta_path.append(_MovedFinder())  # last: the real paths are always found first
+
+
+def moved_module(name: str) -> Optional[ModuleType]:
+    """``hermes_sdk.<name>`` as an attribute (``import hermes_sdk; hermes_sdk.runs``)."""
+    if name not in MOVED_MODULES:
+        return None
+    return importlib.import_module(f"hermes_sdk.{name}")
+
+
+def rehome(namespace: dict[str, object], names: Iterable[str], module: str) -> None:
+    """Give exported classes and functions the public module as ``__module__`` (as httpx and openai do).
+
+    A class's string annotations are resolved first, in its defining module, so
+    ``typing.get_type_hints`` and cattrs keep working once ``__module__`` names the public home; a
+    class whose annotations cannot be resolved at run time keeps its own module.
+    """
+    for name in names:
+        obj = namespace.get(name)
+        if not isinstance(obj, type) and not callable(obj):
+            continue
+        if not getattr(obj, "__module__", "").startswith("hermes_sdk._core"):
+            continue
+        if isinstance(obj, type):
+            try:
+                hints = typing.get_type_hints(obj)
+            except Exception:  # a TYPE_CHECKING-only name: a value class keeps its module, cattrs needs it
+                if attrs.has(obj):
+                    continue
+                hints = {}
+            own = obj.__dict__.get("__annotations__")
+            if own:
+                obj.__annotations__ = {k: hints.get(k, v) for k, v in own.items()}
+        try:
+            obj.__module__ = module
+        except (AttributeError, TypeError):
+            continue

@@ -1,0 +1,768 @@
+"""The ``hermes-sdk`` command, configured by the same environment variables as the client.
+
+Exit codes: 0 the call completed; 1 the agent or Hermes failed (the same with and without
+``--stream``; a run whose command was denied too), printed on stderr as ``code: message`` (with
+``--json``: one JSON object) with ids and credentials scrubbed; 2 usage; 130 interrupted (Ctrl-C);
+141 the reader of stdout went away (``| head``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import getpass
+import json
+import os
+import shlex
+import sys
+from typing import Any, Callable, Optional, Sequence
+
+from ..errors import HermesError, MissingCredentialError
+from ._cli_support import NO_TERMINAL, Terminal, last_session, print_error, provider_options, remember_session
+from ._signals import interrupt_on_signals
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
+_DEFAULT_MODEL = "hermes-agent"
+
+
+class _Usage(Exception):
+    """A usage error found after parsing (exit 2, like argparse's own)."""
+
+
+def _base_url(args: argparse.Namespace) -> str:
+    return getattr(args, "base_url", None) or os.environ.get("HERMES_BASE_URL") or ""
+
+
+def _client(args: argparse.Namespace, *, needs_key: bool = True, **kwargs: Any) -> Any:
+    """The client for a command; without a key (and the command needs one) the fix is named first."""
+    from .client import HermesClient
+
+    if needs_key and not (getattr(args, "api_key", None) or os.environ.get("HERMES_API_KEY")):
+        raise MissingCredentialError(
+            "no API key: pass --api-key KEY or set HERMES_API_KEY (Hermes' API_SERVER_KEY; for the "
+            "emulator, `hermes-sdk emulator` prints the export lines)", details={"field": "api_key"})
+    if not _base_url(args):
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError("no Hermes URL: pass --base-url URL or set HERMES_BASE_URL "
+                                "(e.g. http://127.0.0.1:8642)", details={"field": "base_url"})
+    given = getattr(args, "api_key", None)
+    if given:  # a refused key's message names the flag it came from
+        from .endpoints import Endpoint
+
+        kwargs["endpoints"] = [Endpoint(os.environ.get("HERMES_ENDPOINT_ID") or "default", _base_url(args), given,
+                                        key_source="--api-key")]
+    if needs_key:
+        return HermesClient(**kwargs) if given else HermesClient(getattr(args, "base_url", None), None, **kwargs)
+    import logging
+
+    class _NoKeyWarning(logging.Filter):  # true of calls that need a key, not of this one
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "has no API key" not in str(record.msg)
+
+    quiet = _NoKeyWarning()
+    log = logging.getLogger("hermes_sdk")
+    log.addFilter(quiet)
+    try:
+        return HermesClient(**kwargs) if given else HermesClient(getattr(args, "base_url", None), None, **kwargs)
+    finally:
+        log.removeFilter(quiet)
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def _print_json_line(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _text_arg(value: Any, what: str) -> str:
+    """TEXT as given (several words are one text: ``chat hello world``); ``-`` or no TEXT reads
+    stdin (when something is piped in)."""
+    if isinstance(value, (list, tuple)):
+        value = " ".join(value) if value else None
+    if value is not None and value != "-":
+        return str(value)
+    stdin = sys.stdin
+    if stdin is None or (value is None and stdin.isatty()):
+        raise _Usage(f"no {what}: give it as an argument, pipe it in, or use '-' to read stdin")
+    text = stdin.read().rstrip("\r\n")
+    if not text.strip():
+        raise _Usage(f"no {what}: stdin was empty")
+    return text
+
+
+def _as_json(args: Any) -> bool:
+    return bool(getattr(args, "json", False))
+
+
+def _failure(args: Any, err: Optional[HermesError], code: str = "", message: str = "", *,
+             plain: Optional[str] = None, **extra: Any) -> int:
+    """Print a failure (``code: message`` or ``plain``; one JSON object under ``--json``); exit 1."""
+    print_error(_as_json(args), err, code, message, plain=plain, **extra)
+    return EXIT_FAILED
+
+
+def _response_id(result: Any) -> Optional[str]:
+    final = result.final if isinstance(result.final, dict) else {}
+    rid = final.get("id")
+    if isinstance(rid, str):
+        return rid
+    for event in result.events:  # the first event of a Responses stream carries the id
+        data = event.data
+        if isinstance(data, dict) and isinstance(data.get("response"), dict):
+            rid = data["response"].get("id")
+            if isinstance(rid, str):
+                return rid
+    return None
+
+
+def _stream_out(stream: Any, args: Any, *, print_response_id: bool = False) -> int:
+    """Print a stream as it arrives: text deltas, or one JSON line per event then a result line."""
+    from .convert import stream_result_to_json
+
+    as_json = _as_json(args)
+    with stream:
+        if as_json:
+            for event in stream:
+                _print_json_line({"type": "event", "event": event.event, "id": event.id, "data": event.data,
+                                  "terminal": event.terminal})
+        else:
+            for piece in stream.text_deltas():
+                sys.stdout.write(piece)
+                sys.stdout.flush()
+            sys.stdout.write("\n")
+        result = stream.result()
+    rid = _response_id(result) if print_response_id else None
+    if as_json:
+        summary = stream_result_to_json(result)
+        summary.pop("events", None)  # already printed, one line each
+        line = {"type": "result", **summary}
+        if print_response_id:
+            line["response_id"] = rid
+        _print_json_line(line)
+    elif rid:
+        sys.stderr.write(f"response id: {rid}\n")
+    if result.status != "completed":
+        return _failure(args, result.error, "hermes_sdk.stream", f"stream {result.status}")
+    return EXIT_OK
+
+
+#: -o names that have their own flag (or are the prompt itself).
+_CHAT_FLAGS = {"model": "-m/--model", "session_id": "--session-id or -c", "prompt": "TEXT", "messages": "--system",
+               "stream": "--stream"}
+_RESPONSES_FLAGS = {"model": "-m/--model", "input": "INPUT", "instructions": "--system",
+                    "previous_response_id": "--previous-response-id", "conversation": "--conversation",
+                    "stream": "--stream"}
+
+
+def _options(args: argparse.Namespace, own: dict[str, str]) -> dict[str, Any]:
+    try:
+        return provider_options(getattr(args, "option", None), own)
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+
+
+def _chat_fields(args: argparse.Namespace, text: str, session_id: Optional[str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {"session_id": session_id, "model": args.model or _DEFAULT_MODEL}
+    if args.system:
+        fields["messages"] = [{"role": "system", "content": args.system}, {"role": "user", "content": text}]
+    else:
+        fields["prompt"] = text
+    options = _options(args, _CHAT_FLAGS)
+    if options:
+        fields["extra_body"] = options
+    return fields
+
+
+def _chat_session(args: argparse.Namespace) -> Optional[str]:
+    if not args.continue_:
+        return args.session_id  # type: ignore[no-any-return]
+    if args.session_id:
+        raise _Usage("give --session-id or -c/--continue, not both")
+    found = last_session(_base_url(args))
+    if found is None:
+        raise _Usage(f"-c/--continue: no earlier chat session with {_base_url(args) or 'this server'} to continue")
+    return found
+
+
+def _chat_turn(client: Any, args: argparse.Namespace, text: str, session_id: Optional[str],
+               stream: bool) -> tuple[int, Optional[str]]:
+    """One chat turn printed; returns the exit code and the session id Hermes answered with."""
+    fields = _chat_fields(args, text, session_id)
+    if stream:
+        chat_stream = client.chat_stream(**fields)
+        code = _stream_out(chat_stream, args)
+        return code, chat_stream.result().session_id or session_id
+    result = client.chat(**fields)
+    if _as_json(args):
+        _print_json({**result.raw, "session_id": result.session_id})
+    else:
+        print(result.text or "")
+    if result.finish_reason != "stop":
+        # The same outcome as a stream whose finish chunk says error or length: exit 1.
+        return _failure(args, None, "hermes_sdk.agent_incomplete",
+                        f"the agent did not complete (finish_reason {result.finish_reason})",
+                        plain=f"finish_reason: {result.finish_reason} (the agent did not complete)",
+                        finish_reason=result.finish_reason), result.session_id or session_id
+    return EXIT_OK, result.session_id or session_id
+
+
+def _interactive(args: argparse.Namespace) -> bool:
+    """A chat loop: no TEXT, and stdin is a terminal."""
+    return not args.text and sys.stdin is not None and sys.stdin.isatty()
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    session_id = _chat_session(args)
+    base = _base_url(args)
+    if not _interactive(args):
+        text = _text_arg(args.text, "prompt")
+        with _client(args) as client:
+            code, session_id = _chat_turn(client, args, text, session_id, args.stream)
+        if session_id:
+            remember_session(base, session_id)
+        return code
+    # The loop: each line is a turn of one Hermes session (the first reply names it), streamed.
+    sys.stderr.write(f"Chatting with {base} ({'session ' + session_id if session_id else 'a new session'}). "
+                     "Type 'exit' or press Ctrl-D to quit.\n")
+    code = EXIT_OK
+    with _client(args) as client:
+        while True:
+            try:
+                line = input("> ") if sys.stdout.isatty() else _prompt_on_stderr()
+            except EOFError:
+                sys.stderr.write("\n")
+                break
+            text = line.strip()
+            if text in ("exit", "quit"):
+                break
+            if not text:
+                continue
+            try:
+                code, session_id = _chat_turn(client, args, text, session_id, True)
+            except HermesError as exc:  # a failed turn does not end the conversation
+                code = _failure(args, exc)
+            if session_id:
+                remember_session(base, session_id)
+    if session_id:
+        sys.stderr.write(f"session id: {session_id} (continue with: hermes-sdk chat -c)\n")
+    return code
+
+
+def _prompt_on_stderr() -> str:
+    sys.stderr.write("> ")
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line
+
+
+def cmd_responses_create(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"input": _text_arg(args.input, "input")}
+    if args.previous_response_id:
+        body["previous_response_id"] = args.previous_response_id
+    if args.conversation:
+        body["conversation"] = args.conversation
+    if args.model:
+        body["model"] = args.model
+    if args.system:
+        body["instructions"] = args.system
+    options = _options(args, _RESPONSES_FLAGS)
+    with _client(args) as client:
+        if args.stream:
+            return _stream_out(client.responses_stream(body, extra_body=options or None), args,
+                               print_response_id=True)
+        result = client.responses(body, extra_body=options or None)
+    if args.json:
+        _print_json(result.raw)
+    else:
+        print(result.output_text)
+        sys.stderr.write(f"response id: {result.id}\n")
+    if result.status != "completed":
+        return _failure(args, None, "hermes_sdk.agent_incomplete",
+                        f"the agent did not complete (status {result.status})",
+                        plain=f"status: {result.status} (the agent did not complete)", status=result.status)
+    return EXIT_OK
+
+
+def cmd_responses_get(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        result = client.response_get(args.id)
+    if args.json:
+        _print_json(result.raw)
+    else:
+        print(result.output_text)
+    return EXIT_OK
+
+
+def _operator_approval(args: argparse.Namespace, question: str) -> Callable[[Any], Any]:
+    """The approval provider of a destructive command: the operator at the terminal approves.
+
+    ``--yes`` records that they confirmed up front; otherwise they are asked on the terminal (stdin,
+    or /dev/tty when stdin is a pipe). With no terminal nothing is decided, so the call is refused
+    (``hermes_sdk.approval_required``) and nothing is sent.
+    """
+    terminal = Terminal()
+
+    def approve(request: Any) -> Any:
+        user = getpass.getuser()
+        if request.operation == "run_approval":  # only this command's own action is confirmed here
+            return request.deny(approver=user, reason="not asked at this prompt")
+        if not args.yes:
+            answer = terminal.ask(f"{question} Reason: {args.reason}. [y/N] ")
+            if answer is None:
+                terminal.say(f"hermes-sdk: {NO_TERMINAL}; pass --yes to confirm")
+                return None
+            if answer.strip().lower() not in ("y", "yes"):
+                return request.deny(approver=user, reason="declined at the terminal")
+        return request.approve(approver=user, policy_decision_id="cli-operator-confirmation",
+                               reason=args.reason)
+
+    return approve
+
+
+def cmd_responses_delete(args: argparse.Namespace) -> int:
+    """``hermes-sdk responses delete ID``: delete a stored response, the terminal operator approving.
+
+    The operator confirms at a prompt (on /dev/tty when stdin is a pipe), or up front with
+    ``--yes``. Without ``--yes`` and without a terminal nothing is decided, so the deletion is
+    refused (``hermes_sdk.approval_required``).
+    """
+    approve = _operator_approval(args, f"Delete stored response {args.id!r}?")
+    with _client(args, approval_provider=approve) as client:
+        receipt = client.response_delete(args.id, idempotency_key=args.idempotency_key, reason=args.reason)
+    _print_json({"id": receipt.id, "object": receipt.object, "deleted": receipt.deleted})
+    return EXIT_OK
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """``hermes-sdk models``: the model ids, one a line (``--json``: the entries as Hermes lists them)."""
+    with _client(args) as client:
+        models = client.models()
+    if args.json:
+        _print_json([model.raw for model in models])
+    else:
+        for model in models:
+            print(model.id)
+    return EXIT_OK
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    """``hermes-sdk health``: ``ok`` and the platform and version; exit 1 when the server is not ok."""
+    with _client(args, needs_key=False) as client:
+        health = client.health()
+    if args.json:
+        _print_json(health.raw)
+    else:
+        extra = ", ".join(part for part in (health.platform, health.version) if part)
+        print(f"{health.status or 'unknown'}{' (' + extra + ')' if extra else ''}")
+    if not health.ok:
+        return _failure(args, None, "hermes_sdk.unhealthy", f"the server says {health.status!r}, not 'ok'",
+                        status=health.status)
+    return EXIT_OK
+
+
+def cmd_toolsets(args: argparse.Namespace) -> int:
+    """``hermes-sdk toolsets``: each toolset, whether the API server offers it, and its tools."""
+    with _client(args) as client:
+        toolsets = client.toolsets()
+    if args.json:
+        _print_json([toolset.raw for toolset in toolsets])
+    else:
+        for toolset in toolsets:
+            state = "enabled" if toolset.enabled else "disabled"
+            print(f"{toolset.name:<16} {state:<8} {', '.join(toolset.tools)}".rstrip())
+    return EXIT_OK
+
+
+def cmd_capabilities(args: argparse.Namespace) -> int:
+    if getattr(args, "base_url", None) or os.environ.get("HERMES_BASE_URL"):
+        with _client(args) as client:
+            caps = client.capabilities()
+    else:  # the contracts are data: list them for the configured (or default) endpoint id without a server
+        from .capabilities import CONTRACTS, descriptor
+        from .endpoints import normalize_endpoint_id
+
+        endpoint_id = normalize_endpoint_id(os.environ.get("HERMES_ENDPOINT_ID") or "default")
+        caps = [descriptor(endpoint_id, contract) for contract in CONTRACTS.values()]
+    if args.json:
+        _print_json(caps)
+    else:
+        for cap in caps:
+            approval = "yes" if cap["approval"]["required"] else "no"
+            print(f"{cap['capability_id']:<48} risk={cap['risk']:<6} retry={cap['retry']['safety']:<6} "
+                  f"approval={approval:<3} key={cap['idempotency']['requirement']}")
+    return EXIT_OK
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """``hermes-sdk plugins``: print the loaded plugins and their hooks as JSON."""
+    from ..plugins import build_manager, describe
+
+    _print_json(describe(build_manager()))
+    return EXIT_OK
+
+
+def cmd_emulator(args: argparse.Namespace) -> int:
+    from ..testing import HermesEmulator
+    from ..testing.emulator import options_from
+
+    emulator = HermesEmulator(args.host, args.port, args.api_key, **options_from(args))
+    try:
+        emulator.start()
+    except OSError as exc:
+        reason = "the address is already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        sys.stderr.write(f"hermes-sdk emulator: cannot listen on {args.host}:{args.port}: {reason} "
+                         f"(choose another --port, or --port 0 for a free one)\n")
+        return EXIT_FAILED
+    try:
+        print(f"export HERMES_BASE_URL={shlex.quote(emulator.base_url)}")
+        print(f"export HERMES_API_KEY={shlex.quote(emulator.api_key)}")
+        sys.stdout.flush()
+        sys.stderr.write("# Hermes emulator ready: paste the lines above into another shell, then e.g. "
+                         "`hermes-sdk chat hello`. Ctrl-C stops it.\n")
+        sys.stderr.flush()
+        while emulator.running:
+            import threading
+
+            threading.Event().wait(0.5)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how this command ends
+    finally:
+        emulator.stop()
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """A streamed chat turn against the bundled emulator, then a stored Responses round trip."""
+    from ..testing import HermesEmulator
+    from .client import HermesClient
+
+    with HermesEmulator(token_delay=0.05) as emulator:
+        print(f"emulator: {emulator.base_url}")
+        with HermesClient(emulator.base_url, emulator.api_key, load_entrypoints=False) as client:
+            print("> chat_stream: Tell me a short story about a lighthouse keeper")
+            stream = client.chat_stream(prompt="Tell me a short story about a lighthouse keeper")
+            code = _stream_out(stream, False)
+            result = stream.result()
+            print(f"  status={result.status} events={result.event_count} session_id={result.session_id}")
+            response = client.responses(input="Summarize the incident notes", store=True)
+            print(f"> responses: {response.output_text!r} (status={response.status}, id={response.id})")
+            fetched = client.response_get(response.id)
+            print(f"> response_get: {fetched.output_text!r}")
+    return code
+
+
+# ---------------------------------------------------------------- hermes-sdk run (durable runs)
+# Self-contained: the command, its approval prompt and its parser live in this block.
+
+_RUN_CHOICES = {"o": "once", "once": "once", "s": "session", "session": "session", "d": "deny", "deny": "deny",
+                "": "deny"}
+
+
+def _run_approver(mode: str, terminal: Terminal) -> Callable[[Any], Any]:
+    """The approval provider of ``hermes-sdk run --approve MODE`` (the operator is the approver).
+
+    ``ask`` prompts on the terminal: stdin when it is one, else /dev/tty (``cat task.txt | hermes-sdk
+    run``); with neither, the command is denied and the line says why.
+    """
+
+    def provide(request: Any) -> Any:
+        user = getpass.getuser()
+        if request.operation != "run_approval":  # this command answers the agent's commands only
+            return None
+        snapshot = request.input_snapshot
+        if mode == "deny":
+            terminal.say("[approval] denied (--approve deny)")
+            return request.deny(approver=user, reason="denied by --approve deny")
+        if mode == "once":
+            terminal.say("[approval] approved once (--approve once)")
+            return request.approve(approver=user, policy_decision_id="cli-approve-once", reason="--approve once")
+        if not terminal.available:
+            terminal.say(f"[approval] {NO_TERMINAL}: denied (decide up front with --approve once or "
+                         "--approve deny)")
+            return request.deny(approver=user, reason="no terminal to ask")
+        context = f"[approval] the agent wants to run: {snapshot.get('command')}\n           ({request.reason})\n"
+        while True:
+            answer = terminal.ask("Allow? [o]nce / [s]ession (this run) / [d]eny: ", context)
+            context = ""
+            choice = _RUN_CHOICES.get((answer or "").strip().lower())
+            if answer is None:
+                choice = "deny"  # end of input: nobody approved
+            if choice is not None:
+                break
+        if choice == "deny":
+            return request.deny(approver=user, reason="declined at the terminal")
+        return request.approve(approver=user, policy_decision_id="cli-operator-confirmation",
+                               reason="approved at the terminal", scope=choice)
+
+    return provide
+
+
+def _run_line(event: Any) -> Optional[str]:
+    """The stderr line of one run event (None: not shown there)."""
+    from .events import ApprovalResponded, RunCancelled, RunFailed, ToolCompleted, ToolStarted
+
+    if isinstance(event, ToolStarted):
+        return f"[tool] {event.tool}: {event.preview or ''}".rstrip()
+    if isinstance(event, ToolCompleted):
+        took = f" in {event.duration:.2f} s" if event.duration is not None else ""
+        return f"[tool] {event.tool} {'failed' if event.error else 'done'}{took}"
+    if isinstance(event, ApprovalResponded):
+        return f"[approval] answered: {event.choice}"
+    if isinstance(event, RunFailed):
+        return f"[run] failed: {event.error or ''}".rstrip()
+    if isinstance(event, RunCancelled):
+        return "[run] cancelled"
+    return None
+
+
+def _run_event_line(event: Any) -> dict[str, Any]:
+    return {"type": "event", "event": event.event, "run_id": event.run_id, "timestamp": event.timestamp,
+            "data": event.raw}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Start a durable run, print its text and tool lines live, answer approvals; exit 0 only if it
+    completed and every command the agent asked to run was approved."""
+    import uuid
+
+    from ._cli_support import unapproved_commands
+    from .events import MessageDelta
+
+    text = _text_arg(args.text, "task")
+    key = args.idempotency_key or f"cli-run-{uuid.uuid4().hex}"
+    terminal = Terminal()
+    with _client(args, approval_provider=_run_approver(args.approve, terminal)) as client:
+        run = client.run(text, idempotency_key=key)
+        sys.stderr.write(f"run id: {run.id}{' (replayed)' if run.replayed else ''}\n")
+        if args.json:
+            _print_json_line({"type": "run", "run_id": run.id, "replayed": run.replayed})
+        open_line = False  # text written without its newline yet
+        try:
+            for event in run.events():
+                if args.json:  # JSON Lines: one event per line, as it arrives
+                    _print_json_line(_run_event_line(event))
+                    continue
+                if isinstance(event, MessageDelta):
+                    sys.stdout.write(event.delta)
+                    sys.stdout.flush()
+                    open_line = not event.delta.endswith("\n")
+                    continue
+                line = _run_line(event)
+                if line:
+                    if open_line:
+                        sys.stdout.write("\n")
+                        sys.stdout.flush()
+                        open_line = False
+                    sys.stderr.write(line + "\n")
+            result = run.wait()
+        except KeyboardInterrupt:
+            sys.stderr.write("[run] interrupted: stopping it\n")
+            run.stop()
+            result = run.wait(timeout=10)
+        finally:
+            terminal.close()
+    refused = unapproved_commands(result.events)
+    if args.json:
+        _print_json_line({"type": "result", "run_id": result.run_id, "status": result.status,
+                          "output": result.output, "usage": result.usage, "error": result.error,
+                          "events_complete": result.events_complete, "unapproved_commands": refused})
+    else:
+        if open_line:
+            sys.stdout.write("\n")
+        if not result.events_complete:
+            sys.stderr.write("[run] the events were not all seen (a replayed key, or a broken stream): "
+                             "the output comes from the run's status\n")
+            if result.output:
+                sys.stdout.write(result.output + "\n")
+    if result.status != "completed":
+        return _failure(args, None, "hermes_sdk.run", f"run {result.status}"
+                        + (f": {result.error}" if result.error else ""), status=result.status)
+    if refused:
+        # Hermes ends such a run "completed" (the tool result says BLOCKED); the task was not done.
+        return _failure(args, None, "hermes_sdk.run",
+                        f"run completed, but the agent's command was not approved: {refused[0]}"
+                        + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""),
+                        status=result.status, unapproved_commands=refused)
+    return EXIT_OK
+
+
+def add_run_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
+    """``hermes-sdk run TEXT [--approve ask|deny|once] [--idempotency-key KEY] [--json]``."""
+    run = sub.add_parser("run", parents=[conn], help="start a durable run and follow it (tools, approvals)",
+                         description="Start a durable run, print its text and tool lines as they arrive, and "
+                                     "answer the agent's approval requests. TEXT may be piped in.")
+    run.add_argument("text", nargs="*", metavar="TEXT",
+                     help="the task (several words need no quotes); '-' or omitted: read stdin")
+    run.add_argument("--approve", choices=("ask", "deny", "once"), default="ask",
+                     help="answer the agent's approval requests: ask at the terminal (default; on /dev/tty "
+                          "when stdin is a pipe; denied without one), deny all, or approve each once")
+    run.add_argument("--idempotency-key", metavar="KEY",
+                     help="one run per key (durable with HERMES_SDK_IDEMPOTENCY_STORE); default: a new key, "
+                          "so a new run")
+    run.add_argument("--json", action="store_true",
+                     help="JSON Lines on stdout: a run line, one line per event as it arrives, then a result line; "
+                          "errors as one JSON object on stderr")
+    run.set_defaults(func=cmd_run)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return f"hermes-sdk {__version__}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # --base-url and --api-key work before or after the subcommand; SUPPRESS keeps an unset
+    # subcommand-level option from overwriting a top-level one.
+    conn = argparse.ArgumentParser(add_help=False)
+    conn.add_argument("--base-url", default=argparse.SUPPRESS, metavar="URL",
+                      help="Hermes origin, e.g. http://127.0.0.1:8642 (default: $HERMES_BASE_URL)")
+    conn.add_argument("--api-key", default=argparse.SUPPRESS, metavar="KEY",
+                      help="API key sent as Authorization: Bearer (default: $HERMES_API_KEY)")
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true",
+                         help="print JSON (with --stream: JSON Lines, one event per line as it arrives, "
+                              "then a result line)")
+    prompt = argparse.ArgumentParser(add_help=False)
+    prompt.add_argument("-m", "--model", help=f"model name sent to Hermes (default: {_DEFAULT_MODEL})")
+    prompt.add_argument("--system", metavar="TEXT", help="system prompt (Responses: instructions)")
+    prompt.add_argument("--stream", action="store_true", help="print the reply as it arrives")
+    prompt.add_argument("-o", "--option", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                        help="a provider option sent in the body, e.g. -o temperature 0.2 (VALUE is JSON when "
+                             "it parses, else a string); repeatable")
+
+    parser = argparse.ArgumentParser(
+        prog="hermes-sdk", parents=[conn],
+        description="Hermes chat and Responses from the shell. Configured by HERMES_BASE_URL, HERMES_API_KEY, "
+                    "HERMES_ENDPOINT_ID, HERMES_SDK_IDEMPOTENCY_STORE and HERMES_SDK_LOG=debug|info.",
+        epilog="Exit codes: 0 completed, 1 the agent or Hermes failed, 2 usage, 130 interrupted, 141 closed pipe.")
+    parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    chat = sub.add_parser("chat", parents=[conn, prompt, as_json], help="run one chat turn, or chat interactively",
+                          description="Run one chat turn: hermes-sdk chat hello world. TEXT may be piped in "
+                                      "(echo hi | hermes-sdk chat). Without TEXT on a terminal: an interactive "
+                                      "chat, every line a turn of one session.")
+    chat.add_argument("text", nargs="*", metavar="TEXT",
+                      help="the prompt (several words need no quotes); '-': read stdin; omitted: read stdin, "
+                           "or chat interactively on a terminal")
+    chat.add_argument("--session-id", metavar="ID", help="continue this Hermes chat session (X-Hermes-Session-Id)")
+    chat.add_argument("-c", "--continue", dest="continue_", action="store_true",
+                      help="continue the last chat session with this server (remembered in "
+                           "$XDG_STATE_HOME/hermes-sdk/state.json, else ~/.local/state/hermes-sdk/state.json)")
+    chat.set_defaults(func=cmd_chat)
+
+    responses = sub.add_parser("responses", help="create, get or delete Responses objects",
+                               description="Create, get or delete stored Responses objects.")
+    rsub = responses.add_subparsers(dest="action", required=True, metavar="ACTION")
+    create = rsub.add_parser("create", parents=[conn, prompt, as_json], help="create a response (one turn)",
+                             description="Create a response. The response id is printed on stderr "
+                                         "(with --json: in the output) so turns can be chained.")
+    create.add_argument("input", nargs="*", metavar="INPUT",
+                        help="the input text (several words need no quotes); '-' or omitted: read stdin")
+    chain = create.add_mutually_exclusive_group()
+    chain.add_argument("--previous-response-id", metavar="ID", help="continue from this stored response")
+    chain.add_argument("--conversation", metavar="NAME", help="continue the named conversation")
+    create.set_defaults(func=cmd_responses_create)
+    get = rsub.add_parser("get", parents=[conn, as_json], help="print a stored response",
+                          description="Print a stored response's output text.")
+    get.add_argument("id", metavar="ID", help="the response id")
+    get.set_defaults(func=cmd_responses_get)
+    delete = rsub.add_parser("delete", parents=[conn], help="delete a stored response (asks for approval)",
+                             description="Delete a stored response. You are the approver: you are asked "
+                                         "to confirm, or pass --yes.")
+    delete.add_argument("id", metavar="ID", help="the response id")
+    delete.add_argument("--idempotency-key", required=True, metavar="KEY",
+                        help="one key per intended deletion; a repeat returns the first receipt (needs a "
+                             "durable HERMES_SDK_IDEMPOTENCY_STORE across runs)")
+    delete.add_argument("--reason", required=True, metavar="TEXT", help="why, kept with the approval evidence")
+    delete.add_argument("--yes", action="store_true", help="confirm the deletion without a prompt")
+    delete.set_defaults(func=cmd_responses_delete)
+
+    for name, what, func in (("models", "list the models the server offers", cmd_models),
+                             ("health", "check the server's health (no API key needed); exit 1 if not ok",
+                              cmd_health),
+                             ("toolsets", "list the server's toolsets and whether the API server offers them",
+                              cmd_toolsets)):
+        found = sub.add_parser(name, parents=[conn, as_json], help=what, description=what[0].upper() + what[1:] + ".")
+        found.set_defaults(func=func)
+
+    caps = sub.add_parser("capabilities", parents=[conn, as_json], help="list capability descriptors",
+                          description="List the capability descriptors (from the server when a base URL is "
+                                      "configured, else the published contracts).")
+    caps.set_defaults(func=cmd_capabilities)
+
+    plugins = sub.add_parser("plugins", help="print the loaded plugins as JSON",
+                             description="Print the loaded plugins, their hooks and distributions as JSON.")
+    plugins.set_defaults(func=cmd_plugins)
+
+    emulator = sub.add_parser(
+        "emulator", help="serve the Hermes emulator until interrupted",
+        description="Serve the bundled Hermes emulator until Ctrl-C. Prints ready-to-paste "
+                    "`export HERMES_BASE_URL=... HERMES_API_KEY=...` lines on stdout.")
+    emulator.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    emulator.add_argument("--port", type=int, default=0,
+                          help="port to listen on (default: %(default)s, a free port; Hermes uses 8642)")
+    emulator.add_argument("--api-key", default="test-key", help="the key clients must send (default: %(default)s)")
+    from ..testing.emulator import add_options
+
+    add_options(emulator)  # the same behaviour options as `python -m hermes_sdk.testing`
+    emulator.set_defaults(func=cmd_emulator)
+
+    demo = sub.add_parser("demo", help="a streamed chat turn against the bundled emulator",
+                          description="A streamed chat turn and a stored Responses round trip against the "
+                                      "bundled emulator; needs no server.")
+    demo.set_defaults(func=cmd_demo)
+
+    add_run_parser(sub, conn)
+    from ._cli_families import add_family_parsers
+
+    add_family_parsers(sub, conn, as_json)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ._logging import configure_from_env
+
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    words = "text" if isinstance(getattr(args, "text", None), list) else "input"
+    if extra and isinstance(getattr(args, words, None), list) and not any(w.startswith("-") for w in extra):
+        setattr(args, words, getattr(args, words) + extra)  # `chat ID hello --stream world`: one text
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    configure_from_env()
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        with interrupt_on_signals():  # Ctrl-C and `kill` end a command cleanly, even started with `cmd &`
+            code = func(args)
+        sys.stdout.flush()  # a closed pipe must surface here, not in the interpreter's exit flush
+        return code
+    except _Usage as exc:
+        if _as_json(args):
+            print_error(True, None, "hermes_sdk.usage", str(exc))
+        else:
+            parser.print_usage(sys.stderr)
+            sys.stderr.write(f"hermes-sdk: error: {exc}\n")
+        return EXIT_USAGE
+    except HermesError as exc:
+        return _failure(args, exc)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`| head`): say nothing more, and keep the exit-time flush quiet too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

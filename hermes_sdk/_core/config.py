@@ -1,0 +1,158 @@
+"""What ``HermesClient(...)`` resolves before its first call: endpoints, the store, retry settings."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
+
+import requests
+
+from ..errors import InvalidInputError
+from ..plugins import build_manager, call_pipeline
+from ._constants import DEFAULT_ENDPOINT_ID
+from ._logging import configure_from_env
+from .deadline import TimeoutLike, as_timeout
+from .endpoints import Endpoint
+from .idempotency import IdempotencyStore
+from .redaction import Redactor, install_log_filters, register_secret
+from .retry import RetryPolicy
+from .runtime import Runtime
+from .transport import Transport
+from .view import ClientView
+
+log = logging.getLogger("hermes_sdk")
+
+if TYPE_CHECKING:
+    from .deadline import Timeout
+    from .executor import Executor
+
+
+def max_attempts_value(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError("max_attempts must be a positive integer", details={"field": "max_attempts"})
+    return value
+
+
+def build_endpoints(base_url: Optional[str], api_key: Optional[str], endpoint_id: Optional[str],
+                     tenant_id: Optional[str], endpoints: Iterable[Endpoint]) -> dict[str, Endpoint]:
+    out: dict[str, Endpoint] = {}
+    for ep in endpoints:
+        if not isinstance(ep, Endpoint):
+            raise InvalidInputError("endpoints must be Endpoint objects", details={"field": "endpoints"})
+        if ep.id in out:
+            raise InvalidInputError(f"duplicate endpoint id {ep.id!r}", details={"field": "endpoints"})
+        out[ep.id] = ep
+    base_url = base_url if base_url is not None else (os.environ.get("HERMES_BASE_URL") if not out else None)
+    if base_url is not None or not out:
+        ep = Endpoint(
+            id=endpoint_id or os.environ.get("HERMES_ENDPOINT_ID") or DEFAULT_ENDPOINT_ID,
+            base_url=base_url,  # type: ignore[arg-type]
+            api_key=api_key if api_key is not None else os.environ.get("HERMES_API_KEY"),
+            tenant_id=tenant_id,
+            key_source="the api_key argument" if api_key is not None else "HERMES_API_KEY",
+        )
+        if ep.id in out:
+            raise InvalidInputError(f"duplicate endpoint id {ep.id!r}", details={"field": "endpoint_id"})
+        out[ep.id] = ep
+    return out
+
+
+def resolve_store(pm: Any, client: Any, value: Union[IdempotencyStore, str, None]) -> IdempotencyStore:
+    """A store object as given, or the one a plugin (the built-ins included) makes for a URL."""
+    if value is None:
+        value = os.environ.get("HERMES_SDK_IDEMPOTENCY_STORE") or "memory:"
+    if isinstance(value, str):
+        store = call_pipeline(pm, "hermes_idempotency_store", url=value, client=client)
+        if store is None:
+            raise InvalidInputError(f"no plugin claims the idempotency store URL scheme of {value.split(':')[0]!r}",
+                                    details={"field": "idempotency_store"})
+        return store  # type: ignore[no-any-return]
+    for method in ("reserve", "complete", "get", "get_by_action", "forget"):
+        if not callable(getattr(value, method, None)):
+            raise InvalidInputError(f"idempotency_store lacks {method}()", details={"field": "idempotency_store"})
+    return value
+
+
+def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_entrypoints: bool,
+                  session: Optional[requests.Session], idempotency_store: Union[IdempotencyStore, str, None],
+                  approval_provider: Any, strict_idempotency: bool, key_retention: float, max_attempts: int,
+                  redaction_patterns: Iterable[str], timeout: TimeoutLike,
+                  allow_permanent_approvals: bool) -> Runtime:
+    """Load the plugins and ask them for the redaction filters, the store and the approval provider;
+    the construction hooks see a :class:`~hermes_sdk._core.view.ClientView`, never the client."""
+    transport = Transport(session)  # a session that cannot keep deadlines is refused before anything opens
+    transport.refuse_unbounded_adapters(ep.base_url for ep in found.values())
+    pm = build_manager(plugins, load_entrypoints)
+    install_log_filters()
+    configure_from_env()  # HERMES_SDK_LOG=debug|info
+    for ep in found.values():
+        register_secret(ep.api_key)
+        if not ep.api_key:  # said now, not first at the first call (which refuses with missing_credential)
+            log.warning("hermes_sdk endpoint %r has no API key: set HERMES_API_KEY or pass api_key=; "
+                        "calls will fail with missing_credential", ep.id)
+    seen = ClientView(tuple(found), tuple(ep.base_url for ep in found.values()),
+                      tuple(ep.tenant_id for ep in found.values()))
+    filters: list[Any] = []
+    for group in call_pipeline(pm, "hermes_redaction_filters", client=seen) or ():
+        filters.extend(group if isinstance(group, (list, tuple)) else [group])
+    store = resolve_store(pm, seen, idempotency_store)
+    provider = approval_provider if approval_provider is not None else call_pipeline(
+        pm, "hermes_approval_provider", client=seen)
+    runtime = Runtime(pm=pm, store=store, transport=transport,
+                      redactor=Redactor(filters=filters, patterns=redaction_patterns),
+                      approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
+                      strict_idempotency=strict_idempotency, key_retention=key_retention,
+                      timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals))
+    return runtime
+
+
+class ClientSettings:
+    """The settings a client was built with, read back (mixed into :class:`~hermes_sdk.HermesClient`)."""
+
+    _executor: "Executor"
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        """The configured endpoints."""
+        return tuple(self._executor.endpoints.values())
+
+    @property
+    def idempotency_store(self) -> IdempotencyStore:
+        """The idempotency store every keyed call of this client uses."""
+        return self._executor.runtime.store
+
+    @property
+    def plugin_manager(self) -> Any:
+        """This client's pluggy ``PluginManager``."""
+        return self._executor.runtime.pm
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redactor applied to everything logged, traced or shown to an approver."""
+        return self._executor.runtime.redactor
+
+    @property
+    def strict_idempotency(self) -> bool:
+        """Whether a key reused with a different input is refused."""
+        return self._executor.runtime.strict_idempotency
+
+    @property
+    def key_retention(self) -> float:
+        """Seconds a keyed model call's record is kept."""
+        return self._executor.runtime.key_retention
+
+    @property
+    def max_attempts(self) -> int:
+        """Attempts of a retry-safe call."""
+        return self._executor.runtime.retry.max_attempts
+
+    @property
+    def timeout(self) -> Optional[Timeout]:
+        """The default time limits of every call (None: each capability's published timeout)."""
+        return self._executor.runtime.timeout
+
+    @property
+    def allow_permanent_approvals(self) -> bool:
+        """Whether the run approval choice ``always`` may be sent."""
+        return self._executor.runtime.allow_permanent_approvals

@@ -1,0 +1,223 @@
+"""Executor: builds the internal call from a spec, an input and :class:`CallOptions`, and runs the stages.
+
+The client's typed methods, every resource and ``invoke()`` come through here; nothing else
+builds a :class:`~hermes_sdk._core.call.Call`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Mapping
+from typing import Any, Optional, TypeVar
+from urllib.parse import urlsplit
+
+import attrs
+
+from ..errors import ApprovalRequiredError, HermesError, InvalidInputError
+from . import convert, stages
+from ._constants import DEFAULT_ENDPOINT_ID
+from .approval import ApprovalRequest
+from .call import Call
+from .capabilities import CONTRACTS, capability_id, parse_capability_id
+from .deadline import as_timeout, effective
+from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
+from .models import ActionResult
+from .operations import SPECS, OperationSpec
+from .operations.common import idempotency_value
+from .options import CallOptions
+from .runtime import Runtime
+from .stages.approval import request_for
+from .streaming import HermesStream
+from .view import CallView
+
+T = TypeVar("T")
+DEFAULT_OPTIONS = CallOptions()
+
+
+class Executor:
+    """One client's endpoints, default context and runtime; ``request()`` runs one typed call."""
+
+    __slots__ = ("endpoints", "context", "runtime")
+
+    def __init__(self, endpoints: Mapping[str, Endpoint], context: Optional[ExecutionContext],
+                 runtime: Runtime) -> None:
+        self.endpoints = endpoints
+        self.context = context
+        self.runtime = runtime
+
+    def evolve(self, runtime: Runtime) -> "Executor":
+        """The same endpoints and context over another runtime (``with_options``)."""
+        return Executor(self.endpoints, self.context, runtime)
+
+    def request(self, spec: OperationSpec[T], data: Mapping[str, Any], options: CallOptions = DEFAULT_OPTIONS) -> T:
+        """Run one typed call: the typed value, or the recorded one when replayed (its failure raised)."""
+        call = self.build(spec, self.endpoint(options.endpoint), data, options)
+        result = stages.run(call)
+        if call.replay_of is None:
+            return call.value  # type: ignore[no-any-return]
+        if result.status != "completed" and (not spec.streaming or result.output is None):
+            assert result.error is not None
+            result.error.details.setdefault("replayed", True)
+            raise result.error
+        return spec.typed_from_record(result.output, result.session_id, result.action_id)
+
+    def invoke(self, capability: str, input: Mapping[str, Any], options: CallOptions) -> ActionResult:
+        """The generic AIP path: failures come back as ``status="failed"`` results, not exceptions."""
+        action_id = options.action_id or new_action_id()
+        try:
+            endpoint_id, operation = parse_capability_id(capability)
+            endpoint = self.endpoint(normalize_endpoint_id(endpoint_id))
+            if endpoint.id != endpoint_id:
+                raise InvalidInputError("capability id must use the normalised endpoint id",
+                                        details={"field": "capability_id"})
+            spec = SPECS[operation]
+            if spec.composite is not None:  # several calls under one capability (the operator)
+                if not isinstance(input, Mapping):
+                    raise InvalidInputError("input must be a JSON object", details={"field": "input"})
+                composite: ActionResult = spec.composite(self, endpoint, input, _with_action(options, action_id))
+                return composite
+            call = self.build(spec, endpoint, input, _with_action(options, action_id))
+            result = stages.run(call)
+        except HermesError as exc:
+            exc.action_id = exc.action_id or action_id
+            exc.capability_id = exc.capability_id or (capability if isinstance(capability, str) else None)
+            status = "pending_approval" if isinstance(exc, ApprovalRequiredError) else "failed"
+            return ActionResult(action_id=action_id, capability_id=str(capability), status=status, error=exc,
+                                idempotency_key=options.idempotency_key, recorded_at=time.time())
+        stream = call.value
+        if isinstance(stream, HermesStream):
+            stream_result = stream.result()
+            settled = stream.action_result
+            assert settled is not None
+            if settled.output is None or not settled.output.get("events") and stream_result.events:
+                settled.output = convert.stream_result_to_json(stream_result)
+            return settled
+        return result
+
+    def build(self, spec: OperationSpec[Any], endpoint: Endpoint, input: Any, options: CallOptions) -> Call:
+        """Validate everything the caller gave and build the Call; nothing is sent here."""
+        action_id = options.action_id or new_action_id()
+        cap = capability_id(endpoint.id, spec.name)
+        now = time.time()
+        try:
+            limits = effective(as_timeout(options.timeout), self.runtime.timeout)
+            idle = None if options.idle_timeout is None else seconds_value(options.idle_timeout, "idle_timeout",
+                                                                           positive=True)
+            if not isinstance(input, Mapping):
+                raise InvalidInputError("input must be a JSON object", details={"field": "input"})
+            given = options.idempotency_key
+            key = idempotency_value(given if given is not None else input.get("idempotency_key"))
+            clean = {k: v for k, v in input.items() if k != "idempotency_key"}
+            request = spec.request(clean)
+            ctx = options.context if options.context is not None else self.context
+            if ctx is not None and not isinstance(ctx, ExecutionContext):
+                raise InvalidInputError("context must be an ExecutionContext", details={"field": "context"})
+            limit = deadline_epoch(options.deadline)
+            bound = _DEADLINE if limit is not None else None
+            if limit is None and ctx is not None and ctx.deadline is not None:
+                limit, bound = ctx.deadline, _CONTEXT
+            if limits.total is not None:  # a caller's relative timeout is a deadline too; the earlier wins
+                if limit is None or now + limits.total < limit:
+                    own = as_timeout(options.timeout)
+                    bound = _timeout_bound(limits.total, own is not None and own.total is not None)
+                limit = now + limits.total if limit is None else min(limit, now + limits.total)
+        except HermesError as exc:
+            exc.action_id, exc.capability_id = action_id, cap
+            raise
+        contract = spec.contract
+        attributes: dict[str, Any] = {
+            "capability_id": cap, "endpoint_id": endpoint.id, "operation": contract.operation,
+            "streaming": contract.streaming, "idempotency": key is not None, **server_attributes(endpoint)}
+        if spec.describe is not None:
+            attributes.update(spec.describe(clean))
+        view = CallView(spec.name, cap, action_id, contract, attributes)
+        # Without a deadline, the published contract timeout bounds the call in wall-clock time.
+        ends_at = now + spec.timeout if limit is None else limit
+        if limit is None:
+            bound = ("default", f"the published default of {spec.timeout:g} s for {spec.name} (sla.timeout_ms)",
+                     "pass timeout= or deadline= on the call, or build the client with HermesClient(timeout=...)")
+        return Call(endpoint=endpoint, spec=spec, input=clean, request=request, action_id=action_id,
+                    capability_id=cap, runtime=self.runtime, view=view, key=key, context=ctx, deadline=limit,
+                    ends_at=ends_at, read_timeout=limits.read, connect_timeout=limits.connect,
+                    idle_timeout=idle, approval=options.approval, reason=options.reason,
+                    keep_events=options.keep_events, bound=bound)
+
+    def endpoint(self, endpoint: Optional[str]) -> Endpoint:
+        """The endpoint a call names, or the only (else the ``default``) one."""
+        if endpoint is None:
+            if len(self.endpoints) == 1:
+                return next(iter(self.endpoints.values()))
+            if DEFAULT_ENDPOINT_ID in self.endpoints:
+                return self.endpoints[DEFAULT_ENDPOINT_ID]
+            raise InvalidInputError("several endpoints are configured: pass endpoint=",
+                                    details={"field": "endpoint"})
+        key = normalize_endpoint_id(endpoint)
+        found = self.endpoints.get(key)
+        if found is None:
+            raise InvalidInputError(f"unknown endpoint {key!r}", details={"field": "endpoint"})
+        return found
+
+    def approval_request(self, operation_or_capability: str, input: Mapping[str, Any], *,
+                         reason: Optional[str] = None, action_id: Optional[str] = None,
+                         endpoint: Optional[str] = None) -> ApprovalRequest:
+        """The ApprovalRequest an approval-gated call with this input would ask for."""
+        if operation_or_capability in CONTRACTS:
+            cap = capability_id(self.endpoint(endpoint).id, operation_or_capability)
+        else:
+            cap = operation_or_capability
+            parse_capability_id(cap)
+        return request_for(cap, dict(input), reason, action_id or new_action_id(), self.context,
+                           self.runtime.redactor)
+
+
+_DEADLINE = ("deadline", "the call's deadline=", "pass a later deadline=")
+_CONTEXT = ("context", "the context's deadline (ExecutionContext(deadline=...))",
+            "give the context a later deadline, or the call its own deadline=")
+
+
+def _timeout_bound(total: float, own: bool) -> tuple[str, str, str]:
+    if own:
+        return ("timeout", f"the call's timeout={total:g} s", "pass a larger timeout= (or a deadline=)")
+    return ("client_timeout", f"the client's timeout={total:g} s (HermesClient(timeout=...))",
+            "raise it with HermesClient(timeout=...) or client.with_options(timeout=...), or pass timeout= "
+            "on the call")
+
+
+def _with_action(options: CallOptions, action_id: str) -> CallOptions:
+    return attrs.evolve(options, action_id=action_id)
+
+
+#: ``server.address`` / ``server.port`` per origin, parsed once (bounded: one entry per endpoint URL
+#: a process uses, and dropped past a few hundred, so a process that builds endpoints per tenant
+#: does not grow it forever).
+_servers: dict[str, dict[str, Any]] = {}
+_SERVERS_MAX = 256
+
+
+def server_attributes(endpoint: Endpoint) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of an endpoint (parsed once per origin)."""
+    found = _servers.get(endpoint.base_url)
+    if found is None:
+        parts = urlsplit(endpoint.base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if len(_servers) >= _SERVERS_MAX:
+            _servers.clear()
+        found = _servers[endpoint.base_url] = {"server.address": parts.hostname or "", "server.port": port}
+    return found
+
+
+_ids = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ids.seed)  # a forked child must not repeat its parent's ids
+
+
+def new_action_id() -> str:
+    """A new AIP action id.
+
+    uuid4() reads os.urandom, a syscall that releases the GIL: under threads, every release is a
+    wait to get it back. A per-process generator seeded from urandom (again after fork) is unique
+    enough for an id that is not a secret.
+    """
+    return f"act_{_ids.getrandbits(128):032x}"

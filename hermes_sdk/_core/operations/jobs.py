@@ -1,0 +1,186 @@
+"""The cron jobs family (``/api/jobs``) and ``/health/detailed``, ``/v1/skills``, as specs.
+
+Inputs follow the connector (``spec/hermes-sessions-jobs.md`` section 9.2): a ``job_id`` must be
+12 lower-case hex characters (refused before I/O otherwise); create takes ``name`` (1-200),
+``schedule``, ``prompt`` (at most 5000), ``deliver``, ``skills``, ``repeat`` (an integer of at
+least 1); update the same plus ``enabled`` and ``skill``. The 500s Hermes answers for a schedule
+it cannot parse, a past one-shot time, invalid JSON or its lifecycle guard store nothing: they
+are refined into a permanent refusal (not retryable, not uncertain) with the server's message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from ...errors import HermesError, RemoteRejectedError
+from .. import jobs as types
+from .common import RequestParts, bad, encode_body, require_input
+from .sessions import contract
+from .spec import OperationSpec, register
+
+JOB_ID = re.compile(r"[a-f0-9]{12}")
+MAX_NAME_CHARS = 200
+MAX_SCHEDULE_CHARS = 512
+MAX_PROMPT_CHARS = 5000
+MAX_DELIVER_CHARS = 256
+MAX_SKILLS = 256
+MAX_SKILL_CHARS = 256
+CREATE_FIELDS = ("name", "schedule", "prompt", "deliver", "skills", "repeat")
+UPDATE_FIELDS = ("name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled")
+_CONTROL_FIELDS = ("idempotency_key", "_aip")
+
+
+def _only(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    extra = sorted(k for k in data if k not in allowed and k not in _CONTROL_FIELDS)
+    if extra:
+        raise bad(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(allowed)}")
+
+
+def job_id_value(value: object) -> str:
+    """A job id as Hermes makes them: exactly 12 lower-case hex characters (``uuid4().hex[:12]``)."""
+    if not isinstance(value, str) or JOB_ID.fullmatch(value) is None:
+        raise bad("job_id", "`job_id` must match ^[a-f0-9]{12}$ (a job's id, not its name)")
+    return value
+
+
+def _text(data: Mapping[str, Any], name: str, limit: int, *, required: bool = False) -> None:
+    value = data.get(name)
+    if value is None:
+        if required:
+            raise bad(name, f"'{name}' is required")
+        return
+    if not isinstance(value, str):
+        raise bad(name, f"'{name}' must be a string")
+    if required and not value.strip():
+        raise bad(name, f"'{name}' must not be empty")
+    if len(value.strip() if name == "name" else value) > limit:
+        raise bad(name, f"'{name}' is longer than {limit} characters", limit=limit)
+
+
+def _check_fields(data: Mapping[str, Any], *, create: bool) -> dict[str, Any]:
+    _text(data, "name", MAX_NAME_CHARS, required=create)
+    _text(data, "schedule", MAX_SCHEDULE_CHARS, required=create)
+    _text(data, "prompt", MAX_PROMPT_CHARS)
+    _text(data, "deliver", MAX_DELIVER_CHARS)
+    if not create:
+        _text(data, "skill", MAX_SKILL_CHARS)
+        if data.get("name") is not None and not data["name"].strip():
+            raise bad("name", "'name' must not be empty")
+        if data.get("schedule") is not None and not data["schedule"].strip():
+            raise bad("schedule", "'schedule' must not be empty")
+    skills = data.get("skills")
+    if skills is not None:
+        if not isinstance(skills, list) or len(skills) > MAX_SKILLS:
+            raise bad("skills", f"'skills' must be a list of at most {MAX_SKILLS} skill names")
+        for i, item in enumerate(skills):
+            if not isinstance(item, str) or not item.strip() or len(item) > MAX_SKILL_CHARS:
+                raise bad(f"skills[{i}]", f"skills[{i}] must be a non-empty string of at most {MAX_SKILL_CHARS} "
+                                          "characters")
+    repeat = data.get("repeat")
+    if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1):
+        raise bad("repeat", "'repeat' must be an integer of at least 1 (how many times the job runs)")
+    enabled = data.get("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        raise bad("enabled", "'enabled' must be a boolean")
+    return {k: v for k, v in data.items() if k not in _CONTROL_FIELDS and k != "job_id" and v is not None}
+
+
+def build_list(operation: str, raw: object) -> RequestParts:
+    """``GET /api/jobs?include_disabled=true|false``."""
+    data = require_input(raw)
+    _only(data, ("include_disabled",))
+    flag = data.get("include_disabled")
+    if flag is not None and not isinstance(flag, bool):
+        raise bad("include_disabled", "'include_disabled' must be a boolean")
+    return RequestParts({}, query=(("include_disabled", "true" if flag else "false"),))
+
+
+def build_create(operation: str, raw: object) -> RequestParts:
+    """``POST /api/jobs``: name and schedule required."""
+    data = require_input(raw)
+    _only(data, CREATE_FIELDS)
+    return RequestParts({}, encode_body(_check_fields(data, create=True)))
+
+
+def build_update(operation: str, raw: object) -> RequestParts:
+    """``PATCH /api/jobs/{job_id}``: at least one of the whitelisted fields."""
+    data = require_input(raw)
+    _only(data, ("job_id",) + UPDATE_FIELDS)
+    job_id = job_id_value(data.get("job_id"))
+    body = _check_fields(data, create=False)
+    if not body:
+        raise bad("input", f"give at least one field to update: {', '.join(UPDATE_FIELDS)}")
+    return RequestParts({}, encode_body(body), path_params={"job_id": job_id})
+
+
+def build_job(operation: str, raw: object) -> RequestParts:
+    """``GET``/``DELETE /api/jobs/{job_id}`` and ``POST …/pause|resume|run``: the id only, no body."""
+    data = require_input(raw)
+    _only(data, ("job_id",))
+    return RequestParts({}, path_params={"job_id": job_id_value(data.get("job_id"))})
+
+
+def build_empty(operation: str, raw: object) -> RequestParts:
+    """``/health/detailed`` and ``/v1/skills`` take no input."""
+    _only(require_input(raw), ())
+    return RequestParts({})
+
+
+def refine_job_error(error: HermesError) -> HermesError:
+    """A jobs 500 with Hermes' ``{"error": "<text>"}`` body is the handler's broad ``except``
+    around validation (a bad schedule, a past one-shot, invalid JSON, the lifecycle guard): nothing
+    was stored, so it is a permanent refusal with the server's message, not an uncertain outage.
+    A 500 without that body (a crash, a proxy) stays a ServerError."""
+    message = error.details.get("provider_message")
+    if error.http_status == 500 and isinstance(message, str):
+        return RemoteRejectedError(
+            f"Hermes refused the job: {message}", http_status=500,
+            details={**error.details, "stored": False, "refused_with_500": True})
+    return error
+
+
+_J = "/api/jobs/{job_id}"
+_AGENT_WRITE = ("read", "write", "external_network")
+
+
+def _mutation(operation: str, method: str, path: str, **overrides: Any) -> Any:
+    return contract(operation, method, path, read_only=False, requires_approval=True, key_requirement="required",
+                    **overrides)
+
+
+_INTERNAL_WRITE = {"classification": "internal", "contains_pii": True, "redaction_required": True}
+
+JOBS_LIST: OperationSpec[list[types.Job]] = OperationSpec(
+    contract("jobs_list", "GET", "/api/jobs", read_only=True), build_list, decode=types.jobs)
+JOB_CREATE: OperationSpec[types.Job] = OperationSpec(
+    _mutation("job_create", "POST", "/api/jobs"), build_create, decode=types.job, refine_error=refine_job_error)
+JOB_GET: OperationSpec[types.Job] = OperationSpec(
+    contract("job_get", "GET", _J, read_only=True), build_job, decode=types.job)
+JOB_UPDATE: OperationSpec[types.Job] = OperationSpec(
+    _mutation("job_update", "PATCH", _J), build_update, decode=types.job, refine_error=refine_job_error)
+JOB_DELETE: OperationSpec[types.JobDeleted] = OperationSpec(
+    _mutation("job_delete", "DELETE", _J, risk="high", side_effects=("read", "delete", "external_network"),
+              data={"classification": "restricted", "contains_pii": True, "redaction_required": True}),
+    build_job, decode=types.job_deleted, refine_error=refine_job_error)
+JOB_PAUSE: OperationSpec[types.Job] = OperationSpec(
+    _mutation("job_pause", "POST", _J + "/pause", data=dict(_INTERNAL_WRITE)), build_job, decode=types.job,
+    refine_error=refine_job_error)
+JOB_RESUME: OperationSpec[types.Job] = OperationSpec(
+    _mutation("job_resume", "POST", _J + "/resume", data=dict(_INTERNAL_WRITE)), build_job, decode=types.job,
+    refine_error=refine_job_error)
+JOB_RUN: OperationSpec[types.Job] = OperationSpec(
+    _mutation("job_run", "POST", _J + "/run", risk="high", kind="agent", side_effects=_AGENT_WRITE),
+    build_job, decode=types.job, refine_error=refine_job_error)
+
+_PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
+HEALTH_DETAILED: OperationSpec[dict[str, Any]] = OperationSpec(
+    contract("health_detailed", "GET", "/health/detailed", read_only=True, data=dict(_PUBLIC)), build_empty,
+    decode=types.health_detailed)
+SKILLS: OperationSpec[list[types.Skill]] = OperationSpec(
+    contract("skills", "GET", "/v1/skills", read_only=True, stability="experimental", data=dict(_PUBLIC)),
+    build_empty, decode=types.skills)
+
+for _spec in (JOBS_LIST, JOB_CREATE, JOB_GET, JOB_UPDATE, JOB_DELETE, JOB_PAUSE, JOB_RESUME, JOB_RUN,
+              HEALTH_DETAILED, SKILLS):
+    register(_spec)

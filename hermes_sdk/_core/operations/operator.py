@@ -1,0 +1,159 @@
+"""The connector's ``operator`` operation: a governed run on ``/v1/runs`` (spec section 9.4).
+
+One capability, several HTTP calls: ``POST /v1/runs`` starts it, its events (or ``GET
+/v1/runs/{id}``) follow it, ``POST /v1/runs/{id}/approval`` answers it on resume. The registered
+spec is composite (``invoke()`` hands the whole action to ``resources/operator.py``); its two
+internal specs share its contract and capability id, so the idempotency key, the approval binding
+and the records of a start and of a resume are the operator's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+import attrs
+
+from ...errors import InvalidInputError
+from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
+from ..runs import approval_answer, run_started
+from .common import RequestParts, bad, encode_body, require_input
+from .runs import APPROVAL_CHOICES, refine_run_error, refine_start_error
+from .spec import OperationSpec, register
+from .stored import path_id_value
+
+MAX_INPUT_BYTES = 1024 * 1024
+MAX_CANDIDATES = 256
+#: The run's instructions (the connector's policy ``system_instructions``).
+SYSTEM_INSTRUCTIONS = (
+    "You are executing an AIP operator action. The user message is a JSON object: work toward its "
+    "`objective`, use its `context`, stay within its `constraints`, and report the outcome in plain text. "
+    "Dangerous commands wait for a human approval: do not try to work around a denial."
+)
+
+OPERATOR_CONTRACT = Contract(
+    operation="operator", method="POST", path="/v1/runs", risk="high", stability="stable", requires_approval=True,
+    key_requirement="required", key_ttl_ms=86_400_000, retry_safe=False, streaming=True,
+    side_effects=MODEL_SIDE_EFFECTS + ("code_execution",), data=dict(CONFIDENTIAL), expected_latency_ms=30_000,
+    timeout_ms=900_000, supports_async=True, supports_cancel=True, async_expected=True, kind="agent")
+
+
+def _aip(data: Mapping[str, Any], name: str) -> str:
+    aip = data.get("_aip")
+    value = aip.get(name) if isinstance(aip, Mapping) else None
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError("the operator runs only through client.operate() or invoke() (its governed "
+                                "lifecycle)", details={"field": "_aip"})
+    return value
+
+
+def check_objective(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The start input (``objective``, ``context``, ``candidate_capabilities``, ``constraints``)."""
+    extra = sorted(k for k in data if k not in ("objective", "context", "candidate_capabilities", "constraints",
+                                                 "idempotency_key", "_aip"))
+    if extra:
+        raise bad(extra[0], f"unknown operator field {extra[0]!r}")
+    objective = data.get("objective")
+    if not isinstance(objective, str) or not objective.strip():
+        raise bad("objective", "'objective' must be a non-empty string")
+    candidates = data.get("candidate_capabilities")
+    if candidates is not None:
+        if not isinstance(candidates, list) or len(candidates) > MAX_CANDIDATES or not all(
+                isinstance(c, str) and c.strip() for c in candidates):
+            raise bad("candidate_capabilities",
+                      f"'candidate_capabilities' must be at most {MAX_CANDIDATES} non-empty strings")
+    constraints = data.get("constraints")
+    if constraints is not None and not isinstance(constraints, Mapping):
+        raise bad("constraints", "'constraints' must be an object")
+    return {"kind": "aip_operator_objective", "objective": objective, "context": data.get("context"),
+            "candidate_capabilities": list(candidates or []), "constraints": dict(constraints or {}),
+            "execution_contract": {"downstream_action_ids": "server_assigned_per_call",
+                                   "forbid_operator_action_id_reuse": True}}
+
+
+def check_resume(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The resume input ``{"resume": {source_action_id, choice, resolve_all}}``."""
+    extra = sorted(k for k in data if k not in ("resume", "idempotency_key", "_aip"))
+    if extra:
+        raise bad(extra[0], "a resume takes only 'resume'")
+    resume = data.get("resume")
+    if not isinstance(resume, Mapping):
+        raise bad("resume", "'resume' must be an object")
+    unknown = sorted(k for k in resume if k not in ("source_action_id", "choice", "resolve_all"))
+    if unknown:
+        raise bad(f"resume.{unknown[0]}", f"unknown resume field {unknown[0]!r}")
+    source = resume.get("source_action_id")
+    if not isinstance(source, str) or not source.strip():
+        raise bad("resume.source_action_id", "'resume.source_action_id' must be the operator action id")
+    if resume.get("choice") not in APPROVAL_CHOICES:
+        raise bad("resume.choice", f"'resume.choice' must be one of {', '.join(APPROVAL_CHOICES)}")
+    if not isinstance(resume.get("resolve_all", False), bool):
+        raise bad("resume.resolve_all", "'resume.resolve_all' must be a boolean")
+    return resume
+
+
+def build_start(operation: str, raw: object) -> RequestParts:
+    """``POST /v1/runs`` with the objective as pretty-printed JSON and the action's own session."""
+    data = require_input(raw)
+    payload = check_objective(data)
+    action_id = _aip(data, "action_id")
+    try:
+        text = json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise bad("context", f"the operator input is not JSON-serialisable: {type(exc).__name__}") from None
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+        raise bad("input", f"the operator input is over {MAX_INPUT_BYTES} bytes", limit_bytes=MAX_INPUT_BYTES)
+    body = {"input": text, "instructions": SYSTEM_INSTRUCTIONS, "session_id": f"aip-operator-{action_id}"}
+    return RequestParts({}, encode_body(body))
+
+
+def build_resume(operation: str, raw: object) -> RequestParts:
+    """``POST /v1/runs/{run_id}/approval`` with the resume's choice (the run id comes from the store)."""
+    data = require_input(raw)
+    resume = check_resume(data)
+    run_id = path_id_value("run_id", _aip(data, "run_id"))
+    body: dict[str, Any] = {"choice": resume["choice"]}
+    if resume.get("resolve_all"):
+        body["all"] = True
+    return RequestParts({}, encode_body(body), path_params={"run_id": run_id})
+
+
+def build_any(operation: str, raw: object) -> RequestParts:
+    """The composite spec: a start or a resume input (validated; the lifecycle sends the requests)."""
+    data = require_input(raw)
+    if "resume" in data:
+        check_resume(data)
+    else:
+        check_objective(data)
+    return RequestParts({})
+
+
+def admit_resume(call: Any) -> None:
+    """``always`` only when the client allows permanent approvals (as for ``run_approval``)."""
+    resume = call.input.get("resume") or {}
+    if resume.get("choice") == "always" and not call.runtime.allow_permanent_approvals:
+        raise InvalidInputError(
+            "'always' makes Hermes allow the pattern process-wide and rewrite its config; build the client "
+            "with allow_permanent_approvals=True to send it", details={"field": "resume.choice", "sent": False})
+
+
+#: The operator's lifecycle, set by ``resources/operator.py`` when it is imported (the client
+#: imports it): operations never import a resource.
+RUNNER: dict[str, Any] = {}
+
+
+def _composite(executor: Any, endpoint: Any, input: Mapping[str, Any], options: Any) -> Any:
+    return RUNNER["invoke"](executor, endpoint, input, options)
+
+
+OPERATOR: OperationSpec[Any] = OperationSpec(OPERATOR_CONTRACT, build_any, composite=_composite)
+#: The start call: the operator's contract, bounded like the connector's start call (60 s).
+OPERATOR_START: OperationSpec[Any] = OperationSpec(
+    attrs.evolve(OPERATOR_CONTRACT, streaming=False, timeout_ms=60_000), build_start, decode=run_started,
+    refine_error=refine_start_error)
+#: The approval a resume sends, under the operator's capability (its key and approval binding).
+OPERATOR_RESUME: OperationSpec[Any] = OperationSpec(
+    attrs.evolve(OPERATOR_CONTRACT, path="/v1/runs/{run_id}/approval", streaming=False, timeout_ms=60_000),
+    build_resume, decode=approval_answer, admit=admit_resume, refine_error=refine_run_error)
+
+register(OPERATOR)

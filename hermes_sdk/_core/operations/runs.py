@@ -1,0 +1,308 @@
+"""Durable runs (``/v1/runs``) and the discovery routes, as specs.
+
+Inputs Hermes answers with a text/plain 500 (an ``input`` array ending in a string, a body that
+is not an object) are refused here, before anything is sent; so are the ones it answers 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...errors import (
+    ApprovalNotActiveError,
+    ApprovalNotPendingError,
+    HermesError,
+    InvalidApprovalChoiceError,
+    InvalidInputError,
+    InvalidResponseError,
+    RunNotFoundError,
+    RunStoppedError,
+)
+from .. import discovery
+from ..aggregate import Accumulator, Aggregate
+from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
+from ..events import parse_run_event
+from ..models import StreamEvent
+from ..runs import ApprovalAnswer, RunStarted, RunStatus, approval_answer, run_started, run_status
+from ..streaming import RunEventStream
+from .common import (
+    RequestParts,
+    bad,
+    check_message,
+    control_headers,
+    encode_body,
+    require_input,
+    session_value,
+    visible_text,
+)
+from .spec import OperationSpec, register, reply_names_another
+from .stored import path_id_value
+
+START_FIELDS = ("input", "instructions", "session_id", "session_key", "conversation_history",
+                "previous_response_id", "model", "_aip")
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+RUN_EVENTS_MAX = 100_000
+#: Seconds one read of a run's events stream may wait: Hermes sends a keepalive every 30 s.
+RUN_EVENTS_READ_TIMEOUT = 120.0
+
+
+def _only(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    extra = sorted(k for k in data if k not in allowed)
+    if extra:
+        raise bad(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(a for a in allowed if a != '_aip')}")
+
+
+def _check_input(value: object) -> None:
+    if isinstance(value, str):
+        if not value.strip():
+            raise bad("input", "'input' must not be empty")
+        return
+    if not isinstance(value, list) or not value:
+        raise bad("input", "'input' must be a non-empty string or a non-empty list of messages")
+    for i, item in enumerate(value):
+        # A string item (above all a string last item) is a text/plain 500 from Hermes.
+        check_message(f"input[{i}]", item)
+    if not visible_text(value[-1].get("content")):
+        raise bad("input", "the last input message has no visible content")
+
+
+def _optional_text(data: Mapping[str, Any], name: str) -> None:
+    value = data.get(name)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise bad(name, f"'{name}' must be a non-empty string")
+
+
+def build_start(operation: str, raw: object) -> RequestParts:
+    """``POST /v1/runs``: the run's input and options; ``session_key`` travels as a header."""
+    data = require_input(raw)
+    _only(data, START_FIELDS)
+    if data.get("input") is None:
+        raise bad("input", "'input' is required")
+    _check_input(data["input"])
+    for name in ("instructions", "previous_response_id", "model"):
+        _optional_text(data, name)
+    session_value("session_id", data.get("session_id"))
+    history = data.get("conversation_history")
+    if history is not None:
+        if not isinstance(history, list):
+            raise bad("conversation_history", "'conversation_history' must be a list of messages")
+        for i, item in enumerate(history):
+            check_message(f"conversation_history[{i}]", item)
+    headers = control_headers(data)
+    body = {k: v for k, v in data.items() if k not in ("session_key", "_aip") and v is not None}
+    return RequestParts(headers, encode_body(body))
+
+
+def _run_id(data: Mapping[str, Any]) -> str:
+    return path_id_value("run_id", data.get("run_id"))
+
+
+def build_run(operation: str, raw: object) -> RequestParts:
+    """``GET /v1/runs/{run_id}``, ``…/events`` and ``POST …/stop``: the run id only."""
+    data = require_input(raw)
+    _only(data, ("run_id", "_aip"))
+    return RequestParts({}, None, RUN_EVENTS_MAX if operation == "run_events" else 0,
+                        path_params={"run_id": _run_id(data)})
+
+
+def build_approval(operation: str, raw: object) -> RequestParts:
+    """``POST /v1/runs/{run_id}/approval``: ``choice`` and optionally ``all`` (every queued request)."""
+    data = require_input(raw)
+    _only(data, ("run_id", "choice", "all", "_aip"))
+    run_id = _run_id(data)
+    choice = data.get("choice")
+    if choice not in APPROVAL_CHOICES:
+        raise bad("choice", f"'choice' must be one of {', '.join(APPROVAL_CHOICES)}", choice=str(choice)[:32])
+    body: dict[str, Any] = {"choice": choice}
+    if data.get("all") is not None:
+        if not isinstance(data["all"], bool):
+            raise bad("all", "'all' must be a boolean")
+        body["all"] = data["all"]
+    return RequestParts({}, encode_body(body), path_params={"run_id": run_id})
+
+
+def build_discovery(operation: str, raw: object) -> RequestParts:
+    """The discovery routes take no input."""
+    data = require_input(raw)
+    _only(data, ("_aip",))
+    return RequestParts({})
+
+
+# ------------------------------------------------------------------ local admission rules
+
+
+def admit_approval(call: Any) -> None:
+    """Never an approval after this client asked to stop the run; ``always`` only when allowed."""
+    rt = call.runtime
+    if call.input.get("run_id") in rt.stopped_runs:
+        raise RunStoppedError("this client stopped the run: an approval sent now could still execute the command",
+                              details={"sent": False, "field": "run_id"})
+    if call.input.get("choice") == "always" and not rt.allow_permanent_approvals:
+        raise InvalidInputError(
+            "'always' makes Hermes allow the pattern process-wide and rewrite its config; build the client "
+            "with allow_permanent_approvals=True to send it", details={"field": "choice", "sent": False})
+
+
+def admit_events(call: Any) -> None:
+    """Never a second subscription on a run a ``Run`` of this client is following: Hermes splits a
+    run's events between its subscribers, so the ``Run`` would miss some (its approval requests,
+    its end) and the second subscriber would see the rest."""
+    run = call.runtime.followed_runs.get(call.input.get("run_id"))
+    if run is not None and run._following():
+        raise InvalidInputError(
+            "a Run of this client is following this run's events, and Hermes splits a run's events between "
+            "its subscribers: read them from that Run (run.events() or run.wait()), or run.close() it first",
+            details={"field": "run_id", "reason": "already_subscribed", "sent": False})
+
+
+def admit_stop(call: Any) -> None:
+    """Mark the run stopped before ``/stop`` is sent, so no approval can race behind it."""
+    call.runtime.stopped_runs.add(call.input["run_id"])
+
+
+# ------------------------------------------------------------------ the events stream's accumulator
+
+RUN_TERMINAL = frozenset({"run.completed", "run.failed", "run.cancelled", "error", "done"})
+RUN_FAILED = frozenset({"run.failed", "error"})
+
+
+class RunEventsAccumulator(Accumulator):
+    """A run's events: ``message.delta`` is the text, ``run.completed`` the final object with usage;
+    ``run.failed`` fails the stream, ``run.cancelled`` cancels it."""
+
+    terminal_names = RUN_TERMINAL
+    failed_names = RUN_FAILED
+    cancelled_names = frozenset({"run.cancelled"})
+    run_id: Any = None
+
+    def bind(self, input: Mapping[str, Any]) -> None:
+        self.run_id = input.get("run_id")
+
+    def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+        named = data.get("run_id")
+        if named is not None and self.run_id is not None and named != self.run_id:
+            # Above all a terminal event about another run: never taken as this run's end.
+            self.rejected = InvalidResponseError("the run's events stream sent an event about another run",
+                                                 uncertain_outcome=True, http_status=agg.http_status,
+                                                 details={"operation": agg.operation, "reason": "another_object"})
+            return None
+        if name == "message.delta":
+            piece = data.get("delta")
+            return piece if isinstance(piece, str) and piece else None
+        if name == "run.completed":
+            agg.final = data
+            if isinstance(data.get("usage"), dict):
+                agg.usage = data["usage"]
+        return None
+
+    def typed(self, event: StreamEvent, piece: Any) -> Any:
+        return parse_run_event(event.data) if isinstance(event.data, dict) else None
+
+
+# ------------------------------------------------------------------ typed errors
+
+
+def _retype(error: HermesError, klass: type, **changes: Any) -> HermesError:
+    fields = {"code": error.code, "category": error.category, "retryable": error.retryable,
+              "retry_after_ms": error.retry_after_ms, "uncertain_outcome": error.uncertain_outcome,
+              "http_status": error.http_status, "details": error.details}
+    fields.update(changes)
+    typed: HermesError = klass(error.message, **fields)
+    return typed
+
+
+def _provider_code(error: HermesError) -> Any:
+    provider = error.details.get("provider_error")
+    return provider.get("code") if isinstance(provider, dict) else None
+
+
+def refine_run_error(error: HermesError) -> HermesError:
+    """404 ``run_not_found`` and the approval route's 400/409 codes as their own classes."""
+    code = _provider_code(error)
+    if error.http_status == 404:
+        return _retype(error, RunNotFoundError)
+    if error.http_status == 400 and code == "invalid_approval_choice":
+        return _retype(error, InvalidApprovalChoiceError)
+    if error.http_status == 409 and code == "approval_not_active":
+        return _retype(error, ApprovalNotActiveError, uncertain_outcome=False)
+    if error.http_status == 409 and code == "approval_not_pending":
+        return _retype(error, ApprovalNotPendingError, uncertain_outcome=False)
+    return error
+
+
+def refine_start_error(error: HermesError) -> HermesError:
+    """A 4xx from ``POST /v1/runs`` started no run (the cap is checked before the body is read):
+    not uncertain, ``details.started`` False, and the idempotency key is given back (the retry
+    policy then calls a 429 retryable: nothing started)."""
+    status = error.http_status
+    if status is not None and 400 <= status < 500:
+        error.uncertain_outcome = False
+        error.details["started"] = False
+    return error
+
+
+# ------------------------------------------------------------------ contracts
+
+
+def _contract(operation: str, method: str, path: str, **overrides: Any) -> Contract:
+    fields: dict[str, Any] = dict(
+        operation=operation, method=method, path=path, risk="low", stability="experimental",
+        requires_approval=False, key_requirement="optional", key_ttl_ms=None, retry_safe=True, streaming=False,
+        side_effects=("read", "external_network"), data=dict(CONFIDENTIAL), expected_latency_ms=1_000,
+        timeout_ms=30_000,
+    )
+    fields.update(overrides)
+    return Contract(**fields)
+
+
+#: A run's status, stop or approval answer names the run it is about: another id is not this run's.
+_SAME_RUN = reply_names_another("run_id", "run_id")
+
+RUN_START: OperationSpec[RunStarted] = OperationSpec(
+    _contract("run_start", "POST", "/v1/runs", risk="medium", key_requirement="required", key_ttl_ms=86_400_000,
+              retry_safe=False, side_effects=MODEL_SIDE_EFFECTS + ("execute",), expected_latency_ms=2_000,
+              timeout_ms=60_000, supports_async=True, supports_cancel=True, async_expected=True),
+    build_start, decode=run_started, refine_error=refine_start_error)
+
+RUN_GET: OperationSpec[RunStatus] = OperationSpec(
+    _contract("run_get", "GET", "/v1/runs/{run_id}"), build_run, decode=run_status, refine_error=refine_run_error,
+    names_another=_SAME_RUN)
+
+# One subscriber per run and no resume: published as not retry-safe, so nothing re-subscribes.
+# It follows the whole run: 24 hours at most (the key's lifetime); Run reads it with a 120 s read
+# timeout (Hermes sends a keepalive every 30 s).
+RUN_EVENTS: OperationSpec[RunEventStream] = OperationSpec(
+    _contract("run_events", "GET", "/v1/runs/{run_id}/events", retry_safe=False, streaming=True,
+              side_effects=("read", "external_network"), expected_latency_ms=30_000, timeout_ms=86_400_000),
+    build_run, stream_class=RunEventStream, accumulator=RunEventsAccumulator, refine_error=refine_run_error,
+    admit=admit_events,
+    # Observers (tracing) see which tool ran and which pattern was approved how; never the
+    # command, its preview, the output or the run id.
+    observed_keys=("tool", "pattern_key", "choice"))
+
+RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
+    _contract("run_approval", "POST", "/v1/runs/{run_id}/approval", risk="high", retry_safe=False,
+              side_effects=("write", "execute", "external_network")),
+    build_approval, decode=approval_answer, admit=admit_approval, refine_error=refine_run_error,
+    names_another=_SAME_RUN)
+
+RUN_STOP: OperationSpec[RunStatus] = OperationSpec(
+    _contract("run_stop", "POST", "/v1/runs/{run_id}/stop", risk="medium", retry_safe=False,
+              side_effects=("write", "external_network")),
+    build_run, decode=run_status, admit=admit_stop, refine_error=refine_run_error, names_another=_SAME_RUN)
+
+_PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
+
+HEALTH: OperationSpec[discovery.Health] = OperationSpec(
+    _contract("health", "GET", "/health", data=dict(_PUBLIC)), build_discovery, decode=discovery.health,
+    public=True)
+MODELS: OperationSpec[list[discovery.ModelInfo]] = OperationSpec(
+    _contract("models", "GET", "/v1/models", data=dict(_PUBLIC)), build_discovery, decode=discovery.models)
+SERVER_CAPABILITIES: OperationSpec[discovery.ServerCapabilities] = OperationSpec(
+    _contract("server_capabilities", "GET", "/v1/capabilities", data=dict(_PUBLIC)), build_discovery,
+    decode=discovery.server_capabilities)
+TOOLSETS: OperationSpec[list[discovery.Toolset]] = OperationSpec(
+    _contract("toolsets", "GET", "/v1/toolsets", data=dict(_PUBLIC)), build_discovery, decode=discovery.toolsets)
+
+for _spec in (RUN_START, RUN_GET, RUN_EVENTS, RUN_APPROVAL, RUN_STOP, HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS):
+    register(_spec)

@@ -1,0 +1,359 @@
+"""``client.operate``: the connector's governed operator run on ``/v1/runs`` (spec section 9.4).
+
+An operator action starts a run (approval-gated, key required), follows it, and ends in one of
+``completed``, ``failed``, ``cancelled``, ``requires_human`` or ``outcome_unknown``. Its state
+(action id → run id, status, the pending approval) is kept in the client's idempotency store
+under its own namespace, so ``operate(resume=<action_id>, choice=...)`` works from any process
+that shares the store (a SQLite file, Redis...). A start that may have reached Hermes without a
+recorded run id is never sent again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import attrs
+
+from ...errors import (
+    STREAM_FAILED,
+    ApprovalNotActiveError,
+    ApprovalNotPendingError,
+    DeadlineExceededError,
+    HermesError,
+    InvalidInputError,
+    OutcomeUnknownError,
+    PluginError,
+    RunNotFoundError,
+    StreamError,
+)
+from .. import convert
+from .._constants import DELETE_KEY_TTL_SECONDS
+from .._sentinels import REQUIRED
+from ..approval import ApprovalDecision, ApprovalRequest, ask
+from ..deadline import TimeoutLike, as_timeout
+from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
+from ..events import ApprovalRequested
+from ..executor import Executor, new_action_id
+from ..idempotency import COMPLETED, IdempotencyRecord
+from ..models import ActionResult
+from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START, RUNNER
+from ..operator import OperatorResult
+from ..options import CallOptions
+from ..runs import Run, RunResult, RunStarted, RunStatus
+from .runs import Runs
+
+#: The store namespace of operator state (the connector's binding namespace).
+STATE_NAMESPACE = "aip.connector.hermes_agent.operator_runs.v1"
+POLL_FIRST = 0.25
+POLL_MAX = 2.0
+_FINAL = ("completed", "failed", "cancelled")
+
+
+def _state_key(endpoint_id: str) -> str:
+    return f"{STATE_NAMESPACE}:{endpoint_id}"
+
+
+class Operator:
+    """The operator lifecycle over one executor (``client.operate`` and ``invoke()`` use it)."""
+
+    def __init__(self, executor: Executor) -> None:
+        self._ex = executor
+        self._runs = Runs(executor)
+
+    # ------------------------------------------------------------ state in the store
+
+    def load(self, endpoint: Endpoint, action_id: str) -> Optional[dict[str, Any]]:
+        """The saved state of an operator action, or None."""
+        try:
+            record = self._ex.runtime.store.get(_state_key(endpoint.id), action_id)
+        except Exception as exc:
+            raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
+                              details={"hook": "idempotency_store"}) from exc
+        return dict(record.result) if record is not None and record.result is not None else None
+
+    def save(self, endpoint: Endpoint, result: OperatorResult, input_hash: str = "") -> None:
+        """Write the action's state (action id → run id, status, pending approval)."""
+        store, ns, now = self._ex.runtime.store, _state_key(endpoint.id), time.time()
+        record = IdempotencyRecord(capability_id=ns, key=result.action_id, action_id=f"opst_{result.action_id}",
+                                   input_hash=input_hash, state="pending", created_at=now,
+                                   expires_at=now + DELETE_KEY_TTL_SECONDS)
+        try:
+            store.reserve(record)
+            store.complete(ns, result.action_id, result.to_json())
+        except Exception as exc:
+            raise PluginError(f"the idempotency store failed to record the operator state: {type(exc).__name__}",
+                              details={"hook": "idempotency_store"}) from exc
+
+    # ------------------------------------------------------------ start
+
+    def start(self, data: dict[str, Any], options: CallOptions, provider: Any, until: float) -> OperatorResult:
+        endpoint = self._ex.endpoint(options.endpoint)
+        action_id = options.action_id or new_action_id()
+        options = attrs.evolve(options, action_id=action_id)
+        try:
+            started: RunStarted = self._ex.request(OPERATOR_START, {**data, "_aip": {"action_id": action_id}},
+                                                   options)
+        except OutcomeUnknownError as exc:
+            original = str(exc.details.get("original_action_id") or action_id)
+            return OperatorResult("outcome_unknown", original, error=exc, replayed=True)
+        except HermesError as exc:
+            if exc.uncertain_outcome:  # it may have started a run whose id nobody recorded: never again
+                found = OperatorResult("outcome_unknown", action_id, error=exc,
+                                       replayed=bool(exc.details.get("replayed")))
+                if not exc.details.get("replayed"):
+                    self.save(endpoint, found)
+                return found
+            if exc.http_status is not None:  # Hermes refused the start: no run exists
+                exc.details.setdefault("reason", "operator_start_rejected")
+                return OperatorResult("failed", action_id, error=exc)
+            raise
+        original = started.action_id or action_id
+        if started.replayed:
+            saved = self.load(endpoint, original)
+            known = OperatorResult.from_json(saved, replayed=True) if saved else OperatorResult(
+                "running", original, run_id=started.run_id, session_id=f"aip-operator-{original}", replayed=True)
+            if known.status in _FINAL or known.status == "outcome_unknown":
+                return known
+            return self.poll(endpoint, known, until, options.context)
+        state = OperatorResult("running", original, run_id=started.run_id, session_id=f"aip-operator-{original}")
+        self.save(endpoint, state)
+        run = Run(self._runs, started, endpoint=endpoint.id, approval_provider=_OperatorProvider.of(provider, original),
+                  deadline=until, context=options.context)
+        run._subscribe()
+        try:
+            for event in run.events():
+                if isinstance(event, ApprovalRequested) and run.pending_approval is not None:
+                    waiting = attrs.evolve(state, status="requires_human",
+                                           pending_approval=_pending_of(run.pending_approval))
+                    self.save(endpoint, waiting)
+                    return waiting
+            if run.result is not None:
+                return self.finish(endpoint, state, run.result)
+        finally:
+            run.close()  # the run goes on at Hermes; whoever resumes follows it by polling
+        return self.poll(endpoint, state, until, options.context)
+
+    # ------------------------------------------------------------ resume
+
+    def resume(self, action_id: str, choice: Optional[str], resolve_all: bool, options: CallOptions,
+               until: float) -> OperatorResult:
+        endpoint = self._ex.endpoint(options.endpoint)
+        state = self.load(endpoint, action_id)
+        known = OperatorResult.from_json(state, replayed=True) if state else self._from_start_record(action_id)
+        if known.status in _FINAL or known.status == "outcome_unknown" or known.run_id is None:
+            return known
+        if choice is not None:
+            data = {"resume": {"source_action_id": action_id, "choice": choice, "resolve_all": bool(resolve_all)},
+                    "_aip": {"run_id": known.run_id}}
+            try:
+                self._ex.request(OPERATOR_RESUME, data, options)
+            except (ApprovalNotPendingError, ApprovalNotActiveError):
+                pass  # answered elsewhere, or the run moved on / ended: follow it to see
+            except RunNotFoundError as exc:
+                return self._lost(endpoint, known, exc)
+            known = attrs.evolve(known, status="running", pending_approval=None, replayed=False)
+            self.save(endpoint, known)
+        return self.poll(endpoint, attrs.evolve(known, replayed=False), until, options.context)
+
+    def _from_start_record(self, action_id: str) -> OperatorResult:
+        """The state of an action whose own state record is missing, from its start record."""
+        record = self._ex.runtime.store.get_by_action(action_id)
+        if record is None or not record.capability_id.endswith(":operator"):
+            raise InvalidInputError("no operator action with that id in this client's idempotency store",
+                                    details={"field": "resume"})
+        if record.state != COMPLETED or record.result is None:
+            return OperatorResult("outcome_unknown", action_id, replayed=True, error=OutcomeUnknownError(
+                "the operator start has no recorded outcome; it is never sent again",
+                details={"original_action_id": action_id, "state": record.state}))
+        result = convert.action_result_from_json(record.result)
+        output = result.output if isinstance(result.output, Mapping) else {}
+        if result.status != "completed" or not isinstance(output.get("run_id"), str):
+            uncertain = result.error is not None and result.error.uncertain_outcome
+            return OperatorResult("outcome_unknown" if uncertain else "failed", action_id, error=result.error,
+                                  replayed=True)
+        return OperatorResult("running", action_id, run_id=output["run_id"], session_id=f"aip-operator-{action_id}")
+
+    # ------------------------------------------------------------ following
+
+    def poll(self, endpoint: Endpoint, state: OperatorResult, until: float,
+             context: Optional[ExecutionContext]) -> OperatorResult:
+        """Follow the run by its status until it ends, waits for approval, or ``until`` passes."""
+        assert state.run_id is not None
+        interval = POLL_FIRST
+        while True:
+            try:
+                status: Optional[RunStatus] = self._runs.get(state.run_id, endpoint=endpoint.id, context=context,
+                                                             deadline=until)
+            except RunNotFoundError as exc:
+                return self._lost(endpoint, state, exc)
+            except HermesError as exc:
+                if time.time() >= until or not (exc.retryable or exc.category in ("temporary", "transport")):
+                    return self._lost(endpoint, state, exc)
+                status = None
+            if status is not None and status.terminal:
+                return self.finish(endpoint, state, RunResult(run_id=status.run_id, status=status.status,
+                                                              output=status.output, error=status.error))
+            if status is not None and status.status == "waiting_for_approval":
+                pending = state.pending_approval or {"run_id": state.run_id, "status": status.status,
+                                                     "last_event": status.last_event}
+                waiting = attrs.evolve(state, status="requires_human", pending_approval=pending)
+                self.save(endpoint, waiting)
+                return waiting
+            delay = min(interval, until - time.time())
+            if delay <= 0:
+                return self._lost(endpoint, state, DeadlineExceededError(
+                    "the operator's deadline passed while the run went on; operate(resume=action_id) follows "
+                    "it again", details={"run_id": state.run_id, "operation": "operator"}), save=False)
+            time.sleep(delay)
+            interval = min(interval * 2, POLL_MAX)
+
+    def finish(self, endpoint: Endpoint, state: OperatorResult, result: RunResult) -> OperatorResult:
+        error = None
+        if result.status == "failed":
+            error = StreamError(f"the operator run failed: {result.error or 'no reason given'}", code=STREAM_FAILED,
+                                details={"run_id": result.run_id, "run_error": result.error,
+                                         "operation": "operator"})
+        output = result.output if result.output is not None else (result.text or None)
+        final = attrs.evolve(state, status=result.status, output=output if result.status == "completed" else None,
+                             pending_approval=None, error=error, replayed=False)
+        self.save(endpoint, final)
+        return final
+
+    def _lost(self, endpoint: Endpoint, state: OperatorResult, error: HermesError,
+              save: bool = True) -> OperatorResult:
+        """The run's end is unknown to this client (gone from Hermes, unreachable, or still going)."""
+        found = attrs.evolve(state, status="outcome_unknown", error=error, replayed=False)
+        if save and isinstance(error, RunNotFoundError):
+            self.save(endpoint, found)
+        return found
+
+
+class _OperatorProvider:
+    """The run's approval provider, its requests naming the operator action they belong to
+    (``identifiers["operator_action_id"]``), so a provider that leaves one undecided can have a
+    person's later decision resume the action (``operate(resume=...)``, e.g. hermes-sdk-inbox)."""
+
+    def __init__(self, provider: Any, action_id: str) -> None:
+        self._provider = provider
+        self._action_id = action_id
+
+    @classmethod
+    def of(cls, provider: Any, action_id: str) -> Any:
+        return None if provider is None else cls(provider, action_id)
+
+    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        tagged = attrs.evolve(request, identifiers={**request.identifiers, "operator_action_id": self._action_id})
+        return ask(self._provider, tagged)
+
+
+def _pending_of(event: ApprovalRequested) -> dict[str, Any]:
+    return {"run_id": event.run_id, "command": event.command, "description": event.description,
+            "pattern_key": event.pattern_key, "choices": list(event.choices), "event": dict(event.raw)}
+
+
+def _until(deadline: Deadline, timeout: TimeoutLike, context: Optional[ExecutionContext]) -> float:
+    limit = deadline_epoch(deadline)
+    if limit is None and context is not None:
+        limit = context.deadline
+    bound = as_timeout(timeout)
+    total = bound.total if bound is not None else None
+    end = time.time() + (total if total is not None else OPERATOR.timeout)
+    return end if limit is None else min(limit, end)
+
+
+def _input(objective: Any, context: Any, constraints: Any, candidates: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"objective": objective}
+    for name, value in (("context", context), ("constraints", constraints), ("candidate_capabilities", candidates)):
+        if value is not None:
+            data[name] = value
+    return data
+
+
+def invoke_operator(executor: Executor, endpoint: Endpoint, input: Mapping[str, Any],
+                    options: CallOptions) -> ActionResult:
+    """``invoke("cap:hermes_agent:<ep>:operator", input)``: the whole governed lifecycle, as an ActionResult
+    (``requires_human`` and ``outcome_unknown`` are statuses of their own)."""
+    operator = Operator(executor)
+    options = attrs.evolve(options, endpoint=endpoint.id)
+    key = options.idempotency_key if options.idempotency_key is not None else input.get("idempotency_key")
+    options = attrs.evolve(options, idempotency_key=key)
+    until = _until(options.deadline, options.timeout, options.context)
+    data = {k: v for k, v in input.items() if k not in ("idempotency_key", "_aip")}
+    if "resume" in data:
+        OPERATOR.build("operator", data)  # validated before anything is read or sent
+        resume = data["resume"]
+        result = operator.resume(resume["source_action_id"], resume["choice"], bool(resume.get("resolve_all")),
+                                 options, until)
+    else:
+        result = operator.start(data, options, executor.runtime.approval_provider, until)
+    return ActionResult(action_id=result.action_id, capability_id=f"cap:hermes_agent:{endpoint.id}:operator",
+                        status=result.status, output=result.to_json(), error=result.error, replayed=result.replayed,
+                        idempotency_key=key, session_id=result.session_id, recorded_at=time.time())
+
+
+class OperatorMethods:
+    """Mixed into :class:`~hermes_sdk.HermesClient`: ``client.operate``."""
+
+    _executor: Executor
+
+    def operate(self, objective: Optional[str] = None, *, resume: Optional[str] = None, choice: Optional[str] = None,
+                context: Any = None, constraints: Optional[Mapping[str, Any]] = None,
+                candidate_capabilities: Optional[list[str]] = None, resolve_all: bool = False,
+                idempotency_key: str = REQUIRED, approval: Optional[ApprovalDecision] = None,
+                reason: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
+                action_id: Optional[str] = None, execution_context: Optional[ExecutionContext] = None,
+                deadline: Deadline = None, timeout: TimeoutLike = None) -> OperatorResult:
+        """Run a governed operator action on ``/v1/runs`` and follow it (the connector's ``operator``).
+
+        **Start** (``objective=``): needs ``idempotency_key`` and an approved decision bound to the
+        input ``{"objective", "context"?, "constraints"?, "candidate_capabilities"?}`` (high risk,
+        code execution), from ``approval=`` or the approval provider; without one nothing is sent
+        (ApprovalRequiredError). The run's session is ``aip-operator-<action_id>``. The run's own
+        approval requests go to ``approval_provider`` (default: the client's); when none answers,
+        this returns ``requires_human`` with ``pending_approval`` instead of blocking.
+
+        **Resume** (``resume=<action_id>``, ``choice=`` ``once``/``session``/``deny``/``always``):
+        answers the pending approval once (its own key and an approval bound to ``{"resume":
+        {"source_action_id", "choice", "resolve_all"}}``) and follows the run by polling. It works
+        from another process with the same idempotency store; without ``choice`` it only follows.
+
+        The same start key again replays: nothing is sent, the saved state is returned (a
+        ``requires_human`` one is re-checked). A start whose outcome is unknown (a crash, a
+        transport failure after sending) is ``outcome_unknown`` and never sent again; so is a
+        run that passed ``deadline``/``timeout`` (default 900 s) still going: resume follows it.
+
+        ``context`` is the objective's context (any JSON); the call's
+        :class:`~hermes_sdk.ExecutionContext` is ``execution_context=``.
+        """
+        if (objective is None) == (resume is None):
+            raise InvalidInputError("give objective= to start an operator action or resume= to continue one",
+                                    details={"field": "objective"})
+        ex = self._executor
+        ctx = execution_context if execution_context is not None else ex.context
+        until = _until(deadline, timeout, ctx)
+        key = None if idempotency_key is REQUIRED else idempotency_key
+        options = CallOptions(endpoint=endpoint, idempotency_key=key, action_id=action_id,
+                              context=execution_context, deadline=deadline, approval=approval, reason=reason)
+        operator = Operator(ex)
+        if resume is not None:
+            if objective is not None or constraints is not None or context is not None:
+                raise InvalidInputError("a resume takes only resume=, choice= and resolve_all=",
+                                        details={"field": "resume"})
+            if choice is not None:
+                OPERATOR.build("operator", {"resume": {"source_action_id": resume, "choice": choice,
+                                                       "resolve_all": resolve_all}})
+            elif not isinstance(resume, str) or not resume:
+                raise InvalidInputError("resume must be an operator action id", details={"field": "resume"})
+            return operator.resume(resume, choice, resolve_all, options, until)
+        if choice is not None:
+            raise InvalidInputError("choice= answers a pending approval: pass it with resume=",
+                                    details={"field": "choice"})
+        data = _input(objective, context, constraints, candidate_capabilities)
+        OPERATOR.build("operator", data)
+        provider = approval_provider if approval_provider is not None else ex.runtime.approval_provider
+        return operator.start(data, options, provider, until)
+
+
+RUNNER["invoke"] = invoke_operator

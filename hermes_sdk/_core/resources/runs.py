@@ -1,0 +1,166 @@
+"""``client.runs``: durable agent runs (``/v1/runs``): start, follow, approve, stop."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import attrs
+
+from .._sentinels import REQUIRED
+from ..approval import ApprovalRequest
+from ..capabilities import capability_id
+from ..deadline import Timeout, TimeoutLike
+from ..endpoints import Deadline, ExecutionContext, deadline_epoch
+from ..executor import Executor, new_action_id
+from ..operations.runs import RUN_APPROVAL, RUN_EVENTS, RUN_EVENTS_READ_TIMEOUT, RUN_GET, RUN_START, RUN_STOP
+from ..options import CallOptions
+from ..runs import ApprovalAnswer, Run, RunStarted, RunStatus
+from ..stages.approval import request_for
+from ..streaming import RunEventStream
+
+START_FIELDS = ("instructions", "session_id", "session_key", "conversation_history", "previous_response_id",
+                "model")
+
+
+class Runs:
+    """Durable runs: the agent runs tools, stops for approval and survives a client disconnect."""
+
+    def __init__(self, executor: Executor) -> None:
+        self._executor = executor
+
+    @property
+    def allow_permanent_approvals(self) -> bool:
+        """Whether the run approval choice ``always`` may be sent."""
+        return self._executor.runtime.allow_permanent_approvals
+
+    def start(self, input: Any = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
+              session_id: Optional[str] = None, session_key: Optional[str] = None,
+              conversation_history: Optional[list[Any]] = None, previous_response_id: Optional[str] = None,
+              model: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
+              action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
+              deadline: Deadline = None, timeout: TimeoutLike = None) -> Run:
+        """Start a durable run (``POST /v1/runs``) and subscribe to its events at once.
+
+        Hermes ignores ``Idempotency-Key`` on runs, so the key is required and the SDK's own store
+        makes it one run per key: a replay returns the same run (``run.replayed``, nothing sent,
+        followed by polling); a key whose first call never recorded its 202 (a crash) raises
+        OutcomeUnknownError. Follow with ``run.events()`` or ``run.wait()``; approval requests go
+        to ``approval_provider`` (default: the client's).
+
+        Args:
+            input: the user message (a string) or a list of ``{role, content}`` messages.
+            idempotency_key: required; one run per key for 24 hours.
+            instructions: appended to Hermes' system prompt for this run.
+            session_id: the run's session id (default: the run id).
+            session_key: scopes long-term memory (``X-Hermes-Session-Key``).
+            conversation_history: earlier turns (wins over ``previous_response_id``).
+            previous_response_id: continue a stored response's conversation.
+            model: echoed in the run object (default ``hermes-agent``).
+            approval_provider: answers this run's approval requests (see docs/runs.md).
+            deadline: bounds the start call and, by default, ``run.wait()`` and ``run.events()``
+                (the context's deadline when not given).
+            timeout: bounds the start call only (seconds or a :class:`CallTimeout`).
+        """
+        data: dict[str, Any] = {"input": None if input is REQUIRED else input}
+        given = dict(zip(START_FIELDS, (instructions, session_id, session_key, conversation_history,
+                                        previous_response_id, model)))
+        data.update({name: value for name, value in given.items() if value is not None})
+        key = None if idempotency_key is REQUIRED else idempotency_key
+        started: RunStarted = self._executor.request(RUN_START, data, CallOptions(
+            endpoint=endpoint, idempotency_key=key, action_id=action_id, context=context, deadline=deadline,
+            timeout=timeout))
+        provider = approval_provider if approval_provider is not None else self._executor.runtime.approval_provider
+        limit = deadline_epoch(deadline)
+        ctx = context if context is not None else self._executor.context
+        if limit is None and ctx is not None:
+            limit = ctx.deadline
+        run = Run(self, started, endpoint=endpoint, approval_provider=provider, deadline=limit, context=context)
+        run._subscribe()  # early: Hermes sweeps an unsubscribed buffer 300 s after the run was created
+        return run
+
+    def get(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+            context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+            timeout: TimeoutLike = None) -> RunStatus:
+        """The run object (``GET /v1/runs/{run_id}``); retried like ``response_get``.
+
+        RunNotFoundError for an unknown id (or one Hermes dropped: finished runs live one hour,
+        and none survive a restart).
+        """
+        return self._executor.request(RUN_GET, {"run_id": run_id}, CallOptions(
+            endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
+
+    def stop(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+             context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+             timeout: TimeoutLike = None) -> RunStatus:
+        """Stop a run (``POST /v1/runs/{run_id}/stop``): status ``stopping``, then ``cancelled``.
+
+        From this call on, this client sends no approval for the run (RunStoppedError): Hermes
+        executed a command approved right after a stop. A finished run answers RunNotFoundError.
+        """
+        return self._executor.request(RUN_STOP, {"run_id": run_id}, CallOptions(
+            endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
+
+    def approve(self, run_id: str, choice: str, *, resolve_all: bool = False, endpoint: Optional[str] = None,
+                action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
+                deadline: Deadline = None, timeout: TimeoutLike = None) -> ApprovalAnswer:
+        """Answer a run's oldest pending approval (``POST /v1/runs/{run_id}/approval``).
+
+        Args:
+            choice: ``once``, ``session`` (this run), ``deny``, or ``always`` (only with
+                ``allow_permanent_approvals=True``).
+            resolve_all: answer every request queued for the run.
+
+        Raises:
+            RunStoppedError: this client stopped the run (nothing sent).
+            InvalidApprovalChoiceError, ApprovalNotPendingError, ApprovalNotActiveError: Hermes'
+                400 ``invalid_approval_choice`` and 409 ``approval_not_pending`` / ``approval_not_active``.
+        """
+        data: dict[str, Any] = {"run_id": run_id, "choice": choice}
+        if resolve_all:
+            data["all"] = True
+        return self._executor.request(RUN_APPROVAL, data, CallOptions(
+            endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
+
+    def approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
+                         endpoint: Optional[str] = None, pattern_key: Optional[str] = None) -> ApprovalRequest:
+        """The ApprovalRequest a run's approval request becomes: capability ``run_approval``, input
+        ``{run_id, command}`` (bound by its hash), with the same evidence and TTL rules as deletes.
+
+        The approver must see what it approves: the snapshot keeps the command, scrubbed of
+        credentials and ids by the client's redactor (the run id itself is redacted there), and
+        ``identifiers`` holds ``run_id`` and Hermes' ``pattern_key`` (``recursive delete``, ...)
+        in clear; ``operation`` is ``run_approval``.
+        """
+        ex = self._executor
+        cap = capability_id(ex.endpoint(endpoint).id, RUN_APPROVAL.name)
+        redactor = ex.runtime.redactor
+        extra = {"pattern_key": pattern_key} if pattern_key else None
+        request = request_for(cap, {"run_id": run_id, "command": command},
+                              reason or "the agent asked to run a command", new_action_id(), ex.context, redactor,
+                              identifiers=extra)
+        return attrs.evolve(request, input_snapshot={**request.input_snapshot,
+                                                     "command": redactor.text(command, "command")})
+
+    def mark_stopped(self, run_id: str) -> None:
+        """Refuse every later approval for the run (as ``stop`` does before it sends)."""
+        self._executor.runtime.stopped_runs.add(run_id)
+
+    def follow(self, run: Run) -> None:
+        """Note the handle that holds a run's one events subscription (until it is dropped)."""
+        self._executor.runtime.followed_runs[run.id] = run
+
+    def stopped(self, run_id: str) -> bool:
+        """Whether this client asked to stop the run (no approval is sent to it from then on)."""
+        return run_id in self._executor.runtime.stopped_runs
+
+    def _subscribe(self, run_id: str, endpoint: Optional[str], context: Optional[ExecutionContext],
+                   deadline: Optional[float] = None) -> RunEventStream:
+        """Open a run's one events subscription (only :class:`Run` calls this, once per run).
+
+        It lives until the run ends or ``deadline`` (else the contract's 24 hours); a read waits at
+        most ``RUN_EVENTS_READ_TIMEOUT`` seconds, well above Hermes' 30 s keepalive, so a silent
+        connection is found broken and the run is polled instead.
+        """
+        return self._executor.request(RUN_EVENTS, {"run_id": run_id}, CallOptions(
+            endpoint=endpoint, context=context, deadline=deadline, keep_events=False,
+            timeout=Timeout(read=RUN_EVENTS_READ_TIMEOUT)))

@@ -1,0 +1,620 @@
+"""Durable runs: typed results and :class:`Run`, the handle ``HermesClient.run()`` returns.
+
+What Hermes 0.19.0 does and the SDK relies on (``spec/hermes-runs.md``):
+
+- a run's events go to ONE subscriber, without resume: the SDK subscribes once, as soon as the run
+  started, and never again; when that stream breaks it polls ``GET /v1/runs/{id}`` until the run
+  ends or the deadline passes, and the result says ``events_complete=False``;
+- an ``approval.request`` has no id and answers are oldest first; the agent waits (the run holds
+  a concurrency slot) until an answer, a stop, or Hermes' own approval timeout (then BLOCKED). So
+  the SDK answers only the oldest request it knows to be unanswered, and not at all when the
+  events it already received say Hermes moved on (an answer meant for one command would land on
+  the next one);
+- an approval sent after ``/stop`` can still execute the command, so none is ever sent once this
+  client asked to stop the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+import attrs
+
+from ..errors import (
+    ApprovalDeniedError,
+    HermesError,
+    InvalidInputError,
+    InvalidResponseError,
+    RunNotFoundError,
+    StreamCancelledError,
+    TransportError,
+)
+from .approval import ApprovalRequest, check
+from .endpoints import ExecutionContext, seconds_value
+from .events import (
+    ApprovalRequested,
+    ApprovalResponded,
+    MessageDelta,
+    RunCompleted,
+    RunEvent,
+    RunFailed,
+    ToolCompleted,
+    ToolStarted,
+    parse_run_event,
+)
+from .stages.approval import as_decision, ask_provider
+
+if TYPE_CHECKING:
+    from .resources.runs import Runs
+
+log = logging.getLogger("hermes_sdk")
+
+#: The statuses a run ends in. ``started`` exists only in the 202; ``queued`` is practically never seen.
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+RUN_STATUSES = ("queued", "running", "waiting_for_approval", "stopping", "completed", "failed", "cancelled")
+POLL_FIRST_INTERVAL = 0.25
+POLL_MAX_INTERVAL = 2.0
+
+
+#: Events after which an answer to an earlier approval request may land on another one: the request
+#: was resolved (answered, timed out, blocked) or the run ended.
+_MOVED_ON = frozenset({"approval.responded", "tool.completed", "run.completed", "run.failed", "run.cancelled"})
+
+
+@attrs.define
+class _Pending:
+    """One approval request seen and not answered yet; ``choice``: the provider's answer, not yet sent."""
+
+    event: ApprovalRequested
+    asked: bool = False
+    choice: Optional[str] = None
+
+
+def _opt_str(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) else None
+
+
+def _opt_float(value: Any) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+@attrs.frozen
+class RunStarted:
+    """The 202 of ``run_start``: the run id (``status`` is ``started``, a value seen only here).
+
+    ``replayed`` is True when the SDK's idempotency store answered: the same run as the first call
+    with this key, and nothing was sent.
+    """
+
+    run_id: str
+    status: str = "started"
+    session_key: Optional[str] = None
+    action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
+    replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
+
+
+@attrs.frozen
+class RunStatus:
+    """The run object of ``GET /v1/runs/{id}`` (or the 200 of ``/stop``).
+
+    ``output`` and ``usage`` are set only when ``completed`` (``output`` may still be None: a
+    completed run can hide a denied or timed-out command); ``error`` only when ``failed``.
+    """
+
+    run_id: str
+    status: str
+    created_at: Optional[float] = None
+    updated_at: Optional[float] = None
+    session_id: Optional[str] = None
+    model: Optional[str] = None
+    last_event: Optional[str] = None
+    output: Optional[str] = None
+    usage: Optional[dict[str, Any]] = None
+    error: Optional[str] = None
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the run has ended (completed, failed or cancelled)."""
+        return self.status in TERMINAL_STATUSES
+
+
+@attrs.frozen
+class ApprovalAnswer:
+    """The 200 of ``run_approval``: the choice as Hermes normalised it and how many it resolved."""
+
+    run_id: str
+    choice: str
+    resolved: int
+
+
+@attrs.define
+class RunResult:
+    """How a run ended, as far as this client saw it.
+
+    ``output`` is the server's final output (it lacks the ``"\\n\\n"`` the deltas carry after a
+    tool turn); ``text`` joins the ``MessageDelta`` pieces (``ReasoningAvailable`` never enters it).
+    ``events_complete`` is False when the events stream broke (the SDK then polled the status) or
+    was never subscribed (a replayed start). A status that is not terminal means the deadline
+    passed first: the run goes on at Hermes.
+    """
+
+    run_id: str
+    status: str
+    output: Optional[str] = None
+    usage: Optional[dict[str, Any]] = None
+    error: Optional[str] = None
+    events: list[RunEvent] = attrs.field(factory=list)
+    events_complete: bool = False
+
+    @property
+    def done(self) -> bool:
+        """Whether the run ended (completed, failed or cancelled)."""
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run completed (a denied command still completes: inspect ``tools``)."""
+        return self.status == "completed"
+
+    @property
+    def text(self) -> str:
+        """The streamed assistant text: the ``MessageDelta`` pieces joined."""
+        return "".join(e.delta for e in self.events if isinstance(e, MessageDelta))
+
+    @property
+    def tools(self) -> list[RunEvent]:
+        """The ``ToolStarted`` and ``ToolCompleted`` events, in order."""
+        return [e for e in self.events if isinstance(e, (ToolStarted, ToolCompleted))]
+
+
+def run_started(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
+                replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStarted:
+    """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
+        raise InvalidResponseError("the run start reply has no run_id")
+    session_key = _opt_str(data.get("session_key")) or (headers.get("X-Hermes-Session-Key") if headers else None)
+    return RunStarted(run_id=data["run_id"], status=str(data.get("status") or "started"),
+                      session_key=session_key, action_id=action_id, replayed=replayed)
+
+
+def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
+               replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStatus:
+    """Decode a run object (fields Hermes leaves out stay None)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) \
+            or not isinstance(data.get("status"), str):
+        raise InvalidResponseError("the run object has no run_id or status")
+    usage = data.get("usage")
+    return RunStatus(run_id=data["run_id"], status=data["status"], created_at=_opt_float(data.get("created_at")),
+                     updated_at=_opt_float(data.get("updated_at")), session_id=_opt_str(data.get("session_id")),
+                     model=_opt_str(data.get("model")), last_event=_opt_str(data.get("last_event")),
+                     output=_opt_str(data.get("output")), usage=usage if isinstance(usage, dict) else None,
+                     error=_opt_str(data.get("error")), raw=dict(data))
+
+
+def approval_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
+                    replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> ApprovalAnswer:
+    """Decode the 200 of ``POST /v1/runs/{id}/approval``."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str):
+        raise InvalidResponseError("the approval reply has no run_id")
+    resolved = data.get("resolved")
+    return ApprovalAnswer(run_id=data["run_id"], choice=str(data.get("choice", "")),
+                          resolved=resolved if isinstance(resolved, int) and not isinstance(resolved, bool) else 0)
+
+
+class Run:
+    """A started run: follow it with :meth:`events` or :meth:`wait`; :meth:`approve`, :meth:`stop`.
+
+    The events stream was opened when the run started (Hermes keeps one queue per run, without
+    resume); it is read on a background thread into a local queue, and consumed by
+    :meth:`events` / :meth:`wait` on the caller's thread, where approval requests go to the
+    approval provider. Do not consume one Run from two threads at once.
+
+    Attributes:
+        id: the run id.
+        status: the last status this client saw (``started``, ``running``, ``waiting_for_approval``,
+            ``stopping``, ``completed``, ``failed`` or ``cancelled``).
+        replayed: True when ``run()`` replayed the idempotency record: nothing was sent, and this
+            handle polls the status instead of subscribing (the first caller may hold the events).
+    """
+
+    def __init__(self, runs: Any, started: RunStarted, *, endpoint: Optional[str] = None,
+                 approval_provider: Any = None, deadline: Optional[float] = None,
+                 context: Optional[ExecutionContext] = None) -> None:
+        self.id = started.run_id
+        self.status = started.status
+        self.replayed = started.replayed
+        self.action_id = started.action_id
+        self._runs: "Runs" = runs  # the runs resource of the client that started it
+        self._endpoint = endpoint
+        self._provider = approval_provider
+        self._deadline = deadline
+        self._context = context
+        self._queue: "queue.Queue[tuple[str, Any]]" = queue.Queue()
+        self._ahead: deque[tuple[str, Any]] = deque()  # received, not consumed yet (see _moved_on)
+        self._until = deadline  # the bound of the wait()/events() in progress
+        self._stream: Any = None
+        self._subscribed = False
+        self._released = False  # the caller closed the subscription, or it was not believed
+        self._polling = started.replayed
+        self._stream_error: Optional[HermesError] = None
+        self._events: list[RunEvent] = []
+        self._pending: deque[_Pending] = deque()
+        self._answered_unseen = 0
+        self._result: Optional[RunResult] = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Run(id={self.id!r}, status={self.status!r})"
+
+    # ------------------------------------------------------------ public
+
+    @property
+    def pending_approval(self) -> Optional[ApprovalRequested]:
+        """The oldest approval request this client saw and nobody answered yet: the one Hermes applies
+        the next answer to (it answers oldest first, with no id)."""
+        return self._pending[0].event if self._pending else None
+
+    @property
+    def stream_error(self) -> Optional[HermesError]:
+        """Why the events stream broke (the run was then followed by polling), or None."""
+        return self._stream_error
+
+    @property
+    def result(self) -> Optional[RunResult]:
+        """The final result once the run ended as seen by :meth:`events` / :meth:`wait`, else None."""
+        return self._result
+
+    def events(self) -> Iterator[RunEvent]:
+        """Yield the run's typed events live, until its terminal event (or the run's deadline).
+
+        Each ``ApprovalRequested`` is first handed to the approval provider (if any). When the
+        stream breaks, iteration ends without the terminal event: call :meth:`wait`, which polls.
+        Calling ``events()`` again continues where the last iteration stopped (never re-subscribes);
+        events already consumed (by ``wait()`` too) are in ``run.result.events``, not yielded again.
+        """
+        while True:
+            self._until = self._deadline
+            event = self._next(self._deadline, poll=False)
+            if event is None:
+                return
+            yield event
+
+    def wait(self, timeout: Optional[float] = None) -> RunResult:
+        """Follow the run until it ends or ``timeout`` seconds (and the run's deadline) pass.
+
+        Consumes the events nobody iterated (answering approvals through the provider); after a
+        broken stream, polls the status. Returns a :class:`RunResult` whose status is not terminal
+        when time ran out first.
+        """
+        until = self._deadline
+        if timeout is not None:
+            limit = time.time() + seconds_value(timeout, "timeout")
+            until = limit if until is None else min(until, limit)
+        self._until = until
+        while self._result is None:
+            if self._next(until, poll=True) is None and (until is not None and time.time() >= until):
+                break
+        return self._result if self._result is not None else self._snapshot(self.status)
+
+    def approve(self, choice: str = "once", *, resolve_all: bool = False) -> ApprovalAnswer:
+        """Answer the oldest pending approval: ``once``, ``session`` (this run), ``deny``, or
+        ``always`` (only with ``HermesClient(allow_permanent_approvals=True)``: Hermes then allows
+        the pattern process-wide and rewrites its config). Refused after :meth:`stop`.
+
+        Hermes applies the answer to its oldest pending request (:attr:`pending_approval`), whatever
+        command the caller had in mind. Bounded by the run's deadline while it is ahead.
+
+        Raises:
+            RunStoppedError: this client stopped the run; nothing is sent.
+            ApprovalNotPendingError: nothing is waiting (409 ``approval_not_pending``).
+            ApprovalNotActiveError: the run finished or was stopped (409 ``approval_not_active``).
+        """
+        answer = self._runs.approve(self.id, choice, resolve_all=resolve_all, endpoint=self._endpoint,
+                                    context=self._context, deadline=self._ahead_of_deadline())
+        self._answered(answer.resolved)
+        return answer
+
+    def stop(self) -> RunStatus:
+        """Ask Hermes to stop the run (it ends ``cancelled``); from now on no approval is sent.
+
+        A run that already finished answers 404: then its final status is returned (and a run this
+        handle saw end is not sent a stop at all: its task may still be closing, when Hermes would
+        answer 200 ``stopping`` for a run that is over). Bounded by the run's deadline while it is
+        ahead; a stop asked for after it passed still goes out (within the published timeout).
+        """
+        bound = self._ahead_of_deadline()
+        if self._result is not None:
+            self._runs.mark_stopped(self.id)
+            return self._runs.get(self.id, endpoint=self._endpoint, context=self._context, deadline=bound)
+        try:
+            status = self._runs.stop(self.id, endpoint=self._endpoint, context=self._context, deadline=bound)
+        except RunNotFoundError:
+            status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context,
+                                    deadline=self._ahead_of_deadline())
+            if not status.terminal:
+                raise
+        self.status = status.status if self.status not in TERMINAL_STATUSES else self.status
+        return status
+
+    def refresh(self) -> RunStatus:
+        """Fetch the run object (``GET /v1/runs/{id}``) and update :attr:`status` (bounded by the
+        run's deadline while it is ahead)."""
+        status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context,
+                                deadline=self._ahead_of_deadline())
+        if self._result is None:
+            self.status = status.status
+        return status
+
+    def close(self) -> None:
+        """Drop the events connection (the run goes on at Hermes; this handle then polls)."""
+        self._released = True
+        stream = self._stream
+        if stream is not None and not stream.closed:
+            stream.close()  # from this thread: interrupts the reader, which settles the stream
+            # Events already read are still delivered; then the handle polls (never re-subscribes).
+            self._queue.put(("broken", StreamCancelledError("the events stream was closed by the caller")))
+
+    # ------------------------------------------------------------ following
+
+    def _subscribe(self) -> None:
+        """Open the one events subscription and start its reader thread (called once, early)."""
+        if self._subscribed or self._polling:
+            return
+        self._subscribed = True
+        self._runs.follow(self)
+        try:
+            self._stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline)
+        except HermesError as exc:
+            self._broken(exc)
+            return
+        thread = threading.Thread(target=self._read, args=(self._stream,), daemon=True,
+                                  name=f"hermes-sdk-run-{self.id[-8:]}")
+        self._stream.owner = thread
+        thread.start()
+
+    def _following(self) -> bool:
+        """Whether this handle's events subscription is open."""
+        stream = self._stream
+        return stream is not None and not stream.closed and not self._released
+
+    def _read(self, stream: Any) -> None:
+        try:
+            for event in stream:
+                self._queue.put(("event", event))
+            result = stream.result()
+            if result.terminal:
+                self._queue.put(("end", None))
+            else:
+                self._queue.put(("broken", result.error))
+        except HermesError as exc:
+            self._queue.put(("broken", exc))
+        except Exception as exc:  # never leave the consumer waiting on a dead reader
+            self._queue.put(("broken", TransportError(f"the run's events stream failed ({type(exc).__name__})",
+                                                      uncertain_outcome=True)))
+
+    def _broken(self, error: Optional[HermesError]) -> None:
+        if not self._polling:
+            self._polling = True
+            self._stream_error = error
+            log.info("hermes_sdk: the events stream of a run broke (%s); polling its status",
+                     type(error).__name__ if error else "closed")
+
+    def _next(self, until: Optional[float], poll: bool) -> Optional[RunEvent]:
+        """The next event (approvals handled), or None once the run ended, time ran out, or (when
+        not ``poll``) the stream broke."""
+        while self._result is None:
+            if self._polling:
+                if not poll:
+                    return None
+                self._poll(until)
+                return None
+            if self._ahead:
+                kind, payload = self._ahead.popleft()
+            else:
+                remaining = None if until is None else until - time.time()
+                if remaining is not None and remaining <= 0:
+                    return None
+                try:
+                    kind, payload = self._queue.get(timeout=remaining)
+                except queue.Empty:
+                    return None
+            if kind == "event":
+                data = payload.data
+                if not isinstance(data, dict):
+                    continue
+                named = data.get("run_id")
+                if named is not None and named != self.id:
+                    # An event about another run is not this run's (above all not its end): the
+                    # stream is not to be believed from here on; the status is polled instead.
+                    self._reject_stream(InvalidResponseError(
+                        "the run's events stream sent an event about another run", uncertain_outcome=True,
+                        details={"operation": "run_events", "reason": "another_object"}))
+                    continue
+                event = parse_run_event(data)
+                self._events.append(event)
+                self._observe(event)
+                return event
+            if kind == "broken" or self._result is None:  # "end" without a terminal event is broken too
+                self._broken(payload)
+        return None
+
+    def _reject_stream(self, error: HermesError) -> None:
+        """Stop believing the events stream: drop what it still holds, close it, and poll."""
+        self._ahead.clear()
+        self._released = True
+        stream = self._stream
+        if stream is not None and not stream.closed:
+            stream.abort()  # the reader thread's blocked read returns at once
+        self._broken(error)
+
+    def _observe(self, event: RunEvent) -> None:
+        if event.terminal:
+            status = ("completed" if isinstance(event, RunCompleted) else
+                      "failed" if isinstance(event, RunFailed) else "cancelled")
+            self._pending.clear()
+            self.status = status
+            self._result = RunResult(
+                run_id=self.id, status=status,
+                output=event.output if isinstance(event, RunCompleted) else None,
+                usage=event.usage if isinstance(event, RunCompleted) else None,
+                error=event.error if isinstance(event, RunFailed) else None,
+                events=list(self._events), events_complete=True)
+            return
+        if isinstance(event, ApprovalRequested):
+            self._pending.append(_Pending(event))
+            self.status = "waiting_for_approval"
+            self._answer_oldest()
+            return
+        if isinstance(event, ApprovalResponded):
+            if self._answered_unseen > 0:
+                self._answered_unseen = max(0, self._answered_unseen - max(event.resolved, 1))
+            else:  # answered elsewhere (another client or a person)
+                for _ in range(max(event.resolved, 1)):
+                    if self._pending:
+                        self._pending.popleft()
+            if self.status != "stopping":
+                self.status = "running"
+            self._answer_oldest()  # the next request (if one is waiting) is now the oldest
+            return
+        if isinstance(event, ToolCompleted) and self._pending:
+            # The command's approval ended without an answer: Hermes' timeout, or a stop (BLOCKED).
+            self._pending.clear()
+        if self.status in ("started", "queued", "waiting_for_approval"):
+            self.status = "running"
+
+    def _answered(self, resolved: int) -> None:
+        for _ in range(max(resolved, 1)):
+            if self._pending:
+                self._pending.popleft()
+        self._answered_unseen += max(resolved, 1)
+        if self.status == "waiting_for_approval":
+            self.status = "running"
+
+    def _answer_oldest(self) -> None:
+        """Hand the oldest unanswered request to the provider and send its answer, in Hermes' order.
+
+        Hermes applies an answer to its oldest pending request, with no id: so only the oldest
+        request this client knows of is ever answered (a later one waits until every older one
+        is answered, by the provider or the caller), and its answer is not sent when the events
+        already received show that Hermes moved on (the request timed out, or was answered
+        elsewhere): sent then, it would land on the next command. Never asked, never answered
+        once this client stopped the run (Hermes resolves the request as deny), nor past the
+        bound of the wait in progress (the decision is kept for the next wait).
+        """
+        runs = self._runs
+        while self._pending and self._provider is not None and not runs.stopped(self.id):
+            oldest = self._pending[0]
+            if not oldest.asked:
+                if self._bound_passed():
+                    return
+                oldest.asked = True
+                event = oldest.event
+                request = runs.approval_request(self.id, event.command, reason=event.description,
+                                                endpoint=self._endpoint, pattern_key=event.pattern_key)
+                decision = ask_provider(self._provider, request)
+                if decision is None:
+                    return  # left pending: the caller answers with run.approve(...)
+                oldest.choice = choice_for(decision, request, event, runs.allow_permanent_approvals)
+            if oldest.choice is None or self._moved_on() or self._bound_passed() or runs.stopped(self.id):
+                return
+            choice, oldest.choice = oldest.choice, None
+            answer = runs.approve(self.id, choice, endpoint=self._endpoint, context=self._context,
+                                  deadline=self._until)
+            self._answered(answer.resolved)
+
+    def _moved_on(self) -> bool:
+        """Whether an event already received (not consumed yet) says the oldest request may no
+        longer be Hermes' oldest: it was resolved, or the run ended."""
+        while True:
+            try:
+                self._ahead.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        for kind, payload in self._ahead:
+            if kind != "event":
+                continue
+            data = payload.data
+            if isinstance(data, dict) and (data.get("event") in _MOVED_ON or (
+                    data.get("run_id") is not None and data.get("run_id") != self.id)):
+                return True
+        return False
+
+    def _bound_passed(self) -> bool:
+        return self._until is not None and time.time() >= self._until
+
+    def _ahead_of_deadline(self) -> Optional[float]:
+        """The run's deadline for a call the caller makes through this handle, while it is ahead."""
+        deadline = self._deadline
+        return deadline if deadline is not None and deadline > time.time() else None
+
+    def _poll(self, until: Optional[float]) -> None:
+        """Poll the run object until it ends or ``until`` passes; a transient failure is retried."""
+        interval = POLL_FIRST_INTERVAL
+        while True:
+            try:
+                status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context,
+                                              deadline=until)
+            except RunNotFoundError:
+                raise
+            except HermesError as exc:
+                if until is not None and time.time() >= until:
+                    return
+                if not exc.retryable and exc.category not in ("temporary", "transport"):
+                    raise
+                status = None
+            if status is not None:
+                if status.status != self.status and self._result is None:
+                    self.status = status.status
+                if status.terminal:
+                    self._pending.clear()
+                    self._result = RunResult(run_id=self.id, status=status.status, output=status.output,
+                                             usage=status.usage, error=status.error, events=list(self._events),
+                                             events_complete=False)
+                    return
+            delay = interval if until is None else min(interval, until - time.time())
+            if delay <= 0:
+                return
+            time.sleep(delay)
+            interval = min(interval * 2, POLL_MAX_INTERVAL)
+
+    def _snapshot(self, status: str) -> RunResult:
+        return RunResult(run_id=self.id, status=status, events=list(self._events), events_complete=False)
+
+
+def choice_for(decision: Any, request: ApprovalRequest, event: ApprovalRequested, allow_permanent: bool) -> str:
+    """The run approval choice an approval decision stands for.
+
+    approved → ``once`` (``session`` / ``always`` when ``decision.scope`` says so; ``session`` not
+    offered → ``once``); denied, expired, revoked, or an approval that fails the binding, TTL or
+    evidence check → ``deny``. ``always`` without ``allow_permanent_approvals`` raises
+    InvalidInputError (nothing is sent; the request stays pending).
+    """
+    decision = as_decision(decision)
+    if decision.decision != "approved":
+        return "deny"
+    try:
+        check(decision, request)
+    except ApprovalDeniedError as exc:
+        log.warning("hermes_sdk: a run approval failed its check (%s); answering deny",
+                    exc.details.get("reason") or exc.details.get("missing") or "denied")
+        return "deny"
+    scope = decision.scope or "once"
+    if scope == "always":
+        if not allow_permanent:
+            raise InvalidInputError(
+                "'always' makes Hermes allow the pattern process-wide and rewrite its config; build the "
+                "client with allow_permanent_approvals=True to allow it", details={"field": "scope"})
+        return "always" if "always" in event.choices or not event.choices else "once"
+    if scope == "session" and event.choices and "session" not in event.choices:
+        return "once"  # e.g. a smart-denied request offers only once/deny: once is the narrower grant
+    return scope
+
+
+__all__ = ["ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "TERMINAL_STATUSES", "choice_for"]

@@ -1,0 +1,212 @@
+"""Stage 4, execute: HTTP attempts (only retry-safe operations retry), then decode or open the stream.
+
+This is the innermost part of the ``hermes_invocation`` hook; each attempt runs inside the
+``hermes_http_attempt`` hook.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from typing import Any, Callable, Optional
+
+from ...errors import DeadlineExceededError, HermesError, InvalidResponseError
+from ...plugins import around
+from .. import convert
+from .._constants import CONNECT_TIMEOUT
+from .._wire import WIRE_FAULTS
+from ..aggregate import Aggregate
+from ..call import Call
+from ..deadline import WATCHDOG, set_current_alarm
+from ..exchange import Attempt, HttpReply
+from ..models import ActionResult
+from ..transport import (
+    check_framing,
+    decode_reply,
+    error_for_exception,
+    error_for_status,
+    read_body,
+    socket_of,
+)
+from .streams import StreamSink
+
+
+def execute(call: Call) -> ActionResult:
+    """Send the call and return its ActionResult; ``call.value`` becomes the typed value or stream."""
+    reply = attempts(call)
+    session_id = reply.headers.get("X-Hermes-Session-Id")
+    call.set_attribute("http_status", reply.status)
+    base = ActionResult(action_id=call.action_id, capability_id=call.capability_id, status="pending",
+                        idempotency_key=call.key, session_id=session_id, http_status=reply.status,
+                        approval=call.decision.evidence() if call.decision else None)
+    spec = call.spec
+    if spec.stream_class is not None:
+        accumulator = spec.accumulator()
+        accumulator.bind(call.input)
+        aggregate = Aggregate(call.endpoint_id, spec.name, reply.status, call.request.max_events, session_id,
+                              call.keep_events, accumulator=accumulator)
+        call.value = spec.stream_class(reply.stream, aggregate, deadline=call.ends_at, alarm=call.alarm,
+                                       idle_timeout=call.idle_timeout, sink=StreamSink(call, base))
+        call.value.action_id = call.action_id
+        call.runtime.open_streams.add(call.value)
+        return base
+    assert spec.decode is not None and reply.body is not None
+    try:
+        data = decode_reply(reply.body)
+        if _takes_headers(spec.decode):
+            call.value = spec.decode(data, session_id, call.action_id, headers=reply.headers)
+        else:
+            call.value = spec.decode(data, session_id, call.action_id)
+        if spec.names_another is not None and spec.names_another(call.input, data):
+            raise InvalidResponseError(f"the {spec.name} reply is about another object than the one requested",
+                                       details={"reason": "another_object"})
+    except InvalidResponseError as exc:
+        raise _typed_invalid(exc, call, reply.status) from None
+    base.status, base.output, base.recorded_at = "completed", data, time.time()
+    return base
+
+
+def attempts(call: Call) -> HttpReply:
+    """The HTTP attempts of one call, each inside the ``hermes_http_attempt`` hook.
+
+    The watchdog alarm armed here cuts the connection at ``call.ends_at`` whatever the server
+    sends; a non-streaming call disarms it once its body is read, a stream when it settles.
+    """
+    if call.ends_at is not None and call.alarm is None:
+        call.alarm = WATCHDOG.arm(call.ends_at)
+    try:
+        reply = _attempts(call)
+    except BaseException:
+        if call.alarm is not None:
+            call.alarm.cancel()
+        raise
+    if reply.stream is None and call.alarm is not None:
+        call.alarm.cancel()
+    return reply
+
+
+def _attempts(call: Call) -> HttpReply:
+    rt, contract = call.runtime, call.contract
+    policy = rt.retry
+    number = 0
+    while True:
+        number += 1
+        timeout = call.read_timeout or call.spec.timeout
+        if call.ends_at is not None:
+            remaining = call.ends_at - time.time()
+            if remaining <= 0:
+                raise DeadlineExceededError("the deadline passed before the call was sent",
+                                            details={"operation": contract.operation, "sent": False})
+            timeout = min(timeout, remaining)
+        attempt = Attempt(call.view, number, contract.method, contract.path)
+        try:
+            reply: HttpReply = around(rt.pm, "hermes_http_attempt", "attempt", attempt,
+                                      functools.partial(_send_attempt, attempt, call, timeout))
+        except HermesError as exc:
+            call.set_attribute("attempts", number)
+            policy.classify(contract, exc)
+            delay = policy.delay(contract, exc, number)
+            if delay is None or (call.ends_at is not None and time.time() + delay >= call.ends_at):
+                raise
+            time.sleep(delay)
+            continue
+        call.set_attribute("attempts", number)
+        return reply
+
+
+def _send_attempt(attempt: Attempt, call: Call, timeout: float) -> HttpReply:
+    attempt.executed = True
+    return send_once(call, timeout)
+
+
+def send_once(call: Call, timeout: float) -> HttpReply:
+    """One request; a 2xx JSON body is read here, so a body cut short is a (retryable) attempt failure.
+
+    Failures are raised outside the ``except`` blocks, with the redacted cause only: requests' own
+    exception text (which carries the URL path, and so ids) stays out of ``__context__``.
+    """
+    contract, request = call.contract, call.request
+    failure: Optional[HermesError] = None
+    set_current_alarm(call.alarm)
+    try:
+        response = call.runtime.transport.send(call.endpoint, request.method, request.path, call.headers,
+                                               request.body, timeout, call.connect_timeout or CONNECT_TIMEOUT)
+    except HermesError:
+        raise
+    except WIRE_FAULTS as exc:  # a framing fault while reading the status line and headers included
+        failure = error_for_exception(exc, contract, deadline_hit=_late(call))
+    finally:
+        set_current_alarm(None)
+    if failure is not None:
+        raise failure from failure.__cause__
+    if call.alarm is not None:
+        call.alarm.attach(socket_of(response))  # a caller's own adapter: its socket is known from here on
+    if not 200 <= response.status_code < 300:
+        # Hermes' status decides the error; a body cut at the deadline only loses its detail.
+        failure = error_for_status(response, contract)
+        if response.status_code == 401:
+            failure = explain_refused_key(failure, call.endpoint)
+        if call.spec.refine_error is not None:
+            failure = call.spec.refine_error(failure)
+        if _late(call):
+            failure.details["body_cut_at_deadline"] = True
+        raise failure
+    if request.stream:
+        try:
+            check_framing(response)
+        except InvalidResponseError as exc:
+            raise _typed_invalid(exc, call, response.status_code) from None
+        return HttpReply(response.status_code, response.headers, None, stream=response)
+    try:
+        body = read_body(response)
+    except InvalidResponseError as exc:
+        failure = _typed_invalid(exc, call, response.status_code)
+    except WIRE_FAULTS as exc:
+        failure = error_for_exception(exc, contract, deadline_hit=_late(call))
+    if failure is not None:
+        raise failure from failure.__cause__
+    if _late(call):  # the watchdog cut a body that then looked complete
+        raise error_for_exception(TimeoutError(), contract, deadline_hit=True)
+    return HttpReply(response.status_code, response.headers, body)
+
+
+def masked_key(key: str) -> str:
+    """A key's first characters and an ellipsis (``sk-ab…``): a quarter of it at most, five at most."""
+    return key[:min(5, len(key) // 4)] + "\u2026"
+
+
+def explain_refused_key(failure: HermesError, endpoint: Any) -> HermesError:
+    """A 401 names the key it refused: where it was read and its masked prefix, never the key."""
+    key = endpoint.api_key or ""
+    source = endpoint.key_source or "the Endpoint's api_key"
+    data = failure.to_dict()
+    data["details"] = {**data["details"], "key_source": source, "key_prefix": masked_key(key), "key_length": len(key)}
+    data["message"] = (f"{failure.message}. Hermes refused the API key from {source} ({masked_key(key)}, "
+                       f"{len(key)} characters): set it to the server's API_SERVER_KEY")
+    return HermesError.from_dict(data)
+
+
+def _typed_invalid(exc: InvalidResponseError, call: Call, status: int) -> InvalidResponseError:
+    """The same failure, with the flags of this call: a model call's bad reply leaves its outcome uncertain."""
+    return InvalidResponseError(exc.message, uncertain_outcome=not call.contract.read_only, http_status=status,
+                                details={"operation": call.operation, **exc.details})
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_headers(decode: Callable[..., Any]) -> bool:
+    """Whether a spec's decoder takes the reply headers (``headers=`` or ``**kwargs``); asked once each."""
+    try:
+        params = inspect.signature(decode).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "headers" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _late(call: Call) -> bool:
+    """Whether the call's wall-clock bound has passed (the watchdog fired, or is about to)."""
+    return (call.alarm is not None and call.alarm.fired) or (
+        call.ends_at is not None and time.time() >= call.ends_at - 0.01)
+
+
+__all__ = ["attempts", "execute", "send_once", "convert"]

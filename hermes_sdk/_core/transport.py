@@ -1,0 +1,715 @@
+"""HTTP for one endpoint call: prepared once, sent without redirects, every failure typed.
+
+Only requests' and urllib3's public API is used: every attempt goes through ``Session.send`` (so
+requests-mock, ``responses`` and a caller's own session or adapters see it), bodies are read with
+``HTTPResponse.read`` / ``read_chunked`` / ``read1``, and the socket the deadline watchdog cuts comes
+from the SDK's own connection classes (``connect()`` and ``request()`` overrides) or from
+``HTTPResponse.connection.sock``; no underscored attribute of another library is read or written.
+
+Per-call work is kept small: proxy and CA settings are resolved once per origin (requests would
+re-read the environment on every request), headers are merged from a prepared base, the JSON body
+is encoded once by the operation mapper, and the SDK's adapter skips the header copy and cookie
+jar requests would build for every response.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import threading
+import time
+from typing import Any, Iterable, Mapping, Optional, Tuple
+
+import requests
+import urllib3
+import urllib3.connection
+import urllib3.exceptions
+from requests.adapters import DEFAULT_POOLBLOCK, DEFAULT_POOLSIZE, HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+
+from ..errors import (
+    AgentIncompleteError,
+    AuthenticationError,
+    BadRequestError,
+    DeadlineExceededError,
+    HermesError,
+    InvalidInputError,
+    InvalidResponseError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RateLimitedError,
+    RemoteRejectedError,
+    ServerError,
+    TransportError,
+)
+from . import _fork
+from ._constants import (
+    CONNECT_TIMEOUT,
+    MAX_ERROR_BODY_BYTES,
+    MAX_JSON_RESPONSE_BYTES,
+    RETRY_AFTER_CAP,
+    USER_AGENT,
+)
+from ._wire import FRAMING_FAULTS, WIRE_FAULTS, content_length
+from .capabilities import Contract
+from .deadline import current_alarm
+from .endpoints import Endpoint
+from .retry import DEFAULT_POLICY
+
+
+class _NoRedirectSession(requests.Session):
+    """Even with ``allow_redirects=False``, ``Session.send`` walks a 3xx's Location to build
+    ``Response.next`` and reads the whole (unbounded) body first; the SDK never follows redirects."""
+
+    def get_redirect_target(self, resp: requests.Response) -> Optional[str]:
+        return None
+
+
+class _Watched:
+    """Hands the connection's socket to the deadline alarm of the call being sent (new and reused),
+    and sends a request's header block and bytes body in one ``sendall`` (http.client sends them
+    apart: two system calls, and two TCP segments, per request)."""
+
+    sock: Any
+    _held: Optional[bytes] = None  # b"": hold the next send (the header block); else what is held
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        alarm = current_alarm()
+        if alarm is not None:
+            alarm.attach(self.sock)
+
+    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
+        alarm = current_alarm()
+        if alarm is not None and self.sock is not None:
+            alarm.attach(self.sock)
+        if not (isinstance(body, bytes) and body) or kwargs.get("chunked"):
+            super().request(method, url, body, headers, **kwargs)  # type: ignore[misc]
+            return
+        self._held = b""
+        try:
+            super().request(method, url, body, headers, **kwargs)  # type: ignore[misc]
+        finally:
+            held, self._held = self._held, None
+        if held:  # no body followed the header block (not expected): it still goes out
+            self.send(held)
+
+    def send(self, data: Any) -> None:
+        held = self._held
+        if held is not None and isinstance(data, bytes):
+            if not held:
+                self._held = data
+                return
+            self._held = None
+            data = held + data
+        super().send(data)  # type: ignore[misc]
+
+
+class _WatchedConnection(_Watched, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_Watched, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _Pool:
+    """Remembers that it was closed (the pool manager closes a pool it evicts), so the adapter's
+    lookup cache never hands out a closed pool."""
+
+    sdk_closed = False
+
+    def close(self) -> None:
+        self.sdk_closed = True
+        super().close()  # type: ignore[misc]
+
+
+class _WatchedPool(_Pool, urllib3.HTTPConnectionPool):
+    ConnectionCls = _WatchedConnection
+
+
+class _WatchedHTTPSPool(_Pool, urllib3.HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _NoCookies(requests.cookies.RequestsCookieJar):
+    """The jar of the SDK's own session: ``Session.send`` offers it every response's cookies, and
+    the SDK keeps none (it sends no Cookie header either)."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+
+class _PooledAdapter(HTTPAdapter):
+    """The SDK's own adapter: connections that tell the deadline watchdog their socket, an origin's
+    pool looked up once (requests builds the pool key and parses the URL again on every request),
+    the request path without requests' two URL parses, and a response without the header copy and
+    cookie jar the SDK never reads. Only methods requests documents for subclasses are overridden."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._pools: dict[Any, Any] = {}
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        # Connections that tell the deadline watchdog their socket (see deadline.py).
+        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
+
+    def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
+                                        proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:
+        # requests >= 2.32.2 calls this per request; older ones call get_connection (not cached).
+        if proxies:
+            return super().get_connection_with_tls_context(request, verify, proxies, cert)
+        url = request.url or ""
+        key = (url[:url.find("/", url.find("//") + 2)], verify if isinstance(verify, (bool, str)) else id(verify),
+               cert if isinstance(cert, (str, tuple, type(None))) else id(cert))
+        pool = self._pools.get(key)
+        if pool is None or pool.sdk_closed:  # a pool the pool manager evicted is looked up again
+            pool = super().get_connection_with_tls_context(request, verify, proxies, cert)
+            if not isinstance(pool, _Pool):
+                return pool
+            self._pools[key] = pool
+        return pool
+
+    def request_url(self, request: requests.PreparedRequest, proxies: Optional[Mapping[str, str]]) -> str:
+        # requests parses the URL twice per request for this; without a proxy it is the path
+        # (and query) as given, which the SDK's own URLs always have.
+        url = request.url or ""
+        host = url.find("//") + 2
+        start = url.find("/", host)
+        if proxies or host < 2 or start < 0 or "?" in url[host:start] or "#" in url:
+            return super().request_url(request, proxies)  # type: ignore[arg-type]
+        return url[start:]
+
+    def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
+        # requests' own builds a CaseInsensitiveDict copy of the headers and fills the response's
+        # cookie jar; urllib3's headers are already case-insensitive, and the SDK keeps no cookies.
+        response = requests.Response()
+        response.status_code = resp.status
+        response.headers = resp.headers
+        response.raw = resp
+        response.reason = resp.reason
+        response.url = req.url or ""
+        response.request = req
+        response.connection = self
+        return response
+
+    def close(self) -> None:
+        self._pools.clear()
+        super().close()
+
+
+class Transport:
+    """The requests session of a client, and the per-origin settings resolved once."""
+
+    def __init__(self, session: Optional[requests.Session] = None, pool_maxsize: int = 32) -> None:
+        self._own_session = session is None
+        self._pool_maxsize = pool_maxsize
+        if session is None:
+            session = _NoRedirectSession()
+            # The environment is read once per origin below, not on every request.
+            session.trust_env = False
+            session.cookies = _NoCookies()
+            self._mount_own_adapter(session)
+        self.session = session
+        self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
+        self._lock = threading.Lock()
+        # A caller's plain HTTPAdapter, by id: the watched adapter used in its place.
+        self._watched: dict[int, Tuple[HTTPAdapter, _PooledAdapter]] = {}
+        self._pid = os.getpid()
+        _fork.register(self)
+
+    def _mount_own_adapter(self, session: requests.Session) -> None:
+        adapter = _PooledAdapter(pool_connections=8, pool_maxsize=self._pool_maxsize, max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+
+    def _after_fork(self) -> None:
+        """In a forked child: new, empty pools. The parent's pooled connections are its own (a child
+        reading one would take the parent's reply), so they are dropped here, never shut down (that
+        would end them for the parent too): the garbage collector only closes the child's copies of
+        their descriptors, which sends nothing while the parent holds them. A caller's session gets
+        the same for each mounted ``HTTPAdapter`` (re-initialised through its pickling protocol,
+        which rebuilds the pool manager with the same settings); another adapter class is the
+        caller's to handle."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        self._pid = os.getpid()
+        self._watched = {}  # the parent's watched adapters hold the parent's pools
+        if self._own_session:
+            self._mount_own_adapter(self.session)
+            return
+        for adapter in list(self.session.adapters.values()):
+            if isinstance(adapter, HTTPAdapter) and all(
+                    getattr(type(adapter), name, None) is getattr(HTTPAdapter, name, False)
+                    for name in ("__getstate__", "__setstate__")):
+                state = adapter.__getstate__()  # type: ignore[attr-defined]
+                adapter.__setstate__(state)  # type: ignore[attr-defined]
+
+    def refuse_unbounded_adapters(self, base_urls: Iterable[str]) -> None:
+        """A caller's adapter that retries (``HTTPAdapter(max_retries=Retry(...))``) runs urllib3's
+        retries and backoff inside one attempt, where no deadline reaches: refused at construction."""
+        if self._own_session:
+            return
+        for base_url in base_urls:
+            adapter = self.session.get_adapter(base_url.rstrip("/") + "/")  # as a request's URL is matched
+            retries = getattr(adapter, "max_retries", None)
+            if retries is not None and _retries(retries):
+                raise InvalidInputError(
+                    f"the session's adapter for {base_url} retries on its own ({retries!r}): urllib3's "
+                    "retries and backoff run inside one attempt, past the call's deadline, so the SDK "
+                    "cannot keep timeout=/deadline=. Mount an adapter without retries for this origin "
+                    "(HTTPAdapter(max_retries=0)); the SDK retries response_get itself "
+                    "(HermesClient(max_attempts=)) within the deadline",
+                    details={"reason": "adapter_retries", "origin": base_url})
+
+    def _adapter_for(self, url: str) -> Any:
+        """The adapter that sends to ``url``: a caller's plain ``HTTPAdapter`` is replaced by a watched
+        one with its pool sizes, whose sockets the deadline alarm gets at connect time (before the
+        headers), as it does with the SDK's own session; any other adapter is the caller's."""
+        adapter = self.session.get_adapter(url)
+        if type(adapter) is not HTTPAdapter:
+            return adapter
+        entry = self._watched.get(id(adapter))
+        if entry is None or entry[0] is not adapter:
+            with self._lock:
+                entry = self._watched.get(id(adapter))
+                if entry is None or entry[0] is not adapter:
+                    # requests keeps an adapter's pool sizes private: the watched one has requests'
+                    # public defaults (a pool per origin grows as needed; it never blocks).
+                    watched = _PooledAdapter(pool_connections=DEFAULT_POOLSIZE, pool_maxsize=DEFAULT_POOLSIZE,
+                                             pool_block=DEFAULT_POOLBLOCK, max_retries=0)
+                    entry = (adapter, watched)
+                    self._watched[id(adapter)] = entry
+        return entry[1]
+
+    def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
+        """Proxies, CA verification and client cert for an origin, resolved once.
+
+        Our own session reads the environment here; a caller's session contributes its own
+        ``proxies``, ``verify`` and ``cert`` (and the environment when its ``trust_env`` is set).
+        """
+        settings = self._settings.get(base_url)
+        if settings is None:
+            with self._lock:
+                source = requests.Session() if self._own_session else self.session
+                env = source.merge_environment_settings(base_url, {}, None, None, None)
+                proxies = {k: v for k, v in (env.get("proxies") or {}).items() if v}
+                settings = (proxies, env.get("verify", True), env.get("cert"))
+                self._settings[base_url] = settings
+        return settings
+
+    def check_session_headers(self) -> None:
+        """A caller's session headers go on every request: each must be sendable (checked before a key is spent)."""
+        if self._own_session:
+            return
+        from .endpoints import validate_header_value
+
+        for name, value in self.session.headers.items():
+            if isinstance(value, str):
+                validate_header_value(f"session.headers[{name!r}]", value)
+
+    def send(self, endpoint: Endpoint, method: str, path: str, headers: Mapping[str, str],
+             body: Optional[bytes], timeout: float, connect_timeout: float = CONNECT_TIMEOUT) -> requests.Response:
+        """Send one attempt and return the response with its body unread (stream=True)."""
+        if self._pid != os.getpid():  # forked without the at-fork hook (os.fork from C code)
+            self._after_fork()
+        prepared = requests.PreparedRequest()
+        prepared.method = method
+        prepared.url = endpoint.base_url + path
+        framing: dict[str, str] = {}
+        if body is not None:
+            framing = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+        elif method in ("POST", "PUT", "PATCH", "DELETE"):
+            framing = {"Content-Length": "0"}
+        merged: Any = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers, **framing}
+        if not self._own_session or len({name.lower() for name in merged}) != len(merged):
+            # Names that may differ only in case (a caller's session, a plugin's header): merged
+            # case-insensitively, later ones winning. The SDK's own names are distinct, and a plain
+            # dict is copied by urllib3 for a fraction of what a CaseInsensitiveDict costs.
+            merged = self._merge_case_insensitively(headers, framing)
+        prepared.headers = merged
+        prepared.body = body
+        # Runs inside Session.send before it looks for a redirect: see _unredirect.
+        prepared.hooks = {"response": [_unredirect]}
+        proxies, verify, cert = self._origin_settings(endpoint.base_url)
+        timeouts = (min(connect_timeout, timeout), timeout)
+        if not _is_requests_send(type(self.session).send):
+            # A mocking library (requests-mock patches Session.send) or a caller's session class
+            # with its own send() (a tap, a signer): it gets the call.
+            return self.session.send(prepared, stream=True, allow_redirects=False, proxies=proxies,
+                                     verify=verify, cert=cert, timeout=timeouts)
+        # requests' own Session.send only adds cookie and redirect bookkeeping the SDK does not use
+        # (it keeps no cookies and follows no redirects): the session's mounted adapter is called as
+        # Session.send calls it. A patched HTTPAdapter.send (the responses library) is still the one called.
+        adapter = self.session.get_adapter(prepared.url) if self._own_session else self._adapter_for(prepared.url)
+        return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
+
+    def _merge_case_insensitively(self, headers: Mapping[str, str],
+                                  framing: Mapping[str, str]) -> CaseInsensitiveDict[str]:
+        merged: CaseInsensitiveDict[str] = CaseInsensitiveDict(
+            {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"})
+        if not self._own_session:
+            # A caller's session headers apply; ours win below.
+            merged.update({k: v if isinstance(v, str) else v.decode("latin-1")
+                           for k, v in self.session.headers.items()})
+            merged["User-Agent"] = USER_AGENT
+        merged.update(headers)
+        merged.update(framing)
+        return merged
+
+    def close(self) -> None:
+        """Close the pool (a caller's own session is left open; the watched adapters used for it close)."""
+        if self._own_session:
+            self.session.close()
+        with self._lock:
+            watched, self._watched = list(self._watched.values()), {}
+        for _, adapter in watched:
+            adapter.close()
+
+
+def _retries(retry: Any) -> bool:
+    """Whether a urllib3 ``Retry`` (or a count) retries anything: ``total`` decides when it is set."""
+    if retry is None or retry is False:
+        return False
+    if isinstance(retry, int):
+        return retry > 0
+    total = getattr(retry, "total", None)
+    if total is False:
+        return False
+    if isinstance(total, int):
+        return total > 0
+    counts = [getattr(retry, name, None) for name in ("connect", "read", "status", "other")]
+    return any(count is None or (count is not False and count > 0) for count in counts)
+
+
+def _is_requests_send(send: Any) -> bool:
+    """Whether ``send`` is requests' own ``Session.send``, not a patch or an override (told by its
+    name, so a mock started before or after this module was imported is seen either way)."""
+    return getattr(send, "__module__", None) == "requests.sessions" and \
+        getattr(send, "__qualname__", None) == "Session.send"
+
+
+def socket_of(response: requests.Response) -> Any:
+    """The socket under a response (urllib3's ``HTTPResponse.connection``), so the deadline watchdog
+    can cut it; None when unknown (a mocked body, or a connection already back in the pool)."""
+    connection = getattr(response.raw, "connection", None)
+    return getattr(connection, "sock", None)
+
+
+def _unredirect(response: requests.Response, **_: Any) -> requests.Response:
+    """Hide a 3xx's ``Location`` from ``Session.send``, which otherwise reads the whole (unbounded)
+    body of a redirect to build ``Response.next``, even with ``allow_redirects=False``. Our session
+    never does (``_NoRedirectSession``); a caller's session would. The SDK never follows redirects;
+    the target stays readable as ``X-Hermes-SDK-Redirect-Location``."""
+    if 300 <= response.status_code < 400 and "Location" in response.headers:
+        response.headers["X-Hermes-SDK-Redirect-Location"] = response.headers.pop("Location")
+    return response
+
+
+def check_framing(response: requests.Response) -> None:
+    """Refuse a body whose length no one can know: a ``Content-Length`` that is not ASCII digits
+    (``²``, ``-1``, ``1, 2``) on a reply without ``Transfer-Encoding``. RFC 9112 section 6.3 makes
+    that an unrecoverable error: the connection is closed, the reply is ``invalid_response``."""
+    headers = response.headers
+    value = headers.get("Content-Length")
+    if value is not None and "Transfer-Encoding" not in headers and content_length(value) is None:
+        response.close()
+        raise InvalidResponseError("Hermes' reply has malformed HTTP framing (a Content-Length that is not a number)",
+                                   details={"reason": "malformed_framing", "header": "Content-Length"})
+
+
+def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES) -> bytes:
+    """Read a whole (non-SSE) body, refusing more than ``limit`` bytes, then free the connection."""
+    check_framing(response)
+    headers = response.headers
+    length = content_length(headers.get("Content-Length"))
+    sized = length is not None
+    if length is not None and length > limit:
+        response.close()
+        raise InvalidResponseError(f"response body of {length} bytes exceeds the {limit}-byte limit",
+                                   details={"limit_bytes": limit})
+    raw = response.raw
+    try:
+        if sized and headers.get("Content-Encoding", "identity").lower() in ("", "identity"):
+            # http.client reads exactly Content-Length bytes (within the limit, checked above) in
+            # one read; read(amt) would read twice and go through urllib3's decoded-bytes buffer.
+            data = raw.read(decode_content=True)
+        else:  # chunked, close-delimited or encoded: at most limit + 1 decoded bytes (urllib3 >= 2.6
+            # inflates no more than it returns: a gzip bomb costs the limit, not its 256 MiB)
+            data = raw.read(limit + 1, decode_content=True)
+    except urllib3.exceptions.HTTPError as exc:
+        # A body cut short or timed out: raise it as requests would, so callers type it as transport.
+        response.close()
+        if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
+            raise requests.exceptions.ReadTimeout(exc) from None
+        raise requests.exceptions.ConnectionError(exc) from None
+    except HermesError:
+        response.close()
+        raise
+    except FRAMING_FAULTS as exc:
+        # Framing no parser accepts (a negative chunk size, a Content-Length of "²"): a bad reply,
+        # never a raw ValueError (which the plugin layer would report as a plugin failure).
+        response.close()
+        raise InvalidResponseError(f"Hermes' reply has malformed HTTP framing ({type(exc).__name__})",
+                                   details={"reason": "malformed_framing", "exception": type(exc).__name__}) from None
+    if len(data) > limit:
+        response.close()
+        raise InvalidResponseError(f"response body exceeds the {limit}-byte limit",
+                                   details={"limit_bytes": limit})
+    # Fully read: hand the connection back to the pool for reuse.
+    raw.release_conn()
+    return data
+
+
+def decode_json(data: bytes) -> Any:
+    """The connector's decoding: blank is None, non-JSON becomes ``{"text": raw}``; JSON nested too
+    deep for the decoder is an invalid response (never a raw RecursionError)."""
+    if not data.strip():
+        return None
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise InvalidResponseError("response JSON is nested too deep to decode",
+                                   details={"reason": "json_too_deep"}) from None
+    except ValueError:
+        try:
+            return {"text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            raise InvalidResponseError("response body is neither JSON nor UTF-8 text") from None
+
+
+def decode_reply(data: bytes) -> Any:
+    """A 2xx body: strict JSON. Anything else is ``invalid_response``, never an empty success."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise InvalidResponseError("Hermes' reply is not a JSON document",
+                                   details={"body_bytes": len(data)}) from None
+
+
+def retry_after_ms(response: requests.Response) -> Optional[int]:
+    """Retry-After (delta seconds or an HTTP-date) in ms, capped at RETRY_AFTER_CAP; never raises.
+
+    ``inf``, ``1e309``, NaN and absurd values are a server's mistake or an attack: a non-finite or
+    huge delay is reported as the cap, a negative one or a date in the past as 0, garbage as None.
+    """
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    cap = RETRY_AFTER_CAP
+    text = value.strip()[:64]
+    try:
+        seconds = float(text)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            seconds = parsedate_to_datetime(text).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    if math.isnan(seconds):
+        return None
+    return int(min(max(seconds, 0.0), cap) * 1000)
+
+
+def error_for_status(response: requests.Response, contract: Contract) -> HermesError:
+    """Map a non-2xx provider response to a typed error, keeping what the connector drops."""
+    status = response.status_code
+    try:
+        # A small bounded read: an error body adds detail, never megabytes (redirects included).
+        payload = decode_json(read_body(response, MAX_ERROR_BODY_BYTES))
+    except (HermesError,) + WIRE_FAULTS:
+        payload = None  # the status alone decides the error; an unreadable body adds nothing
+    err = payload.get("error") if isinstance(payload, dict) else None
+    provider: dict[str, Any] = {}
+    if isinstance(err, dict):
+        provider = {k: err.get(k) for k in ("type", "code", "param") if err.get(k) is not None}
+        message = str(err.get("message") or "")
+    elif isinstance(err, str):
+        message = err
+    else:
+        message = (payload.get("text") if isinstance(payload, dict) else None) or response.reason or ""
+    details: dict[str, Any] = {"operation": contract.operation, "remote_status": status}
+    if provider:
+        details["provider_error"] = provider
+    elif isinstance(err, str):  # the jobs routes' {"error": "<text>"} shape
+        details["provider_message"] = err
+    if isinstance(err, dict) and isinstance(err.get("hermes"), dict):
+        details["hermes"] = err["hermes"]
+    text = f"Hermes returned HTTP {status}" + (f": {message}" if message else "")
+    read_only = contract.read_only
+    kwargs: dict[str, Any] = {"http_status": status, "details": details}
+    if status in (401, 403):
+        return AuthenticationError(text, **kwargs)
+    if 300 <= status < 400:
+        details["redirect_not_followed"] = True
+        return RemoteRejectedError(text, **kwargs)
+    if status == 404:
+        return NotFoundError(text, **kwargs)
+    if status == 413:
+        return PayloadTooLargeError(text, **kwargs)
+    if status == 429 or (status == 503 and provider.get("code") == "gateway_draining"):
+        # Hermes answers both before any agent work. The protocol fields stay conservative, as the
+        # connector's are, for model calls; the fact itself is kept in details.
+        details["before_agent_work"] = True
+        klass = RateLimitedError if status == 429 else ServerError
+        return DEFAULT_POLICY.classify(contract, klass(text, retry_after_ms=retry_after_ms(response),
+                                                       uncertain_outcome=not read_only, **kwargs))
+    if status >= 500:
+        klass = AgentIncompleteError if provider.get("code") == "agent_incomplete" else ServerError
+        return DEFAULT_POLICY.classify(contract, klass(text, retry_after_ms=retry_after_ms(response),
+                                                       uncertain_outcome=not read_only, **kwargs))
+    if status == 400:
+        return BadRequestError(text, **kwargs)
+    return RemoteRejectedError(text, **kwargs)
+
+
+def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit: bool = False,
+                        origin: Optional[str] = None) -> HermesError:
+    """Map a requests/urllib3 failure. A connect failure sent nothing; a read failure may have.
+
+    The message names the URL origin (from ``origin``, else the failed request; never a path, which
+    can hold a response id) and the cause in plain words ("connection refused", "name resolution
+    failed", ...), and says what ``uncertain_outcome`` means for this failure: False for a connect
+    failure (``details["sent"]`` False: nothing left this process), True for a model call's later
+    one. The returned error's ``__cause__`` is a redacted stand-in for ``exc`` (its type, errno and
+    scrubbed text, without the urllib3 and pluggy frames), so raise it with a plain ``raise``:
+    ``raise ... from None`` would drop the cause again. ``details["cause"]`` holds the same text.
+    """
+    read_only = contract.read_only
+    connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
+        isinstance(exc, requests.exceptions.ConnectTimeout) or _is_connect_failure(exc))
+    # A model call's transport failure is uncertain once the request may have left; a connect
+    # failure sent nothing, so its outcome is certain (the connector's blanket rule says uncertain).
+    uncertain = not read_only and not connect
+    where = origin or _origin_of(exc)
+    at = f" at {where}" if where else ""
+    cause = _redacted_cause(exc)
+    details: dict[str, Any] = {"operation": contract.operation, "exception": type(exc).__name__,
+                               "connect_failure": connect, "cause": f"{type(cause).__name__}: {cause}"}
+    if where:
+        details["origin"] = where
+    if connect:
+        details["sent"] = False
+    if deadline_hit:
+        error: HermesError = DeadlineExceededError(
+            f"the call's deadline passed while waiting for Hermes{at}", uncertain_outcome=uncertain,
+            details=details)
+    elif isinstance(exc, HermesError):
+        return exc
+    else:
+        reason = _describe(exc, connect)
+        if connect:
+            message = (f"could not connect to Hermes{at} ({reason}); nothing was sent. "
+                       "Is Hermes running there, and is HERMES_BASE_URL right?")
+        else:
+            message = f"transport failure talking to Hermes{at} ({reason})"
+            if uncertain:
+                message += ("; the request was sent, so the model may have run (uncertain_outcome=True): "
+                            "read client.action_result(action_id) before any retry (docs: Errors and recovery)")
+        error = DEFAULT_POLICY.classify(contract, TransportError(message, uncertain_outcome=uncertain,
+                                                                 details=details))
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error
+
+
+class TransportCause(Exception):
+    """A redacted stand-in for an underlying transport exception: its type name and scrubbed text."""
+
+    def __init__(self, type_name: str, text: str) -> None:
+        super().__init__(text)
+        self.type_name = type_name
+
+    def __str__(self) -> str:
+        return f"{self.type_name}: {self.args[0]}" if self.args[0] else self.type_name
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it: urllib3's ``reason``, requests' wrapped first argument, ``__cause__``."""
+    import urllib3.exceptions as u3
+
+    out: list[BaseException] = []
+    cur: Optional[BaseException] = exc
+    while cur is not None and all(cur is not seen for seen in out) and len(out) < 16:
+        out.append(cur)
+        if isinstance(cur, u3.MaxRetryError) and cur.reason is not None:
+            cur = cur.reason
+            continue
+        cur = (cur.args[0] if cur.args and isinstance(cur.args[0], BaseException) else None) or cur.__cause__ \
+            or cur.__context__
+    return out
+
+
+def _origin_of(exc: BaseException) -> Optional[str]:
+    """``scheme://host:port`` of the request that failed, when the exception carries it."""
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    if not isinstance(url, str):
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "") \
+            if parts.scheme and parts.hostname else None
+    except ValueError:
+        return None
+
+
+def _describe(exc: BaseException, connect: bool) -> str:
+    import ssl
+
+    chain = _chain(exc)
+    for cur in chain:
+        if isinstance(cur, ConnectionRefusedError) or "Connection refused" in str(cur):
+            return "connection refused"
+        if isinstance(cur, socket.gaierror) or "Name or service not known" in str(cur) \
+                or "getaddrinfo failed" in str(cur) or "nodename nor servname" in str(cur):
+            return "name resolution failed (check the host name)"
+        if isinstance(cur, (ssl.SSLError, requests.exceptions.SSLError)):
+            return "TLS handshake failed (check https vs http, the CA bundle and the certificate)"
+        if isinstance(cur, ConnectionResetError):
+            return "connection reset by the server"
+    if isinstance(exc, requests.exceptions.ConnectTimeout) or (connect and "timed out" in str(exc)):
+        return "connect timed out"
+    if isinstance(exc, requests.exceptions.Timeout):
+        return "timed out waiting for the response"
+    if any(isinstance(cur, (urllib3.exceptions.ProtocolError, ConnectionAbortedError)) for cur in chain):
+        return "the connection was closed before the response was complete"
+    return f"{type(exc).__name__}"
+
+
+def _redacted_cause(exc: BaseException) -> BaseException:
+    """The innermost OS error recreated from its errno and text (nothing secret in them), or a
+    ``TransportCause`` with the scrubbed text of the innermost exception."""
+    from .redaction import scrub
+
+    chain = _chain(exc)
+    for cur in reversed(chain):
+        if type(cur) in (ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError, TimeoutError) \
+                and isinstance(cur, OSError) and cur.errno is not None:
+            return type(cur)(cur.errno, cur.strerror)
+    inner = chain[-1]
+    text = scrub(str(inner))
+    text = re.sub(r"(url: )/\S*", r"\1[REDACTED]", text)  # urllib3 names the request path
+    return TransportCause(type(inner).__name__, text[:500])
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    import urllib3.exceptions as u3
+
+    seen = set()
+    cur: Optional[BaseException] = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, (u3.NewConnectionError, u3.ConnectTimeoutError, ConnectionRefusedError)):
+            return True
+        if isinstance(cur, u3.MaxRetryError) and cur.reason is not None:
+            cur = cur.reason
+            continue
+        cur = (cur.args[0] if cur.args and isinstance(cur.args[0], BaseException) else None) or cur.__cause__
+    return False

@@ -1,0 +1,91 @@
+"""The values the client returns and the events its streams yield, in one importable place.
+
+``from hermes_sdk.types import Run, RunCompleted, HermesSession`` for annotations; the resources
+(``client.runs`` is a :class:`Runs`) and the live stream handles are here too. Everything an
+application calls or catches is also at the top of :mod:`hermes_sdk` (errors: :mod:`hermes_sdk.errors`).
+"""
+
+from __future__ import annotations
+
+from ._core import _compat
+from ._core.approval import ApprovalDecision, ApprovalRequest
+from ._core.deadline import CallTimeout
+from ._core.discovery import Health, ModelInfo, ServerCapabilities, Toolset
+from ._core.events import (
+    ApprovalRequested,
+    ApprovalResponded,
+    FunctionCall,
+    FunctionCallOutput,
+    MessageDelta,
+    ReasoningAvailable,
+    RunCancelled,
+    RunCompleted,
+    RunEvent,
+    RunFailed,
+    ToolCompleted,
+    ToolProgress,
+    ToolStarted,
+)
+from ._core.jobs import Job, JobDeleted, Skill
+from ._core.models import (
+    ActionResult,
+    ChatCompletion,
+    ChatMessage,
+    Choice,
+    DeletionReceipt,
+    HermesResponse,
+    StreamEvent,
+    StreamResult,
+)
+from ._core.operator import OperatorResult
+from ._core.resources.jobs import Jobs
+from ._core.resources.operator import OperatorMethods
+from ._core.resources.records import Records
+from ._core.resources.runs import Runs
+from ._core.resources.sessions import Sessions
+from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
+from ._core.sessions import (
+    HermesSession,
+    SessionAssistantCompleted,
+    SessionChatStream,
+    SessionDeleted,
+    SessionDelta,
+    SessionDone,
+    SessionEvent,
+    SessionMessage,
+    SessionMessageStarted,
+    SessionPage,
+    SessionReply,
+    SessionRunCompleted,
+    SessionRunStarted,
+    SessionStreamError,
+    SessionThinking,
+    SessionToolCompleted,
+    SessionToolEvent,
+    SessionToolFailed,
+    SessionToolStarted,
+    SessionTranscript,
+)
+from ._core.streaming import ChatStream, HermesStream, ResponseStream, RunEventStream
+
+__all__ = [
+    # results
+    "ActionResult", "ApprovalAnswer", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt", "Health",
+    "HermesResponse", "HermesSession", "Job", "JobDeleted", "ModelInfo", "OperatorResult", "Run", "RunResult",
+    "RunStarted", "RunStatus", "ServerCapabilities", "SessionDeleted", "SessionMessage", "SessionPage",
+    "SessionReply", "SessionTranscript", "Skill", "StreamResult", "Toolset",
+    # streams and their events
+    "ChatStream", "HermesStream", "ResponseStream", "RunEventStream", "SessionChatStream", "StreamEvent",
+    "ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "MessageDelta",
+    "ReasoningAvailable", "RunCancelled", "RunCompleted", "RunEvent", "RunFailed", "ToolCompleted", "ToolProgress",
+    "ToolStarted", "SessionAssistantCompleted", "SessionDelta", "SessionDone", "SessionEvent",
+    "SessionMessageStarted", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError", "SessionThinking",
+    "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
+    # approvals and limits
+    "ApprovalDecision", "ApprovalRequest", "CallTimeout",
+    # the resources: client.runs, client.sessions, client.jobs, client.records, client.operate
+    "Jobs", "OperatorMethods", "Records", "Runs", "Sessions",
+]
+
+# Names also exported at the top keep hermes_sdk as their home (hermes_sdk/__init__ ran first); the rest live here.
+_compat.rehome(globals(), __all__, __name__)
