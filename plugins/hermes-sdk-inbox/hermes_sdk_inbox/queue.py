@@ -18,6 +18,8 @@ import threading
 from typing import Any, Optional, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
+from hermes_sdk.sqlite_files import private_sqlite_files
+
 
 @runtime_checkable
 class ApprovalQueue(Protocol):
@@ -124,8 +126,10 @@ class SQLiteQueue:
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        private_sqlite_files(path)  # entries hold ids and reasons: 0600, with their -wal and -shm
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
+        private_sqlite_files(path)
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS hermes_sdk_schema (component TEXT PRIMARY KEY,"
@@ -146,10 +150,6 @@ class SQLiteQueue:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        try:
-            os.chmod(path, 0o600)
-        except OSError:
-            pass
 
     def _conn(self) -> sqlite3.Connection:
         conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)
