@@ -30,6 +30,7 @@ and unused: the same call asking again finds this entry instead of queueing anot
 from __future__ import annotations
 
 import hashlib
+import inspect
 import time
 import uuid
 from typing import Any, Callable, Optional, Union
@@ -37,7 +38,7 @@ from typing import Any, Callable, Optional, Union
 from hermes_sdk import ApprovalRequest, parse_capability_id
 from hermes_sdk.redaction import Redactor
 
-from .queue import ApprovalQueue, queue_from_url
+from .queue import ApprovalQueue, holds_identifier, identifiers_of, queue_from_url
 
 #: An approved decision is honoured this long after it was made (the SDK's approval TTL).
 DECISION_TTL_SECONDS = 15 * 60
@@ -96,6 +97,10 @@ class Inbox:
     def __init__(self, queue: Union[str, ApprovalQueue], *, clock: Callable[[], float] = time.time) -> None:
         self.queue: ApprovalQueue = queue_from_url(queue) if isinstance(queue, str) else queue
         self.clock = clock
+        try:  # a queue written before list(identifier=...) is read page by page instead
+            self._by_identifier = "identifier" in inspect.signature(self.queue.list).parameters
+        except (TypeError, ValueError):
+            self._by_identifier = False
 
     # ------------------------------------------------------------ reading
 
@@ -116,22 +121,34 @@ class Inbox:
         now = self.clock()
         stored = {"pending": "pending", "expired": None}.get(state or "", state) if state else None
         wanted = identifier.strip() if identifier else None
-        out = []
-        for entry in self.queue.list(state=stored, limit=max(limit * 4, 200)):
-            shown = display_state(entry, now)
-            if state and shown != state:
-                continue
-            if operation and entry.get("operation") != operation:
-                continue
-            if kind and entry.get("kind") != kind:
-                continue
-            ids = identifiers_of(entry)
-            if wanted and wanted != entry["id"] and wanted not in ids.values():
-                continue
-            out.append({**entry, "identifiers": ids, "display_state": shown})
-            if len(out) >= limit:
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        page = max(limit, 200)
+        read = 0
+        while len(out) < limit:  # page through every row: the filters below are not all in the query
+            batch = self._list(stored, page, read, wanted)
+            read += len(batch)
+            for entry in batch:
+                shown = display_state(entry, now)
+                if entry["id"] in seen or entry.get("state") not in STATES or (state and shown != state):
+                    continue
+                if (operation and entry.get("operation") != operation) or (kind and entry.get("kind") != kind):
+                    continue
+                if wanted and not holds_identifier(entry, wanted):
+                    continue
+                seen.add(entry["id"])
+                out.append({**entry, "identifiers": identifiers_of(entry), "display_state": shown})
+                if len(out) >= limit:
+                    break
+            if len(batch) < page:
                 break
         return out
+
+    def _list(self, state: Optional[str], limit: int, offset: int, identifier: Optional[str]) -> list[dict[str, Any]]:
+        """One page of the queue, filtered by identifier in the backend's query when it can."""
+        if identifier is not None and self._by_identifier:
+            return self.queue.list(state=state, limit=limit, offset=offset, identifier=identifier)
+        return self.queue.list(state=state, limit=limit, offset=offset)
 
     # ------------------------------------------------------------ asking
 
@@ -253,15 +270,6 @@ class Inbox:
 
     def close(self) -> None:
         self.queue.close()
-
-
-def identifiers_of(entry: dict[str, Any]) -> dict[str, str]:
-    """An entry's ``identifiers`` (entries queued by an earlier build kept redacted ``targets`` instead)."""
-    ids = entry.get("identifiers")
-    if isinstance(ids, dict):
-        return ids
-    targets = entry.get("targets")
-    return dict(targets) if isinstance(targets, dict) else {}
 
 
 def _split(capability_id: str) -> tuple[Optional[str], str]:

@@ -26,8 +26,8 @@ from typing import Any, Callable, Optional, Union
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, render_template_string, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from .inbox import Inbox, InboxError, display_state, identifiers_of
-from .queue import ApprovalQueue
+from .inbox import Inbox, InboxError, display_state
+from .queue import ApprovalQueue, identifiers_of
 
 Authenticate = Callable[[Any], Optional[str]]
 Authorize = Callable[[str, dict[str, Any], str], bool]
@@ -110,6 +110,14 @@ def _fmt(ts: Any) -> str:
     if not isinstance(ts, (int, float)):
         return "-"
     return _dt.datetime.fromtimestamp(float(ts), _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """A timing-safe equality of two texts, whatever their characters (``compare_digest`` refuses
+    non-ASCII ``str``: an operator named "José" must not turn every decision into a 500)."""
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
 
 
 def _headers(resp: Response) -> Response:
@@ -202,8 +210,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         except BadSignature:
             return render_detail(entry_id, who, status=400, error="The form expired or was not issued here (CSRF).")
         posted_hash = form.get("input_hash", "")
-        if not (isinstance(token, dict) and hmac.compare_digest(str(token.get("o")), who)
-                and token.get("e") == entry_id and hmac.compare_digest(str(token.get("h")), posted_hash)):
+        if not (isinstance(token, dict) and _same(token.get("o"), who)
+                and token.get("e") == entry_id and _same(token.get("h"), posted_hash)):
             return render_detail(entry_id, who, status=400, error="The form was not issued for this entry (CSRF).")
         action = form.get("action", "")
         decision, scope = {"approve_once": ("approved", "once"), "approve_session": ("approved", "session"),
@@ -265,7 +273,7 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
 
     def authenticate(req: Any) -> Optional[str]:
         header = req.headers.get("Authorization", "")
-        if header.startswith("Bearer ") and hmac.compare_digest(header[7:].encode(), token.encode()):
+        if header.startswith("Bearer ") and _same(header[7:], token):
             return operator
         try:
             if cookies.loads(req.cookies.get(COOKIE, ""), max_age=12 * 3600) == "ok":
@@ -288,13 +296,13 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
         if request.method == "POST":
             nonce = request.cookies.get(NONCE_COOKIE, "")
             try:
-                ok = bool(nonce) and hmac.compare_digest(str(cookies.loads(request.form.get("csrf_token", ""),
-                                                                           max_age=CSRF_MAX_AGE)), nonce)
+                ok = bool(nonce) and _same(cookies.loads(request.form.get("csrf_token", ""), max_age=CSRF_MAX_AGE),
+                                           nonce)
             except BadSignature:
                 ok = False
             if not ok:
                 error = "The form expired or was not issued here (CSRF)."
-            elif hmac.compare_digest(request.form.get("token", "").encode(), token.encode()):
+            elif _same(request.form.get("token", ""), token):
                 resp = redirect(url_for(bp.name + ".index"), code=303)
                 resp.set_cookie(COOKIE, cookies.dumps("ok"), httponly=True, samesite="Strict",
                                 secure=request.is_secure, max_age=12 * 3600)
