@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import secrets
+import time
 from typing import Any, Callable, Optional, Union
 
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, render_template_string, request, url_for
@@ -28,6 +29,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from .inbox import Inbox, InboxError, display_state
 from .queue import ApprovalQueue, identifiers_of
+from .sessions import LoginSessions
 
 Authenticate = Callable[[Any], Optional[str]]
 Authorize = Callable[[str, dict[str, Any], str], bool]
@@ -42,9 +44,9 @@ body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
 .state{font-weight:bold}.state-pending{color:#b35c00}.state-approved{color:#19713a}.state-denied{color:#a40e26}
 .state-expired{color:#666}code{word-break:break-all}form.decide{margin:.5rem 0;padding:.5rem;border:1px solid #ccc}
-.error{color:#a40e26;font-weight:bold}label{display:block;margin:.3rem 0}
+.error{color:#a40e26;font-weight:bold}label{display:block;margin:.3rem 0}form.account{display:inline;margin-left:1rem}
 </style></head><body>
-<p><a href="{{ url_for(bp + '.index') }}">{{ title }}</a> &middot; signed in as <span id="operator">{{ identity }}</span></p>
+<p><a href="{{ url_for(bp + '.index') }}">{{ title }}</a> &middot; signed in as <span id="operator">{{ identity }}</span>{{ account|safe }}</p>
 {% if error %}<p class="error" id="error">{{ error }}</p>{% endif %}
 {{ body|safe }}
 </body></html>"""
@@ -133,7 +135,8 @@ def _headers(resp: Response) -> Response:
 def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Authenticate,
                     authorize: Optional[Authorize] = None, secret_key: Optional[Union[str, bytes]] = None,
                     name: str = "hermes_inbox", title: str = "Approval inbox",
-                    on_decision: Optional[OnDecision] = None) -> Blueprint:
+                    on_decision: Optional[OnDecision] = None,
+                    account: Optional[Callable[[], str]] = None) -> Blueprint:
     """A blueprint serving the inbox; mount it with ``app.register_blueprint(bp, url_prefix="/inbox")``.
 
     Args:
@@ -145,6 +148,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         secret_key: signs the CSRF tokens; default the app's ``SECRET_KEY`` (required then).
         name: the blueprint's name (``url_for(name + ".index")``).
         title: the page title.
+        account: ``account() -> html``: markup shown beside the operator's name (the standalone
+            app's sign-out forms); it must escape what it includes.
         on_decision: ``on_decision(entry)`` after each decision is stored, e.g. to enqueue a task
             that runs :func:`~hermes_sdk_inbox.resume_decided` for an ``operator`` entry. What it
             raises is logged; the decision stands.
@@ -168,7 +173,7 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
     def page(body_template: str, status: int = 200, error: Optional[str] = None, **ctx: Any) -> Response:
         body = render_template_string(body_template, bp=name, fmt=_fmt, **ctx)
         html = render_template_string(_BASE, body=body, bp=name, title=title, error=error,
-                                      identity=ctx.get("identity", ""))
+                                      identity=ctx.get("identity", ""), account=account() if account else "")
         return Response(html, status=status, mimetype="text/html")
 
     @bp.after_request
@@ -252,6 +257,13 @@ _LOGIN = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Ap
 
 COOKIE = "hermes_inbox_auth"
 NONCE_COOKIE = "hermes_inbox_login"
+#: How long a login cookie is good for (unless its session is signed out or every session is ended).
+SESSION_SECONDS = 12 * 3600
+
+_ACCOUNT = """<form method="post" class="account" action="{{ logout }}"><input type="hidden" name="csrf_token" value="{{ csrf }}">
+<button type="submit" id="sign-out">Sign out</button></form>
+<form method="post" class="account" action="{{ end }}"><input type="hidden" name="csrf_token" value="{{ csrf }}">
+<button type="submit" id="end-sessions">End every session</button></form>"""
 
 
 def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_key: Optional[str] = None,
@@ -260,35 +272,87 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
     """The standalone inbox (``hermes-sdk-inbox --store URL``): every request needs ``token``.
 
     Send it as ``Authorization: Bearer <token>``, or sign in once at ``/login`` (an HttpOnly,
-    SameSite=Strict cookie signed with ``secret_key`` follows). The signed-in identity is
-    ``operator``; each decision also records the name typed into the form. ``on_decision`` is
-    the blueprint's hook (``hermes-sdk-inbox serve --resume`` gives a :class:`ResumeWorker`'s
-    ``wake``).
+    SameSite=Strict cookie signed with ``secret_key`` follows, good for 12 hours). ``POST
+    /logout`` signs that cookie out for good (on the server, not only in the browser);
+    ``POST /sessions/end`` (or ``hermes-sdk-inbox end-sessions``) ends every session issued so
+    far, in every process serving the store (see :mod:`hermes_sdk_inbox.sessions`); the page
+    offers both. The signed-in identity is ``operator``; each decision also records the name typed
+    into the form. ``on_decision`` is the blueprint's hook (``hermes-sdk-inbox serve --resume``
+    gives a :class:`ResumeWorker`'s ``wake``).
     """
     if not token or len(token) < 16:
         raise ValueError("the standalone inbox needs an access token of at least 16 characters")
     app = Flask(__name__)
     app.config["SECRET_KEY"] = secret_key or secrets.token_hex(32)
     cookies = URLSafeTimedSerializer(app.config["SECRET_KEY"], salt="hermes-sdk-inbox.login")
+    actions = URLSafeTimedSerializer(app.config["SECRET_KEY"], salt="hermes-sdk-inbox.account")
+    inbox = store if isinstance(store, Inbox) else Inbox(store)
+    sessions = LoginSessions(inbox.queue)
+
+    def bearer(req: Any) -> bool:
+        header = req.headers.get("Authorization", "")
+        return header.startswith("Bearer ") and _same(header[7:], token)
+
+    def session_of(req: Any) -> Optional[str]:
+        """The id of the request's login session while it is good, else None."""
+        try:
+            data = cookies.loads(req.cookies.get(COOKIE, ""), max_age=SESSION_SECONDS)
+        except BadSignature:
+            return None
+        if not isinstance(data, dict) or not sessions.valid(data.get("g"), data.get("s")):
+            return None
+        return str(data["s"])
 
     def authenticate(req: Any) -> Optional[str]:
-        header = req.headers.get("Authorization", "")
-        if header.startswith("Bearer ") and _same(header[7:], token):
-            return operator
-        try:
-            if cookies.loads(req.cookies.get(COOKIE, ""), max_age=12 * 3600) == "ok":
-                return operator
-        except BadSignature:
-            pass
-        return None
+        return operator if bearer(req) or session_of(req) is not None else None
 
-    bp = inbox_blueprint(store, authenticate=authenticate, on_decision=on_decision)
+    def account() -> str:
+        sid = session_of(request)
+        if sid is None:
+            return ""
+        return render_template_string(_ACCOUNT, csrf=actions.dumps(sid), logout=url_for("logout"),
+                                      end=url_for("end_sessions"))
+
+    def form_for_session(sid: str) -> bool:
+        try:
+            return _same(actions.loads(request.form.get("csrf_token", ""), max_age=CSRF_MAX_AGE), sid)
+        except BadSignature:
+            return False
+
+    def signed_out() -> Response:
+        resp = redirect(url_for("login"), code=303)
+        resp.delete_cookie(COOKIE)
+        return _headers(resp)
+
+    bp = inbox_blueprint(inbox, authenticate=authenticate, on_decision=on_decision, account=account)
     app.register_blueprint(bp, url_prefix=url_prefix or None)
     app.inbox = bp.inbox  # type: ignore[attr-defined]
+    app.sessions = sessions  # type: ignore[attr-defined]
 
     @app.errorhandler(401)
     def unauthorized(_: Any) -> Any:
         return redirect(url_for("login"), code=303)
+
+    @app.route(f"{url_prefix}/logout", methods=["POST"])
+    def logout() -> Any:
+        sid = session_of(request)
+        if sid is not None:
+            if not form_for_session(sid):
+                return _headers(Response("The form was not issued for this session (CSRF).", status=400))
+            sessions.sign_out(sid, time.time() + SESSION_SECONDS)
+        return signed_out()
+
+    @app.route(f"{url_prefix}/sessions/end", methods=["POST"])
+    def end_sessions() -> Any:
+        sid = session_of(request)
+        if not bearer(request):
+            if sid is None:
+                return redirect(url_for("login"), code=303)
+            if not form_for_session(sid):
+                return _headers(Response("The form was not issued for this session (CSRF).", status=400))
+        generation = sessions.end_all()
+        log.info("hermes-sdk-inbox: every login session ended (generation %d)", generation)
+        return signed_out()
 
     @app.route(f"{url_prefix}/login", methods=["GET", "POST"])
     def login() -> Any:
@@ -304,8 +368,9 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
                 error = "The form expired or was not issued here (CSRF)."
             elif _same(request.form.get("token", ""), token):
                 resp = redirect(url_for(bp.name + ".index"), code=303)
-                resp.set_cookie(COOKIE, cookies.dumps("ok"), httponly=True, samesite="Strict",
-                                secure=request.is_secure, max_age=12 * 3600)
+                session = {"s": secrets.token_urlsafe(16), "g": sessions.generation()}
+                resp.set_cookie(COOKIE, cookies.dumps(session), httponly=True, samesite="Strict",
+                                secure=request.is_secure, max_age=SESSION_SECONDS)
                 resp.delete_cookie(NONCE_COOKIE)
                 return _headers(resp)
             else:
