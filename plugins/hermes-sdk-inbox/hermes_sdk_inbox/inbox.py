@@ -11,9 +11,15 @@ An entry (a JSON-able dict; what an operator sees):
   ``pattern_key``, plus ``operator_action_id`` in an operator run); ``input_snapshot``: the
   redacted input (prompts and outputs never in clear); ``input_hash``: the hash every decision
   is bound to;
-- ``reason``: the caller's reason; ``requested_at`` / ``expires_at`` (epoch seconds);
+- ``reason``: the caller's reason (None for a run's command: Hermes gives none);
+  ``requested_at`` / ``expires_at`` (epoch seconds; for a run's command, when Hermes' approval
+  timeout blocks it);
+- ``objective``: for a run's command, what the run was asked to do, as the client's redaction
+  policy shows it (``ApprovalRequest.objective``), or None;
 - ``run``: for a run's approval, ``command`` (scrubbed of credentials), ``pattern_key``,
-  ``choices``, ``allow_permanent`` and the run's ``deadline``;
+  ``description`` (Hermes' text for the pattern), ``choices`` (what Hermes accepts;
+  ``choices_observed`` says whether the provider saw Hermes' request or assumed them),
+  ``allow_permanent`` and the run's ``deadline``; ``identifiers["session_id"]`` is the run's session;
 - ``operator``: for an operator entry, ``action_id`` (what ``operate(resume=...)`` takes) and,
   once :func:`~hermes_sdk_inbox.resume_decided` sent the decision, ``resumed`` (``at``,
   ``choice``, ``status``, ``run_id``, ``error``);
@@ -161,13 +167,18 @@ class Inbox:
         identifiers = {str(k): str(v) for k, v in dict(getattr(request, "identifiers", None) or {}).items()}
         operator_action = identifiers.get("operator_action_id") if operation == "run_approval" else None
         kind = "operator" if operator_action else "run" if operation == "run_approval" else "call"
+        said = _scrubber.text(request.reason) if request.reason else None
+        objective = getattr(request, "objective", None)
+        if kind in RUN_KINDS:  # a run's request carries Hermes' description of the pattern, not a caller's reason
+            run = {**(run or {}), "description": said}
+            said = None
         entry: dict[str, Any] = {
             "id": f"inb_{uuid.uuid4().hex}", "version": 1, "state": "pending",
             "open_key": open_key(request.capability_id, request.input_hash),
             "kind": kind, "capability_id": request.capability_id, "endpoint_id": endpoint_id,
             "operation": operation, "identifiers": identifiers,
             "input_snapshot": snapshot, "input_hash": request.input_hash,
-            "reason": _scrubber.text(request.reason) if request.reason else None,
+            "reason": said, "objective": _scrubber.text(objective) if isinstance(objective, str) else None,
             "requested_at": request.requested_at,
             "expires_at": min(request.expires_at, expires_at) if expires_at else request.expires_at,
             "request_id": request.id, "action_id": request.action_id,

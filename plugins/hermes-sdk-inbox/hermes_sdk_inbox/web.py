@@ -39,12 +39,13 @@ log = logging.getLogger("hermes_sdk_inbox")
 
 _BASE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+{% if refresh %}<meta http-equiv="refresh" content="{{ refresh }}">{% endif %}
 <style>
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
 .state{font-weight:bold}.state-pending{color:#b35c00}.state-approved{color:#19713a}.state-denied{color:#a40e26}
 .state-expired{color:#666}code{word-break:break-all}form.decide{margin:.5rem 0;padding:.5rem;border:1px solid #ccc}
-.error{color:#a40e26;font-weight:bold}label{display:block;margin:.3rem 0}form.account{display:inline;margin-left:1rem}
+.error{color:#a40e26;font-weight:bold}.left{font-weight:bold;color:#b35c00}.note{color:#555;font-size:.9em}label{display:block;margin:.3rem 0}form.account{display:inline;margin-left:1rem}
 </style></head><body>
 <p><a href="{{ url_for(bp + '.index') }}">{{ title }}</a> &middot; signed in as <span id="operator">{{ identity }}</span>{{ account|safe }}</p>
 {% if error %}<p class="error" id="error">{{ error }}</p>{% endif %}
@@ -60,34 +61,43 @@ _LIST = """<h1>{{ heading }}</h1>
 <label>Operation <input name="operation" value="{{ operation or '' }}"></label>
 <label>Id <input name="id" value="{{ identifier or '' }}" placeholder="resp_…, job id, session id, run_…, act_…"></label>
 <button type="submit">Filter</button></form>
-<table id="entries"><tr><th>Entry</th><th>State</th><th>Operation</th><th>What</th><th>Reason</th><th>Requested</th><th>Expires</th></tr>
+<p class="note" id="refresh-note">This list reloads itself every {{ refresh }} seconds.</p>
+<table id="entries"><tr><th>Entry</th><th>State</th><th>Operation</th><th>What</th><th>Caller's reason</th><th>Requested</th><th>Time left</th></tr>
 {% for e in entries %}<tr class="entry" data-entry="{{ e.id }}">
 <td><a href="{{ url_for(bp + '.detail', entry_id=e.id) }}">{{ e.id }}</a></td>
 <td class="state state-{{ e.display_state }}">{{ e.display_state }}</td>
 <td>{{ e.operation }} <small>({{ e.kind }})</small></td>
 <td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
 {% for k, v in e.identifiers.items() %}{% if k != 'pattern_key' %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endif %}{% endfor %}</td>
-<td>{{ e.reason or '' }}</td><td>{{ fmt(e.requested_at) }}</td><td>{{ fmt(e.expires_at) }}</td></tr>
+<td>{{ e.reason or '' }}</td><td>{{ fmt(e.requested_at) }}</td>
+<td>{% set s = left(e) %}{% if s is not none %}<span class="left" data-seconds="{{ s }}">{{ duration(s) }}</span>{% if e.kind != 'call' %} <small>until Hermes blocks it</small>{% endif %}{% else %}{{ fmt(e.expires_at) }}{% endif %}</td></tr>
 {% else %}<tr><td colspan="7" id="empty">Nothing here.</td></tr>{% endfor %}</table>"""
 
 _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <p>State: <span id="state" class="state state-{{ state }}">{{ state }}</span></p>
 <table id="fields">
 <tr><th>Operation</th><td id="operation">{{ e.operation }} ({{ e.kind }}) on endpoint {{ e.endpoint_id }}</td></tr>
+<tr><th>Endpoint</th><td id="endpoint">{{ e.endpoint_id or '-' }}</td></tr>
+<tr><th>Tenant</th><td id="tenant">{{ e.tenant_id or '-' }}</td></tr>
+<tr><th>Principal</th><td id="principal">{{ e.principal_id or '-' }}</td></tr>
 <tr><th>Capability</th><td><code>{{ e.capability_id }}</code></td></tr>
-{% if e.run %}<tr><th>Command</th><td><code id="command">{{ e.run.command }}</code></td></tr>
-<tr><th>Pattern</th><td id="pattern">{{ e.run.pattern_key or e.identifiers.pattern_key or e.run.description or 'unknown' }}</td></tr>
-{% if e.run.deadline %}<tr><th>Run deadline</th><td>{{ fmt(e.run.deadline) }}</td></tr>{% endif %}
-<tr><th>Choices</th><td>{{ (e.run.choices or [])|join(', ') }}</td></tr>{% endif %}
+{% if e.run %}<tr><th>What the run was asked to do</th><td id="objective">{% if e.objective %}{{ e.objective }}{% else %}<i>not known to the inbox</i>{% endif %}</td></tr>
+<tr><th>Session</th><td id="session">{{ e.identifiers.session_id or '-' }}</td></tr>
+<tr><th>Command</th><td><code id="command">{{ e.run.command }}</code></td></tr>
+<tr><th>Hermes' pattern</th><td id="pattern">{{ e.run.pattern_key or e.identifiers.pattern_key or 'unknown' }}</td></tr>
+<tr><th>Hermes' description</th><td id="description">{{ e.run.description or e.reason or '-' }}</td></tr>
+<tr><th>Hermes blocks it</th><td>{% if left_s is not none %}in <span id="time-left" class="left" data-seconds="{{ left_s }}">{{ duration(left_s) }}</span>, {% endif %}at {{ fmt(e.expires_at) }}
+<span class="note">(its approval timeout{% if e.run.deadline %} or the run's deadline, {{ fmt(e.run.deadline) }}{% endif %}: silence is not consent)</span></td></tr>
+<tr><th>Hermes accepts</th><td id="choices">{{ (e.run.choices or [])|join(', ') }}{% if not e.run.choices_observed %} <span class="note">(assumed: the inbox did not see Hermes' request; a session approval Hermes does not offer is sent as once)</span>{% endif %}
+{% if 'always' in (e.run.choices or []) %}<br><span class="note">"always" is not offered here: it makes Hermes allow the pattern in every later run and rewrites its config.</span>{% endif %}</td></tr>{% endif %}
 <tr><th>Acts on</th><td id="identifiers">{% for k, v in e.identifiers.items() %}<span class="id" data-name="{{ k }}">{{ k }}=<code>{{ v }}</code></span> {% endfor %}</td></tr>
 {% if e.operator %}<tr><th>Operator action</th><td><code id="operator-action">{{ e.operator.action_id }}</code>: the decision resumes it
 {% if e.operator.resumed %}<br><span id="resumed">resumed at {{ fmt(e.operator.resumed.at) }} with <b>{{ e.operator.resumed.choice }}</b>: {{ e.operator.resumed.status }}</span>{% endif %}</td></tr>{% endif %}
 <tr><th>Input (redacted)</th><td><code>{{ snapshot }}</code></td></tr>
 <tr><th>Input hash</th><td><code id="input-hash">{{ e.input_hash }}</code></td></tr>
-<tr><th>Caller's reason</th><td id="reason">{{ e.reason or '' }}</td></tr>
-<tr><th>Principal / tenant</th><td>{{ e.principal_id or '-' }} / {{ e.tenant_id or '-' }}</td></tr>
+{% if not e.run %}<tr><th>Caller's reason</th><td id="reason">{{ e.reason or '' }}</td></tr>{% endif %}
 <tr><th>Requested</th><td>{{ fmt(e.requested_at) }}</td></tr>
-<tr><th>Expires</th><td id="expires">{{ fmt(e.expires_at) }}</td></tr>
+{% if not e.run %}<tr><th>Expires</th><td id="expires">{% if left_s is not none %}in <span id="time-left" class="left" data-seconds="{{ left_s }}">{{ duration(left_s) }}</span>, {% endif %}at {{ fmt(e.expires_at) }}</td></tr>{% endif %}
 {% if e.decision %}<tr><th>Decision</th><td id="decision">{{ e.decision.decision }}{% if e.decision.scope %} ({{ e.decision.scope }}){% endif %}
 by <b id="approver">{{ e.decision.approver }}</b>{% if e.decision.authenticated_as and e.decision.authenticated_as != e.decision.approver %}
 (signed in as {{ e.decision.authenticated_as }}){% endif %} at {{ fmt(e.decision.decided_at) }}: <span id="decision-reason">{{ e.decision.reason }}</span>;
@@ -101,11 +111,30 @@ on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
 <input type="hidden" name="input_hash" value="{{ e.input_hash }}">
 <label>Your name <input name="operator" id="operator-name" value="{{ identity }}" required></label>
 <label>Reason <input name="reason" id="decision-reason-input" required size="60"></label>
-<button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.run %} once{% endif %}</button>
+<button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.run %} once (this command){% endif %}</button>
 {% if e.run and 'session' in (e.run.choices or []) %}
-<button type="submit" name="action" value="approve_session" id="approve-session">Approve for this run's session</button>{% endif %}
+<button type="submit" name="action" value="approve_session" id="approve-session">Approve this pattern for the rest of the run (session)</button>{% endif %}
 <button type="submit" name="action" value="deny" id="deny">Deny</button>
 </form>{% elif state == "expired" %}<p id="expired-note">This entry expired; it can no longer be approved.</p>{% endif %}"""
+
+
+#: Seconds between the list's own reloads (a meta refresh: no script, which the page's CSP forbids).
+LIST_REFRESH_SECONDS = 5
+
+
+def _left(entry: dict[str, Any]) -> Optional[int]:
+    """Whole seconds until a pending entry expires (for a run's command: Hermes blocks it), else None."""
+    if display_state(entry) != "pending":
+        return None
+    return max(0, int(float(entry["expires_at"]) - time.time()))
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 def _fmt(ts: Any) -> str:
@@ -171,8 +200,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         return str(who)
 
     def page(body_template: str, status: int = 200, error: Optional[str] = None, **ctx: Any) -> Response:
-        body = render_template_string(body_template, bp=name, fmt=_fmt, **ctx)
-        html = render_template_string(_BASE, body=body, bp=name, title=title, error=error,
+        body = render_template_string(body_template, bp=name, fmt=_fmt, left=_left, duration=_duration, **ctx)
+        html = render_template_string(_BASE, body=body, bp=name, title=title, error=error, refresh=ctx.get("refresh"),
                                       identity=ctx.get("identity", ""), account=account() if account else "")
         return Response(html, status=status, mimetype="text/html")
 
@@ -190,7 +219,7 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         entries = inbox.entries(state=None if state == "all" else state, kind=kind, operation=operation,
                                 identifier=identifier)
         return page(_LIST, heading=f"Approvals: {state}", entries=entries, state=state, kind=kind,
-                    operation=operation, identifier=identifier, identity=who)
+                    operation=operation, identifier=identifier, identity=who, refresh=LIST_REFRESH_SECONDS)
 
     def render_detail(entry_id: str, who: str, status: int = 200, error: Optional[str] = None) -> Response:
         try:
@@ -200,6 +229,7 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         csrf = serializer().dumps({"o": who, "e": entry["id"], "h": entry["input_hash"]})
         entry = {**entry, "identifiers": identifiers_of(entry)}
         return page(_DETAIL, status=status, error=error, e=entry, state=display_state(entry), csrf=csrf,
+                    left_s=_left(entry),
                     snapshot=json.dumps(entry.get("input_snapshot"), sort_keys=True), identity=who)
 
     @bp.route("/<entry_id>", methods=["GET"])
