@@ -131,8 +131,8 @@ class ApprovalRequest:
         operation: the operation asking (``response_delete``, ``run_approval`` for a run's
             shell command, ...), as in the capability id.
         identifiers: the ids the operation acts on, in clear (``response_id``, ``session_id``,
-            ``job_id``; for a run's command ``run_id`` and Hermes' ``pattern_key``, e.g.
-            ``recursive delete``; for a command in a ``client.operate`` run also
+            ``job_id``; for a run's command ``run_id``, Hermes' ``pattern_key``, e.g.
+            ``recursive delete``, and the run's ``session_id``; for a command in a ``client.operate`` run also
             ``operator_action_id``, the id ``operate(resume=...)`` takes); prompts and outputs are
             never in it. Not in ``repr()``.
         objective: for a run's command, what the run was asked to do (its input, or an operator
