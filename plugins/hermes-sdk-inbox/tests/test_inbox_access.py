@@ -107,7 +107,8 @@ def test_sign_out_takes_the_cookie_back_on_the_server() -> None:
     assert web.post("/logout", data={"csrf_token": "forged"}).status_code == 400
     assert web.get("/").status_code == 200
     resp = web.post("/logout", data={"csrf_token": csrf_of(page.text, "sign-out")})
-    assert resp.status_code == 303 and "/login" in resp.headers["Location"]
+    assert resp.status_code == 303 and resp.headers["Location"].endswith("/login")  # nowhere else
+    assert resp.headers["X-Frame-Options"] == "DENY" and resp.headers["Cache-Control"] == "no-store"
     assert web.get("/").status_code == 303
     # a copy of the cookie taken before the sign-out is refused too: the server remembers it
     assert _with_cookie(app, stolen).get("/").status_code == 303

@@ -78,6 +78,13 @@ def test_a_run_entry_shows_objective_endpoint_tenant_principal_session_and_time_
     assert re.search(r'class="left" data-seconds="\d+">\d+ s</span> <small>until Hermes blocks it', listing.text)
 
 
+def test_an_objective_is_text_never_markup(sdk: HermesClient) -> None:
+    provider = InboxProvider(MemoryQueue())
+    entry = submit_run(sdk, provider, objective='<script>alert(1)</script><img src=x onerror="alert(2)">')
+    html = page_of(provider.inbox, f"/{entry['id']}").text
+    assert "<script>alert" not in html and "<img" not in html and "&lt;script&gt;alert(1)" in field(html, "objective")
+
+
 def test_the_redaction_policy_decides_what_of_the_objective_is_shown() -> None:
     client = HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False, plugins=[HideObjectives()])
     provider = InboxProvider(MemoryQueue())
