@@ -17,6 +17,7 @@ from ._core.operations import OperationSpec, ProviderRequest, RequestParts, regi
 from ._core.options import CallOptions
 from ._core.redaction import REDACTED, Redactor
 from ._core.resources import register_resource, unregister_resource
+from ._core.sqlite_files import private_sqlite_files
 from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
 
@@ -28,7 +29,7 @@ __all__ = [
     "REDACTED",
     "Contract", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation", "OperationSpec", "PENDING",
     "ProviderRequest", "Redactor", "RequestParts", "descriptor", "hookimpl", "hookspec", "register",
-    "register_resource", "store_from_url", "unregister", "unregister_resource",
+    "private_sqlite_files", "register_resource", "store_from_url", "unregister", "unregister_resource",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

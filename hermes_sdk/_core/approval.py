@@ -131,10 +131,14 @@ class ApprovalRequest:
         operation: the operation asking (``response_delete``, ``run_approval`` for a run's
             shell command, ...), as in the capability id.
         identifiers: the ids the operation acts on, in clear (``response_id``, ``session_id``,
-            ``job_id``; for a run's command ``run_id`` and Hermes' ``pattern_key``, e.g.
-            ``recursive delete``; for a command in a ``client.operate`` run also
+            ``job_id``; for a run's command ``run_id``, Hermes' ``pattern_key``, e.g.
+            ``recursive delete``, and the run's ``session_id``; for a command in a ``client.operate`` run also
             ``operator_action_id``, the id ``operate(resume=...)`` takes); prompts and outputs are
             never in it. Not in ``repr()``.
+        objective: for a run's command, what the run was asked to do (its input, or an operator
+            run's objective) through the client's redactor (credentials and ids scrubbed, plugin
+            filters applied with the key ``objective``), for the approver to read; None otherwise.
+            Not in ``repr()``, not bound by the hash (the decision binds the command).
     """
 
     id: str
@@ -149,6 +153,7 @@ class ApprovalRequest:
     tenant_id: Optional[str] = None
     operation: str = ""
     identifiers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    objective: Optional[str] = attrs.field(default=None, repr=False)
 
     def approve(self, *, approver: str, policy_decision_id: str, reason: Optional[str] = None,
                 scope: Optional[str] = None) -> ApprovalDecision:

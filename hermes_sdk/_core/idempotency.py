@@ -21,6 +21,7 @@ import attrs
 
 from . import _fork
 from .endpoints import seconds_value
+from .sqlite_files import SQLITE_SIDE_FILES, private_sqlite_files  # noqa: F401  (SQLITE_SIDE_FILES: kept importable here)
 
 PENDING = "pending"
 COMPLETED = "completed"
@@ -167,38 +168,6 @@ class MemoryStore:
         pass
 
 
-#: The files sqlite keeps beside the database (each holds record contents: the -wal holds model output).
-SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
-
-
-def _private_files(path: str) -> None:
-    """Make the database file exist with mode 0600 before sqlite opens it, and keep its side files 0600.
-
-    sqlite creates the ``-wal``, ``-shm`` and ``-journal`` files with the database file's own
-    mode, so a database created 0600 before sqlite first opens it gives them 0600 from their first
-    byte (a chmod after the fact would leave a window, and a process umask is not thread-safe).
-    A database or side file an older version left readable is narrowed to 0600 too.
-    """
-    if path == ":memory:" or path.startswith("file:"):
-        return
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return  # sqlite reports the real problem when it opens the file
-    try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, 0o600)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    for suffix in SQLITE_SIDE_FILES:
-        try:
-            os.chmod(path + suffix, 0o600)
-        except OSError:  # absent (or not ours)
-            pass
-
-
 class SQLiteStore:
     """A file-backed store, safe across threads and processes (WAL, one atomic INSERT to reserve).
 
@@ -216,7 +185,7 @@ class SQLiteStore:
         _fork.register(self)
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
-        _private_files(path)
+        private_sqlite_files(path)
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(
@@ -225,7 +194,7 @@ class SQLiteStore:
             " state TEXT NOT NULL, expires_at REAL, record TEXT NOT NULL,"
             " PRIMARY KEY (capability_id, key))")
         conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
-        _private_files(path)  # the -wal and -shm files sqlite created just now
+        private_sqlite_files(path)  # the -wal and -shm files sqlite created just now
 
     def _after_fork(self) -> None:
         """A SQLite connection must not be used across a fork: a forked child opens its own. The

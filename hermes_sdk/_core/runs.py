@@ -226,7 +226,8 @@ class Run:
 
     def __init__(self, runs: Any, started: RunStarted, *, endpoint: Optional[str] = None,
                  approval_provider: Any = None, deadline: Optional[float] = None,
-                 context: Optional[ExecutionContext] = None) -> None:
+                 context: Optional[ExecutionContext] = None, objective: Optional[str] = None,
+                 session_id: Optional[str] = None) -> None:
         self.id = started.run_id
         self.status = started.status
         self.replayed = started.replayed
@@ -236,6 +237,8 @@ class Run:
         self._provider = approval_provider
         self._deadline = deadline
         self._context = context
+        self._objective = objective  # shown to the approval provider (through the redactor)
+        self._session_id = session_id or started.run_id  # Hermes' default session is the run id
         self._queue: "queue.Queue[tuple[str, Any]]" = queue.Queue()
         self._ahead: deque[tuple[str, Any]] = deque()  # received, not consumed yet (see _moved_on)
         self._until = deadline  # the bound of the wait()/events() in progress
@@ -517,7 +520,9 @@ class Run:
                 oldest.asked = True
                 event = oldest.event
                 request = runs.approval_request(self.id, event.command, reason=event.description,
-                                                endpoint=self._endpoint, pattern_key=event.pattern_key)
+                                                endpoint=self._endpoint, pattern_key=event.pattern_key,
+                                                session_id=self._session_id, objective=self._objective,
+                                                context=self._context)
                 decision = ask_provider(self._provider, request)
                 if decision is None:
                     return  # left pending: the caller answers with run.approve(...)
@@ -586,6 +591,17 @@ class Run:
 
     def _snapshot(self, status: str) -> RunResult:
         return RunResult(run_id=self.id, status=status, events=list(self._events), events_complete=False)
+
+
+def objective_of(input: Any) -> Optional[str]:
+    """What a run was asked to do: its input text, or the last user message's text."""
+    if isinstance(input, str):
+        return input
+    if isinstance(input, (list, tuple)):
+        for message in reversed(input):
+            if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
+                return str(message["content"])
+    return None
 
 
 def choice_for(decision: Any, request: ApprovalRequest, event: ApprovalRequested, allow_permanent: bool) -> str:

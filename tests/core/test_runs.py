@@ -789,3 +789,32 @@ def test_every_run_method_takes_a_timeout(emu: HermesEmulator, client: HermesCli
     with pytest.raises(InvalidInputError):
         client.runs.get(run.id, timeout=-1)
     run.wait(timeout=10)
+
+
+def test_the_provider_is_told_the_runs_objective_session_tenant_and_principal(
+        tools_emu: HermesEmulator) -> None:
+    # An approver decides on a command knowing the run's objective (through the redactor), its
+    # session and whose run it is (the run's own context, not only the client's).
+    from hermes_sdk import ExecutionContext
+
+    seen: list[ApprovalRequest] = []
+
+    def provider(request: ApprovalRequest) -> Any:
+        seen.append(request)
+        return None
+
+    asked = [{"role": "user", "content": "earlier turn"}, {"role": "assistant", "content": "ok"},
+             {"role": "user", "content": f"{DANGEROUS} with key sk-abcdefghijkl0123"}]
+    with client_for(tools_emu, approval_provider=provider, context=ExecutionContext(tenant_id="acme")) as c:
+        run = c.run(asked, idempotency_key="k-objective", session_id="sess-9",
+                    context=ExecutionContext(tenant_id="acme", principal_id="user-7"))
+        for event in run.events():
+            if isinstance(event, ApprovalRequested):
+                break
+        run.approve("deny")
+        run.wait(timeout=15)
+    request = seen[0]
+    assert request.objective == f"{DANGEROUS} with key [REDACTED]"
+    assert request.identifiers["session_id"] == "sess-9" and request.identifiers["run_id"] == run.id
+    assert (request.tenant_id, request.principal_id) == ("acme", "user-7")
+    assert "objective" not in repr(request) and "sk-abcdefghijkl0123" not in repr(request)

@@ -257,7 +257,8 @@ def test_a_runs_command_request_says_run_approval_with_the_run_id_and_pattern_ke
         result = run.wait(timeout=30)
     (request,) = seen
     assert request.operation == "run_approval"
-    assert request.identifiers == {"run_id": run.id, "pattern_key": "recursive delete"}
+    assert request.identifiers == {"run_id": run.id, "pattern_key": "recursive delete",
+                                   "session_id": run.id}  # Hermes' default session is the run id
     assert request.input_snapshot["command"] == "rm -rf build" and run.id not in repr(request.input_snapshot)
     (asked,) = [e for e in result.events if isinstance(e, ApprovalRequested)]
     assert asked.pattern_key == "recursive delete"

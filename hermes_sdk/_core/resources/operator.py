@@ -120,7 +120,8 @@ class Operator:
         state = OperatorResult("running", original, run_id=started.run_id, session_id=f"aip-operator-{original}")
         self.save(endpoint, state)
         run = Run(self._runs, started, endpoint=endpoint.id, approval_provider=_OperatorProvider.of(provider, original),
-                  deadline=until, context=options.context)
+                  deadline=until, context=options.context, objective=data.get("objective"),
+                  session_id=state.session_id)
         run._subscribe()
         try:
             for event in run.events():

@@ -14,7 +14,7 @@ from ..endpoints import Deadline, ExecutionContext, deadline_epoch
 from ..executor import Executor, new_action_id
 from ..operations.runs import RUN_APPROVAL, RUN_EVENTS, RUN_EVENTS_READ_TIMEOUT, RUN_GET, RUN_START, RUN_STOP
 from ..options import CallOptions
-from ..runs import ApprovalAnswer, Run, RunStarted, RunStatus
+from ..runs import ApprovalAnswer, Run, RunStarted, RunStatus, objective_of
 from ..stages.approval import request_for
 from ..streaming import RunEventStream
 
@@ -74,7 +74,8 @@ class Runs:
         ctx = context if context is not None else self._executor.context
         if limit is None and ctx is not None:
             limit = ctx.deadline
-        run = Run(self, started, endpoint=endpoint, approval_provider=provider, deadline=limit, context=context)
+        run = Run(self, started, endpoint=endpoint, approval_provider=provider, deadline=limit, context=context,
+                  objective=objective_of(input), session_id=session_id)
         run._subscribe()  # early: Hermes sweeps an unsubscribed buffer 300 s after the run was created
         return run
 
@@ -122,24 +123,29 @@ class Runs:
             endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
 
     def approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
-                         endpoint: Optional[str] = None, pattern_key: Optional[str] = None) -> ApprovalRequest:
+                         endpoint: Optional[str] = None, pattern_key: Optional[str] = None,
+                         session_id: Optional[str] = None, objective: Optional[str] = None,
+                         context: Optional[ExecutionContext] = None) -> ApprovalRequest:
         """The ApprovalRequest a run's approval request becomes: capability ``run_approval``, input
         ``{run_id, command}`` (bound by its hash), with the same evidence and TTL rules as deletes.
 
         The approver must see what it approves: the snapshot keeps the command, scrubbed of
         credentials and ids by the client's redactor (the run id itself is redacted there), and
-        ``identifiers`` holds ``run_id`` and Hermes' ``pattern_key`` (``recursive delete``, ...)
-        in clear; ``operation`` is ``run_approval``.
+        ``identifiers`` holds ``run_id``, Hermes' ``pattern_key`` (``recursive delete``, ...) and
+        the run's ``session_id`` in clear; ``operation`` is ``run_approval``. ``objective`` (what the
+        run was asked to do) is shown through the redactor too; principal and tenant come from
+        ``context`` (the run's), else the client's.
         """
         ex = self._executor
         cap = capability_id(ex.endpoint(endpoint).id, RUN_APPROVAL.name)
         redactor = ex.runtime.redactor
-        extra = {"pattern_key": pattern_key} if pattern_key else None
+        extra = {name: value for name, value in (("pattern_key", pattern_key), ("session_id", session_id)) if value}
         request = request_for(cap, {"run_id": run_id, "command": command},
-                              reason or "the agent asked to run a command", new_action_id(), ex.context, redactor,
-                              identifiers=extra)
+                              reason or "the agent asked to run a command", new_action_id(),
+                              context if context is not None else ex.context, redactor, identifiers=extra or None)
         return attrs.evolve(request, input_snapshot={**request.input_snapshot,
-                                                     "command": redactor.text(command, "command")})
+                                                     "command": redactor.text(command, "command")},
+                            objective=redactor.text(objective, "objective") if objective else None)
 
     def mark_stopped(self, run_id: str) -> None:
         """Refuse every later approval for the run (as ``stop`` does before it sends)."""

@@ -10,11 +10,10 @@ from .inbox import (
     InputHashMismatch,
     InvalidDecision,
     display_state,
-    identifiers_of,
 )
 from .plugin import InboxPlugin
 from .provider import HERMES_APPROVAL_TIMEOUT, InboxProvider
-from .queue import ApprovalQueue, CorruptEntryError, MemoryQueue, SQLiteQueue, queue_from_url
+from .queue import ApprovalQueue, CorruptEntryError, MemoryQueue, SQLiteQueue, identifiers_of, queue_from_url
 from .resume import RESUME_KEY_PREFIX, Resumed, ResumeWorker, resume_decided
 from .web import create_app, inbox_blueprint
 

@@ -7,6 +7,7 @@ script of its own::
     hermes-sdk-inbox --store sqlite:///hermes-inbox.db list --state all --json
     hermes-sdk-inbox --store URL resume --watch 2     # send operator decisions (HERMES_BASE_URL, ...)
     hermes-sdk-inbox --store URL serve --resume       # both in one process
+    hermes-sdk-inbox --store URL end-sessions         # sign every browser out, in every process
 
 ``resume`` and ``serve --resume`` build a ``HermesClient()`` from the environment
 (``HERMES_BASE_URL``, ``HERMES_API_KEY``, ``HERMES_SDK_IDEMPOTENCY_STORE``, or
@@ -26,6 +27,7 @@ from typing import Any, Optional, Sequence
 
 from .inbox import Inbox
 from .resume import ResumeWorker
+from .sessions import LoginSessions
 from .web import create_app, token_from_env
 
 
@@ -41,6 +43,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     listing.add_argument("--operation", default=None, help="only this operation (response_delete, job_pause, ...)")
     listing.add_argument("--id", default=None, help="only entries acting on this id (response, job, session, run...)")
+    sub.add_parser("end-sessions", help="end every login session of the standalone page (each browser signs in "
+                                        "again; the access token itself stays good)")
     resume = sub.add_parser("resume", help="send decided operator entries (operate(resume=...)) and follow them")
     resume.add_argument("--watch", type=float, default=None, metavar="SECONDS",
                         help="keep looking every SECONDS instead of once")
@@ -76,6 +80,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if args.command == "resume":
         return _resume(args)
+    if args.command == "end-sessions":
+        inbox = Inbox(args.store)
+        generation = LoginSessions(inbox.queue).end_all()
+        inbox.close()
+        print(f"hermes-sdk-inbox: every login session ended (generation {generation})", file=sys.stderr)
+        return 0
     token = args.token or token_from_env()
     if not token:
         token = secrets.token_urlsafe(24)

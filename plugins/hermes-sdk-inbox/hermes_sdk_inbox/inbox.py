@@ -11,9 +11,15 @@ An entry (a JSON-able dict; what an operator sees):
   ``pattern_key``, plus ``operator_action_id`` in an operator run); ``input_snapshot``: the
   redacted input (prompts and outputs never in clear); ``input_hash``: the hash every decision
   is bound to;
-- ``reason``: the caller's reason; ``requested_at`` / ``expires_at`` (epoch seconds);
+- ``reason``: the caller's reason (None for a run's command: Hermes gives none);
+  ``requested_at`` / ``expires_at`` (epoch seconds; for a run's command, when Hermes' approval
+  timeout blocks it);
+- ``objective``: for a run's command, what the run was asked to do, as the client's redaction
+  policy shows it (``ApprovalRequest.objective``), or None;
 - ``run``: for a run's approval, ``command`` (scrubbed of credentials), ``pattern_key``,
-  ``choices``, ``allow_permanent`` and the run's ``deadline``;
+  ``description`` (Hermes' text for the pattern), ``choices`` (what Hermes accepts;
+  ``choices_observed`` says whether the provider saw Hermes' request or assumed them),
+  ``allow_permanent`` and the run's ``deadline``; ``identifiers["session_id"]`` is the run's session;
 - ``operator``: for an operator entry, ``action_id`` (what ``operate(resume=...)`` takes) and,
   once :func:`~hermes_sdk_inbox.resume_decided` sent the decision, ``resumed`` (``at``,
   ``choice``, ``status``, ``run_id``, ``error``);
@@ -30,6 +36,7 @@ and unused: the same call asking again finds this entry instead of queueing anot
 from __future__ import annotations
 
 import hashlib
+import inspect
 import time
 import uuid
 from typing import Any, Callable, Optional, Union
@@ -37,7 +44,7 @@ from typing import Any, Callable, Optional, Union
 from hermes_sdk import ApprovalRequest, parse_capability_id
 from hermes_sdk.plugin import Redactor
 
-from .queue import ApprovalQueue, queue_from_url
+from .queue import ApprovalQueue, holds_identifier, identifiers_of, queue_from_url
 
 #: An approved decision is honoured this long after it was made (the SDK's approval TTL).
 DECISION_TTL_SECONDS = 15 * 60
@@ -96,6 +103,10 @@ class Inbox:
     def __init__(self, queue: Union[str, ApprovalQueue], *, clock: Callable[[], float] = time.time) -> None:
         self.queue: ApprovalQueue = queue_from_url(queue) if isinstance(queue, str) else queue
         self.clock = clock
+        try:  # a queue written before list(identifier=...) is read page by page instead
+            self._by_identifier = "identifier" in inspect.signature(self.queue.list).parameters
+        except (TypeError, ValueError):
+            self._by_identifier = False
 
     # ------------------------------------------------------------ reading
 
@@ -116,22 +127,34 @@ class Inbox:
         now = self.clock()
         stored = {"pending": "pending", "expired": None}.get(state or "", state) if state else None
         wanted = identifier.strip() if identifier else None
-        out = []
-        for entry in self.queue.list(state=stored, limit=max(limit * 4, 200)):
-            shown = display_state(entry, now)
-            if state and shown != state:
-                continue
-            if operation and entry.get("operation") != operation:
-                continue
-            if kind and entry.get("kind") != kind:
-                continue
-            ids = identifiers_of(entry)
-            if wanted and wanted != entry["id"] and wanted not in ids.values():
-                continue
-            out.append({**entry, "identifiers": ids, "display_state": shown})
-            if len(out) >= limit:
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        page = max(limit, 200)
+        read = 0
+        while len(out) < limit:  # page through every row: the filters below are not all in the query
+            batch = self._list(stored, page, read, wanted)
+            read += len(batch)
+            for entry in batch:
+                shown = display_state(entry, now)
+                if entry["id"] in seen or entry.get("state") not in STATES or (state and shown != state):
+                    continue
+                if (operation and entry.get("operation") != operation) or (kind and entry.get("kind") != kind):
+                    continue
+                if wanted and not holds_identifier(entry, wanted):
+                    continue
+                seen.add(entry["id"])
+                out.append({**entry, "identifiers": identifiers_of(entry), "display_state": shown})
+                if len(out) >= limit:
+                    break
+            if len(batch) < page:
                 break
         return out
+
+    def _list(self, state: Optional[str], limit: int, offset: int, identifier: Optional[str]) -> list[dict[str, Any]]:
+        """One page of the queue, filtered by identifier in the backend's query when it can."""
+        if identifier is not None and self._by_identifier:
+            return self.queue.list(state=state, limit=limit, offset=offset, identifier=identifier)
+        return self.queue.list(state=state, limit=limit, offset=offset)
 
     # ------------------------------------------------------------ asking
 
@@ -144,13 +167,18 @@ class Inbox:
         identifiers = {str(k): str(v) for k, v in dict(getattr(request, "identifiers", None) or {}).items()}
         operator_action = identifiers.get("operator_action_id") if operation == "run_approval" else None
         kind = "operator" if operator_action else "run" if operation == "run_approval" else "call"
+        said = _scrubber.text(request.reason) if request.reason else None
+        objective = getattr(request, "objective", None)
+        if kind in RUN_KINDS:  # a run's request carries Hermes' description of the pattern, not a caller's reason
+            run = {**(run or {}), "description": said}
+            said = None
         entry: dict[str, Any] = {
             "id": f"inb_{uuid.uuid4().hex}", "version": 1, "state": "pending",
             "open_key": open_key(request.capability_id, request.input_hash),
             "kind": kind, "capability_id": request.capability_id, "endpoint_id": endpoint_id,
             "operation": operation, "identifiers": identifiers,
             "input_snapshot": snapshot, "input_hash": request.input_hash,
-            "reason": _scrubber.text(request.reason) if request.reason else None,
+            "reason": said, "objective": _scrubber.text(objective) if isinstance(objective, str) else None,
             "requested_at": request.requested_at,
             "expires_at": min(request.expires_at, expires_at) if expires_at else request.expires_at,
             "request_id": request.id, "action_id": request.action_id,
@@ -253,15 +281,6 @@ class Inbox:
 
     def close(self) -> None:
         self.queue.close()
-
-
-def identifiers_of(entry: dict[str, Any]) -> dict[str, str]:
-    """An entry's ``identifiers`` (entries queued by an earlier build kept redacted ``targets`` instead)."""
-    ids = entry.get("identifiers")
-    if isinstance(ids, dict):
-        return ids
-    targets = entry.get("targets")
-    return dict(targets) if isinstance(targets, dict) else {}
 
 
 def _split(capability_id: str) -> tuple[Optional[str], str]:

@@ -43,6 +43,13 @@ RUN_APPROVAL = "run_approval"
 _ALL_CHOICES = ["once", "session", "always", "deny"]
 
 
+def _choices(smart_denied: bool, allow_permanent: bool) -> list[str]:
+    """The choices Hermes offers for a request (its ``_approval_event_choices``, spec/hermes-runs.md)."""
+    if smart_denied:
+        return ["once", "deny"]
+    return list(_ALL_CHOICES) if allow_permanent else ["once", "session", "deny"]
+
+
 class InboxProvider:
     """An approval provider backed by the inbox.
 
@@ -88,10 +95,10 @@ class InboxProvider:
         if data.get("event") != "approval.request":
             return
         smart_denied = data.get("smart_denied") is True
+        allow_permanent = data.get("allow_permanent") is not False and not smart_denied
         info = {"pattern_key": data.get("pattern_key") if isinstance(data.get("pattern_key"), str) else None,
-                "choices": ["once", "deny"] if smart_denied else list(_ALL_CHOICES),
-                "allow_permanent": data.get("allow_permanent") is not False and not smart_denied,
-                "smart_denied": smart_denied, "seen_at": time.time()}
+                "choices": _choices(smart_denied, allow_permanent), "choices_observed": True,
+                "allow_permanent": allow_permanent, "smart_denied": smart_denied, "seen_at": time.time()}
         with self._lock:
             self._observed.append(info)
 
@@ -106,9 +113,9 @@ class InboxProvider:
                 elif found is None and info["pattern_key"] is not None and info["pattern_key"] == pattern_key:
                     found = info
                     self._observed.remove(info)
-        run = {"command": request.input_snapshot.get("command"), "description": request.reason,
-               "pattern_key": pattern_key,
-               "choices": list(_ALL_CHOICES), "allow_permanent": True, "smart_denied": False}
+        run = {"command": request.input_snapshot.get("command"),
+               "pattern_key": pattern_key, "choices": list(_ALL_CHOICES), "choices_observed": False,
+               "allow_permanent": True, "smart_denied": False}
         if found is not None:
             run.update({k: v for k, v in found.items() if k not in ("seen_at", "pattern_key")})
         run["deadline"] = self._deadline

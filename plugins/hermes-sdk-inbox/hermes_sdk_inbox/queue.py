@@ -7,6 +7,9 @@ many processes and hosts:
 * ``add`` is atomic on ``entry["open_key"]``: at most one entry holds an open key (one open entry
   per capability and input hash); adding another returns the holder instead.
 * ``update`` is a compare-and-set on ``entry["version"]``: a change made from a stale copy fails.
+
+``list(identifier=...)`` filters in the backend's query over every stored entry (the SQL backends
+narrow with ``LIKE`` on the JSON document, then keep exact matches only).
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import json
 import os
 import sqlite3
 import threading
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
+
+from hermes_sdk.plugin import private_sqlite_files
 
 
 @runtime_checkable
@@ -34,8 +39,11 @@ class ApprovalQueue(Protocol):
         """Replace the stored entry with ``entry`` if its stored ``version`` is still ``version``
         (and ``entry["open_key"]``, if set, is not held by another entry); return whether it did."""
 
-    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
-        """Entries, newest request first; ``state`` filters on the stored state."""
+    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0,
+             identifier: Optional[str] = None) -> list[dict[str, Any]]:
+        """Entries, newest request first; ``state`` filters on the stored state, ``identifier`` keeps
+        the entries whose id is it or whose ``identifiers`` hold it (see :func:`holds_identifier`).
+        A backend without ``identifier`` still works: the inbox then filters page by page."""
 
     def close(self) -> None:
         """Release resources."""
@@ -57,6 +65,50 @@ def _load(raw: Any, entry_id: str) -> dict[str, Any]:
 
 def _dump(entry: dict[str, Any]) -> str:
     return json.dumps(entry, separators=(",", ":"), sort_keys=True)
+
+
+def identifiers_of(entry: dict[str, Any]) -> dict[str, str]:
+    """An entry's ``identifiers`` (entries queued by an earlier build kept redacted ``targets`` instead)."""
+    ids = entry.get("identifiers")
+    if isinstance(ids, dict):
+        return ids
+    targets = entry.get("targets")
+    return dict(targets) if isinstance(targets, dict) else {}
+
+
+def holds_identifier(entry: dict[str, Any], identifier: str) -> bool:
+    """Whether ``identifier`` is the entry's id or one of its :func:`identifiers_of`."""
+    return entry.get("id") == identifier or identifier in identifiers_of(entry).values()
+
+
+def like_identifier(identifier: str) -> str:
+    """A ``LIKE`` pattern (escape ``\\``) matching every stored document that holds ``identifier`` as a
+    JSON string (a superset: :func:`holds_identifier` keeps the exact matches)."""
+    quoted = json.dumps(identifier)  # as _dump writes it (ASCII-escaped)
+    return "%" + quoted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def exact_pages(fetch: Callable[[int, int], list[dict[str, Any]]], identifier: str, limit: int,
+                offset: int, page: int = 200) -> list[dict[str, Any]]:
+    """The ``limit`` exact matches after ``offset`` from a query that may return extra entries:
+    ``fetch(offset, size)`` reads the narrowed query page by page, to its end if need be."""
+    out: list[dict[str, Any]] = []
+    skipped = read = 0
+    while len(out) < limit:
+        batch = fetch(read, page)
+        read += len(batch)
+        for doc in batch:
+            if not holds_identifier(doc, identifier):
+                continue
+            if skipped < offset:
+                skipped += 1
+                continue
+            out.append(doc)
+            if len(out) >= limit:
+                break
+        if len(batch) < page:
+            break
+    return out
 
 
 class MemoryQueue:
@@ -99,9 +151,11 @@ class MemoryQueue:
             self._entries[entry["id"]] = _dump(entry)
             return True
 
-    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0,
+             identifier: Optional[str] = None) -> list[dict[str, Any]]:
         docs = [_load(raw, eid) for eid, raw in list(self._entries.items())]
-        docs = [d for d in docs if state is None or d.get("state") == state]
+        docs = [d for d in docs if (state is None or d.get("state") == state)
+                and (identifier is None or holds_identifier(d, identifier))]
         docs.sort(key=lambda d: (-float(d["requested_at"]), d["id"]))
         return docs[offset:offset + limit]
 
@@ -124,8 +178,10 @@ class SQLiteQueue:
         self._conns: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        private_sqlite_files(path)  # entries hold ids and reasons: 0600, with their -wal and -shm
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
+        private_sqlite_files(path)
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS hermes_sdk_schema (component TEXT PRIMARY KEY,"
@@ -146,10 +202,6 @@ class SQLiteQueue:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        try:
-            os.chmod(path, 0o600)
-        except OSError:
-            pass
 
     def _conn(self) -> sqlite3.Connection:
         conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)
@@ -196,14 +248,23 @@ class SQLiteQueue:
             return False
         return cur.rowcount == 1
 
-    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
-        sql = "SELECT id, doc FROM hermes_approval_queue"
+    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0,
+             identifier: Optional[str] = None) -> list[dict[str, Any]]:
+        where: list[str] = []
         args: tuple[Any, ...] = ()
         if state is not None:
-            sql += " WHERE state=?"
-            args = (state,)
+            where.append("state=?")
+            args += (state,)
+        if identifier is not None:
+            where.append("(id=? OR doc LIKE ? ESCAPE '\\')")
+            args += (identifier, like_identifier(identifier))
+        sql = "SELECT id, doc FROM hermes_approval_queue" + (" WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY requested_at DESC, id LIMIT ? OFFSET ?"
-        return [_load(doc, eid) for eid, doc in self._conn().execute(sql, args + (limit, offset))]
+
+        def fetch(start: int, size: int) -> list[dict[str, Any]]:
+            return [_load(doc, eid) for eid, doc in self._conn().execute(sql, args + (size, start))]
+
+        return fetch(offset, limit) if identifier is None else exact_pages(fetch, identifier, limit, offset)
 
     def close(self) -> None:
         with self._lock:

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 
-from .queue import _dump, _load
+from .queue import _dump, _load, holds_identifier
 
 DEFAULT_PREFIX = "hermes_sdk:inbox:"
 
@@ -89,7 +89,9 @@ class RedisQueue:
             except redis.WatchError:
                 return False
 
-    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0,
+             identifier: Optional[str] = None) -> list[dict[str, Any]]:
+        """Newest first, read through the whole index when the filters need it (Redis has no query)."""
         out: list[dict[str, Any]] = []
         start = 0
         skipped = 0
@@ -104,6 +106,8 @@ class RedisQueue:
                     continue
                 doc = _load(raw, eid)
                 if state is not None and doc.get("state") != state:
+                    continue
+                if identifier is not None and not holds_identifier(doc, identifier):
                     continue
                 if skipped < offset:
                     skipped += 1

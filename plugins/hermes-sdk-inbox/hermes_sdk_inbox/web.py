@@ -21,13 +21,15 @@ import json
 import logging
 import os
 import secrets
+import time
 from typing import Any, Callable, Optional, Union
 
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, render_template_string, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from .inbox import Inbox, InboxError, display_state, identifiers_of
-from .queue import ApprovalQueue
+from .inbox import Inbox, InboxError, display_state
+from .queue import ApprovalQueue, identifiers_of
+from .sessions import LoginSessions
 
 Authenticate = Callable[[Any], Optional[str]]
 Authorize = Callable[[str, dict[str, Any], str], bool]
@@ -37,14 +39,15 @@ log = logging.getLogger("hermes_sdk_inbox")
 
 _BASE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+{% if refresh %}<meta http-equiv="refresh" content="{{ refresh }}">{% endif %}
 <style>
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
 .state{font-weight:bold}.state-pending{color:#b35c00}.state-approved{color:#19713a}.state-denied{color:#a40e26}
 .state-expired{color:#666}code{word-break:break-all}form.decide{margin:.5rem 0;padding:.5rem;border:1px solid #ccc}
-.error{color:#a40e26;font-weight:bold}label{display:block;margin:.3rem 0}
+.error{color:#a40e26;font-weight:bold}.left{font-weight:bold;color:#b35c00}.note{color:#555;font-size:.9em}label{display:block;margin:.3rem 0}form.account{display:inline;margin-left:1rem}
 </style></head><body>
-<p><a href="{{ url_for(bp + '.index') }}">{{ title }}</a> &middot; signed in as <span id="operator">{{ identity }}</span></p>
+<p><a href="{{ url_for(bp + '.index') }}">{{ title }}</a> &middot; signed in as <span id="operator">{{ identity }}</span>{{ account|safe }}</p>
 {% if error %}<p class="error" id="error">{{ error }}</p>{% endif %}
 {{ body|safe }}
 </body></html>"""
@@ -58,34 +61,43 @@ _LIST = """<h1>{{ heading }}</h1>
 <label>Operation <input name="operation" value="{{ operation or '' }}"></label>
 <label>Id <input name="id" value="{{ identifier or '' }}" placeholder="resp_…, job id, session id, run_…, act_…"></label>
 <button type="submit">Filter</button></form>
-<table id="entries"><tr><th>Entry</th><th>State</th><th>Operation</th><th>What</th><th>Reason</th><th>Requested</th><th>Expires</th></tr>
+<p class="note" id="refresh-note">This list reloads itself every {{ refresh }} seconds.</p>
+<table id="entries"><tr><th>Entry</th><th>State</th><th>Operation</th><th>What</th><th>Caller's reason</th><th>Requested</th><th>Time left</th></tr>
 {% for e in entries %}<tr class="entry" data-entry="{{ e.id }}">
 <td><a href="{{ url_for(bp + '.detail', entry_id=e.id) }}">{{ e.id }}</a></td>
 <td class="state state-{{ e.display_state }}">{{ e.display_state }}</td>
 <td>{{ e.operation }} <small>({{ e.kind }})</small></td>
 <td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
 {% for k, v in e.identifiers.items() %}{% if k != 'pattern_key' %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endif %}{% endfor %}</td>
-<td>{{ e.reason or '' }}</td><td>{{ fmt(e.requested_at) }}</td><td>{{ fmt(e.expires_at) }}</td></tr>
+<td>{{ e.reason or '' }}</td><td>{{ fmt(e.requested_at) }}</td>
+<td>{% set s = left(e) %}{% if s is not none %}<span class="left" data-seconds="{{ s }}">{{ duration(s) }}</span>{% if e.kind != 'call' %} <small>until Hermes blocks it</small>{% endif %}{% else %}{{ fmt(e.expires_at) }}{% endif %}</td></tr>
 {% else %}<tr><td colspan="7" id="empty">Nothing here.</td></tr>{% endfor %}</table>"""
 
 _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <p>State: <span id="state" class="state state-{{ state }}">{{ state }}</span></p>
 <table id="fields">
 <tr><th>Operation</th><td id="operation">{{ e.operation }} ({{ e.kind }}) on endpoint {{ e.endpoint_id }}</td></tr>
+<tr><th>Endpoint</th><td id="endpoint">{{ e.endpoint_id or '-' }}</td></tr>
+<tr><th>Tenant</th><td id="tenant">{{ e.tenant_id or '-' }}</td></tr>
+<tr><th>Principal</th><td id="principal">{{ e.principal_id or '-' }}</td></tr>
 <tr><th>Capability</th><td><code>{{ e.capability_id }}</code></td></tr>
-{% if e.run %}<tr><th>Command</th><td><code id="command">{{ e.run.command }}</code></td></tr>
-<tr><th>Pattern</th><td id="pattern">{{ e.run.pattern_key or e.identifiers.pattern_key or e.run.description or 'unknown' }}</td></tr>
-{% if e.run.deadline %}<tr><th>Run deadline</th><td>{{ fmt(e.run.deadline) }}</td></tr>{% endif %}
-<tr><th>Choices</th><td>{{ (e.run.choices or [])|join(', ') }}</td></tr>{% endif %}
+{% if e.run %}<tr><th>What the run was asked to do</th><td id="objective">{% if e.objective %}{{ e.objective }}{% else %}<i>not known to the inbox</i>{% endif %}</td></tr>
+<tr><th>Session</th><td id="session">{{ e.identifiers.session_id or '-' }}</td></tr>
+<tr><th>Command</th><td><code id="command">{{ e.run.command }}</code></td></tr>
+<tr><th>Hermes' pattern</th><td id="pattern">{{ e.run.pattern_key or e.identifiers.pattern_key or 'unknown' }}</td></tr>
+<tr><th>Hermes' description</th><td id="description">{{ e.run.description or e.reason or '-' }}</td></tr>
+<tr><th>Hermes blocks it</th><td>{% if left_s is not none %}in <span id="time-left" class="left" data-seconds="{{ left_s }}">{{ duration(left_s) }}</span>, {% endif %}at {{ fmt(e.expires_at) }}
+<span class="note">(its approval timeout{% if e.run.deadline %} or the run's deadline, {{ fmt(e.run.deadline) }}{% endif %}: silence is not consent)</span></td></tr>
+<tr><th>Hermes accepts</th><td id="choices">{{ (e.run.choices or [])|join(', ') }}{% if not e.run.choices_observed %} <span class="note">(assumed: the inbox did not see Hermes' request; a session approval Hermes does not offer is sent as once)</span>{% endif %}
+{% if 'always' in (e.run.choices or []) %}<br><span class="note">"always" is not offered here: it makes Hermes allow the pattern in every later run and rewrites its config.</span>{% endif %}</td></tr>{% endif %}
 <tr><th>Acts on</th><td id="identifiers">{% for k, v in e.identifiers.items() %}<span class="id" data-name="{{ k }}">{{ k }}=<code>{{ v }}</code></span> {% endfor %}</td></tr>
 {% if e.operator %}<tr><th>Operator action</th><td><code id="operator-action">{{ e.operator.action_id }}</code>: the decision resumes it
 {% if e.operator.resumed %}<br><span id="resumed">resumed at {{ fmt(e.operator.resumed.at) }} with <b>{{ e.operator.resumed.choice }}</b>: {{ e.operator.resumed.status }}</span>{% endif %}</td></tr>{% endif %}
 <tr><th>Input (redacted)</th><td><code>{{ snapshot }}</code></td></tr>
 <tr><th>Input hash</th><td><code id="input-hash">{{ e.input_hash }}</code></td></tr>
-<tr><th>Caller's reason</th><td id="reason">{{ e.reason or '' }}</td></tr>
-<tr><th>Principal / tenant</th><td>{{ e.principal_id or '-' }} / {{ e.tenant_id or '-' }}</td></tr>
+{% if not e.run %}<tr><th>Caller's reason</th><td id="reason">{{ e.reason or '' }}</td></tr>{% endif %}
 <tr><th>Requested</th><td>{{ fmt(e.requested_at) }}</td></tr>
-<tr><th>Expires</th><td id="expires">{{ fmt(e.expires_at) }}</td></tr>
+{% if not e.run %}<tr><th>Expires</th><td id="expires">{% if left_s is not none %}in <span id="time-left" class="left" data-seconds="{{ left_s }}">{{ duration(left_s) }}</span>, {% endif %}at {{ fmt(e.expires_at) }}</td></tr>{% endif %}
 {% if e.decision %}<tr><th>Decision</th><td id="decision">{{ e.decision.decision }}{% if e.decision.scope %} ({{ e.decision.scope }}){% endif %}
 by <b id="approver">{{ e.decision.approver }}</b>{% if e.decision.authenticated_as and e.decision.authenticated_as != e.decision.approver %}
 (signed in as {{ e.decision.authenticated_as }}){% endif %} at {{ fmt(e.decision.decided_at) }}: <span id="decision-reason">{{ e.decision.reason }}</span>;
@@ -99,17 +111,44 @@ on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
 <input type="hidden" name="input_hash" value="{{ e.input_hash }}">
 <label>Your name <input name="operator" id="operator-name" value="{{ identity }}" required></label>
 <label>Reason <input name="reason" id="decision-reason-input" required size="60"></label>
-<button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.run %} once{% endif %}</button>
+<button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.run %} once (this command){% endif %}</button>
 {% if e.run and 'session' in (e.run.choices or []) %}
-<button type="submit" name="action" value="approve_session" id="approve-session">Approve for this run's session</button>{% endif %}
+<button type="submit" name="action" value="approve_session" id="approve-session">Approve this pattern for the rest of the run (session)</button>{% endif %}
 <button type="submit" name="action" value="deny" id="deny">Deny</button>
 </form>{% elif state == "expired" %}<p id="expired-note">This entry expired; it can no longer be approved.</p>{% endif %}"""
+
+
+#: Seconds between the list's own reloads (a meta refresh: no script, which the page's CSP forbids).
+LIST_REFRESH_SECONDS = 5
+
+
+def _left(entry: dict[str, Any]) -> Optional[int]:
+    """Whole seconds until a pending entry expires (for a run's command: Hermes blocks it), else None."""
+    if display_state(entry) != "pending":
+        return None
+    return max(0, int(float(entry["expires_at"]) - time.time()))
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 def _fmt(ts: Any) -> str:
     if not isinstance(ts, (int, float)):
         return "-"
     return _dt.datetime.fromtimestamp(float(ts), _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """A timing-safe equality of two texts, whatever their characters (``compare_digest`` refuses
+    non-ASCII ``str``: an operator named "José" must not turn every decision into a 500)."""
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
 
 
 def _headers(resp: Response) -> Response:
@@ -125,7 +164,8 @@ def _headers(resp: Response) -> Response:
 def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Authenticate,
                     authorize: Optional[Authorize] = None, secret_key: Optional[Union[str, bytes]] = None,
                     name: str = "hermes_inbox", title: str = "Approval inbox",
-                    on_decision: Optional[OnDecision] = None) -> Blueprint:
+                    on_decision: Optional[OnDecision] = None,
+                    account: Optional[Callable[[], str]] = None) -> Blueprint:
     """A blueprint serving the inbox; mount it with ``app.register_blueprint(bp, url_prefix="/inbox")``.
 
     Args:
@@ -137,6 +177,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         secret_key: signs the CSRF tokens; default the app's ``SECRET_KEY`` (required then).
         name: the blueprint's name (``url_for(name + ".index")``).
         title: the page title.
+        account: ``account() -> html``: markup shown beside the operator's name (the standalone
+            app's sign-out forms); it must escape what it includes.
         on_decision: ``on_decision(entry)`` after each decision is stored, e.g. to enqueue a task
             that runs :func:`~hermes_sdk_inbox.resume_decided` for an ``operator`` entry. What it
             raises is logged; the decision stands.
@@ -158,9 +200,9 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         return str(who)
 
     def page(body_template: str, status: int = 200, error: Optional[str] = None, **ctx: Any) -> Response:
-        body = render_template_string(body_template, bp=name, fmt=_fmt, **ctx)
-        html = render_template_string(_BASE, body=body, bp=name, title=title, error=error,
-                                      identity=ctx.get("identity", ""))
+        body = render_template_string(body_template, bp=name, fmt=_fmt, left=_left, duration=_duration, **ctx)
+        html = render_template_string(_BASE, body=body, bp=name, title=title, error=error, refresh=ctx.get("refresh"),
+                                      identity=ctx.get("identity", ""), account=account() if account else "")
         return Response(html, status=status, mimetype="text/html")
 
     @bp.after_request
@@ -177,7 +219,7 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         entries = inbox.entries(state=None if state == "all" else state, kind=kind, operation=operation,
                                 identifier=identifier)
         return page(_LIST, heading=f"Approvals: {state}", entries=entries, state=state, kind=kind,
-                    operation=operation, identifier=identifier, identity=who)
+                    operation=operation, identifier=identifier, identity=who, refresh=LIST_REFRESH_SECONDS)
 
     def render_detail(entry_id: str, who: str, status: int = 200, error: Optional[str] = None) -> Response:
         try:
@@ -187,6 +229,7 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         csrf = serializer().dumps({"o": who, "e": entry["id"], "h": entry["input_hash"]})
         entry = {**entry, "identifiers": identifiers_of(entry)}
         return page(_DETAIL, status=status, error=error, e=entry, state=display_state(entry), csrf=csrf,
+                    left_s=_left(entry),
                     snapshot=json.dumps(entry.get("input_snapshot"), sort_keys=True), identity=who)
 
     @bp.route("/<entry_id>", methods=["GET"])
@@ -202,8 +245,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         except BadSignature:
             return render_detail(entry_id, who, status=400, error="The form expired or was not issued here (CSRF).")
         posted_hash = form.get("input_hash", "")
-        if not (isinstance(token, dict) and hmac.compare_digest(str(token.get("o")), who)
-                and token.get("e") == entry_id and hmac.compare_digest(str(token.get("h")), posted_hash)):
+        if not (isinstance(token, dict) and _same(token.get("o"), who)
+                and token.get("e") == entry_id and _same(token.get("h"), posted_hash)):
             return render_detail(entry_id, who, status=400, error="The form was not issued for this entry (CSRF).")
         action = form.get("action", "")
         decision, scope = {"approve_once": ("approved", "once"), "approve_session": ("approved", "session"),
@@ -244,6 +287,13 @@ _LOGIN = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Ap
 
 COOKIE = "hermes_inbox_auth"
 NONCE_COOKIE = "hermes_inbox_login"
+#: How long a login cookie is good for (unless its session is signed out or every session is ended).
+SESSION_SECONDS = 12 * 3600
+
+_ACCOUNT = """<form method="post" class="account" action="{{ logout }}"><input type="hidden" name="csrf_token" value="{{ csrf }}">
+<button type="submit" id="sign-out">Sign out</button></form>
+<form method="post" class="account" action="{{ end }}"><input type="hidden" name="csrf_token" value="{{ csrf }}">
+<button type="submit" id="end-sessions">End every session</button></form>"""
 
 
 def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_key: Optional[str] = None,
@@ -252,35 +302,87 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
     """The standalone inbox (``hermes-sdk-inbox --store URL``): every request needs ``token``.
 
     Send it as ``Authorization: Bearer <token>``, or sign in once at ``/login`` (an HttpOnly,
-    SameSite=Strict cookie signed with ``secret_key`` follows). The signed-in identity is
-    ``operator``; each decision also records the name typed into the form. ``on_decision`` is
-    the blueprint's hook (``hermes-sdk-inbox serve --resume`` gives a :class:`ResumeWorker`'s
-    ``wake``).
+    SameSite=Strict cookie signed with ``secret_key`` follows, good for 12 hours). ``POST
+    /logout`` signs that cookie out for good (on the server, not only in the browser);
+    ``POST /sessions/end`` (or ``hermes-sdk-inbox end-sessions``) ends every session issued so
+    far, in every process serving the store (see :mod:`hermes_sdk_inbox.sessions`); the page
+    offers both. The signed-in identity is ``operator``; each decision also records the name typed
+    into the form. ``on_decision`` is the blueprint's hook (``hermes-sdk-inbox serve --resume``
+    gives a :class:`ResumeWorker`'s ``wake``).
     """
     if not token or len(token) < 16:
         raise ValueError("the standalone inbox needs an access token of at least 16 characters")
     app = Flask(__name__)
     app.config["SECRET_KEY"] = secret_key or secrets.token_hex(32)
     cookies = URLSafeTimedSerializer(app.config["SECRET_KEY"], salt="hermes-sdk-inbox.login")
+    actions = URLSafeTimedSerializer(app.config["SECRET_KEY"], salt="hermes-sdk-inbox.account")
+    inbox = store if isinstance(store, Inbox) else Inbox(store)
+    sessions = LoginSessions(inbox.queue)
+
+    def bearer(req: Any) -> bool:
+        header = req.headers.get("Authorization", "")
+        return header.startswith("Bearer ") and _same(header[7:], token)
+
+    def session_of(req: Any) -> Optional[str]:
+        """The id of the request's login session while it is good, else None."""
+        try:
+            data = cookies.loads(req.cookies.get(COOKIE, ""), max_age=SESSION_SECONDS)
+        except BadSignature:
+            return None
+        if not isinstance(data, dict) or not sessions.valid(data.get("g"), data.get("s")):
+            return None
+        return str(data["s"])
 
     def authenticate(req: Any) -> Optional[str]:
-        header = req.headers.get("Authorization", "")
-        if header.startswith("Bearer ") and hmac.compare_digest(header[7:].encode(), token.encode()):
-            return operator
-        try:
-            if cookies.loads(req.cookies.get(COOKIE, ""), max_age=12 * 3600) == "ok":
-                return operator
-        except BadSignature:
-            pass
-        return None
+        return operator if bearer(req) or session_of(req) is not None else None
 
-    bp = inbox_blueprint(store, authenticate=authenticate, on_decision=on_decision)
+    def account() -> str:
+        sid = session_of(request)
+        if sid is None:
+            return ""
+        return render_template_string(_ACCOUNT, csrf=actions.dumps(sid), logout=url_for("logout"),
+                                      end=url_for("end_sessions"))
+
+    def form_for_session(sid: str) -> bool:
+        try:
+            return _same(actions.loads(request.form.get("csrf_token", ""), max_age=CSRF_MAX_AGE), sid)
+        except BadSignature:
+            return False
+
+    def signed_out() -> Response:
+        resp = redirect(url_for("login"), code=303)
+        resp.delete_cookie(COOKIE)
+        return _headers(resp)
+
+    bp = inbox_blueprint(inbox, authenticate=authenticate, on_decision=on_decision, account=account)
     app.register_blueprint(bp, url_prefix=url_prefix or None)
     app.inbox = bp.inbox  # type: ignore[attr-defined]
+    app.sessions = sessions  # type: ignore[attr-defined]
 
     @app.errorhandler(401)
     def unauthorized(_: Any) -> Any:
         return redirect(url_for("login"), code=303)
+
+    @app.route(f"{url_prefix}/logout", methods=["POST"])
+    def logout() -> Any:
+        sid = session_of(request)
+        if sid is not None:
+            if not form_for_session(sid):
+                return _headers(Response("The form was not issued for this session (CSRF).", status=400))
+            sessions.sign_out(sid, time.time() + SESSION_SECONDS)
+        return signed_out()
+
+    @app.route(f"{url_prefix}/sessions/end", methods=["POST"])
+    def end_sessions() -> Any:
+        sid = session_of(request)
+        if not bearer(request):
+            if sid is None:
+                return redirect(url_for("login"), code=303)
+            if not form_for_session(sid):
+                return _headers(Response("The form was not issued for this session (CSRF).", status=400))
+        generation = sessions.end_all()
+        log.info("hermes-sdk-inbox: every login session ended (generation %d)", generation)
+        return signed_out()
 
     @app.route(f"{url_prefix}/login", methods=["GET", "POST"])
     def login() -> Any:
@@ -288,16 +390,17 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
         if request.method == "POST":
             nonce = request.cookies.get(NONCE_COOKIE, "")
             try:
-                ok = bool(nonce) and hmac.compare_digest(str(cookies.loads(request.form.get("csrf_token", ""),
-                                                                           max_age=CSRF_MAX_AGE)), nonce)
+                ok = bool(nonce) and _same(cookies.loads(request.form.get("csrf_token", ""), max_age=CSRF_MAX_AGE),
+                                           nonce)
             except BadSignature:
                 ok = False
             if not ok:
                 error = "The form expired or was not issued here (CSRF)."
-            elif hmac.compare_digest(request.form.get("token", "").encode(), token.encode()):
+            elif _same(request.form.get("token", ""), token):
                 resp = redirect(url_for(bp.name + ".index"), code=303)
-                resp.set_cookie(COOKIE, cookies.dumps("ok"), httponly=True, samesite="Strict",
-                                secure=request.is_secure, max_age=12 * 3600)
+                session = {"s": secrets.token_urlsafe(16), "g": sessions.generation()}
+                resp.set_cookie(COOKIE, cookies.dumps(session), httponly=True, samesite="Strict",
+                                secure=request.is_secure, max_age=SESSION_SECONDS)
                 resp.delete_cookie(NONCE_COOKIE)
                 return _headers(resp)
             else:

@@ -10,6 +10,7 @@ Skipped only when Chromium or its driver is missing and not under CI (``CI=true`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 from hermes_sdk_inbox import InboxProvider
 
-from hermes_sdk import HermesClient
+from hermes_sdk import ExecutionContext, HermesClient
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
@@ -73,12 +74,13 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         driver.quit()
 
 
-@pytest.fixture
-def inbox_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """The standalone command on a free port: (base URL, store URL). Stopped by its PID."""
+@contextlib.contextmanager
+def _serve(tmp_path: Path, operator: str = "operator") -> Iterator[tuple[str, str]]:
+    """The standalone command on a free port, signed in as ``operator``: (base URL, store URL). Stopped by its PID."""
     store = f"sqlite:///{tmp_path / 'inbox.db'}"
     proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk_inbox.cli", "--store", store, "--port", "0",
-                             "--token", TOKEN], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             "--token", TOKEN, "--operator", operator],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, encoding="utf-8")
     try:
         base = None
         deadline = time.monotonic() + 30
@@ -95,6 +97,12 @@ def inbox_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def inbox_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    with _serve(tmp_path) as served:
+        yield served
 
 
 def _wait(predicate: Any, timeout: float = 20.0) -> Any:
@@ -195,3 +203,87 @@ def test_a_person_approves_one_run_and_denies_another_in_chromium(browser: Any,
         client.close()
         provider.close()
         emulator.stop()
+
+
+OPERATOR = "Дана Ковальчук"  # the identity the token signs in as: not ASCII
+
+
+def _sign_in(driver: Any, base: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(base + "/")
+    driver.find_element(By.ID, "token").send_keys(TOKEN)
+    driver.find_element(By.ID, "sign-in").click()
+    _wait(lambda: driver.find_elements(By.ID, "entries"))
+
+
+def test_an_operator_named_dana_sees_the_countdown_and_approves_from_the_detail_page(
+        browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    files = {"/scratch/victim/c/data.txt": "delete me"}
+    emulator = HermesEmulator(toolsets=TOOLSETS, files=files, approval_timeout=60).start()
+    with _serve(tmp_path, OPERATOR) as (base, store):
+        provider = InboxProvider(store, poll_interval=0.05)
+        client = HermesClient(emulator.base_url, emulator.api_key, load_entrypoints=False, plugins=[provider],
+                              context=ExecutionContext(principal_id="user-7", tenant_id="acme"))
+        objective = "TOOL:terminal:rm -rf /scratch/victim/c"
+        outcome: dict[str, Any] = {}
+
+        def follow() -> None:
+            run = client.run(objective, idempotency_key="browser-dana", session_id="cleanup-session-3")
+            outcome["run_id"] = run.id
+            outcome["result"] = run.wait(timeout=90)
+
+        worker = threading.Thread(target=follow)
+        try:
+            _sign_in(browser, base)
+            assert browser.find_element(By.ID, "operator").text == OPERATOR
+            worker.start()
+
+            # the list: the run's entry counts down to Hermes' own timeout, reloading by itself
+            def countdown() -> Any:
+                browser.get(base + "/?state=pending&kind=run")
+                return browser.find_elements(By.CSS_SELECTOR, "tr.entry .left")
+
+            first = _wait(countdown)[0]
+            seconds = int(first.get_attribute("data-seconds"))
+            assert 0 < seconds <= 60 and "until Hermes blocks it" in browser.find_element(By.ID, "entries").text
+            shown_at = time.monotonic()
+            _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "tr.entry .left")[0] != first, timeout=20)
+            reloaded_after = time.monotonic() - shown_at  # no browser.get: the page's meta refresh
+            later = int(browser.find_elements(By.CSS_SELECTOR, "tr.entry .left")[0].get_attribute("data-seconds"))
+            assert later < seconds, (seconds, later)
+            print(f"list reloaded itself after {reloaded_after:.1f} s; time left {seconds} s -> {later} s")
+
+            # the detail page: what the agent was asked, where, for whom, and what Hermes accepts
+            browser.find_element(By.CSS_SELECTOR, "tr.entry a").click()
+            _wait(lambda: browser.find_elements(By.ID, "decide"))
+            text = {name: browser.find_element(By.ID, name).text for name in (
+                "objective", "endpoint", "tenant", "principal", "session", "pattern", "description", "choices",
+                "time-left")}
+            assert text["objective"] == objective
+            assert (text["endpoint"], text["tenant"], text["principal"]) == ("default", "acme", "user-7")
+            assert text["session"] == "cleanup-session-3"
+            assert text["pattern"] == "delete in root path" == text["description"]
+            assert not browser.find_elements(By.ID, "reason")  # no "Caller's reason": Hermes gave none
+            offered = text["choices"].split()[0:4]
+            assert [c.strip(",") for c in offered] == ["once", "session", "always", "deny"]
+            buttons = {b.get_attribute("value") for b in browser.find_elements(By.CSS_SELECTOR, "#decide button")}
+            assert buttons == {"approve_once", "approve_session", "deny"}  # each one a choice Hermes accepts
+            assert 0 < int(browser.find_element(By.ID, "time-left").get_attribute("data-seconds")) <= later
+            browser.find_element(By.ID, "decision-reason-input").send_keys("переглянуто: scratch only")
+            browser.find_element(By.ID, "approve-once").click()
+            _wait(lambda: browser.find_element(By.ID, "state").text == "approved")
+            worker.join(timeout=90)
+            assert outcome["result"].status == "completed", outcome
+            assert "/scratch/victim/c/data.txt" not in emulator.files
+            entry = provider.inbox.entries(state="approved", kind="run")[0]
+            assert entry["decision"]["authenticated_as"] == OPERATOR
+            assert entry["decision"]["reason"] == "переглянуто: scratch only" and entry["used"]
+            assert entry["identifiers"]["run_id"] == outcome["run_id"]
+        finally:
+            worker.join(timeout=90)
+            client.close()
+            provider.close()
+            emulator.stop()

@@ -82,7 +82,10 @@ def test_the_decision_resumes_the_operator_action_from_another_process(tools_emu
     # what the operator sees: the action, the run, the command and its pattern key, all in clear
     assert entry["operation"] == "run_approval" and entry["operator"]["action_id"] == waiting.action_id
     assert entry["identifiers"] == {"run_id": waiting.run_id, "pattern_key": "delete in root path",
-                                    "operator_action_id": waiting.action_id}
+                                    "operator_action_id": waiting.action_id,
+                                    "session_id": f"aip-operator-{waiting.action_id}"}
+    assert entry["objective"] == DANGEROUS and entry["reason"] is None  # Hermes gives no caller's reason
+    assert entry["run"]["description"] == "delete in root path" and entry["run"]["choices_observed"] is True
     assert entry["run"]["command"] == f"rm -rf {VICTIM}" and entry["run"]["pattern_key"] == "delete in root path"
     assert "session" in entry["run"]["choices"] and entry["expires_at"] <= entry["requested_at"] + 60.5
     assert [e["id"] for e in provider.inbox.entries(identifier=waiting.action_id)] == [entry["id"]]

@@ -97,14 +97,26 @@ class SQLApprovalQueue:
             return False  # its open_key is held by another entry
         return bool(result.rowcount)
 
-    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
-        """Entries, newest first (``state`` filters on the stored state)."""
+    def list(self, *, state: Optional[str] = None, limit: int = 100, offset: int = 0,
+             identifier: Optional[str] = None) -> list[dict[str, Any]]:
+        """Entries, newest first (``state`` filters on the stored state; ``identifier`` in the query,
+        over every row: the entry's id, or a ``LIKE`` on its document narrowed to exact matches)."""
         t = self.table
-        query = sa.select(t.c.id, t.c.doc).order_by(t.c.requested_at.desc(), t.c.id).limit(limit).offset(offset)
+        query = sa.select(t.c.id, t.c.doc).order_by(t.c.requested_at.desc(), t.c.id)
         if state is not None:
             query = query.where(t.c.state == state)
-        with self.engine.connect() as conn:
-            return [_load(row[1], row[0]) for row in conn.execute(query)]
+        if identifier is not None:
+            # what an entry holds is the inbox's rule (only the inbox asks by identifier)
+            from hermes_sdk_inbox.queue import exact_pages, like_identifier
+
+            query = query.where(sa.or_(t.c.id == identifier,
+                                       t.c.doc.like(like_identifier(identifier), escape="\\")))
+
+        def fetch(start: int, size: int) -> list[dict[str, Any]]:
+            with self.engine.connect() as conn:
+                return [_load(row[1], row[0]) for row in conn.execute(query.limit(size).offset(start))]
+
+        return fetch(offset, limit) if identifier is None else exact_pages(fetch, identifier, limit, offset)
 
     def close(self) -> None:
         """Dispose of the engine's pool when this queue created the engine."""

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from hermes_sdk.errors import PluginError
+from hermes_sdk.plugin import private_sqlite_files
 
 SCHEMA_TABLE = "hermes_sdk_schema"
 #: (component, from_version) -> migration that brings the component's tables to from_version + 1.
@@ -67,9 +68,10 @@ def sqlalchemy_url(url: str) -> Optional[URL]:
         return None
 
 
-def _sqlite_begin_immediate(engine: Engine) -> None:
+def _sqlite_begin_immediate(engine: Engine, path: str) -> None:
     """SQLite: every transaction takes the write lock first (BEGIN IMMEDIATE), so read-then-write
-    steps wait for another writer instead of failing (SQLAlchemy's documented recipe)."""
+    steps wait for another writer instead of failing (SQLAlchemy's documented recipe); the
+    database file ``path`` and its side files stay 0600."""
 
     @sa.event.listens_for(engine, "connect")
     def _connect(dbapi_conn: Any, _record: Any) -> None:
@@ -80,6 +82,7 @@ def _sqlite_begin_immediate(engine: Engine) -> None:
             cur.execute("PRAGMA busy_timeout=30000")
         finally:
             cur.close()
+        private_sqlite_files(path)  # the -wal and -shm files sqlite may have created just now
 
     @sa.event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
@@ -95,12 +98,17 @@ def make_engine(url_or_engine: Union[str, URL, Engine], **engine_kwargs: Any) ->
     else:
         parsed = url_or_engine
     kwargs: dict[str, Any] = {"pool_pre_ping": True, "future": True}
+    sqlite_path = ""
     if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        # a file database (not :memory:, not a file: URI) is made 0600 before sqlite first opens it
+        if parsed.database and parsed.query.get("uri") not in ("true", "1"):
+            sqlite_path = parsed.database
+            private_sqlite_files(sqlite_path)
     kwargs.update(engine_kwargs)
     engine = sa.create_engine(parsed, **kwargs)
     if engine.dialect.name == "sqlite":
-        _sqlite_begin_immediate(engine)
+        _sqlite_begin_immediate(engine, sqlite_path)
     return engine, True
 
 
