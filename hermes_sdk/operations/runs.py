@@ -15,8 +15,8 @@ from ..aggregate import Accumulator, Aggregate
 from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..errors import (
     ApprovalNotActiveError,
-    ApprovalRequiredError,
     ApprovalNotPendingError,
+    ApprovalRequiredError,
     HermesError,
     InvalidApprovalChoiceError,
     InvalidInputError,

@@ -20,6 +20,7 @@ from .. import convert
 from .._constants import DELETE_KEY_TTL_SECONDS
 from .._sentinels import REQUIRED
 from ..approval import ApprovalDecision, ApprovalRequest, ask
+from ..capabilities import capability_id
 from ..deadline import TimeoutLike, as_timeout
 from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
 from ..errors import (
@@ -37,7 +38,6 @@ from ..errors import (
 )
 from ..events import ApprovalRequested
 from ..executor import Executor, new_action_id
-from ..capabilities import capability_id
 from ..idempotency import COMPLETED, IdempotencyRecord
 from ..models import ActionResult
 from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START, RUNNER

@@ -25,6 +25,7 @@ import time
 from typing import Any, NamedTuple, Optional, Union
 
 import attrs
+
 from hermes_sdk import ExecutionContext, HermesError, OperatorResult
 
 from .inbox import Inbox
