@@ -16,11 +16,11 @@ from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
-    ApprovalRequiredError,
     HermesError,
     InvalidApprovalChoiceError,
     InvalidInputError,
     InvalidResponseError,
+    OperatorRunError,
     RunNotFoundError,
     RunStoppedError,
 )
@@ -141,7 +141,7 @@ def admit_approval(call: Any) -> None:
     ``operate(resume=..., choice=..., approval=...)``, the operator's approval gate)."""
     admit_answer(call)
     if is_operator_run(call.runtime.store, call.endpoint.base_url, call.input.get("run_id")):
-        raise ApprovalRequiredError(
+        raise OperatorRunError(
             "this run was started by client.operate(): its commands are answered only through the operator's "
             "approval gate, operate(resume=<operator action id>, choice=..., approval=...); nothing was sent",
             details={"field": "run_id", "reason": "operator_run", "sent": False})

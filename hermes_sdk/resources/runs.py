@@ -115,9 +115,8 @@ class Runs:
 
         Raises:
             RunStoppedError: this client stopped the run (nothing sent).
-            ApprovalRequiredError: ``client.operate`` started the run (``details["reason"]``
-                ``operator_run``): answer it with ``operate(resume=..., choice=..., approval=...)``;
-                nothing was sent.
+            OperatorRunError: ``client.operate`` started the run: answer it with
+                ``operate(resume=..., choice=..., approval=...)``; nothing was sent.
             InvalidApprovalChoiceError, ApprovalNotPendingError, ApprovalNotActiveError: Hermes'
                 400 ``invalid_approval_choice`` and 409 ``approval_not_pending`` / ``approval_not_active``.
         """

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from hermes_sdk import (
     ApprovalRequest,
-    ApprovalRequiredError,
     ExecutionContext,
     HermesClient,
     IdempotencyConflictError,
     InvalidInputError,
+    OperatorRunError,
     Redactor,
 )
 from hermes_sdk.cli import main
@@ -193,11 +193,11 @@ def test_an_operators_run_is_answered_only_through_the_operators_gate(tools_emu:
                                  reason="t")
         assert waiting.status == "requires_human" and waiting.run_id
         for who in (client, other):
-            with pytest.raises(ApprovalRequiredError) as caught:
+            with pytest.raises(OperatorRunError) as caught:
                 who.runs.approve(waiting.run_id, "once")
-            assert caught.value.details["reason"] == "operator_run" and caught.value.details["sent"] is False
+            assert caught.value.details["sent"] is False and caught.value.code == "hermes_sdk.operator_run"
             result = who.invoke("cap:hermes_agent:default:run_approval", {"run_id": waiting.run_id, "choice": "once"})
-            assert result.status != "completed" and isinstance(result.error, ApprovalRequiredError)
+            assert result.status == "failed" and isinstance(result.error, OperatorRunError)
         assert approvals_sent(tools_emu) == [] and tools_emu.files["/srv/data/keep.txt"] == "precious"
         # the operator's gate: an approval bound to the resume
         resume = {"resume": {"source_action_id": waiting.action_id, "choice": "deny", "resolve_all": False}}
