@@ -76,7 +76,8 @@ class Operator:
         self._tenant = ctx.tenant_id if ctx is not None else None
 
     def _state_key(self, endpoint: Endpoint) -> str:
-        return f"{STATE_NAMESPACE}:{endpoint.id}:{scope_digest(endpoint.base_url, self._tenant)}"
+        tenant = self._tenant if self._tenant is not None else endpoint.tenant_id
+        return f"{STATE_NAMESPACE}:{endpoint.id}:{scope_digest(endpoint.base_url, tenant)}"
 
     # ------------------------------------------------------------ state in the store
 
