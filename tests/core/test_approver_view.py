@@ -240,8 +240,16 @@ def test_another_tenants_operator_action_is_not_found_not_resumed(tools_emu: Her
             b.operate(objective, idempotency_key=start_key, approval=operator_approval(b, objective), reason="t")
         assert len([r for r in tools_emu.requests_seen if r.path == "/v1/runs"]) == runs_before
         assert approvals_sent(tools_emu) == [] and tools_emu.files["/srv/data/keep.txt"] == "precious"
-        # A's own follow-up still finds it
+        # A's own follow-up finds it, and so does another client of tenant A on the same endpoint and store
         assert a.operate(resume=waiting.action_id).status == "requires_human"
+        a2 = HermesClient(url, key, load_entrypoints=False, idempotency_store=store)
+        resume = {"resume": {"source_action_id": waiting.action_id, "choice": "deny", "resolve_all": False}}
+        approval = a2.approval_request("operator", resume, reason="r").approve(
+            approver="a-ops", policy_decision_id="pd-a", reason="r")
+        done = a2.operate(resume=waiting.action_id, choice="deny", idempotency_key=uniq("res"), approval=approval,
+                          reason="r", execution_context=ExecutionContext(tenant_id="tenant-a"))
+        a2.close()
+        assert done.status == "completed" and [r.body for r in approvals_sent(tools_emu)] == [{"choice": "deny"}]
     finally:
         for client in (a, b, b_own):
             client.close()

@@ -14,7 +14,7 @@ from flask import Flask
 from hermes_sdk_inbox import Inbox, InboxProvider, inbox_blueprint
 from hermes_sdk_inbox.cli import main as cli_main
 
-from hermes_sdk import ApprovalRequiredError, HermesClient
+from hermes_sdk import ApprovalRequiredError, HermesClient, InvalidInputError
 from hermes_sdk.testing import HermesEmulator
 
 VICTIM = "/scratch/victim"  # the tools_emulator fixture seeds a file under it
@@ -108,3 +108,36 @@ def test_the_signed_in_operator_is_the_approver_a_typed_name_only_a_display_name
         assert receipt.deleted and evidence["approver"] == "dpo"
     finally:
         client.close()
+
+
+def test_a_decision_resumes_the_action_under_the_tenant_it_was_started_in(tools_emulator: HermesEmulator,
+                                                                           tmp_path: Path) -> None:
+    from hermes_sdk_inbox import resume_decided
+
+    from hermes_sdk import ExecutionContext
+
+    store = f"sqlite:///{tmp_path / 'idem.db'}"
+    provider = InboxProvider("memory:")
+    objective = f"TOOL:terminal:rm -rf {VICTIM}||TOOL:todo:report"
+    app = HermesClient(tools_emulator.base_url, tools_emulator.api_key, load_entrypoints=False,
+                       idempotency_store=store, plugins=[provider], context=ExecutionContext(tenant_id="t-1"))
+    worker = HermesClient(tools_emulator.base_url, tools_emulator.api_key, load_entrypoints=False,
+                          idempotency_store=store)  # a worker for every tenant: no context of its own
+    try:
+        start = app.approval_request("operator", {"objective": objective}, reason="r").approve(
+            approver="alice", policy_decision_id="pd", reason="r")
+        waiting = app.operate(objective, idempotency_key="t-1-op", approval=start, reason="r")
+        assert waiting.status == "requires_human"
+        [entry] = provider.inbox.entries(kind="operator")
+        assert entry["tenant_id"] == "t-1"
+        with pytest.raises(InvalidInputError):  # the worker's own scope does not hold the action
+            worker.operate(resume=waiting.action_id)
+        provider.inbox.decide(entry["id"], decision="denied", approver="olga", reason="not today",
+                              input_hash=entry["input_hash"], authenticated_as="olga")
+        [done] = resume_decided(worker, provider.inbox)
+        assert done.error is None and done.result is not None and done.result.status == "completed"
+        assert [r.body for r in tools_emulator.requests_seen if r.path.endswith("/approval")] == [{"choice": "deny"}]
+        assert tools_emulator.files[f"{VICTIM}/keep.txt"] == "precious"
+    finally:
+        app.close()
+        worker.close()
