@@ -84,6 +84,7 @@ from .errors import (
     InvalidResponseError,
     MissingCredentialError,
     NotFoundError,
+    OperatorRunError,
     OutcomeUnknownError,
     PayloadTooLargeError,
     PluginError,
@@ -120,6 +121,7 @@ __all__ = [
     "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "Health", "InvalidApprovalChoiceError",
     "MessageDelta", "ModelInfo", "ReasoningAvailable", "Run", "RunCancelled", "RunCompleted", "RunEvent",
     "RunEventStream", "RunFailed", "RunNotFoundError", "RunResult", "RunStarted", "RunStatus", "RunStoppedError",
+    "OperatorRunError",
     "ServerCapabilities", "ToolCompleted", "ToolProgress", "ToolStarted", "Toolset",
     # sessions, cron jobs, skills and the operator
     "Job", "JobDeleted", "OperatorResult", "HermesSession", "SessionAssistantCompleted", "SessionChatStream",

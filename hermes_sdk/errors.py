@@ -29,6 +29,7 @@ OUTCOME_UNKNOWN = "hermes_sdk.outcome_unknown"
 IDEMPOTENCY_CONFLICT = "hermes_sdk.idempotency_conflict"
 PLUGIN_FAILED = "hermes_sdk.plugin_failed"
 RUN_STOPPED = "hermes_sdk.run_stopped"
+OPERATOR_RUN = "hermes_sdk.operator_run"
 
 
 class HermesError(Exception):
@@ -415,12 +416,21 @@ class RunStoppedError(HermesError):
     default_category = "policy"
 
 
+class OperatorRunError(HermesError):
+    """Refused locally: ``client.operate`` started this run, so its commands are answered only
+    through the operator's approval gate (``operate(resume=..., choice=..., approval=...)``), never
+    by ``runs.approve`` or ``invoke(...run_approval)``. Nothing was sent."""
+
+    default_code = OPERATOR_RUN
+    default_category = "policy"
+
+
 _ALL = [HermesError, InvalidInputError, MissingCredentialError, AuthenticationError, TenantMismatchError,
         RemoteRejectedError, BadRequestError, NotFoundError, PayloadTooLargeError, RemoteTemporaryError,
         RateLimitedError, ServerError, AgentIncompleteError, TransportError, InvalidResponseError,
         DeadlineExceededError, StreamCancelledError, StreamError, ApprovalRequiredError, ApprovalDeniedError,
         OutcomeUnknownError, IdempotencyConflictError, PluginError, RunNotFoundError, InvalidApprovalChoiceError,
-        ApprovalNotActiveError, ApprovalNotPendingError, RunStoppedError]
+        ApprovalNotActiveError, ApprovalNotPendingError, RunStoppedError, OperatorRunError]
 _BY_NAME = {k.__name__: k for k in _ALL}
 _BY_NAME["CancelledError"] = StreamCancelledError  # records written before the rename
 _BY_CODE = {k.default_code: k for k in reversed(_ALL)}

@@ -3,13 +3,15 @@
 Applications import from :mod:`hermes_sdk`; plugins (stores, approval providers, redaction
 filters, tracers) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
 Hooks receive a :class:`CallView` (never the internal call, its credential or its input) and an
-:class:`Attempt`.
+:class:`Attempt`. A plugin that shows agent- or server-supplied text to a person renders it with
+:func:`visible` (control, escape, bidi and invisible characters written out, never interpreted).
 """
 
 from __future__ import annotations
 
 from ._core.aggregate import Accumulator
 from ._core.capabilities import CONTRACTS, Contract, descriptor
+from ._core.display import visible, visible_value
 from ._core.exchange import Attempt, HttpReply
 from ._core.idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore, store_from_url
 from ._core.models import ActionResult
@@ -29,7 +31,8 @@ __all__ = [
     "REDACTED",
     "Contract", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation", "OperationSpec", "PENDING",
     "ProviderRequest", "Redactor", "RequestParts", "descriptor", "hookimpl", "hookspec", "register",
-    "private_sqlite_files", "register_resource", "store_from_url", "unregister", "unregister_resource",
+    "private_sqlite_files", "register_resource", "store_from_url", "unregister", "unregister_resource", "visible",
+    "visible_value",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

@@ -11,6 +11,7 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any, Iterable, Mapping, Optional, Sequence
 
+from .display import visible
 from ..errors import HermesError
 from .redaction import scrub
 
@@ -201,9 +202,9 @@ def print_error(as_json: bool, err: Optional[HermesError], code: str = "", messa
     if as_json:
         line = json.dumps(error_object(err, code, message, **extra), ensure_ascii=False, default=str)
     elif err is not None:
-        line = str(err)  # str() scrubs
+        line = visible(str(err))  # str() scrubs; a server's text cannot drive the terminal
     else:
-        line = scrub(plain if plain is not None else f"{code}: {message}")
+        line = visible(scrub(plain if plain is not None else f"{code}: {message}"))
     sys.stderr.write(line + "\n")
 
 

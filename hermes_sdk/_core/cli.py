@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..errors import HermesError, MissingCredentialError
 from ._cli_support import NO_TERMINAL, Terminal, last_session, print_error, provider_options, remember_session
 from ._signals import interrupt_on_signals
+from .display import visible
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 _DEFAULT_MODEL = "hermes-agent"
@@ -487,7 +488,9 @@ def _run_approver(mode: str, terminal: Terminal) -> Callable[[Any], Any]:
             terminal.say(f"[approval] {NO_TERMINAL}: denied (decide up front with --approve once or "
                          "--approve deny)")
             return request.deny(approver=user, reason="no terminal to ask")
-        context = f"[approval] the agent wants to run: {snapshot.get('command')}\n           ({request.reason})\n"
+        # The snapshot is already visible() (as every ApprovalRequest of a run is); again, for a wrapped provider.
+        context = (f"[approval] the agent wants to run: {visible(str(snapshot.get('command')))}\n"
+                   f"           ({visible(str(request.reason))})\n")
         while True:
             answer = terminal.ask("Allow? [o]nce / [s]ession (this run) / [d]eny: ", context)
             context = ""
@@ -509,14 +512,14 @@ def _run_line(event: Any) -> Optional[str]:
     from .events import ApprovalResponded, RunCancelled, RunFailed, ToolCompleted, ToolStarted
 
     if isinstance(event, ToolStarted):
-        return f"[tool] {event.tool}: {event.preview or ''}".rstrip()
+        return visible(f"[tool] {event.tool}: {event.preview or ''}".rstrip())
     if isinstance(event, ToolCompleted):
         took = f" in {event.duration:.2f} s" if event.duration is not None else ""
-        return f"[tool] {event.tool} {'failed' if event.error else 'done'}{took}"
+        return visible(f"[tool] {event.tool} {'failed' if event.error else 'done'}{took}")
     if isinstance(event, ApprovalResponded):
-        return f"[approval] answered: {event.choice}"
+        return visible(f"[approval] answered: {event.choice}")
     if isinstance(event, RunFailed):
-        return f"[run] failed: {event.error or ''}".rstrip()
+        return visible(f"[run] failed: {event.error or ''}".rstrip())
     if isinstance(event, RunCancelled):
         return "[run] cancelled"
     return None
@@ -544,13 +547,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.json:
             _print_json_line({"type": "run", "run_id": run.id, "replayed": run.replayed})
         open_line = False  # text written without its newline yet
+        on_tty = sys.stdout.isatty()
         try:
             for event in run.events():
                 if args.json:  # JSON Lines: one event per line, as it arrives
                     _print_json_line(_run_event_line(event))
                     continue
                 if isinstance(event, MessageDelta):
-                    sys.stdout.write(event.delta)
+                    # On a terminal, the agent's text cannot move the cursor or erase the prompt's lines.
+                    sys.stdout.write(visible(event.delta, keep="\n\t") if on_tty else event.delta)
                     sys.stdout.flush()
                     open_line = not event.delta.endswith("\n")
                     continue
@@ -580,7 +585,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             sys.stderr.write("[run] the events were not all seen (a replayed key, or a broken stream): "
                              "the output comes from the run's status\n")
             if result.output:
-                sys.stdout.write(result.output + "\n")
+                sys.stdout.write((visible(result.output, keep="\n\t") if on_tty else result.output) + "\n")
     if result.status != "completed":
         return _failure(args, None, "hermes_sdk.run", f"run {result.status}"
                         + (f": {result.error}" if result.error else ""), status=result.status)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import time
 from typing import Any, Optional
 
 import attrs
 
-from ..errors import HermesError
+from ..errors import HermesError, PluginError
 
 #: The statuses an operator action ends in.
 OPERATOR_STATUSES = ("completed", "failed", "cancelled", "requires_human", "outcome_unknown")
@@ -62,6 +64,50 @@ class OperatorResult:
                    output=data.get("output"), pending_approval=data.get("pending_approval"),
                    error=HermesError.from_dict(error) if isinstance(error, dict) else None,
                    session_id=data.get("session_id"), replayed=replayed)
+
+
+#: The store namespace of operator state (the connector's binding namespace), and of the index
+#: that tells every client sharing the store which runs an operator action started.
+STATE_NAMESPACE = "aip.connector.hermes_agent.operator_runs.v1"
+RUN_INDEX_NAMESPACE = STATE_NAMESPACE + ".by_run"
+#: How long a run is known as an operator's: Hermes forgets a finished run within the hour, and
+#: an operator's run lasts at most its 24-hour key.
+RUN_INDEX_SECONDS = 2 * 86_400.0
+
+
+def scope_digest(*parts: Optional[str]) -> str:
+    """A short digest of what scopes a lookup (a Hermes URL, a tenant): part of a store namespace."""
+    text = "\n".join(part if part is not None else "\0" for part in parts)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _run_index_key(base_url: str, run_id: str) -> tuple[str, str]:
+    # Keyed by the Hermes it runs on, not by tenant: every client of that Hermes must find it.
+    return RUN_INDEX_NAMESPACE, f"{scope_digest(base_url)}:{run_id}"
+
+
+def mark_operator_run(store: Any, base_url: str, run_id: str) -> None:
+    """Note in the shared store that ``run_id`` (on the Hermes at ``base_url``) is an operator's run."""
+    from .idempotency import IdempotencyRecord
+
+    ns, key = _run_index_key(base_url, run_id)
+    now = time.time()
+    try:
+        store.reserve(IdempotencyRecord(capability_id=ns, key=key, action_id=f"opidx_{key}", input_hash="",
+                                        state="completed", created_at=now, expires_at=now + RUN_INDEX_SECONDS,
+                                        result={"operator": True}, completed_at=now))
+    except Exception as exc:
+        raise PluginError(f"the idempotency store failed to record the operator run: {type(exc).__name__}",
+                          details={"hook": "idempotency_store"}) from exc
+
+
+def is_operator_run(store: Any, base_url: str, run_id: str) -> bool:
+    """Whether an operator action started ``run_id`` (as far as the store shared with it knows)."""
+    try:
+        return store.get(*_run_index_key(base_url, run_id)) is not None
+    except Exception as exc:
+        raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
+                          details={"hook": "idempotency_store"}) from exc
 
 
 __all__ = ["OPERATOR_STATUSES", "OperatorResult"]

@@ -38,6 +38,7 @@ DEFAULT_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     r"\bsk-[A-Za-z0-9_-]{8,}",
     r"(/v1/responses/)[^\s\"?#]+",
+    r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:]+:)[^\s/?#@]+(?=@)",  # a URL's password (user:password@host)
 ))
 
 
@@ -104,6 +105,56 @@ def _sub(pattern: Pattern[str], text: str) -> str:
     return pattern.sub(repl, text)
 
 
+#: What a credential's value is made of (base64 and base64url, hex, JWT dots): in a command, a
+#: pattern's match replaces one run of these after its prefix and never a byte outside that run, so
+#: a value cannot swallow the ``&&``, ``;``, ``${IFS}``, ``/``, quote or space that follows it.
+SECRET_CHARS = "A-Za-z0-9_.+=-"
+_SECRET_RUN = re.compile(f"[{SECRET_CHARS}]+")
+# The default patterns as command patterns: the Bearer prefix is a kept group there, not the value.
+_COMMAND_PATTERNS: tuple[Pattern[str], ...] = (re.compile(r"(?i)(bearer\s+)[^\s,;\"']+"),) + DEFAULT_PATTERNS[1:]
+
+
+def _value_start(pattern: Pattern[str], match: "re.Match[str]") -> int:
+    # Where the value starts: after the kept groups (as _sub keeps them), else the match itself.
+    kept = min(pattern.groups, 2)
+    end = match.end(kept) if kept else -1
+    return end if end >= 0 else match.start()
+
+
+def scrub_command(text: str, patterns: Iterable[Pattern[str]] = ()) -> str:
+    """A command as an approver sees it: each secret's value replaced, every other byte kept.
+
+    Registered secrets are replaced where they appear; a default (or given) pattern's match
+    replaces only the run of :data:`SECRET_CHARS` its value starts with, so
+    ``export TOKEN=x&&rm${IFS}-rf${IFS}/srv`` is shown ``export TOKEN=[REDACTED]&&rm${IFS}-rf${IFS}/srv``.
+    """
+    for secret in tuple(_secrets):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern in _COMMAND_PATTERNS + tuple(patterns):
+        pieces, last = [], 0
+        for match in pattern.finditer(text):
+            run = _SECRET_RUN.match(text, _value_start(pattern, match), match.end())
+            if run is None:
+                continue
+            pieces += [text[last:run.start()], REDACTED]
+            last = run.end()
+        if pieces:
+            text = "".join(pieces) + text[last:]
+    return text
+
+
+def only_secrets_replaced(original: str, shown: str) -> bool:
+    """Whether ``shown`` is ``original`` with nothing but secret values (runs of :data:`SECRET_CHARS`
+    or registered secrets) replaced by ``[REDACTED]``: every other byte kept, in order."""
+    if REDACTED not in shown:
+        return shown == original
+    # (a command that itself holds the text "[REDACTED]" keeps it)
+    value = "|".join([f"[{SECRET_CHARS}]+", re.escape(REDACTED)] + [re.escape(s) for s in tuple(_secrets)])
+    expected = f"(?:{value})".join(re.escape(piece) for piece in shown.split(REDACTED))
+    return re.fullmatch(expected, original, re.DOTALL) is not None
+
+
 class Redactor:
     """The allowlist for structures, and the pattern, secret and plugin filters for text.
 
@@ -137,6 +188,22 @@ class Redactor:
         if not self.extra_patterns and not self.filters:
             return value
         return self.extra(value, key)
+
+    def command(self, value: str) -> str:
+        """A command as shown to an approver: secrets' values replaced, every other byte kept.
+
+        :func:`scrub_command` with this redactor's patterns, then its plugin filters; a filter that
+        changes more than a secret's value (or fails) leaves nothing shown but ``[REDACTED]``, never
+        a command other than the one approved.
+        """
+        shown = scrub_command(value, self.extra_patterns)
+        if self.filters:
+            shown = self.extra(shown, "command", patterns=False)
+        if not only_secrets_replaced(value, shown):
+            logging.getLogger("hermes_sdk").warning(
+                "hermes_sdk: a redaction filter changed a command beyond a secret's value; it is shown redacted")
+            return REDACTED
+        return shown
 
     def extra(self, value: str, key: Optional[str] = None, patterns: bool = True) -> str:
         """Apply only this redactor's own configured patterns and plugin filters."""

@@ -67,12 +67,44 @@ POLL_MAX_INTERVAL = 2.0
 _MOVED_ON = frozenset({"approval.responded", "tool.completed", "run.completed", "run.failed", "run.cancelled"})
 
 
+_SENT = "sent"  # a _Pending's choice once its answer went out
+
+
+class _Asking:
+    """One request being decided by the approval provider, on a daemon thread of its own; when it
+    decides it puts ``("decided", None)`` on the run's queue, which wakes a waiting consumer."""
+
+    def __init__(self, provider: Any, request: ApprovalRequest, wake: "queue.Queue[tuple[str, Any]]") -> None:
+        self.request = request
+        self.done = threading.Event()
+        self._decision: Any = None
+        self._error: Optional[BaseException] = None
+        self._wake = wake
+        thread = threading.Thread(target=self._ask, args=(provider,), daemon=True, name="hermes-sdk-approval")
+        thread.start()
+
+    def _ask(self, provider: Any) -> None:
+        try:
+            self._decision = ask_provider(provider, self.request)
+        except BaseException as exc:  # handed to the consumer's thread by outcome()
+            self._error = exc
+        self.done.set()
+        self._wake.put(("decided", None))
+
+    def outcome(self) -> Any:
+        """The provider's decision (None: undecided), or what it raised."""
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._decision
+
+
 @attrs.define
 class _Pending:
     """One approval request seen and not answered yet; ``choice``: the provider's answer, not yet sent."""
 
     event: ApprovalRequested
-    asked: bool = False
+    asking: Optional[_Asking] = None
     choice: Optional[str] = None
 
 
@@ -444,6 +476,9 @@ class Run:
                 self._events.append(event)
                 self._observe(event)
                 return event
+            if kind == "decided":  # the provider decided after a bound passed: send its answer now
+                self._answer_oldest()
+                continue
             if kind == "broken" or self._result is None:  # "end" without a terminal event is broken too
                 self._broken(payload)
         return None
@@ -509,30 +544,42 @@ class Run:
         already received show that Hermes moved on (the request timed out, or was answered
         elsewhere): sent then, it would land on the next command. Never asked, never answered
         once this client stopped the run (Hermes resolves the request as deny), nor past the
-        bound of the wait in progress (the decision is kept for the next wait).
+        bound of the wait in progress.
+
+        The provider is asked on a thread of its own, so a provider that waits for a person (the
+        inbox) cannot hold the caller past that bound: the caller waits for it until the bound,
+        then returns; the provider keeps waiting, and its decision is sent by the next
+        :meth:`wait` or :meth:`events` (which it wakes), if Hermes has not moved on by then.
         """
         runs = self._runs
         while self._pending and self._provider is not None and not runs.stopped(self.id):
             oldest = self._pending[0]
-            if not oldest.asked:
+            if oldest.asking is None:
                 if self._bound_passed():
                     return
-                oldest.asked = True
                 event = oldest.event
                 request = runs.approval_request(self.id, event.command, reason=event.description,
                                                 endpoint=self._endpoint, pattern_key=event.pattern_key,
                                                 session_id=self._session_id, objective=self._objective,
                                                 context=self._context)
-                decision = ask_provider(self._provider, request)
+                oldest.asking = _Asking(self._provider, request, self._queue)
+            if oldest.choice is None:
+                if not oldest.asking.done.wait(self._remaining()):
+                    return  # the bound came first: the provider goes on deciding in the background
+                decision = oldest.asking.outcome()  # a provider's failure is raised here, on the caller's thread
                 if decision is None:
                     return  # left pending: the caller answers with run.approve(...)
-                oldest.choice = choice_for(decision, request, event, runs.allow_permanent_approvals)
-            if oldest.choice is None or self._moved_on() or self._bound_passed() or runs.stopped(self.id):
+                oldest.choice = choice_for(decision, oldest.asking.request, oldest.event,
+                                           runs.allow_permanent_approvals)
+            if oldest.choice in (None, _SENT) or self._moved_on() or self._bound_passed() or runs.stopped(self.id):
                 return
-            choice, oldest.choice = oldest.choice, None
+            choice, oldest.choice = oldest.choice, _SENT
             answer = runs.approve(self.id, choice, endpoint=self._endpoint, context=self._context,
                                   deadline=self._until)
             self._answered(answer.resolved)
+
+    def _remaining(self) -> Optional[float]:
+        return None if self._until is None else max(0.0, self._until - time.time())
 
     def _moved_on(self) -> bool:
         """Whether an event already received (not consumed yet) says the oldest request may no

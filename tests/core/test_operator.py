@@ -22,6 +22,7 @@ from hermes_sdk import (
     InvalidInputError,
     OperatorResult,
 )
+from hermes_sdk._core.resources.operator import Operator
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
@@ -163,7 +164,8 @@ def test_an_unknown_start_is_never_replayed(emu: HermesEmulator, tmp_path: Path)
     store = f"sqlite:///{tmp_path / 'op.db'}"
     with emu.client(load_entrypoints=False, idempotency_store=store, approval_provider=approve_all) as client:
         cap = "cap:hermes_agent:default:operator"
-        # A process that reserved the key and died before recording the run id.
+        # A process that saved its action's first state, reserved the key and died before recording the run id.
+        Operator(client._executor).save(client._executor.endpoint(None), OperatorResult("starting", "act_crashed"))
         client._executor.runtime.store.reserve(IdempotencyRecord(
             capability_id=cap, key="crashed", action_id="act_crashed", input_hash="h", state="pending",
             created_at=0.0, expires_at=None))

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import attrs
+
+from .. import discovery
+from ..aggregate import Accumulator, Aggregate
+from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ...errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
@@ -15,14 +20,13 @@ from ...errors import (
     InvalidApprovalChoiceError,
     InvalidInputError,
     InvalidResponseError,
+    OperatorRunError,
     RunNotFoundError,
     RunStoppedError,
 )
-from .. import discovery
-from ..aggregate import Accumulator, Aggregate
-from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..events import parse_run_event
 from ..models import StreamEvent
+from ..operator import is_operator_run
 from ..runs import ApprovalAnswer, RunStarted, RunStatus, approval_answer, run_started, run_status
 from ..streaming import RunEventStream
 from .common import (
@@ -132,6 +136,18 @@ def build_discovery(operation: str, raw: object) -> RequestParts:
 
 
 def admit_approval(call: Any) -> None:
+    """Never an approval after this client asked to stop the run; ``always`` only when allowed;
+    never for a run an operator action started (its commands are answered only through
+    ``operate(resume=..., choice=..., approval=...)``, the operator's approval gate)."""
+    admit_answer(call)
+    if is_operator_run(call.runtime.store, call.endpoint.base_url, call.input.get("run_id")):
+        raise OperatorRunError(
+            "this run was started by client.operate(): its commands are answered only through the operator's "
+            "approval gate, operate(resume=<operator action id>, choice=..., approval=...); nothing was sent",
+            details={"field": "run_id", "reason": "operator_run", "sent": False})
+
+
+def admit_answer(call: Any) -> None:
     """Never an approval after this client asked to stop the run; ``always`` only when allowed."""
     rt = call.runtime
     if call.input.get("run_id") in rt.stopped_runs:
@@ -285,6 +301,9 @@ RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
               side_effects=("write", "execute", "external_network")),
     build_approval, decode=approval_answer, admit=admit_approval, refine_error=refine_run_error,
     names_another=_SAME_RUN)
+#: The same request, sent by an operator action's own run follower when the operator's approval
+#: provider decided (its gate): never registered, so ``invoke()`` cannot reach it.
+RUN_APPROVAL_OF_OPERATOR: OperationSpec[ApprovalAnswer] = attrs.evolve(RUN_APPROVAL, admit=admit_answer)
 
 RUN_STOP: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_stop", "POST", "/v1/runs/{run_id}/stop", risk="medium", retry_safe=False,

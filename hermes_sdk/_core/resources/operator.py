@@ -16,58 +16,75 @@ from typing import Any, Optional
 
 import attrs
 
+from .. import convert
+from .._constants import DELETE_KEY_TTL_SECONDS
+from .._sentinels import REQUIRED
+from ..approval import ApprovalDecision, ApprovalRequest, ask
+from ..capabilities import capability_id
+from ..deadline import TimeoutLike, as_timeout
+from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
 from ...errors import (
     STREAM_FAILED,
     ApprovalNotActiveError,
     ApprovalNotPendingError,
     DeadlineExceededError,
     HermesError,
+    IdempotencyConflictError,
     InvalidInputError,
     OutcomeUnknownError,
     PluginError,
     RunNotFoundError,
     StreamError,
 )
-from .. import convert
-from .._constants import DELETE_KEY_TTL_SECONDS
-from .._sentinels import REQUIRED
-from ..approval import ApprovalDecision, ApprovalRequest, ask
-from ..deadline import TimeoutLike, as_timeout
-from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
 from ..events import ApprovalRequested
 from ..executor import Executor, new_action_id
 from ..idempotency import COMPLETED, IdempotencyRecord
 from ..models import ActionResult
 from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START, RUNNER
-from ..operator import OperatorResult
+from ..operations.runs import RUN_APPROVAL_OF_OPERATOR
+from ..operator import STATE_NAMESPACE, OperatorResult, mark_operator_run, scope_digest
 from ..options import CallOptions
 from ..runs import Run, RunResult, RunStarted, RunStatus
 from .runs import Runs
 
-#: The store namespace of operator state (the connector's binding namespace).
-STATE_NAMESPACE = "aip.connector.hermes_agent.operator_runs.v1"
 POLL_FIRST = 0.25
 POLL_MAX = 2.0
 _FINAL = ("completed", "failed", "cancelled")
+#: The state of an action whose start was not answered yet (what scopes its start record).
+_STARTING = "starting"
 
 
-def _state_key(endpoint_id: str) -> str:
-    return f"{STATE_NAMESPACE}:{endpoint_id}"
+class _OperatorRuns(Runs):
+    """The runs resource of an operator action's own follower: its approval provider is the
+    operator's gate, so its answers go out (``client.runs.approve`` refuses an operator's run)."""
+
+    _approval_spec = RUN_APPROVAL_OF_OPERATOR
 
 
 class Operator:
-    """The operator lifecycle over one executor (``client.operate`` and ``invoke()`` use it)."""
+    """The operator lifecycle over one executor (``client.operate`` and ``invoke()`` use it).
 
-    def __init__(self, executor: Executor) -> None:
+    Its state lives in the store under a namespace scoped to the endpoint (its id and Hermes' URL)
+    and the tenant of the call's context: an action id is found only under the scope it was
+    started in; from another it is "not found", never resumed.
+    """
+
+    def __init__(self, executor: Executor, context: Optional[ExecutionContext] = None) -> None:
         self._ex = executor
-        self._runs = Runs(executor)
+        self._runs = _OperatorRuns(executor)
+        ctx = context if context is not None else executor.context
+        self._tenant = ctx.tenant_id if ctx is not None else None
+
+    def _state_key(self, endpoint: Endpoint) -> str:
+        tenant = self._tenant if self._tenant is not None else endpoint.tenant_id
+        return f"{STATE_NAMESPACE}:{endpoint.id}:{scope_digest(endpoint.base_url, tenant)}"
 
     # ------------------------------------------------------------ state in the store
 
     def load(self, endpoint: Endpoint, action_id: str) -> Optional[dict[str, Any]]:
-        """The saved state of an operator action, or None."""
+        """The saved state of an operator action in this scope, or None."""
         try:
-            record = self._ex.runtime.store.get(_state_key(endpoint.id), action_id)
+            record = self._ex.runtime.store.get(self._state_key(endpoint), action_id)
         except Exception as exc:
             raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
                               details={"hook": "idempotency_store"}) from exc
@@ -75,7 +92,9 @@ class Operator:
 
     def save(self, endpoint: Endpoint, result: OperatorResult, input_hash: str = "") -> None:
         """Write the action's state (action id → run id, status, pending approval)."""
-        store, ns, now = self._ex.runtime.store, _state_key(endpoint.id), time.time()
+        store, ns, now = self._ex.runtime.store, self._state_key(endpoint), time.time()
+        if result.run_id is not None:
+            mark_operator_run(store, endpoint.base_url, result.run_id)
         record = IdempotencyRecord(capability_id=ns, key=result.action_id, action_id=f"opst_{result.action_id}",
                                    input_hash=input_hash, state="pending", created_at=now,
                                    expires_at=now + DELETE_KEY_TTL_SECONDS)
@@ -92,6 +111,8 @@ class Operator:
         endpoint = self._ex.endpoint(options.endpoint)
         action_id = options.action_id or new_action_id()
         options = attrs.evolve(options, action_id=action_id)
+        # Saved first: a crash after the start is sent leaves its start record findable in this scope only.
+        self.save(endpoint, OperatorResult(_STARTING, action_id))
         try:
             started: RunStarted = self._ex.request(OPERATOR_START, {**data, "_aip": {"action_id": action_id}},
                                                    options)
@@ -112,8 +133,15 @@ class Operator:
         original = started.action_id or action_id
         if started.replayed:
             saved = self.load(endpoint, original)
-            known = OperatorResult.from_json(saved, replayed=True) if saved else OperatorResult(
-                "running", original, run_id=started.run_id, session_id=f"aip-operator-{original}", replayed=True)
+            if saved is None:  # the key's first action was started under another endpoint or tenant
+                raise IdempotencyConflictError(
+                    "this idempotency key started an operator action under another endpoint or tenant; nothing "
+                    "was sent. Use a new key", details={"field": "idempotency_key", "reason": "another_scope"})
+            known = OperatorResult.from_json(saved, replayed=True)
+            if known.status == _STARTING:
+                known = OperatorResult("running", original, run_id=started.run_id,
+                                       session_id=f"aip-operator-{original}", replayed=True)
+                self.save(endpoint, known)
             if known.status in _FINAL or known.status == "outcome_unknown":
                 return known
             return self.poll(endpoint, known, until, options.context)
@@ -142,7 +170,14 @@ class Operator:
                until: float) -> OperatorResult:
         endpoint = self._ex.endpoint(options.endpoint)
         state = self.load(endpoint, action_id)
-        known = OperatorResult.from_json(state, replayed=True) if state else self._from_start_record(action_id)
+        if state is None:
+            raise InvalidInputError("no operator action with that id for this endpoint and tenant in this client's "
+                                    "idempotency store", details={"field": "resume", "reason": "not_found"})
+        known = OperatorResult.from_json(state, replayed=True)
+        if known.status == _STARTING:
+            known = self._from_start_record(endpoint, action_id)
+            if known.run_id is not None:
+                self.save(endpoint, known)
         if known.status in _FINAL or known.status == "outcome_unknown" or known.run_id is None:
             return known
         if choice is not None:
@@ -158,12 +193,13 @@ class Operator:
             self.save(endpoint, known)
         return self.poll(endpoint, attrs.evolve(known, replayed=False), until, options.context)
 
-    def _from_start_record(self, action_id: str) -> OperatorResult:
-        """The state of an action whose own state record is missing, from its start record."""
+    def _from_start_record(self, endpoint: Endpoint, action_id: str) -> OperatorResult:
+        """The state of an action of this scope whose start's answer was never saved, from its start record."""
         record = self._ex.runtime.store.get_by_action(action_id)
-        if record is None or not record.capability_id.endswith(":operator"):
-            raise InvalidInputError("no operator action with that id in this client's idempotency store",
-                                    details={"field": "resume"})
+        if record is None or record.capability_id != capability_id(endpoint.id, "operator"):
+            return OperatorResult("failed", action_id, replayed=True, error=InvalidInputError(
+                "the operator start was refused before it was sent", details={"field": "resume",
+                                                                              "reason": "never_started"}))
         if record.state != COMPLETED or record.result is None:
             return OperatorResult("outcome_unknown", action_id, replayed=True, error=OutcomeUnknownError(
                 "the operator start has no recorded outcome; it is never sent again",
@@ -276,7 +312,7 @@ def invoke_operator(executor: Executor, endpoint: Endpoint, input: Mapping[str, 
                     options: CallOptions) -> ActionResult:
     """``invoke("cap:hermes_agent:<ep>:operator", input)``: the whole governed lifecycle, as an ActionResult
     (``requires_human`` and ``outcome_unknown`` are statuses of their own)."""
-    operator = Operator(executor)
+    operator = Operator(executor, options.context)
     options = attrs.evolve(options, endpoint=endpoint.id)
     key = options.idempotency_key if options.idempotency_key is not None else input.get("idempotency_key")
     options = attrs.evolve(options, idempotency_key=key)
@@ -337,7 +373,7 @@ class OperatorMethods:
         key = None if idempotency_key is REQUIRED else idempotency_key
         options = CallOptions(endpoint=endpoint, idempotency_key=key, action_id=action_id,
                               context=execution_context, deadline=deadline, approval=approval, reason=reason)
-        operator = Operator(ex)
+        operator = Operator(ex, execution_context)
         if resume is not None:
             if objective is not None or constraints is not None or context is not None:
                 raise InvalidInputError("a resume takes only resume=, choice= and resolve_all=",

@@ -10,6 +10,7 @@ from .._sentinels import REQUIRED
 from ..approval import ApprovalRequest
 from ..capabilities import capability_id
 from ..deadline import Timeout, TimeoutLike
+from ..display import visible
 from ..endpoints import Deadline, ExecutionContext, deadline_epoch
 from ..executor import Executor, new_action_id
 from ..operations.runs import RUN_APPROVAL, RUN_EVENTS, RUN_EVENTS_READ_TIMEOUT, RUN_GET, RUN_START, RUN_STOP
@@ -24,6 +25,8 @@ START_FIELDS = ("instructions", "session_id", "session_key", "conversation_histo
 
 class Runs:
     """Durable runs: the agent runs tools, stops for approval and survives a client disconnect."""
+
+    _approval_spec = RUN_APPROVAL  # (an operator action's own follower sends its gate's answers)
 
     def __init__(self, executor: Executor) -> None:
         self._executor = executor
@@ -113,13 +116,15 @@ class Runs:
 
         Raises:
             RunStoppedError: this client stopped the run (nothing sent).
+            OperatorRunError: ``client.operate`` started the run: answer it with
+                ``operate(resume=..., choice=..., approval=...)``; nothing was sent.
             InvalidApprovalChoiceError, ApprovalNotPendingError, ApprovalNotActiveError: Hermes'
                 400 ``invalid_approval_choice`` and 409 ``approval_not_pending`` / ``approval_not_active``.
         """
         data: dict[str, Any] = {"run_id": run_id, "choice": choice}
         if resolve_all:
             data["all"] = True
-        return self._executor.request(RUN_APPROVAL, data, CallOptions(
+        return self._executor.request(self._approval_spec, data, CallOptions(
             endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
 
     def approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
@@ -129,23 +134,25 @@ class Runs:
         """The ApprovalRequest a run's approval request becomes: capability ``run_approval``, input
         ``{run_id, command}`` (bound by its hash), with the same evidence and TTL rules as deletes.
 
-        The approver must see what it approves: the snapshot keeps the command, scrubbed of
-        credentials and ids by the client's redactor (the run id itself is redacted there), and
-        ``identifiers`` holds ``run_id``, Hermes' ``pattern_key`` (``recursive delete``, ...) and
-        the run's ``session_id`` in clear; ``operation`` is ``run_approval``. ``objective`` (what the
-        run was asked to do) is shown through the redactor too; principal and tenant come from
-        ``context`` (the run's), else the client's.
+        The approver must see what it approves: the snapshot's ``command`` is every byte of the
+        command but the values of secrets (:meth:`~hermes_sdk.Redactor.command`), with control,
+        escape, bidi and invisible characters written out (:func:`~hermes_sdk.plugin.visible`), as
+        are ``reason`` (Hermes' description) and the ``pattern_key`` (``recursive delete``, ...) in
+        ``identifiers`` beside ``run_id`` and the run's ``session_id``; ``operation`` is
+        ``run_approval``. ``objective`` (what the run was asked to do) is shown through the redactor
+        too; principal and tenant come from ``context`` (the run's), else the client's.
         """
         ex = self._executor
         cap = capability_id(ex.endpoint(endpoint).id, RUN_APPROVAL.name)
         redactor = ex.runtime.redactor
-        extra = {name: value for name, value in (("pattern_key", pattern_key), ("session_id", session_id)) if value}
-        request = request_for(cap, {"run_id": run_id, "command": command},
-                              reason or "the agent asked to run a command", new_action_id(),
+        extra = {name: visible(value) for name, value in (("pattern_key", pattern_key), ("session_id", session_id))
+                 if value}
+        shown_reason = visible(reason) if reason else "the agent asked to run a command"
+        request = request_for(cap, {"run_id": run_id, "command": command}, shown_reason, new_action_id(),
                               context if context is not None else ex.context, redactor, identifiers=extra or None)
         return attrs.evolve(request, input_snapshot={**request.input_snapshot,
-                                                     "command": redactor.text(command, "command")},
-                            objective=redactor.text(objective, "objective") if objective else None)
+                                                     "command": visible(redactor.command(command))},
+                            objective=visible(redactor.text(objective, "objective")) if objective else None)
 
     def mark_stopped(self, run_id: str) -> None:
         """Refuse every later approval for the run (as ``stop`` does before it sends)."""

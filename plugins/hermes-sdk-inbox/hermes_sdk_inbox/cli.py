@@ -25,6 +25,8 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
+from hermes_sdk.plugin import visible
+
 from .inbox import Inbox
 from .resume import ResumeWorker
 from .sessions import LoginSessions
@@ -75,7 +77,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 ids = " ".join(f"{k}={v}" for k, v in entry["identifiers"].items())
                 command = (entry.get("run") or {}).get("command")
                 what = f"{command}  ({ids})" if command else ids
-                print(f"{entry['id']}  {entry['display_state']:8}  {entry['operation']:16}  {what}")
+                # visible(): an agent's command cannot erase or rewrite what the operator reads
+                print(visible(f"{entry['id']}  {entry['display_state']:8}  {entry['operation']:16}  {what}"))
         inbox.close()
         return 0
     if args.command == "resume":

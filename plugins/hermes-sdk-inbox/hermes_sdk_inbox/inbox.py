@@ -25,7 +25,8 @@ An entry (a JSON-able dict; what an operator sees):
   ``choice``, ``status``, ``run_id``, ``error``);
 - ``principal_id``, ``tenant_id``, ``request_id``, ``action_id`` of the asking call;
 - ``state``: ``pending`` → ``approved`` | ``denied`` (or ``expired``), with ``decision``: who
-  (``approver``, ``authenticated_as``), when (``decided_at``), why (``reason``), ``scope``
+  (``approver``: the signed-in operator when decided in the page, which is ``authenticated_as``;
+  ``display_name``: a name they typed, beside it), when (``decided_at``), why (``reason``), ``scope``
   (``once`` | ``session``) and the ``input_hash`` the decision was made on;
 - ``used``: when the SDK took the decision (``at``, ``action_id``); ``closed_reason``.
 
@@ -228,15 +229,22 @@ class Inbox:
     # ------------------------------------------------------------ deciding
 
     def decide(self, entry_id: str, *, decision: str, approver: str, reason: str, input_hash: str,
-               scope: Optional[str] = None, authenticated_as: Optional[str] = None) -> dict[str, Any]:
+               scope: Optional[str] = None, authenticated_as: Optional[str] = None,
+               display_name: Optional[str] = None) -> dict[str, Any]:
         """Approve or deny a pending, unexpired entry whose input hash is ``input_hash``.
+
+        ``approver`` is who decides, as the caller knows it; ``authenticated_as``, when given (the
+        page gives the signed-in operator), is who is recorded as the approver, whatever
+        ``approver`` says. ``display_name`` (a name typed into the page) is kept beside it, never
+        in its place.
 
         Raises:
             EntryNotFound, EntryExpired, EntryNotPending, InputHashMismatch, InvalidDecision.
         """
         if decision not in ("approved", "denied"):
             raise InvalidDecision("decision must be approved or denied")
-        approver = (approver or "").strip()
+        approver = (authenticated_as or approver or "").strip()
+        display_name = (display_name or "").strip() or None
         reason = (reason or "").strip()
         if not approver:
             raise InvalidDecision("the operator's name is required")
@@ -262,6 +270,7 @@ class Inbox:
                     raise InvalidDecision("only a run's approval can be approved for the session")
             new = {**entry, "version": int(entry["version"]) + 1, "state": decision, "decision": {
                 "decision": decision, "approver": approver, "authenticated_as": authenticated_as,
+                "display_name": display_name,
                 "reason": reason, "scope": scope, "decided_at": now, "input_hash": input_hash,
                 "approval_id": f"apr_{uuid.uuid4().hex}"}}
             if self.queue.update(new, int(entry["version"])):

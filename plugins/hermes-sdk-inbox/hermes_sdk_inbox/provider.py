@@ -33,6 +33,7 @@ from collections import deque
 from typing import Any, Optional, Union
 
 from hermes_sdk import ApprovalDecision, ApprovalRequest, ApprovalRequiredError, hookimpl
+from hermes_sdk.plugin import visible
 
 from .inbox import DECISION_TTL_SECONDS, Inbox
 from .queue import ApprovalQueue
@@ -96,7 +97,8 @@ class InboxProvider:
             return
         smart_denied = data.get("smart_denied") is True
         allow_permanent = data.get("allow_permanent") is not False and not smart_denied
-        info = {"pattern_key": data.get("pattern_key") if isinstance(data.get("pattern_key"), str) else None,
+        # (the request's pattern key is visible() as every text an approver is shown: matched as such)
+        info = {"pattern_key": visible(data["pattern_key"]) if isinstance(data.get("pattern_key"), str) else None,
                 "choices": _choices(smart_denied, allow_permanent), "choices_observed": True,
                 "allow_permanent": allow_permanent, "smart_denied": smart_denied, "seen_at": time.time()}
         with self._lock:
@@ -181,7 +183,9 @@ class InboxProvider:
         decided_at = float(d["decided_at"])
         scope = d.get("scope")
         return ApprovalDecision(
-            approval_id=d["approval_id"], decision=d["decision"], approver=d["approver"], decided_at=decided_at,
+            # the signed-in operator (an entry decided before it was the approver kept it beside a typed name)
+            approval_id=d["approval_id"], decision=d["decision"], approver=d.get("authenticated_as") or d["approver"],
+            decided_at=decided_at,
             expires_at=min(decided_at + DECISION_TTL_SECONDS, request.expires_at), input_hash=entry["input_hash"],
             reason=d.get("reason") or request.reason,
             policy_decision_id=f"{self.policy_decision_id}:{entry['id']}" if d["decision"] == "approved" else None,

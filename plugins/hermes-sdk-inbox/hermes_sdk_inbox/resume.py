@@ -24,7 +24,9 @@ import threading
 import time
 from typing import Any, NamedTuple, Optional, Union
 
-from hermes_sdk import HermesError, OperatorResult
+import attrs
+
+from hermes_sdk import ExecutionContext, HermesError, OperatorResult
 
 from .inbox import Inbox
 from .queue import ApprovalQueue
@@ -108,9 +110,11 @@ def _resume_one(client: Any, box: Inbox, entry: dict[str, Any], timeout: Optiona
     try:
         approval = client.approval_request("operator", answer, reason=reason,
                                            endpoint=entry.get("endpoint_id") or None).approve(
-            approver=decision["approver"], policy_decision_id=resume_key, reason=reason)
+            approver=decision.get("authenticated_as") or decision["approver"], policy_decision_id=resume_key,
+            reason=reason)
         result = client.operate(resume=action_id, choice=choice, idempotency_key=resume_key, approval=approval,
-                                reason=reason, endpoint=entry.get("endpoint_id") or None, timeout=timeout)
+                                reason=reason, endpoint=entry.get("endpoint_id") or None, timeout=timeout,
+                                execution_context=_context_of(client, entry))
     except HermesError as exc:
         error = exc
     box.record_resume(entry["id"], {
@@ -120,6 +124,16 @@ def _resume_one(client: Any, box: Inbox, entry: dict[str, Any], timeout: Optiona
         "error": (result.error.to_dict() if result is not None and result.error is not None
                   else error.to_dict() if error is not None else None)})
     return Resumed(entry["id"], action_id, choice, result, error)
+
+
+def _context_of(client: Any, entry: dict[str, Any]) -> Any:
+    """The context to resume under: the client's, with the tenant the action was started in (an
+    operator action is found only under its own endpoint and tenant)."""
+    tenant = entry.get("tenant_id")
+    context = client.context
+    if not tenant or (context is not None and context.tenant_id == tenant):
+        return None
+    return attrs.evolve(context, tenant_id=tenant) if context is not None else ExecutionContext(tenant_id=tenant)
 
 
 class ResumeWorker:

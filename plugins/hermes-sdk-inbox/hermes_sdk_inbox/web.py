@@ -27,6 +27,8 @@ from typing import Any, Callable, Optional, Union
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, render_template_string, request, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from hermes_sdk.plugin import visible_value
+
 from .inbox import Inbox, InboxError, display_state
 from .queue import ApprovalQueue, identifiers_of
 from .sessions import LoginSessions
@@ -99,8 +101,9 @@ _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <tr><th>Requested</th><td>{{ fmt(e.requested_at) }}</td></tr>
 {% if not e.run %}<tr><th>Expires</th><td id="expires">{% if left_s is not none %}in <span id="time-left" class="left" data-seconds="{{ left_s }}">{{ duration(left_s) }}</span>, {% endif %}at {{ fmt(e.expires_at) }}</td></tr>{% endif %}
 {% if e.decision %}<tr><th>Decision</th><td id="decision">{{ e.decision.decision }}{% if e.decision.scope %} ({{ e.decision.scope }}){% endif %}
-by <b id="approver">{{ e.decision.approver }}</b>{% if e.decision.authenticated_as and e.decision.authenticated_as != e.decision.approver %}
-(signed in as {{ e.decision.authenticated_as }}){% endif %} at {{ fmt(e.decision.decided_at) }}: <span id="decision-reason">{{ e.decision.reason }}</span>;
+by <b id="approver">{{ e.decision.authenticated_as or e.decision.approver }}</b>{% if e.decision.display_name %}
+(<span id="display-name">{{ e.decision.display_name }}</span>){% elif e.decision.authenticated_as and e.decision.authenticated_as != e.decision.approver %}
+(typed as {{ e.decision.approver }}){% endif %} at {{ fmt(e.decision.decided_at) }}: <span id="decision-reason">{{ e.decision.reason }}</span>;
 on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
 {% if e.used %}<tr><th>Used</th><td>{{ fmt(e.used.at) }} by action <code>{{ e.used.action_id }}</code></td></tr>{% endif %}
 {% if e.closed_reason %}<tr><th>Closed</th><td>{{ e.closed_reason }}</td></tr>{% endif %}
@@ -109,7 +112,8 @@ on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
 <form method="post" class="decide" id="decide" action="{{ url_for(bp + '.decide', entry_id=e.id) }}">
 <input type="hidden" name="csrf_token" value="{{ csrf }}">
 <input type="hidden" name="input_hash" value="{{ e.input_hash }}">
-<label>Your name <input name="operator" id="operator-name" value="{{ identity }}" required></label>
+<p>You decide as <b>{{ identity }}</b> (the signed-in operator is recorded as the approver).</p>
+<label>Display name (optional, shown beside it) <input name="operator" id="operator-name"></label>
 <label>Reason <input name="reason" id="decision-reason-input" required size="60"></label>
 <button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.run %} once (this command){% endif %}</button>
 {% if e.run and 'session' in (e.run.choices or []) %}
@@ -200,6 +204,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         return str(who)
 
     def page(body_template: str, status: int = 200, error: Optional[str] = None, **ctx: Any) -> Response:
+        # Every text shown is visible(): an entry's command, reasons and ids, the operator's identity.
+        ctx = {k: visible_value(v) for k, v in ctx.items()}
         body = render_template_string(body_template, bp=name, fmt=_fmt, left=_left, duration=_duration, **ctx)
         html = render_template_string(_BASE, body=body, bp=name, title=title, error=error, refresh=ctx.get("refresh"),
                                       identity=ctx.get("identity", ""), account=account() if account else "")
@@ -261,9 +267,9 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
             if not authorize(who, entry, decision):
                 return render_detail(entry_id, who, status=403, error="You may not decide this entry.")
         try:
-            decided = inbox.decide(entry_id, decision=decision, approver=form.get("operator", ""),
-                                   reason=form.get("reason", ""), input_hash=posted_hash, scope=scope,
-                                   authenticated_as=who)
+            decided = inbox.decide(entry_id, decision=decision, approver=who, reason=form.get("reason", ""),
+                                   input_hash=posted_hash, scope=scope, authenticated_as=who,
+                                   display_name=form.get("operator", ""))
         except InboxError as exc:
             return render_detail(entry_id, who, status=exc.status, error=str(exc))
         if on_decision is not None:
@@ -306,9 +312,9 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
     /logout`` signs that cookie out for good (on the server, not only in the browser);
     ``POST /sessions/end`` (or ``hermes-sdk-inbox end-sessions``) ends every session issued so
     far, in every process serving the store (see :mod:`hermes_sdk_inbox.sessions`); the page
-    offers both. The signed-in identity is ``operator``; each decision also records the name typed
-    into the form. ``on_decision`` is the blueprint's hook (``hermes-sdk-inbox serve --resume``
-    gives a :class:`ResumeWorker`'s ``wake``).
+    offers both. The signed-in identity is ``operator``, recorded as the approver of each decision
+    (a name typed into the form is kept beside it as a display name). ``on_decision`` is the
+    blueprint's hook (``hermes-sdk-inbox serve --resume`` gives a :class:`ResumeWorker`'s ``wake``).
     """
     if not token or len(token) < 16:
         raise ValueError("the standalone inbox needs an access token of at least 16 characters")

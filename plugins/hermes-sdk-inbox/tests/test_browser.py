@@ -180,9 +180,11 @@ def test_a_person_approves_one_run_and_denies_another_in_chromium(browser: Any,
             result = outcome["result"]
             assert result.status == "completed", result
             entry = provider.inbox.entries(state=label, kind="run")[0]
-            assert entry["decision"]["approver"] == "Olga Operator"
+            # the signed-in operator is the approver; the typed name is only shown beside it
+            assert entry["decision"]["approver"] == "operator" and entry["decision"]["display_name"] == "Olga Operator"
             assert entry["decision"]["input_hash"] == entry["input_hash"] and entry["used"]
-            assert browser.find_element(By.ID, "approver").text == "Olga Operator"
+            assert browser.find_element(By.ID, "approver").text == "operator"
+            assert browser.find_element(By.ID, "display-name").text == "Olga Operator"
             timings[label] = {"enqueue_to_decision": entry["decision"]["decided_at"] - entry["requested_at"],
                               "click_to_decision": entry["decision"]["decided_at"] - marks["clicked"],
                               "decision_to_run_resumed": entry["used"]["at"] - entry["decision"]["decided_at"],

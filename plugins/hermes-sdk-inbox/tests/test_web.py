@@ -97,8 +97,9 @@ def test_approve_with_a_valid_form(sdk: HermesClient) -> None:
     decided = inbox.get(entry["id"])
     assert decided["state"] == "approved"
     assert decided["decision"] | {"decided_at": 0, "approval_id": ""} == {
-        "decision": "approved", "approver": "Alice Ops", "authenticated_as": "alice", "reason": "expected cleanup",
-        "scope": "session", "input_hash": entry["input_hash"], "decided_at": 0, "approval_id": ""}
+        "decision": "approved", "approver": "alice", "authenticated_as": "alice", "display_name": "Alice Ops",
+        "reason": "expected cleanup", "scope": "session", "input_hash": entry["input_hash"], "decided_at": 0,
+        "approval_id": ""}
     html = web.get(f"/inbox/{entry['id']}", headers=user).text
     assert "Alice Ops" in html and "expected cleanup" in html and 'id="decide"' not in html
     # the audit trail: decided entries stay listed under their state
@@ -248,4 +249,4 @@ def test_on_decision_hears_each_stored_decision(sdk: HermesClient) -> None:
     resp = web.post(f"/{entry['id']}/decide", data={"csrf_token": csrf, "input_hash": entry["input_hash"],
                                                     "operator": "Alice", "reason": "ok", "action": "deny"})
     assert resp.status_code == 303 and inbox.get(entry["id"])["state"] == "denied"
-    assert [h["id"] for h in heard] == [entry["id"]] and heard[0]["decision"]["approver"] == "Alice"
+    assert [h["id"] for h in heard] == [entry["id"]] and heard[0]["decision"]["approver"] == "alice"
