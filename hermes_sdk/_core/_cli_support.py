@@ -11,8 +11,8 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any, Iterable, Mapping, Optional, Sequence
 
-from .display import visible
 from ..errors import HermesError
+from .display import visible
 from .redaction import scrub
 
 # ---------------------------------------------------------------- the terminal

@@ -26,8 +26,8 @@ from hermes_sdk import (
     Redactor,
 )
 from hermes_sdk._core.cli import main
-from hermes_sdk.plugin import visible
 from hermes_sdk._core.redaction import REDACTED, SECRET_CHARS, only_secrets_replaced
+from hermes_sdk.plugin import visible
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 

@@ -10,9 +10,6 @@ from typing import Any, Mapping
 
 import attrs
 
-from .. import discovery
-from ..aggregate import Accumulator, Aggregate
-from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ...errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
@@ -24,6 +21,9 @@ from ...errors import (
     RunNotFoundError,
     RunStoppedError,
 )
+from .. import discovery
+from ..aggregate import Accumulator, Aggregate
+from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..events import parse_run_event
 from ..models import StreamEvent
 from ..operator import is_operator_run

@@ -16,13 +16,6 @@ from typing import Any, Optional
 
 import attrs
 
-from .. import convert
-from .._constants import DELETE_KEY_TTL_SECONDS
-from .._sentinels import REQUIRED
-from ..approval import ApprovalDecision, ApprovalRequest, ask
-from ..capabilities import capability_id
-from ..deadline import TimeoutLike, as_timeout
-from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
 from ...errors import (
     STREAM_FAILED,
     ApprovalNotActiveError,
@@ -36,6 +29,13 @@ from ...errors import (
     RunNotFoundError,
     StreamError,
 )
+from .. import convert
+from .._constants import DELETE_KEY_TTL_SECONDS
+from .._sentinels import REQUIRED
+from ..approval import ApprovalDecision, ApprovalRequest, ask
+from ..capabilities import capability_id
+from ..deadline import TimeoutLike, as_timeout
+from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
 from ..events import ApprovalRequested
 from ..executor import Executor, new_action_id
 from ..idempotency import COMPLETED, IdempotencyRecord
