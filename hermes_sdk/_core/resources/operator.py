@@ -38,7 +38,7 @@ from ..events import ApprovalRequested
 from ..executor import Executor, new_action_id
 from ..idempotency import COMPLETED, IdempotencyRecord
 from ..models import ActionResult
-from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START, RUNNER
+from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START
 from ..operator import OperatorResult
 from ..options import CallOptions
 from ..runs import Run, RunResult, RunStarted, RunStatus
@@ -356,4 +356,3 @@ class OperatorMethods:
         return operator.start(data, options, provider, until)
 
 
-RUNNER["invoke"] = invoke_operator
