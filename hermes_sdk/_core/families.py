@@ -16,9 +16,10 @@ from ..errors import PluginError
 from .capabilities import Contract
 from .operations.spec import OperationSpec, check_spec
 
+from .options import CallOptions
+
 if TYPE_CHECKING:
     from .executor import Executor
-    from .options import CallOptions
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -27,7 +28,7 @@ T = TypeVar("T")
 class FamilyExecutor(Protocol):
     """What a family's resource is given: one typed call per operation, through every stage."""
 
-    def request(self, spec: OperationSpec[T], data: Mapping[str, Any], options: "CallOptions" = ...) -> T:
+    def request(self, spec: OperationSpec[T], data: Mapping[str, Any], options: CallOptions = ...) -> T:
         """Run one call of ``spec``: validation, policy, idempotency, approval, the HTTP exchange."""
         ...
 
