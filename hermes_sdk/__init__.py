@@ -10,7 +10,8 @@ from ._core.approval import (
     StaticPolicyProvider,
     input_hash,
 )
-from ._core.capabilities import capability_id, parse_capability_id
+from ._core.builtin import parse_capability_id
+from ._core.capabilities import capability_id
 from ._core.client import HermesClient
 from ._core.deadline import CallTimeout
 from ._core.discovery import Health, ModelInfo, ServerCapabilities, Toolset
@@ -135,7 +136,7 @@ _compat.install()
 _compat.rehome(globals(), __all__, __name__)
 
 # Plugin-author types live in hermes_sdk.plugin; the old top-level names keep working.
-_MOVED = ("Attempt", "CONTRACTS", "Contract", "Invocation")
+_MOVED = ("Attempt", "CONTRACTS", "Contract", "Invocation")  # CONTRACTS warns again there
 # Names that collided with requests' and the stdlib's, renamed in 0.2.
 _RENAMED = {"Response": "HermesResponse", "Session": "HermesSession", "Timeout": "CallTimeout",
             "CancelledError": "StreamCancelledError"}

@@ -21,6 +21,7 @@ import pluggy
 if TYPE_CHECKING:
     from ._core.approval import ApprovalProvider
     from ._core.exchange import Attempt, HttpReply
+    from ._core.families import Family
     from ._core.idempotency import IdempotencyStore
     from ._core.models import ActionResult
     from ._core.redaction import FilterFn
@@ -46,6 +47,16 @@ def hermes_approval_provider(client: "ClientView") -> "Optional[ApprovalProvider
     It answers every approval-gated call (``response_delete``, ...) *and* the agent's shell commands
     in runs (``request.operation == "run_approval"``): branch on ``request.operation``. Used when the
     client was not given ``approval_provider=``. Built in: none (deny by default).
+    """
+
+
+@hookspec
+def hermes_families(client: "ClientView") -> "Optional[Sequence[Family[Any]]]":
+    """Return the families (operations and resource) this plugin adds to the client being built.
+
+    Every plugin's families are registered, the built-in ones first; an operation or family name
+    registered twice is a :class:`~hermes_sdk.PluginError` at construction. A family's resource is
+    reached with ``client.resource(ResourceClass)``, its operations with ``invoke()``.
     """
 
 

@@ -1,7 +1,9 @@
-"""What plugin authors use: the hook marker, the objects hooks receive, and the store protocol.
+"""What plugin authors use: the hook marker, the objects hooks receive, the store protocol, and
+everything a third-party family needs (:class:`Family`, :class:`OperationSpec`, :class:`Contract`,
+:class:`HermesStream`, :class:`Accumulator`, :func:`invalid_input`, :func:`path_id`).
 
 Applications import from :mod:`hermes_sdk`; plugins (stores, approval providers, redaction
-filters, tracers) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
+filters, tracers, families) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
 Hooks receive a :class:`CallView` (never the internal call, its credential or its input) and an
 :class:`Attempt`. A plugin that shows agent- or server-supplied text to a person renders it with
 :func:`visible` (control, escape, bidi and invisible characters written out, never interpreted).
@@ -10,16 +12,19 @@ Hooks receive a :class:`CallView` (never the internal call, its credential or it
 from __future__ import annotations
 
 from ._core.aggregate import Accumulator
-from ._core.capabilities import CONTRACTS, Contract, descriptor
+from ._core.capabilities import Contract, descriptor
 from ._core.display import visible, visible_value
 from ._core.exchange import Attempt, HttpReply
+from ._core.families import Family, FamilyExecutor, register, register_resource, unregister, unregister_resource
 from ._core.idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore, store_from_url
 from ._core.models import ActionResult
-from ._core.operations import OperationSpec, ProviderRequest, RequestParts, register, unregister
+from ._core.operations import OperationSpec, ProviderRequest, RequestParts
+from ._core.operations.common import bad as invalid_input
+from ._core.operations.stored import path_id_value as path_id
 from ._core.options import CallOptions
 from ._core.redaction import REDACTED, Redactor
-from ._core.resources import register_resource, unregister_resource
 from ._core.sqlite_files import private_sqlite_files
+from ._core.streaming import HermesStream
 from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
 
@@ -27,12 +32,11 @@ from .hookspecs import hookimpl, hookspec
 Invocation = CallView
 
 __all__ = [
-    "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CONTRACTS", "CallOptions", "CallView", "ClientView",
-    "REDACTED",
-    "Contract", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation", "OperationSpec", "PENDING",
-    "ProviderRequest", "Redactor", "RequestParts", "descriptor", "hookimpl", "hookspec", "register",
-    "private_sqlite_files", "register_resource", "store_from_url", "unregister", "unregister_resource", "visible",
-    "visible_value",
+    "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CallOptions", "CallView", "ClientView", "Contract",
+    "Family", "FamilyExecutor", "HermesStream", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation",
+    "OperationSpec", "PENDING", "ProviderRequest", "REDACTED", "Redactor", "RequestParts", "descriptor", "hookimpl",
+    "hookspec", "invalid_input", "path_id", "private_sqlite_files", "register", "register_resource",
+    "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.
@@ -40,6 +44,15 @@ _INTERNAL = {"Call": ("hermes_sdk._core.call", "Call"), "Runtime": ("hermes_sdk.
 
 
 def __getattr__(name: str) -> object:
+    if name == "CONTRACTS":  # a process-wide registry before 0.2: the built-in contracts, read-only
+        import types
+        import warnings
+
+        from ._core.builtin import BUILTIN_SPECS
+
+        warnings.warn("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are client.capabilities()",
+                      DeprecationWarning, stacklevel=2)
+        return types.MappingProxyType({name: spec.contract for name, spec in BUILTIN_SPECS.items()})
     if name in _INTERNAL:
         import importlib
         import warnings

@@ -202,8 +202,8 @@ def _approval_options(parser: argparse.ArgumentParser, what: str) -> None:
                              "with a durable HERMES_SDK_IDEMPOTENCY_STORE); default: a new key")
 
 
-def add_family_parsers(sub: Any, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
-    """``hermes-sdk sessions list|get|messages|chat``, ``hermes-sdk jobs list|get|create|pause|resume|run|delete``."""
+def add_sessions_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+    """``hermes-sdk sessions list|get|messages|chat`` (the sessions family's ``commands``)."""
     sessions = sub.add_parser("sessions", help="list and read Hermes sessions, chat in one",
                               description="Hermes' stored sessions (/api/sessions): list, get, messages, chat.")
     ssub = sessions.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -235,6 +235,9 @@ def add_family_parsers(sub: Any, conn: argparse.ArgumentParser, as_json: argpars
     chat.add_argument("--idempotency-key", metavar="KEY", help="one turn per key (a repeat replays it)")
     chat.set_defaults(func=cmd_sessions_chat)
 
+
+def add_jobs_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+    """``hermes-sdk jobs list|get|create|pause|resume|run|delete`` (the jobs family's ``commands``)."""
     jobs = sub.add_parser("jobs", help="list and manage cron jobs (changes ask for approval)",
                           description="Hermes' cron jobs (/api/jobs). Every change asks you to approve it, "
                                       "or takes --yes.")
@@ -268,4 +271,4 @@ def add_family_parsers(sub: Any, conn: argparse.ArgumentParser, as_json: argpars
         parser.set_defaults(func=_job_action(action, question))
 
 
-__all__ = ["add_family_parsers"]
+__all__ = ["add_jobs_commands", "add_sessions_commands"]

@@ -6,7 +6,7 @@ contract is named (``cap:hermes_agent:<endpoint_id>:<operation>``) and published
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Container, Optional, Tuple
 
 import attrs
 
@@ -58,10 +58,6 @@ class Contract:
         return self.retry_safe
 
 
-#: Every registered operation's contract; filled by ``operations.register``.
-CONTRACTS: dict[str, Contract] = {}
-
-
 def capability_id(endpoint_id: str, operation: str) -> str:
     """The capability id of an operation on an endpoint: ``cap:hermes_agent:<endpoint_id>:<operation>``.
 
@@ -70,14 +66,15 @@ def capability_id(endpoint_id: str, operation: str) -> str:
     return f"{CAPABILITY_PREFIX}{endpoint_id}:{operation}"
 
 
-def parse_capability_id(value: str) -> Tuple[str, str]:
-    """Split ``cap:hermes_agent:<endpoint_id>:<operation>`` (operation after the last colon)."""
+def parse_capability_id(value: str, operations: Container[str]) -> Tuple[str, str]:
+    """Split ``cap:hermes_agent:<endpoint_id>:<operation>`` (operation after the last colon); the
+    operation must be one of ``operations`` (a client's: its families')."""
     if not isinstance(value, str) or not value.startswith(CAPABILITY_PREFIX):
         raise InvalidInputError(f"not a Hermes capability id: {value!r}", details={"field": "capability_id"})
     endpoint_id, sep, operation = value[len(CAPABILITY_PREFIX):].rpartition(":")
     if not sep or not endpoint_id:
         raise InvalidInputError("capability id has no endpoint id", details={"field": "capability_id"})
-    if operation not in CONTRACTS:
+    if operation not in operations:
         raise InvalidInputError(f"unsupported Hermes operation {operation!r}",
                                 details={"field": "capability_id", "operation": operation})
     return endpoint_id, operation

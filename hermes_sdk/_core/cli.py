@@ -386,11 +386,15 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
         with _client(args) as client:
             caps = client.capabilities()
     else:  # the contracts are data: list them for the configured (or default) endpoint id without a server
-        from .capabilities import CONTRACTS, descriptor
+        from ..plugins import build_manager
+        from .capabilities import descriptor
+        from .config import build_registry
         from .endpoints import normalize_endpoint_id
+        from .view import ClientView
 
         endpoint_id = normalize_endpoint_id(os.environ.get("HERMES_ENDPOINT_ID") or "default")
-        caps = [descriptor(endpoint_id, contract) for contract in CONTRACTS.values()]
+        registry = build_registry(build_manager(), ClientView((endpoint_id,), (), ()))  # the installed plugins' too
+        caps = [descriptor(endpoint_id, contract) for contract in registry.contracts.values()]
     if args.json:
         _print_json(caps)
     else:
@@ -727,10 +731,22 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     add_run_parser(sub, conn)
-    from ._cli_families import add_family_parsers
-
-    add_family_parsers(sub, conn, as_json)
+    add_family_commands(sub, conn, as_json)
     return parser
+
+
+def add_family_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+    """Each family's own subcommands (``Family.commands``), for the families of the installed plugins."""
+    import importlib
+
+    from ..plugins import build_manager
+    from .config import build_registry
+    from .view import ClientView
+
+    for family in build_registry(build_manager(), ClientView((), (), ())).families.values():
+        if family.commands:
+            module, _, function = family.commands.partition(":")
+            getattr(importlib.import_module(module), function)(sub, conn, as_json)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

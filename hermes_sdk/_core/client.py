@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
 
 import attrs
 import requests
@@ -22,10 +22,9 @@ from .endpoints import Deadline, Endpoint, ExecutionContext
 from .executor import Executor
 from .idempotency import IdempotencyStore
 from .models import ActionResult, ChatCompletion, DeletionReceipt, Response
-from .operations import SPECS, keywords
+from .operations import keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .options import CallOptions
-from .resources import RESOURCES
 from .resources.compat import DeprecatedAliases
 from .resources.discovery import DiscoveryMethods
 from .resources.jobs import Jobs
@@ -38,6 +37,7 @@ from .runs import Run
 from .streaming import ChatStream, ResponseStream
 
 log = logging.getLogger("hermes_sdk")
+R = TypeVar("R")
 __all__ = ["HermesClient", "REQUIRED", "UNCHANGED"]
 
 
@@ -111,16 +111,20 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         self.runs = Runs(executor)
         self.records = Records(executor)
         self.sessions, self.jobs = Sessions(executor), Jobs(executor)
-        self._extra: dict[str, Any] = {}
+        self._extra: dict[Any, Any] = {}
 
-    def __getattr__(self, name: str) -> Any:
-        factory = RESOURCES.get(name)
-        if factory is None or name.startswith("_"):
-            raise AttributeError(f"'HermesClient' object has no attribute {name!r}")
-        extra = self.__dict__.setdefault("_extra", {})
-        if name not in extra:
-            extra[name] = factory(self._executor)
-        return extra[name]
+    def resource(self, resource: Callable[..., R]) -> R:
+        """The resource of a family this client knows, built once: ``client.resource(Memory).recall(...)``.
+
+        ``resource`` is the resource class a :class:`~hermes_sdk.plugin.Family` names; the built-in
+        ones are also attributes (``client.runs``, ``client.sessions``, ``client.jobs``).
+        """
+        family = self._executor.runtime.registry.family_of(resource)  # KeyError: no family of this client
+        with self._lock:
+            if family.name not in self._extra:
+                self._extra[family.name] = resource(self._executor)
+            built: R = self._extra[family.name]
+        return built
 
     @property
     def context(self) -> Optional[ExecutionContext]:
@@ -168,7 +172,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
 
     def capabilities(self) -> list[dict[str, Any]]:
         """Every endpoint's capability descriptors, with their full published contract."""
-        return [descriptor(ep_id, spec.contract) for ep_id in self._executor.endpoints for spec in SPECS.values()]
+        specs = self._executor.runtime.registry.specs.values()
+        return [descriptor(ep_id, spec.contract) for ep_id in self._executor.endpoints for spec in specs]
 
     def action_result(self, action_id: str) -> Optional[ActionResult]:
         """The durable result recorded for ``action_id`` (the recovery rule's first step), or None."""

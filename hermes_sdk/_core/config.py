@@ -6,14 +6,17 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
+import pluggy
 import requests
 
 from ..errors import InvalidInputError
 from ..plugins import build_manager, call_pipeline
 from ._constants import DEFAULT_ENDPOINT_ID
 from ._logging import configure_from_env
+from .builtin import BuiltinFamilies
 from .deadline import TimeoutLike, as_timeout
 from .endpoints import Endpoint
+from .families import Family, Registry, legacy_family
 from .idempotency import IdempotencyStore
 from .redaction import Redactor, install_log_filters, register_secret
 from .retry import RetryPolicy
@@ -99,12 +102,23 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_en
     store = resolve_store(pm, seen, idempotency_store)
     provider = approval_provider if approval_provider is not None else call_pipeline(
         pm, "hermes_approval_provider", client=seen)
-    runtime = Runtime(pm=pm, store=store, transport=transport,
+    runtime = Runtime(pm=pm, store=store, transport=transport, registry=build_registry(pm, seen),
                       redactor=Redactor(filters=filters, patterns=redaction_patterns),
                       approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
                       strict_idempotency=strict_idempotency, key_retention=key_retention,
                       timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals))
     return runtime
+
+
+def build_registry(pm: pluggy.PluginManager, client: ClientView) -> Registry:
+    """The client's families: the built-in plugin's, then every other plugin's, then deprecated registrations."""
+    if not pm.has_plugin("hermes_sdk._core.families"):
+        pm.register(BuiltinFamilies(), "hermes_sdk._core.families")
+    families: list[Family[Any]] = []
+    for group in pm.hook.hermes_families(client=client):
+        families.extend(group or ())
+    legacy = legacy_family()
+    return Registry([*families, *([legacy] if legacy is not None else [])])
 
 
 class ClientSettings:

@@ -20,11 +20,11 @@ from . import convert, stages
 from ._constants import DEFAULT_ENDPOINT_ID
 from .approval import ApprovalRequest
 from .call import Call
-from .capabilities import CONTRACTS, capability_id, parse_capability_id
+from .capabilities import capability_id, parse_capability_id
 from .deadline import as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
 from .models import ActionResult
-from .operations import SPECS, OperationSpec
+from .operations import OperationSpec
 from .operations.common import idempotency_value
 from .options import CallOptions
 from .runtime import Runtime
@@ -67,12 +67,12 @@ class Executor:
         """The generic AIP path: failures come back as ``status="failed"`` results, not exceptions."""
         action_id = options.action_id or new_action_id()
         try:
-            endpoint_id, operation = parse_capability_id(capability)
+            endpoint_id, operation = parse_capability_id(capability, self.runtime.registry.specs)
             endpoint = self.endpoint(normalize_endpoint_id(endpoint_id))
             if endpoint.id != endpoint_id:
                 raise InvalidInputError("capability id must use the normalised endpoint id",
                                         details={"field": "capability_id"})
-            spec = SPECS[operation]
+            spec = self.runtime.registry.spec(operation)
             if spec.composite is not None:  # several calls under one capability (the operator)
                 if not isinstance(input, Mapping):
                     raise InvalidInputError("input must be a JSON object", details={"field": "input"})
@@ -163,11 +163,11 @@ class Executor:
                          reason: Optional[str] = None, action_id: Optional[str] = None,
                          endpoint: Optional[str] = None) -> ApprovalRequest:
         """The ApprovalRequest an approval-gated call with this input would ask for."""
-        if operation_or_capability in CONTRACTS:
+        if operation_or_capability in self.runtime.registry.specs:
             cap = capability_id(self.endpoint(endpoint).id, operation_or_capability)
         else:
             cap = operation_or_capability
-            parse_capability_id(cap)
+            parse_capability_id(cap, self.runtime.registry.specs)
         return request_for(cap, dict(input), reason, action_id or new_action_id(), self.context,
                            self.runtime.redactor)
 

@@ -13,6 +13,7 @@ import pluggy
 
 from . import _fork
 from .endpoints import seconds_value
+from .families import Registry
 from .idempotency import IdempotencyStore
 from .redaction import Redactor
 from .retry import RetryPolicy
@@ -83,6 +84,8 @@ class Runtime:
     transport: Transport
     redactor: Redactor
     approval_provider: Any = None
+    #: The families this client knows (the ``hermes_families`` hook of its plugins).
+    registry: Registry = attrs.field(kw_only=True, eq=False, repr=False)
     retry: RetryPolicy = RetryPolicy()  #: what is retried, and how often
     strict_idempotency: bool = True  #: a key reused with a different input is refused
     #: Seconds a keyed call's record is kept (a finite number >= 0: NaN would never expire).

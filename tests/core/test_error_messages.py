@@ -11,8 +11,10 @@ from core_support import free_port
 
 from hermes_sdk import ApprovalDeniedError, ApprovalRequest, Endpoint, HermesClient, InvalidInputError, TransportError
 from hermes_sdk._core.approval import check
-from hermes_sdk._core.capabilities import CONTRACTS
+from hermes_sdk._core.builtin import BUILTIN_SPECS
 from hermes_sdk._core.transport import TransportCause, error_for_exception
+
+CONTRACTS = {name: spec.contract for name, spec in BUILTIN_SPECS.items()}
 
 
 def test_a_refused_connection_names_the_url_and_the_cause_in_one_short_sentence() -> None:
@@ -167,7 +169,7 @@ def test_a_deadline_error_names_the_bound_that_fired_and_the_knob(hermes_emulato
 
 def test_without_a_bound_the_published_default_is_named(hermes_emulator: Any) -> None:
     from hermes_sdk import DeadlineExceededError
-    from hermes_sdk._core.operations import SPECS
+    from hermes_sdk._core.builtin import BUILTIN_SPECS as SPECS
     from hermes_sdk._core.options import CallOptions
 
     with hermes_emulator.client(load_entrypoints=False) as client:

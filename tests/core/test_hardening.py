@@ -19,9 +19,8 @@ from requests.structures import CaseInsensitiveDict
 from hermes_sdk import ApprovalDecision, HermesClient
 from hermes_sdk._core._constants import MAX_INPUT_DEPTH, RETRY_AFTER_CAP
 from hermes_sdk._core.approval import check
-from hermes_sdk._core.capabilities import CONTRACTS
+from hermes_sdk._core.builtin import BUILTIN_SPECS, build_request
 from hermes_sdk._core.endpoints import Endpoint, ExecutionContext, deadline_epoch, validate_header_value
-from hermes_sdk._core.operations import build_request
 from hermes_sdk._core.retry import backoff_delay
 from hermes_sdk._core.transport import decode_json, error_for_status, retry_after_ms
 from hermes_sdk.errors import (
@@ -32,6 +31,8 @@ from hermes_sdk.errors import (
     RateLimitedError,
     RemoteRejectedError,
 )
+
+CONTRACTS = {name: spec.contract for name, spec in BUILTIN_SPECS.items()}
 
 
 def _response(status: int, body: bytes = b"", **headers: str) -> requests.Response:

@@ -27,15 +27,17 @@ from hermes_sdk import (
     TenantMismatchError,
     hookimpl,
 )
+from hermes_sdk._core.builtin import BUILTIN_SPECS as SPECS
+from hermes_sdk._core.builtin import FAMILIES
 from hermes_sdk._core.call import Call
 from hermes_sdk._core.executor import Executor
+from hermes_sdk._core.families import Family, Registry
 from hermes_sdk._core.models import ActionResult
-from hermes_sdk._core.operations import SPECS
 from hermes_sdk._core.options import CallOptions
 from hermes_sdk._core.redaction import Redactor
 from hermes_sdk._core.runtime import Runtime
 from hermes_sdk._core.stages import approval, execute, idempotency, observe, policy
-from hermes_sdk.plugin import Contract, OperationSpec, RequestParts, register, unregister
+from hermes_sdk.plugin import ClientView, Contract, OperationSpec, RequestParts, register, unregister
 from hermes_sdk.plugins import build_manager
 from hermes_sdk.testing import HermesEmulator
 
@@ -74,7 +76,7 @@ def make_call(operation: str = "chat", input: Optional[dict[str, Any]] = None, *
     data = input if input is not None else {"prompt": "hello"}
     rt = Runtime(pm=build_manager(plugins, load_entrypoints=False), store=store or MemoryStore(),
                  transport=transport or FakeTransport(), redactor=Redactor(), approval_provider=provider,
-                 strict_idempotency=strict)
+                 strict_idempotency=strict, registry=Registry(FAMILIES))
     endpoint = Endpoint("default", "http://127.0.0.1:9", "secret-key-123", tenant_id=tenant)
     call = Executor({"default": endpoint}, None, rt).build(spec, endpoint, data, CallOptions(
         idempotency_key=key, action_id="act_1", context=context, approval=approval_given))
@@ -281,27 +283,44 @@ def _health_parts(operation: str, input: Any) -> RequestParts:
     return RequestParts({})
 
 
-def test_a_seventh_operation_is_one_registered_spec(hermes_emulator: HermesEmulator) -> None:
+def _probe_spec() -> OperationSpec[dict[str, Any]]:
     contract = attrs.evolve(SPECS["response_get"].contract, operation="health_probe", path="/health",
                             stability="experimental")
-    spec: OperationSpec[dict[str, Any]] = OperationSpec(
-        contract, _health_parts, decode=lambda data, session_id, action_id=None, r=False, **kw: data)
     assert isinstance(contract, Contract)
-    register(spec)
+    return OperationSpec(contract, _health_parts, decode=lambda data, session_id, action_id=None, r=False, **kw: data)
+
+
+class ProbeFamily:
+    @hookimpl
+    def hermes_families(self, client: ClientView) -> tuple[Family[None]]:
+        return (Family("probe", (_probe_spec(),)),)
+
+
+def test_a_seventh_operation_is_one_registered_spec(hermes_emulator: HermesEmulator) -> None:
+    with hermes_emulator.client(load_entrypoints=False, plugins=[ProbeFamily()]) as client:
+        cap = "cap:hermes_agent:default:health_probe"
+        assert cap in [d["capability_id"] for d in client.capabilities()]
+        result = client.invoke(cap, {})
+        assert result.status == "completed" and result.output["status"] == "ok"
+        refused = client.invoke(cap, {"unknown": 1})
+        assert refused.status == "failed" and refused.error.code.endswith("configuration_or_input")
+        keyed = client.invoke(cap, {}, idempotency_key="probe-1")
+        again = client.invoke(cap, {}, idempotency_key="probe-1")
+        assert keyed.status == again.status == "completed" and again.replayed
+    with hermes_emulator.client(load_entrypoints=False) as other:  # the family is the first client's only
+        assert "health_probe" not in {d["operation"] for d in other.capabilities()}
+
+
+def test_process_wide_registration_still_works_for_one_release(hermes_emulator: HermesEmulator) -> None:
+    with pytest.warns(DeprecationWarning, match="hermes_families"):
+        register(_probe_spec())
     try:
         with hermes_emulator.client(load_entrypoints=False) as client:
-            cap = "cap:hermes_agent:default:health_probe"
-            assert cap in [d["capability_id"] for d in client.capabilities()]
-            result = client.invoke(cap, {})
-            assert result.status == "completed" and result.output["status"] == "ok"
-            refused = client.invoke(cap, {"unknown": 1})
-            assert refused.status == "failed" and refused.error.code.endswith("configuration_or_input")
-            keyed = client.invoke(cap, {}, idempotency_key="probe-1")
-            again = client.invoke(cap, {}, idempotency_key="probe-1")
-            assert keyed.status == again.status == "completed" and again.replayed
+            assert client.invoke("cap:hermes_agent:default:health_probe", {}).status == "completed"
     finally:
         unregister("health_probe")
-    assert "health_probe" not in SPECS
+    with hermes_emulator.client(load_entrypoints=False) as client:
+        assert "health_probe" not in {d["operation"] for d in client.capabilities()}
 
 
 def test_client_methods_show_a_readable_required_default() -> None:

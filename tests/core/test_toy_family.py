@@ -1,5 +1,6 @@
-"""A family is a unit: the toy family of ``toy_family.py`` (two operations, one streamed) is added by
-that module alone, and works through its resource, ``invoke()`` and ``capabilities()``."""
+"""A family is a unit: the toy family of ``toy_family.py`` (three operations, one streamed) is added by
+that module alone and one registration (a plugin given to the client), and works through its typed
+resource (``client.resource(Toys)``), ``invoke()`` and ``capabilities()``; other clients do not see it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hermes_sdk import HermesClient
 class ToyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     seen: list[str] = []
+    renames = 0
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -34,7 +36,18 @@ class ToyHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
-        topic = json.loads(self.rfile.read(length))["topic"]
+        payload = json.loads(self.rfile.read(length))
+        if self.path != "/toy/stream":  # toy_rename
+            type(self).renames += 1
+            from urllib.parse import unquote
+            body = json.dumps({"id": unquote(self.path.split("/toy/", 1)[1]), "name": payload["name"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        topic = payload["topic"]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -51,21 +64,25 @@ def toy_client() -> Iterator[HermesClient]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), ToyHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    toy_family.install()
     try:
-        with HermesClient(f"http://127.0.0.1:{server.server_address[1]}", "toy-key", load_entrypoints=False) as c:
+        with HermesClient(f"http://127.0.0.1:{server.server_address[1]}", "toy-key", load_entrypoints=False,
+                          plugins=[toy_family.ToyPlugin()]) as c:
             yield c
     finally:
-        toy_family.uninstall()
         server.shutdown()
         server.server_close()
 
 
 def test_the_toy_family_works_through_its_resource(toy_client: HermesClient) -> None:
-    toy = toy_client.toys.get("a b/c")
+    toys = toy_client.resource(toy_family.Toys)
+    assert toys is toy_client.resource(toy_family.Toys)  # built once per client
+    toy = toys.get("a b/c")
     assert toy.id == "a b/c" and toy.name == "robot" and toy.raw["extra"] == 1
     assert ToyHandler.seen[-1] == "/toy/a%20b%2Fc"  # one path segment
-    stream = toy_client.toys.stream("hello")
+    renamed = toys.rename("a b/c", "bear", idempotency_key="rename-1")
+    assert renamed.name == "bear" and toys.rename("a b/c", "bear", idempotency_key="rename-1") == renamed
+    assert ToyHandler.renames == 1  # the second was replayed from the record
+    stream = toys.stream("hello")
     assert [t.delta for t in stream.typed()] == ["hello ", "done"]
     result = stream.result()
     assert result.status == "completed" and result.text == "hello done" and result.final == {"ok": True}
@@ -73,16 +90,27 @@ def test_the_toy_family_works_through_its_resource(toy_client: HermesClient) -> 
 
 def test_the_toy_family_is_listed_and_invocable(toy_client: HermesClient) -> None:
     names = {c["capability_id"].rsplit(":", 1)[1] for c in toy_client.capabilities()}
-    assert {"toy_get", "toy_stream"} <= names
+    assert {"toy_get", "toy_rename", "toy_stream"} <= names
     ok = toy_client.invoke("cap:hermes_agent:default:toy_stream", {"topic": "t"})
     assert ok.status == "completed" and ok.output["text"] == "t done"
     refused = toy_client.invoke("cap:hermes_agent:default:toy_stream", {"topic": ""})
     assert refused.status == "failed" and refused.error.code.endswith("configuration_or_input")
 
 
-def test_unregistered_it_is_gone(toy_client: HermesClient) -> None:
-    toy_family.uninstall()
+def test_the_family_belongs_to_the_client_that_was_given_it(toy_client: HermesClient) -> None:
+    with HermesClient(toy_client.endpoints[0].base_url, "toy-key", load_entrypoints=False) as plain:
+        assert not any(c["capability_id"].endswith(":toy_get") for c in plain.capabilities())
+        with pytest.raises(KeyError):
+            plain.resource(toy_family.Toys)
+        missing = plain.invoke("cap:hermes_agent:default:toy_get", {"toy_id": "a"})
+        assert missing.status == "failed" and "toy_get" in missing.error.message
     with pytest.raises(AttributeError):
-        toy_client.toys  # noqa: B018
-    assert not any(c["capability_id"].endswith(":toy_get") for c in toy_client.capabilities())
-    toy_family.install()
+        toy_client.toys  # noqa: B018  (a family is reached through client.resource, not a dynamic attribute)
+
+
+def test_a_family_registered_twice_is_refused_at_construction(toy_client: HermesClient) -> None:
+    from hermes_sdk import PluginError
+
+    with pytest.raises(PluginError, match="already registered|two families"):
+        HermesClient(toy_client.endpoints[0].base_url, "toy-key", load_entrypoints=False,
+                     plugins=[toy_family.ToyPlugin(), toy_family.ToyPlugin()])

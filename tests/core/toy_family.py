@@ -1,8 +1,10 @@
-"""A toy family, written the way a new Hermes family is added: everything it needs, in this one module.
+"""A toy family, written the way a third-party Hermes family is added: everything it needs, in this one module,
+from public modules only (``hermes_sdk`` and ``hermes_sdk.plugin``), typed under ``mypy --strict``.
 
-Two operations: ``toy_get`` (``GET /toy/{toy_id}``, read-only, retried) and ``toy_stream``
-(``POST /toy/stream``, SSE). It registers its specs and its resource (``client.toys``) and touches
-no other file of the SDK.
+Three operations: ``toy_get`` (``GET /toy/{toy_id}``, read-only, retried), ``toy_rename``
+(``POST /toy/{toy_id}``) and ``toy_stream`` (``POST /toy/stream``, SSE). :class:`ToyPlugin` registers
+the family (its specs and its resource) with a client that is given it; ``client.resource(Toys)``
+reaches it. No other file of the SDK is touched, and no test that counts operations.
 """
 
 from __future__ import annotations
@@ -13,19 +15,19 @@ from typing import Any, Mapping, Optional
 import attrs
 
 from hermes_sdk import HermesError
-from hermes_sdk._core.operations.common import bad
-from hermes_sdk._core.operations.stored import path_id_value
-from hermes_sdk._core.streaming import HermesStream
 from hermes_sdk.plugin import (
     Accumulator,
     CallOptions,
+    ClientView,
     Contract,
+    Family,
+    FamilyExecutor,
+    HermesStream,
     OperationSpec,
     RequestParts,
-    register,
-    register_resource,
-    unregister,
-    unregister_resource,
+    hookimpl,
+    invalid_input,
+    path_id,
 )
 
 
@@ -50,8 +52,9 @@ class ToyAccumulator(Accumulator):
     failed_names = frozenset({"toy.error"})
 
     def fold(self, agg: Any, name: Optional[str], data: dict[str, Any]) -> Optional[str]:
-        if name == "toy.delta" and isinstance(data.get("delta"), str):
-            return data["delta"]
+        delta = data.get("delta")
+        if name == "toy.delta" and isinstance(delta, str):
+            return delta
         if name == "toy.done":
             agg.final = data
         return None
@@ -68,13 +71,21 @@ def _contract(operation: str, method: str, path: str, streaming: bool) -> Contra
 
 
 def build_get(operation: str, data: Mapping[str, Any]) -> RequestParts:
-    return RequestParts({}, path_params={"toy_id": path_id_value("toy_id", data.get("toy_id"))})
+    return RequestParts({}, path_params={"toy_id": path_id("toy_id", data.get("toy_id"))})
+
+
+def build_rename(operation: str, data: Mapping[str, Any]) -> RequestParts:
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise invalid_input("name", "'name' must be a non-empty string")
+    return RequestParts({"Content-Type": "application/json"}, json.dumps({"name": name}).encode(),
+                        path_params={"toy_id": path_id("toy_id", data.get("toy_id"))})
 
 
 def build_stream(operation: str, data: Mapping[str, Any]) -> RequestParts:
     topic = data.get("topic")
     if not isinstance(topic, str) or not topic:
-        raise bad("topic", "'topic' must be a non-empty string")
+        raise invalid_input("topic", "'topic' must be a non-empty string")
     return RequestParts({"Content-Type": "application/json"}, json.dumps({"topic": topic}).encode(), 100)
 
 
@@ -86,31 +97,37 @@ def decode_toy(data: Any, session_id: Any, action_id: Any = None, replayed: bool
 
 TOY_GET: OperationSpec[Toy] = OperationSpec(_contract("toy_get", "GET", "/toy/{toy_id}", False), build_get,
                                             decode=decode_toy)
+TOY_RENAME: OperationSpec[Toy] = OperationSpec(
+    attrs.evolve(_contract("toy_rename", "POST", "/toy/{toy_id}", False), retry_safe=False,
+                 side_effects=("write",)), build_rename, decode=decode_toy)
 TOY_STREAM: OperationSpec[ToyStream] = OperationSpec(_contract("toy_stream", "POST", "/toy/stream", True),
                                                      build_stream, stream_class=ToyStream,
                                                      accumulator=ToyAccumulator)
 
 
 class Toys:
-    """``client.toys``."""
+    """``client.resource(Toys)``."""
 
-    def __init__(self, executor: Any) -> None:
+    def __init__(self, executor: FamilyExecutor) -> None:
         self._executor = executor
 
     def get(self, toy_id: str, *, timeout: Optional[float] = None) -> Toy:
         return self._executor.request(TOY_GET, {"toy_id": toy_id}, CallOptions(timeout=timeout))
 
+    def rename(self, toy_id: str, name: str, *, idempotency_key: Optional[str] = None) -> Toy:
+        return self._executor.request(TOY_RENAME, {"toy_id": toy_id, "name": name},
+                                      CallOptions(idempotency_key=idempotency_key))
+
     def stream(self, topic: str) -> ToyStream:
         return self._executor.request(TOY_STREAM, {"topic": topic}, CallOptions())
 
 
-def install() -> None:
-    register(TOY_GET)
-    register(TOY_STREAM)
-    register_resource("toys", Toys)
+FAMILY: Family[Toys] = Family("toys", (TOY_GET, TOY_RENAME, TOY_STREAM), Toys)
 
 
-def uninstall() -> None:
-    unregister("toy_get")
-    unregister("toy_stream")
-    unregister_resource("toys")
+class ToyPlugin:
+    """The family's one registration: ``HermesClient(plugins=[ToyPlugin()])`` or an entry point."""
+
+    @hookimpl
+    def hermes_families(self, client: ClientView) -> tuple[Family[Toys]]:
+        return (FAMILY,)

@@ -86,7 +86,8 @@ CASES = [(page, blocks) for page in PAGES if (blocks := examples(page))]
 def test_examples_are_found() -> None:
     pages = {str(page.relative_to(ROOT)) for page, _ in CASES}
     hooks = {f"docs/hooks/{p.name}" for p in (ROOT / "docs" / "hooks").glob("hermes_*.md")}
-    assert len(hooks) == 7 and hooks | {"README.md", "docs/getting-started.md", "docs/streaming.md"} <= pages
+    # every hook's page has a runnable example (hooks are counted by their pages, not by a number here)
+    assert len(hooks) >= 7 and hooks | {"README.md", "docs/getting-started.md", "docs/streaming.md"} <= pages
     assert sum(len(blocks) for _, blocks in CASES) >= 20
 
 

@@ -63,3 +63,30 @@ def test_readme_install_then_mypy_strict_sees_the_types(tmp_path: Path) -> None:
     assert 'Revealed type is "str | None"' in text or 'Revealed type is "Union[builtins.str, None]"' in text, text
     assert "import-not-found" not in text and "error:" not in text, text
     assert out.returncode == 0, text
+
+    # A misspelt resource is an error under --strict (no dynamic attributes), the right one is typed, and a
+    # third-party family (public modules only) is reached through the typed accessor.
+    shutil.copy(ROOT / "tests" / "core" / "toy_family.py", project / "toy_family.py")
+    (project / "typo.py").write_text(TYPO_FILE)
+    out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
+                          "--python-executable", str(python), "typo.py", "toy_family.py"],
+                         cwd=project, capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    errors = [line for line in text.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and 'typo.py:7: error: "HermesClient" has no attribute "sesions"' in errors[0], text
+    assert 'Revealed type is "toy_family.Toy"' in text, text
+    assert 'Revealed type is "builtins.list[hermes_sdk.types.HermesSession]"' in text or \
+        "HermesSession" in text, text
+
+
+TYPO_FILE = """\
+from hermes_sdk import HermesClient
+from toy_family import Toys
+
+
+def f(client: HermesClient) -> None:
+    reveal_type(client.sessions.list().data)
+    client.sesions.list()
+    reveal_type(client.resource(Toys).get("t1"))
+"""
+

@@ -20,7 +20,7 @@ FIRST_RESULT = {"hermes_idempotency_store", "hermes_approval_provider", "hermes_
 
 
 def test_every_hook_has_the_prefix_and_a_docstring() -> None:
-    assert HOOKS == ["hermes_action_result", "hermes_approval_provider", "hermes_http_attempt",
+    assert HOOKS == ["hermes_action_result", "hermes_approval_provider", "hermes_families", "hermes_http_attempt",
                      "hermes_idempotency_store", "hermes_invocation", "hermes_redaction_filters",
                      "hermes_stream_event"]
     for name in HOOKS:

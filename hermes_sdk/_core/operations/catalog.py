@@ -11,7 +11,7 @@ from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..models import ChatCompletion, DeletionReceipt, Response
 from ..streaming import ChatStream, ResponseStream
 from . import chat, responses, stored
-from .spec import OperationSpec, register
+from .spec import OperationSpec
 
 
 def _model_contract(operation: str, path: str, streaming: bool) -> Contract:
@@ -104,5 +104,5 @@ RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
     ),
     stored.build, decode=_receipt, names_another=stored.names_another)
 
-for _spec in (CHAT, CHAT_STREAM, RESPONSES, RESPONSES_STREAM, RESPONSE_GET, RESPONSE_DELETE):
-    register(_spec)
+#: The seed page's six operations, in its order.
+SPECS = (CHAT, CHAT_STREAM, RESPONSES, RESPONSES_STREAM, RESPONSE_GET, RESPONSE_DELETE)

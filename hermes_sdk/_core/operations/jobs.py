@@ -17,7 +17,7 @@ from ...errors import HermesError, RemoteRejectedError
 from .. import jobs as types
 from .common import RequestParts, bad, encode_body, require_input
 from .sessions import contract
-from .spec import OperationSpec, register
+from .spec import OperationSpec
 
 JOB_ID = re.compile(r"[a-f0-9]{12}")
 MAX_NAME_CHARS = 200
@@ -181,6 +181,5 @@ SKILLS: OperationSpec[list[types.Skill]] = OperationSpec(
     contract("skills", "GET", "/v1/skills", read_only=True, stability="experimental", data=dict(_PUBLIC)),
     build_empty, decode=types.skills)
 
-for _spec in (JOBS_LIST, JOB_CREATE, JOB_GET, JOB_UPDATE, JOB_DELETE, JOB_PAUSE, JOB_RESUME, JOB_RUN,
-              HEALTH_DETAILED, SKILLS):
-    register(_spec)
+JOB_SPECS = (JOBS_LIST, JOB_CREATE, JOB_GET, JOB_UPDATE, JOB_DELETE, JOB_PAUSE, JOB_RESUME, JOB_RUN)
+SERVER_SPECS = (HEALTH_DETAILED, SKILLS)

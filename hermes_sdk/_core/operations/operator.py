@@ -19,7 +19,7 @@ from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..runs import approval_answer, run_started
 from .common import RequestParts, bad, encode_body, require_input
 from .runs import APPROVAL_CHOICES, refine_run_error, refine_start_error
-from .spec import OperationSpec, register
+from .spec import OperationSpec
 from .stored import path_id_value
 
 MAX_INPUT_BYTES = 1024 * 1024
@@ -137,16 +137,9 @@ def admit_resume(call: Any) -> None:
             "with allow_permanent_approvals=True to send it", details={"field": "resume.choice", "sent": False})
 
 
-#: The operator's lifecycle, set by ``resources/operator.py`` when it is imported (the client
-#: imports it): operations never import a resource.
-RUNNER: dict[str, Any] = {}
-
-
-def _composite(executor: Any, endpoint: Any, input: Mapping[str, Any], options: Any) -> Any:
-    return RUNNER["invoke"](executor, endpoint, input, options)
-
-
-OPERATOR: OperationSpec[Any] = OperationSpec(OPERATOR_CONTRACT, build_any, composite=_composite)
+#: The operator's capability. Its lifecycle (``composite``) is the resource's: the built-in family
+#: (``_core/builtin.py``) joins the two, so operations never import a resource.
+OPERATOR: OperationSpec[Any] = OperationSpec(OPERATOR_CONTRACT, build_any)
 #: The start call: the operator's contract, bounded like the connector's start call (60 s).
 OPERATOR_START: OperationSpec[Any] = OperationSpec(
     attrs.evolve(OPERATOR_CONTRACT, streaming=False, timeout_ms=60_000), build_start, decode=run_started,
@@ -156,4 +149,3 @@ OPERATOR_RESUME: OperationSpec[Any] = OperationSpec(
     attrs.evolve(OPERATOR_CONTRACT, path="/v1/runs/{run_id}/approval", streaming=False, timeout_ms=60_000),
     build_resume, decode=approval_answer, admit=admit_resume, refine_error=refine_run_error)
 
-register(OPERATOR)

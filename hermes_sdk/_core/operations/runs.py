@@ -39,7 +39,7 @@ from .common import (
     session_value,
     visible_text,
 )
-from .spec import OperationSpec, register, reply_names_another
+from .spec import OperationSpec, reply_names_another
 from .stored import path_id_value
 
 START_FIELDS = ("input", "instructions", "session_id", "session_key", "conversation_history",
@@ -323,5 +323,5 @@ SERVER_CAPABILITIES: OperationSpec[discovery.ServerCapabilities] = OperationSpec
 TOOLSETS: OperationSpec[list[discovery.Toolset]] = OperationSpec(
     _contract("toolsets", "GET", "/v1/toolsets", data=dict(_PUBLIC)), build_discovery, decode=discovery.toolsets)
 
-for _spec in (RUN_START, RUN_GET, RUN_EVENTS, RUN_APPROVAL, RUN_STOP, HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS):
-    register(_spec)
+RUN_SPECS = (RUN_START, RUN_GET, RUN_EVENTS, RUN_APPROVAL, RUN_STOP)
+DISCOVERY_SPECS = (HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS)

@@ -35,7 +35,7 @@ from ..sessions import (
     transcript,
 )
 from .common import RequestParts, bad, control_headers, encode_body, max_events_value, require_input, visible_text
-from .spec import OperationSpec, register
+from .spec import OperationSpec
 
 MAX_PATH_ID_BYTES = 512
 MAX_CREATE_ID_CHARS = 256
@@ -349,6 +349,5 @@ SESSION_CHAT_STREAM: OperationSpec[SessionChatStream] = OperationSpec(
              timeout_ms=300_000, supports_cancel=True, kind="agent"),
     build_chat, stream_class=SessionChatStream, accumulator=SessionChatAccumulator, from_record=_stream_replay)
 
-for _spec in (SESSIONS_LIST, SESSION_CREATE, SESSION_GET, SESSION_PATCH, SESSION_DELETE, SESSION_MESSAGES,
-              SESSION_FORK, SESSION_CHAT, SESSION_CHAT_STREAM):
-    register(_spec)
+SPECS = (SESSIONS_LIST, SESSION_CREATE, SESSION_GET, SESSION_PATCH, SESSION_DELETE, SESSION_MESSAGES,
+         SESSION_FORK, SESSION_CHAT, SESSION_CHAT_STREAM)

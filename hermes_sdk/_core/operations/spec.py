@@ -1,6 +1,6 @@
 """OperationSpec: everything the call path knows about one operation, in one value.
 
-A new capability is a new spec passed to :func:`register`; no stage branches on operation names.
+A new capability is a new spec in a :class:`~hermes_sdk.plugin.Family`; no stage branches on operation names.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from urllib.parse import quote
 import attrs
 
 from ..aggregate import Accumulator
-from ..capabilities import CONTRACTS, Contract
+from ..capabilities import Contract
 from .common import ProviderRequest, RequestParts
 
 T = TypeVar("T")
@@ -95,9 +95,6 @@ class OperationSpec(Generic[T]):
         return ProviderRequest(self.method, path, parts.headers, parts.body, self.streaming, parts.max_events)
 
 
-SPECS: dict[str, OperationSpec[Any]] = {}
-
-
 def reply_names_another(input_key: str, reply_key: str) -> Callable[[Mapping[str, Any], Any], bool]:
     """``names_another`` for a reply whose ``reply_key`` must be the input's ``input_key`` (when given)."""
     def check(input: Mapping[str, Any], data: Any) -> bool:
@@ -107,23 +104,9 @@ def reply_names_another(input_key: str, reply_key: str) -> Callable[[Mapping[str
     return check
 
 
-def register(spec: OperationSpec[Any]) -> OperationSpec[Any]:
-    """Make an operation callable through ``invoke()`` and listed by ``capabilities()``."""
+def check_spec(spec: OperationSpec[Any]) -> None:
+    """Refuse a spec the call path cannot run (at registration, not at its first call)."""
     if spec.composite is None and spec.streaming != (spec.stream_class is not None):
         raise ValueError("a streaming spec needs stream_class, and only a streaming spec has one")
     if spec.composite is None and not spec.streaming and spec.decode is None:
         raise ValueError("a non-streaming spec needs decode")
-    SPECS[spec.name] = spec
-    CONTRACTS[spec.name] = spec.contract
-    return spec
-
-
-def unregister(name: str) -> None:
-    """Remove a registered operation (tests and plugins that add their own)."""
-    SPECS.pop(name, None)
-    CONTRACTS.pop(name, None)
-
-
-def spec_for(name: str) -> OperationSpec[Any]:
-    """The registered spec of an operation (KeyError if none)."""
-    return SPECS[name]

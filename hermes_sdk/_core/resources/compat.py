@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from ..families import legacy_resources
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,6 +28,17 @@ class DeprecatedAliases:
 
     runs: Any
     records: Any
+    _executor: Any
+
+    if not TYPE_CHECKING:  # resources registered process-wide (deprecated); type checkers see no such attributes
+        def __getattr__(self, name: str) -> Any:
+            factory = legacy_resources().get(name)
+            if factory is None or name.startswith("_"):
+                raise AttributeError(f"'HermesClient' object has no attribute {name!r}")
+            extra = self.__dict__.setdefault("_extra", {})
+            if name not in extra:
+                extra[name] = factory(self._executor)
+            return extra[name]
 
     @_moved("runs.get")
     def run_get(self, run_id: str, **kwargs: Any) -> Any:

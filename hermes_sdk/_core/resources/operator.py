@@ -40,7 +40,7 @@ from ..events import ApprovalRequested
 from ..executor import Executor, new_action_id
 from ..idempotency import COMPLETED, IdempotencyRecord
 from ..models import ActionResult
-from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START, RUNNER
+from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START
 from ..operations.runs import RUN_APPROVAL_OF_OPERATOR
 from ..operator import STATE_NAMESPACE, OperatorResult, mark_operator_run, scope_digest
 from ..options import CallOptions
@@ -393,4 +393,3 @@ class OperatorMethods:
         return operator.start(data, options, provider, until)
 
 
-RUNNER["invoke"] = invoke_operator

@@ -1,0 +1,55 @@
+"""The built-in families, registered through the ``hermes_families`` hook like any plugin's (llm's model).
+
+Order is ``capabilities()`` order (as published since 0.1): the seed page's six, runs, discovery,
+sessions, cron jobs, server facts, the operator.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import attrs
+
+from ..hookspecs import hookimpl
+from . import capabilities
+from .families import Family
+from .operations import catalog, jobs, operator, runs, sessions
+from .operations.common import ProviderRequest
+from .operations.spec import OperationSpec
+from .resources.jobs import Jobs
+from .resources.operator import invoke_operator
+from .resources.runs import Runs
+from .resources.sessions import Sessions
+from .view import ClientView
+
+_CLI = "hermes_sdk._core._cli_families:"
+CHAT: Family[None] = Family("chat", catalog.SPECS)
+RUNS: Family[Runs] = Family("runs", runs.RUN_SPECS, Runs)
+DISCOVERY: Family[None] = Family("discovery", runs.DISCOVERY_SPECS)
+JOBS: Family[Jobs] = Family("jobs", jobs.JOB_SPECS, Jobs, commands=_CLI + "add_jobs_commands")
+SERVER: Family[None] = Family("server", jobs.SERVER_SPECS)
+OPERATOR: Family[None] = Family("operator", (attrs.evolve(operator.OPERATOR, composite=invoke_operator),))
+SESSIONS: Family[Sessions] = Family("sessions", sessions.SPECS, Sessions, commands=_CLI + "add_sessions_commands")
+
+FAMILIES: tuple[Family[Any], ...] = (CHAT, RUNS, DISCOVERY, SESSIONS, JOBS, SERVER, OPERATOR)
+#: The built-in operations by name (what ``parse_capability_id`` knows without a client).
+BUILTIN_SPECS: dict[str, OperationSpec[Any]] = {s.name: s for f in FAMILIES for s in f.specs}
+
+
+class BuiltinFamilies:
+    """The default plugin that registers the built-in families (``hermes-sdk plugins`` lists it)."""
+
+    @hookimpl(tryfirst=True)
+    def hermes_families(self, client: ClientView) -> tuple[Family[Any], ...]:
+        return FAMILIES
+
+
+def parse_capability_id(value: str) -> tuple[str, str]:
+    """Split ``cap:hermes_agent:<endpoint_id>:<operation>``; the operation must be a built-in one
+    (a client's ``invoke()`` also accepts its plugins' families)."""
+    return capabilities.parse_capability_id(value, BUILTIN_SPECS)
+
+
+def build_request(operation: str, input: Mapping[str, Any]) -> ProviderRequest:
+    """Validate ``input`` for a built-in ``operation`` and map it; raises InvalidInputError before any I/O."""
+    return BUILTIN_SPECS[operation].request(input)

@@ -1,0 +1,138 @@
+"""Families: a family is one registered object (its operations and its resource), per client.
+
+Built-in families are registered the way a third-party one is (llm's default plugins are the
+model): the ``hermes_families`` hook of the client's plugins, the built-in plugin first. The client
+owns the resulting :class:`Registry`; nothing is registered process-wide.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Mapping, Optional, Protocol, TypeVar
+
+import attrs
+
+from ..errors import PluginError
+from .capabilities import Contract
+from .operations.spec import OperationSpec, check_spec
+from .options import CallOptions
+
+if TYPE_CHECKING:
+    from .executor import Executor
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+class FamilyExecutor(Protocol):
+    """What a family's resource is given: one typed call per operation, through every stage."""
+
+    def request(self, spec: OperationSpec[T], data: Mapping[str, Any], options: CallOptions = ...) -> T:
+        """Run one call of ``spec``: validation, policy, idempotency, approval, the HTTP exchange."""
+        ...
+
+
+@attrs.frozen
+class Family(Generic[R]):
+    """A family of operations: ``specs`` (invoke(), capabilities()) and a resource built once per client.
+
+    ``resource`` is the resource class (or any factory ``(executor) -> R``); reach it with
+    ``client.resource(ResourceClass)``.
+    """
+
+    name: str
+    specs: tuple[OperationSpec[Any], ...]
+    #: Takes the client's executor (a :class:`FamilyExecutor`: a resource written against that protocol fits).
+    resource: Optional[Callable[["Executor"], R]] = None
+    #: ``"module:function"`` adding this family's ``hermes-sdk`` subcommands: ``function(subparsers,
+    #: connection_parent, json_parent)``. Named, not imported, so the library never loads the CLI.
+    commands: Optional[str] = None
+
+    def __attrs_post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise PluginError(f"family name {self.name!r} must be an identifier")
+        for spec in self.specs:
+            check_spec(spec)
+
+
+class Registry:
+    """The families one client knows: its operations by name, in registration order, and its resources."""
+
+    def __init__(self, families: Iterable[Family[Any]]) -> None:
+        self.families: dict[str, Family[Any]] = {}
+        self.specs: dict[str, OperationSpec[Any]] = {}
+        for family in families:
+            if not isinstance(family, Family):
+                raise PluginError(f"hermes_families returned {type(family).__name__}, not a hermes_sdk.plugin.Family")
+            if family.name in self.families:
+                raise PluginError(f"two families are named {family.name!r}")
+            for spec in family.specs:
+                if spec.name in self.specs:
+                    raise PluginError(f"operation {spec.name!r} of family {family.name!r} is already registered")
+                self.specs[spec.name] = spec
+            self.families[family.name] = family
+
+    @property
+    def contracts(self) -> dict[str, Contract]:
+        """Every operation's published contract, in registration order."""
+        return {name: spec.contract for name, spec in self.specs.items()}
+
+    def spec(self, operation: str) -> OperationSpec[Any]:
+        """The spec of ``operation`` (KeyError when no family of this client has it)."""
+        return self.specs[operation]
+
+    def family_of(self, resource: Callable[..., R]) -> Family[R]:
+        """The family whose resource is ``resource``."""
+        for family in self.families.values():
+            if family.resource is resource:
+                return family
+        raise KeyError(resource)
+
+
+# Deprecated since 0.2: process-wide registration (hermes_sdk.plugin.register / register_resource). What
+# is registered here joins every client built afterwards, as the family "legacy".
+_LEGACY_SPECS: dict[str, OperationSpec[Any]] = {}
+_LEGACY_RESOURCES: dict[str, Callable[[Any], Any]] = {}
+
+
+def _warn(old: str) -> None:
+    warnings.warn(f"hermes_sdk.plugin.{old} registers process-wide and is deprecated: return a "
+                  "hermes_sdk.plugin.Family from the hermes_families hook instead", DeprecationWarning, stacklevel=3)
+
+
+def register(spec: OperationSpec[Any]) -> OperationSpec[Any]:
+    """Deprecated: add an operation to every client built afterwards (use a :class:`Family`)."""
+    _warn("register")
+    check_spec(spec)
+    _LEGACY_SPECS[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Deprecated: remove an operation added with :func:`register`."""
+    _LEGACY_SPECS.pop(name, None)
+
+
+def register_resource(name: str, factory: Callable[[Any], Any]) -> None:
+    """Deprecated: make ``client.<name>`` a resource on every client built afterwards (use a :class:`Family`)."""
+    _warn("register_resource")
+    if not name.isidentifier() or name.startswith("_"):
+        raise ValueError(f"resource name {name!r} must be a public identifier")
+    _LEGACY_RESOURCES[name] = factory
+
+
+def unregister_resource(name: str) -> None:
+    """Deprecated: remove a resource added with :func:`register_resource`."""
+    _LEGACY_RESOURCES.pop(name, None)
+
+
+def legacy_family() -> Optional[Family[Any]]:
+    """What the deprecated process-wide functions registered, as one family (None when nothing)."""
+    if not _LEGACY_SPECS:
+        return None
+    return Family("legacy", tuple(_LEGACY_SPECS.values()))
+
+
+def legacy_resources() -> Mapping[str, Callable[[Any], Any]]:
+    """Resources registered with the deprecated :func:`register_resource`, by attribute name."""
+    return dict(_LEGACY_RESOURCES)
