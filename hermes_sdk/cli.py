@@ -402,7 +402,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     """``hermes-sdk plugins``: print the loaded plugins and their hooks as JSON."""
-    from .plugins import build_manager, describe
+    from ._plugin_manager import build_manager, describe
 
     _print_json(describe(build_manager()))
     return EXIT_OK

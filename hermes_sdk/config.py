@@ -10,11 +10,11 @@ import requests
 
 from ._constants import DEFAULT_ENDPOINT_ID
 from ._logging import configure_from_env
+from ._plugin_manager import build_manager, call_pipeline
 from .deadline import TimeoutLike, as_timeout
 from .endpoints import Endpoint
 from .errors import InvalidInputError
 from .idempotency import IdempotencyStore
-from .plugins import build_manager, call_pipeline
 from .redaction import Redactor, install_log_filters, register_secret
 from .retry import RetryPolicy
 from .runtime import Runtime

@@ -2,8 +2,11 @@
 
 Applications import from :mod:`hermes_sdk`; plugins (stores, approval providers, redaction
 filters, tracers) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
-Hooks receive a :class:`CallView` (never the internal call, its credential or its input) and an
-:class:`Attempt`.
+Hooks receive read-only views: a :class:`CallView` (never the internal call, its credential or its
+input), an :class:`Attempt` and the sealed :class:`HttpReply`.
+
+(Formerly also reachable one letter away, as ``hermes_sdk.plugins``: that is the internal plugin
+manager now, and the old path imports with a DeprecationWarning.)
 """
 
 from __future__ import annotations
@@ -20,12 +23,9 @@ from .redaction import Redactor
 from .resources import register_resource, unregister_resource
 from .view import CallView, ClientView
 
-#: The hook object's former names: hooks now receive a :class:`CallView`.
-Invocation = CallView
-
 __all__ = [
     "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CONTRACTS", "CallOptions", "CallView", "ClientView",
-    "Contract", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation", "OperationSpec", "PENDING",
+    "Contract", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "OperationSpec", "PENDING",
     "ProviderRequest", "Redactor", "RequestParts", "descriptor", "hookimpl", "hookspec", "register",
     "register_resource", "store_from_url", "unregister", "unregister_resource",
 ]
@@ -35,6 +35,12 @@ _INTERNAL = {"Call": ("hermes_sdk.call", "Call"), "Runtime": ("hermes_sdk.runtim
 
 
 def __getattr__(name: str) -> object:
+    if name == "Invocation":  # the hook object's former name
+        import warnings
+
+        warnings.warn("hermes_sdk.plugin.Invocation is deprecated: hooks receive a CallView", DeprecationWarning,
+                      stacklevel=2)
+        return CallView
     if name in _INTERNAL:
         import importlib
         import warnings

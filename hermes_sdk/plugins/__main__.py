@@ -1,4 +1,4 @@
-"""``python -m hermes_sdk.plugins``: print the loaded plugins and their hooks as JSON."""
+"""``python -m hermes_sdk.plugins`` (deprecated: ``hermes-sdk plugins``): print the loaded plugins as JSON."""
 
 from . import main
 

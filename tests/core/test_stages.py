@@ -33,7 +33,7 @@ from hermes_sdk.models import ActionResult
 from hermes_sdk.operations import SPECS
 from hermes_sdk.options import CallOptions
 from hermes_sdk.plugin import Contract, OperationSpec, RequestParts, register, unregister
-from hermes_sdk.plugins import build_manager
+from hermes_sdk._plugin_manager import build_manager
 from hermes_sdk.redaction import Redactor
 from hermes_sdk.runtime import Runtime
 from hermes_sdk.stages import approval, execute, idempotency, observe, policy
@@ -247,7 +247,7 @@ class Observer:
         self.results: list[dict[str, Any]] = []
 
     @hookimpl
-    def hermes_action_result(self, invocation: Any, result: dict[str, Any]) -> None:
+    def hermes_call_result(self, call: Any, result: dict[str, Any]) -> None:
         self.results.append(result)
 
 
@@ -264,12 +264,12 @@ def test_observe_hands_observers_a_redacted_result() -> None:
 def test_observer_wrappers_are_refused_at_registration() -> None:
     class Wrapping:
         @hookimpl(wrapper=True)
-        def hermes_action_result(self, invocation: Any, result: Any) -> Iterator[None]:
+        def hermes_call_result(self, call: Any, result: Any) -> Iterator[None]:
             yield
 
     with pytest.raises(PluginError) as info:
         build_manager([Wrapping()], load_entrypoints=False)
-    assert info.value.details["hook"] == "hermes_action_result"
+    assert info.value.details["hook"] == "hermes_call_result"
 
 
 # ---------------------------------------------------------------------------- a seventh operation

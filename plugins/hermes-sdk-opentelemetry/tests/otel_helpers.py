@@ -114,8 +114,8 @@ class FakeInvocation:
 
 
 class FakeAttempt:
-    def __init__(self, invocation: Any, method: str, path: str, number: int = 1) -> None:
-        self.invocation = invocation
+    def __init__(self, call: Any, method: str, path: str, number: int = 1) -> None:
+        self.call = call
         self.attributes = {"method": method, "path": path, "attempt": number}
 
 

@@ -123,13 +123,13 @@ def test_identifiers_only_when_opted_in_and_the_policy_shows_them() -> None:
         telemetry = Telemetry()
         plugin = telemetry.plugin(record_identifiers=record)
         invocation = FakeInvocation("chat", streaming=False)
-        gen = plugin.hermes_invocation(invocation=invocation)
+        gen = plugin.hermes_call(call=invocation)
         next(gen)
         drive(plugin.hermes_http_attempt(attempt=FakeAttempt(invocation, "POST", "/v1/chat/completions")),
               FakeReply(200))
         with pytest.raises(StopIteration):
             gen.send(("result", "value"))
-        plugin.hermes_action_result(invocation=invocation, result=outcome)
+        plugin.hermes_call_result(call=invocation, result=outcome)
         span = telemetry.span("chat")
         assert {k: v for k, v in span.attributes.items() if k in ("gen_ai.response.id", "gen_ai.conversation.id")} \
             == expected
@@ -137,7 +137,7 @@ def test_identifiers_only_when_opted_in_and_the_policy_shows_them() -> None:
     telemetry = Telemetry()
     plugin = telemetry.plugin(record_identifiers=True)
     invocation = FakeInvocation("chat", streaming=False)
-    drive(plugin.hermes_invocation(invocation=invocation), ("result", "value"))
-    plugin.hermes_action_result(invocation=invocation, result=Redactor().redact(
+    drive(plugin.hermes_call(call=invocation), ("result", "value"))
+    plugin.hermes_call_result(call=invocation, result=Redactor().redact(
         {**outcome, "output": {"id": "chatcmpl-abc123", "model": "m"}}))
     assert "gen_ai.response.id" not in telemetry.span("chat").attributes

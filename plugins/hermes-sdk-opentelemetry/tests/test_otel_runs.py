@@ -48,7 +48,7 @@ def follow(telemetry: Telemetry, plugin: Any, redactor: Redactor, events: list[d
            outcome: dict[str, Any], **attributes: Any) -> FakeInvocation:
     """Call the hooks in the core's order for one ``run_events`` stream."""
     invocation = FakeInvocation("run_events", streaming=True, **attributes)
-    gen = plugin.hermes_invocation(invocation=invocation)
+    gen = plugin.hermes_call(call=invocation)
     next(gen)
     drive(plugin.hermes_http_attempt(attempt=FakeAttempt(invocation, "GET", "/v1/runs/{run_id}/events")),
           FakeReply(200))
@@ -57,10 +57,10 @@ def follow(telemetry: Telemetry, plugin: Any, redactor: Redactor, events: list[d
     with pytest.raises(StopIteration):
         gen.send(("pending", "stream"))  # headers arrived: the wrapper returns, the stream stays open
     for event in events:
-        plugin.hermes_stream_event(invocation=invocation, event=redactor.redact(event))
+        plugin.hermes_stream_event(call=invocation, event=redactor.redact(event))
     redacted = redactor.redact(outcome)
     invocation.settle(redacted)
-    plugin.hermes_action_result(invocation=invocation, result=redacted)
+    plugin.hermes_call_result(call=invocation, result=redacted)
     return invocation
 
 
@@ -68,8 +68,8 @@ def call(plugin: Any, operation: str, outcome: dict[str, Any], exc: Optional[Bas
          **attributes: Any) -> None:
     """A non-streaming run operation (run_start, run_get, run_approval, run_stop)."""
     invocation = FakeInvocation(operation, streaming=False, **attributes)
-    drive(plugin.hermes_invocation(invocation=invocation), ("result", "value"), exc)
-    plugin.hermes_action_result(invocation=invocation, result=Redactor().redact(outcome))
+    drive(plugin.hermes_call(call=invocation), ("result", "value"), exc)
+    plugin.hermes_call_result(call=invocation, result=Redactor().redact(outcome))
 
 
 # What the core's redaction policy will let through for runs: tool names, pattern keys, choices.
