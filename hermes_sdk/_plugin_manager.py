@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import importlib.metadata
-import inspect
 import json
 import logging
 import os
@@ -226,7 +225,7 @@ class _Manager(pluggy.PluginManager):
         return removed
 
 
-def _adapted(pm: pluggy.PluginManager, plugin: Any, name: str, opts: dict[str, Any]) -> bool:
+def _adapted(pm: pluggy.PluginManager, plugin: Any, name: str, opts: pluggy.HookimplOpts) -> bool:
     """Whether this implementation is registered through the companion: an observer, or a former
     hook or argument name (only ``hermes_call`` and the observers had one)."""
     if name in OBSERVER_HOOKS or name in RENAMED_HOOKS:
@@ -234,7 +233,7 @@ def _adapted(pm: pluggy.PluginManager, plugin: Any, name: str, opts: dict[str, A
     return name == "hermes_call" and bool(set(_argnames(plugin, name, opts)) & set(RENAMED_ARGS))
 
 
-def _argnames(plugin: Any, name: str, opts: dict[str, Any]) -> tuple[str, ...]:
+def _argnames(plugin: Any, name: str, opts: pluggy.HookimplOpts) -> tuple[str, ...]:
     return tuple(pluggy.HookImpl(plugin, "", getattr(plugin, name), opts).argnames)
 
 
@@ -269,7 +268,7 @@ def _companion_for(pm: _Manager, plugin: Any, plugin_name: str) -> Optional[_Com
     return companion if companion.codes else None
 
 
-def _adapter(function: Callable[..., Any], args: tuple[str, ...], opts: dict[str, Any], owner: str,
+def _adapter(function: Callable[..., Any], args: tuple[str, ...], opts: pluggy.HookimplOpts, owner: str,
              hook: str) -> Callable[..., Any]:
     """``function`` under the hook's current argument names (pluggy reads them from the code, so one
     adapter per hook); an observer's failure is logged and swallowed."""
@@ -295,7 +294,7 @@ def _adapter(function: Callable[..., Any], args: tuple[str, ...], opts: dict[str
     else:
         def adapter(call: Any) -> Any:
             return forward(call=call)
-    setattr(adapter, "hermes_sdk_impl", dict(opts))
+    adapter.__dict__["hermes_sdk_impl"] = dict(opts)  # the marker pluggy looks for
     return adapter
 
 
@@ -354,7 +353,7 @@ def _check_names(name: str, plugin: Any, known: set[str]) -> None:
 
 def plugin_name_for(pm: pluggy.PluginManager, exc: BaseException) -> str:
     """Find which plugin's code raised, from the traceback (only on the failure path)."""
-    codes = {}
+    codes: dict[Any, str] = {}
     for name, plugin in pm.list_name_plugin():
         if isinstance(plugin, _Companion):
             codes.update((code, plugin.owner_name) for code in plugin.codes)

@@ -27,13 +27,13 @@ from hermes_sdk import (
     TenantMismatchError,
     hookimpl,
 )
+from hermes_sdk._plugin_manager import build_manager
 from hermes_sdk.call import Call
 from hermes_sdk.executor import Executor
 from hermes_sdk.models import ActionResult
 from hermes_sdk.operations import SPECS
 from hermes_sdk.options import CallOptions
 from hermes_sdk.plugin import Contract, OperationSpec, RequestParts, register, unregister
-from hermes_sdk._plugin_manager import build_manager
 from hermes_sdk.redaction import Redactor
 from hermes_sdk.runtime import Runtime
 from hermes_sdk.stages import approval, execute, idempotency, observe, policy
