@@ -206,13 +206,14 @@ class _Manager(pluggy.PluginManager):
         plugin_name = super().register(plugin, name)
         if plugin_name is None or isinstance(plugin, _Companion):
             return plugin_name
-        companion = _companion_for(self, plugin, plugin_name)
-        if companion is not None:
-            try:
+        try:
+            companion = _companion_for(self, plugin, plugin_name)
+            if companion is not None:
                 super().register(companion, name=f"{plugin_name} (adapted)")
-            except BaseException:
-                super().unregister(plugin)
-                raise
+        except BaseException:  # all or nothing: the plugin is not left half registered
+            super().unregister(plugin)
+            raise
+        if companion is not None:
             self._companions[plugin_name] = companion
         return plugin_name
 

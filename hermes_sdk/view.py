@@ -133,18 +133,18 @@ class CallView(_Sealed):
         """Register ``callback(redacted_result)`` for when a stream ends (tracing spans end there)."""
         self._settle_callbacks.append(callback)
 
-    def _settle(self, redacted: dict[str, Any]) -> None:
-        """The SDK marks the stream settled and runs the callbacks once; a failing one is logged."""
-        if self._stream_settled:
-            return
-        object.__setattr__(self, "_stream_settled", True)
-        for callback in self._settle_callbacks:
-            try:
-                callback(redacted)
-            except Exception as exc:
-                owner, hook = _origin(callback)
-                log.warning("hermes_sdk plugin %r failed in %s: %s", owner, f"{hook} (stream-settled callback)",
-                            type(exc).__name__)
+def settle(view: CallView, redacted: dict[str, Any]) -> None:
+    """The SDK marks the stream settled and runs the view's callbacks once; a failing one is logged."""
+    if view._stream_settled:
+        return
+    object.__setattr__(view, "_stream_settled", True)
+    for callback in view._settle_callbacks:
+        try:
+            callback(redacted)
+        except Exception as exc:
+            owner, hook = _origin(callback)
+            log.warning("hermes_sdk plugin %r failed in %s: %s", owner, f"{hook} (stream-settled callback)",
+                        type(exc).__name__)
 
 
 def mark_executed(view: "CallView") -> None:
@@ -197,4 +197,4 @@ def redacted_headers(headers: Mapping[str, str], redact: Callable[[str, str], st
             for name, value in headers.items()}
 
 
-__all__ = ["CallView", "ClientView", "SettleCallback", "mark_executed", "redacted_headers", "show_headers"]
+__all__ = ["CallView", "ClientView", "SettleCallback", "mark_executed", "redacted_headers", "settle", "show_headers"]

@@ -20,5 +20,16 @@ from .._plugin_manager import (  # noqa: F401  (the names this module had)
     plugin_name_for,
 )
 
+_PRIVATE = {"_proceed", "_STEP", "_Step"}  # the innermost step of a hook is nobody's to call
+
+
+def __getattr__(name: str) -> object:
+    from .. import _plugin_manager
+
+    if name in _PRIVATE or not hasattr(_plugin_manager, name):
+        raise AttributeError(f"module 'hermes_sdk.plugins' has no attribute {name!r}")
+    return getattr(_plugin_manager, name)
+
+
 warnings.warn("hermes_sdk.plugins is deprecated: plugin authors use hermes_sdk.plugin; `hermes-sdk plugins` "
               "prints what loads", DeprecationWarning, stacklevel=2)

@@ -10,6 +10,7 @@ from .. import convert
 from .._plugin_manager import notify, observed
 from ..call import Call
 from ..models import ActionResult, StreamResult
+from ..view import settle
 
 
 def observe(call: Call, result: ActionResult, stream_result: Optional[StreamResult] = None) -> None:
@@ -19,7 +20,7 @@ def observe(call: Call, result: ActionResult, stream_result: Optional[StreamResu
     watched = streaming and call.view.settle_watched
     if not watched and not observed(rt.pm, "hermes_call_result"):
         if streaming:
-            call.view._settle({})
+            settle(call.view, {})
         return
     if stream_result is not None:
         # Observers and tracers see the stream's outcome, not its events (each would redact anyway).
@@ -27,5 +28,5 @@ def observe(call: Call, result: ActionResult, stream_result: Optional[StreamResu
         result = attrs.evolve(result, output=summary)
     redacted = rt.redactor.redact(convert.action_result_to_json(result))
     if streaming:
-        call.view._settle(redacted)
+        settle(call.view, redacted)
     notify(rt.pm, "hermes_call_result", call=call.view, result=redacted)

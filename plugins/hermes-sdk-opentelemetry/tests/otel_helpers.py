@@ -89,7 +89,7 @@ class FakeContract:
         self.operation, self.streaming = operation, streaming
 
 
-class FakeInvocation:
+class FakeCall:
     """Just what the plugin reads of an invocation (for the runs family, driven by hand)."""
 
     def __init__(self, operation: str, streaming: bool = True, **attributes: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 import pytest
-from otel_helpers import FakeAttempt, FakeInvocation, FakeReply, Telemetry, drive
+from otel_helpers import FakeAttempt, FakeCall, FakeReply, Telemetry, drive
 from test_otel_runs import COMPLETED, TOOL_TURN, follow
 
 from hermes_sdk import HermesClient, HermesError, NotFoundError, Redactor
@@ -122,7 +122,7 @@ def test_identifiers_only_when_opted_in_and_the_policy_shows_them() -> None:
                                      "gen_ai.conversation.id": "conv-visible-1"}), (False, {})):
         telemetry = Telemetry()
         plugin = telemetry.plugin(record_identifiers=record)
-        invocation = FakeInvocation("chat", streaming=False)
+        invocation = FakeCall("chat", streaming=False)
         gen = plugin.hermes_call(call=invocation)
         next(gen)
         drive(plugin.hermes_http_attempt(attempt=FakeAttempt(invocation, "POST", "/v1/chat/completions")),
@@ -136,7 +136,7 @@ def test_identifiers_only_when_opted_in_and_the_policy_shows_them() -> None:
     # What the SDK's redaction hides stays hidden even when opted in.
     telemetry = Telemetry()
     plugin = telemetry.plugin(record_identifiers=True)
-    invocation = FakeInvocation("chat", streaming=False)
+    invocation = FakeCall("chat", streaming=False)
     drive(plugin.hermes_call(call=invocation), ("result", "value"))
     plugin.hermes_call_result(call=invocation, result=Redactor().redact(
         {**outcome, "output": {"id": "chatcmpl-abc123", "model": "m"}}))
