@@ -273,28 +273,32 @@ def _adapter(function: Callable[..., Any], args: tuple[str, ...], opts: pluggy.H
              hook: str) -> Callable[..., Any]:
     """``function`` under the hook's current argument names (pluggy reads them from the code, so one
     adapter per hook); an observer's failure is logged and swallowed."""
-    def forward(**given: Any) -> Any:
-        return function(*[given[a] for a in args])
+    names = ("call", "result" if hook == "hermes_call_result" else "event")
+    picks = tuple(names.index(a) for a in args)
 
-    def observe(**given: Any) -> None:
+    def observe(call: Any, second: Any) -> None:
         try:
-            forward(**given)
+            if picks == (0, 1):  # the usual shape: no reordering on the per-event path
+                function(call, second)
+            else:
+                values = (call, second)
+                function(*[values[i] for i in picks])
         except Exception as exc:
             log.warning("hermes_sdk plugin %r failed in %s: %s", owner, hook, type(exc).__name__)
 
     adapter: Callable[..., Any]
     if hook == "hermes_stream_event":
         def adapter(call: Any, event: Any) -> None:
-            observe(call=call, event=event)
+            observe(call, event)
     elif hook == "hermes_call_result":
         def adapter(call: Any, result: Any) -> None:
-            observe(call=call, result=result)
+            observe(call, result)
     elif opts.get("wrapper") or opts.get("hookwrapper"):
         def adapter(call: Any) -> Any:
-            return (yield from forward(call=call))
+            return (yield from function(*[call for _ in picks]))
     else:
         def adapter(call: Any) -> Any:
-            return forward(call=call)
+            return function(*[call for _ in picks])
     adapter.__dict__["hermes_sdk_impl"] = dict(opts)  # the marker pluggy looks for
     return adapter
 
