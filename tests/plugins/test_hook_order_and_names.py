@@ -165,3 +165,20 @@ def test_a_hook_and_its_former_name_together_are_refused() -> None:
     with HermesEmulator() as emulator, pytest.warns(DeprecationWarning), pytest.raises(PluginError) as info:
         emulator.client(plugins=[Both()], load_entrypoints=False)
     assert "twice" in info.value.message
+
+
+def test_an_old_style_hookwrapper_under_the_former_name_still_wraps_the_call() -> None:
+    seen: list[Any] = []
+
+    class OldStyle:
+        @hookimpl(hookwrapper=True)
+        def hermes_invocation(self, invocation: Any) -> Any:
+            outcome = yield
+            seen.append((invocation.operation, outcome.get_result().status))
+
+    with HermesEmulator() as emulator:
+        with pytest.warns(DeprecationWarning):
+            client = emulator.client(plugins=[OldStyle()], load_entrypoints=False)
+        with client:
+            client.chat(prompt="hi")
+    assert seen == [("chat", "completed")]
