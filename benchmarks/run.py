@@ -104,7 +104,7 @@ class NoopWrapper:
     name = "bench-noop"
 
     @hermes_sdk.hookimpl(wrapper=True)
-    def hermes_invocation(self, invocation: Any) -> Any:
+    def hermes_call(self, call: Any) -> Any:
         return (yield)
 
     @hermes_sdk.hookimpl(wrapper=True)

@@ -4,12 +4,21 @@ Plugin authors mark implementations with ``hermes_sdk.hookimpl`` and publish the
 ``hermes_sdk`` entry-point group (or pass them as ``HermesClient(plugins=[...])``).
 
 * "Provide one thing" hooks are first-result: the first non-None answer wins.
-* ``hermes_invocation`` and ``hermes_http_attempt`` are around-hooks: implement them with
+* ``hermes_call`` and ``hermes_http_attempt`` are around-hooks: implement them with
   ``@hookimpl(wrapper=True)`` as a generator that yields once (tracing, timing, metrics).
-  The objects they receive carry only redacted attributes.
-* Observer hooks (``hermes_stream_event``, ``hermes_action_result``) must not raise; if one does, the
-  failure is logged and the call goes on. They are plain implementations: a ``wrapper=True``
-  observer is refused when the plugin is registered.
+* What every hook receives and gets back is a sealed, read-only view: redacted attributes, header
+  values replaced unless allowlisted, no body, no credential, no raw input, no transport object.
+  The SDK never reads a decision back from a view (``executed`` is told, not trusted), and the
+  innermost step of an around-hook runs once, however often a wrapper asks.
+* Observer hooks (``hermes_stream_event``, ``hermes_call_result``) must not raise; if one does, the
+  failure is logged and the next observer runs. pluggy calls them in its order (``tryfirst`` first).
+  They are plain implementations: a ``wrapper=True`` observer is refused when the plugin is registered.
+
+One word names one thing: a *call* is one use of a capability (``hermes_call``, its ``call``
+argument, :class:`~hermes_sdk.plugin.CallView`). The former names still work, with a
+DeprecationWarning when the plugin is registered: ``hermes_invocation(invocation)`` is
+``hermes_call(call)``, ``hermes_action_result(invocation, result)`` is ``hermes_call_result(call,
+result)``, and an ``invocation`` argument is ``call``.
 """
 
 from __future__ import annotations
@@ -66,32 +75,36 @@ def hermes_redaction_filters(client: "ClientView") -> "Optional[Sequence[FilterF
 
 
 @hookspec(firstresult=True)
-def hermes_invocation(invocation: "CallView") -> "Optional[ActionResult]":
-    """Around each capability invocation (after validation, policy and the idempotency check).
+def hermes_call(call: "CallView") -> "Optional[ActionResult]":
+    """Around each call of a capability (after validation, policy and the idempotency check).
 
-    ``invocation`` is the :class:`~hermes_sdk.plugin.CallView` (no credential, no raw input, no
+    ``call`` is the read-only :class:`~hermes_sdk.plugin.CallView` (no credential, no raw input, no
     runtime: its ``attributes`` and ``headers`` are redacted); the hook returns its
     :class:`~hermes_sdk.ActionResult` (``status="pending"`` for a stream that has just opened).
     Replays from the idempotency record are wrapped too, with ``attributes["replayed"]`` True and
-    no HTTP attempt inside. Wrappers see ``invocation.attributes`` (redacted) and may add their own
-    with ``set_attribute``. For streams, ``invocation.on_stream_settled(callback)`` tells when the
-    stream ended.
+    no HTTP attempt inside. Wrappers see ``call.attributes`` (redacted) and may add their own
+    with ``set_attribute``. For streams, ``call.on_stream_settled(callback)`` tells when the
+    stream ended. Formerly ``hermes_invocation(invocation)``.
     """
 
 
 @hookspec(firstresult=True)
 def hermes_http_attempt(attempt: "Attempt") -> "Optional[HttpReply]":
-    """Around each HTTP attempt; returns the :class:`~hermes_sdk.plugin.HttpReply` (2xx) or raises a HermesError.
+    """Around each HTTP attempt; returns the sealed :class:`~hermes_sdk.plugin.HttpReply` (2xx: status,
+    allowlisted headers, whether a stream opened) or raises a HermesError.
 
-    ``attempt.attributes`` holds ``method``, ``path`` (the URL template) and ``attempt`` (1-based).
+    ``attempt.attributes`` holds ``method``, ``path`` (the URL template) and ``attempt`` (1-based);
+    ``attempt.call`` is the call's view. A wrapper hands back the reply its ``yield`` gave it: the SDK
+    reads what it received from its own record, and refuses a reply a wrapper made up.
     """
 
 
 @hookspec
-def hermes_stream_event(invocation: "CallView", event: dict[str, Any]) -> None:
+def hermes_stream_event(call: "CallView", event: dict[str, Any]) -> None:
     """Observe each stream event as it arrives (``event`` is redacted: names and numbers only)."""
 
 
 @hookspec
-def hermes_action_result(invocation: "CallView", result: dict[str, Any]) -> None:
-    """Observe each final action result (redacted), executed or replayed."""
+def hermes_call_result(call: "CallView", result: dict[str, Any]) -> None:
+    """Observe each call's final result (the redacted ActionResult JSON), executed or replayed.
+    Formerly ``hermes_action_result(invocation, result)``."""

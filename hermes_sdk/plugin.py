@@ -4,9 +4,13 @@ everything a third-party family needs (:class:`Family`, :class:`OperationSpec`, 
 
 Applications import from :mod:`hermes_sdk`; plugins (stores, approval providers, redaction
 filters, tracers, families) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
-Hooks receive a :class:`CallView` (never the internal call, its credential or its input) and an
-:class:`Attempt`. A plugin that shows agent- or server-supplied text to a person renders it with
-:func:`visible` (control, escape, bidi and invisible characters written out, never interpreted).
+Hooks receive read-only views: a :class:`CallView` (never the internal call, its credential or its
+input), an :class:`Attempt` and the sealed :class:`HttpReply`. A plugin that shows agent- or
+server-supplied text to a person renders it with :func:`visible` (control, escape, bidi and
+invisible characters written out, never interpreted).
+
+(Formerly also reachable one letter away, as ``hermes_sdk.plugins``: that is the internal plugin
+manager now, and the old path imports with a DeprecationWarning.)
 """
 
 from __future__ import annotations
@@ -28,12 +32,9 @@ from ._core.streaming import HermesStream
 from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
 
-#: The hook object's former names: hooks now receive a :class:`CallView`.
-Invocation = CallView
-
 __all__ = [
     "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CallOptions", "CallView", "ClientView", "Contract",
-    "Family", "FamilyExecutor", "HermesStream", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "Invocation",
+    "Family", "FamilyExecutor", "HermesStream", "HttpReply", "IdempotencyRecord", "IdempotencyStore",
     "OperationSpec", "PENDING", "ProviderRequest", "REDACTED", "Redactor", "RequestParts", "descriptor", "hookimpl",
     "hookspec", "invalid_input", "path_id", "private_sqlite_files", "register", "register_resource",
     "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
@@ -53,6 +54,12 @@ def __getattr__(name: str) -> object:
         warnings.warn("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are client.capabilities()",
                       DeprecationWarning, stacklevel=2)
         return types.MappingProxyType({name: spec.contract for name, spec in BUILTIN_SPECS.items()})
+    if name == "Invocation":  # the hook object's former name
+        import warnings
+
+        warnings.warn("hermes_sdk.plugin.Invocation is deprecated: hooks receive a CallView", DeprecationWarning,
+                      stacklevel=2)
+        return CallView
     if name in _INTERNAL:
         import importlib
         import warnings

@@ -1,4 +1,4 @@
-"""Call: one capability invocation as it travels through the stages (internal; hooks get its view).
+"""Call: one call of a capability as it travels through the stages (internal; hooks get its view).
 
 The executor builds it, the stages read and fill it. It holds the endpoint's credential and the
 caller's input, so it is never handed to a plugin: hooks receive :attr:`Call.view`.
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 @attrs.define(eq=False)
 class Call:
-    """One invocation: what was asked, and what the stages decided.
+    """One call: what was asked, and what the stages decided.
 
     Stages fill ``headers``, ``decision`` and ``record_key``; the execute stage sets ``value`` (the
     typed result or the live stream).
@@ -55,6 +55,11 @@ class Call:
     record_key: Optional[str] = attrs.field(default=None, repr=False)  #: the key this call reserved
     value: Any = attrs.field(default=None, repr=False)  #: the typed result, or the live stream
     replay_of: Optional["ActionResult"] = attrs.field(default=None, repr=False)  #: the recorded outcome
+    #: Whether the call was handed to the transport (its outcome may be uncertain from then on).
+    executed: bool = attrs.field(default=False, repr=False)
+    #: The SDK's own record: a request of this call may have reached Hermes and started work (never
+    #: read back from what hooks are given: it decides whether an idempotency key is given back).
+    sent: bool = attrs.field(default=False, repr=False)
     #: Which bound set ``ends_at`` and how to change it: ``(source, what, fix)``; a deadline error names it.
     bound: Optional[tuple[str, str, str]] = attrs.field(default=None, repr=False)
 
@@ -77,11 +82,6 @@ class Call:
     def attributes(self) -> dict[str, Any]:
         """The redacted attributes hooks see (the view's)."""
         return self.view.attributes
-
-    @property
-    def executed(self) -> bool:
-        """Whether the call was handed to the transport (its outcome may be uncertain from then on)."""
-        return self.view.executed
 
     @property
     def started_at(self) -> float:

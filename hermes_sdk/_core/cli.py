@@ -386,7 +386,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
         with _client(args) as client:
             caps = client.capabilities()
     else:  # the contracts are data: list them for the configured (or default) endpoint id without a server
-        from ..plugins import build_manager
+        from ._plugin_manager import build_manager
         from .capabilities import descriptor
         from .config import build_registry
         from .endpoints import normalize_endpoint_id
@@ -407,7 +407,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     """``hermes-sdk plugins``: print the loaded plugins and their hooks as JSON."""
-    from ..plugins import build_manager, describe
+    from ._plugin_manager import build_manager, describe
 
     _print_json(describe(build_manager()))
     return EXIT_OK
@@ -739,7 +739,7 @@ def add_family_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argpar
     """Each family's own subcommands (``Family.commands``), for the families of the installed plugins."""
     import importlib
 
-    from ..plugins import build_manager
+    from ._plugin_manager import build_manager
     from .config import build_registry
     from .view import ClientView
 

@@ -10,9 +10,9 @@ import pluggy
 import requests
 
 from ..errors import InvalidInputError
-from ..plugins import build_manager, call_pipeline
 from ._constants import DEFAULT_ENDPOINT_ID
 from ._logging import configure_from_env
+from ._plugin_manager import build_manager, call_pipeline
 from .builtin import BuiltinFamilies
 from .deadline import TimeoutLike, as_timeout
 from .endpoints import Endpoint

@@ -1,10 +1,19 @@
-"""HttpReply and Attempt: one HTTP exchange as hooks see it, in the SDK's own types."""
+"""HttpReply and Attempt: one HTTP exchange as hooks see it, in the SDK's own types.
+
+Hooks get sealed views: a reply's status and allowlisted headers, never its body, the transport's
+response or anything that leads back to the request (which carries the API key). The SDK keeps
+what it received in :class:`Received`, which no hook is given.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import attrs
+
+from .view import _Sealed, redacted_headers
 
 if TYPE_CHECKING:
     from .view import CallView
@@ -12,15 +21,12 @@ if TYPE_CHECKING:
 
 @attrs.frozen
 class HttpReply:
-    """A 2xx reply: status, headers and the whole body; ``body`` is None for an opened SSE stream.
-
-    ``stream`` is the transport's open body for a streaming reply (opaque to hooks).
-    """
+    """A 2xx reply as the ``hermes_http_attempt`` hook sees it: ``status``, ``headers`` (names kept,
+    values replaced unless allowlisted) and whether it opened a stream. No body, no raw response."""
 
     status: int
     headers: Mapping[str, str]
-    body: Optional[bytes] = None
-    stream: Any = attrs.field(default=None, repr=False, eq=False)
+    streaming: bool = False
 
     @property
     def status_code(self) -> int:
@@ -28,26 +34,74 @@ class HttpReply:
         return self.status
 
 
-class Attempt:
-    """One HTTP attempt as the ``hermes_http_attempt`` hook sees it.
+@attrs.frozen
+class Received:
+    """What the transport handed back (internal): the status, headers, whole body or the open response."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: Optional[bytes] = None
+    stream: Any = attrs.field(default=None, repr=False, eq=False)
+
+    def view(self, redact: Callable[[str, str], str]) -> HttpReply:
+        """The sealed reply hooks are given."""
+        return HttpReply(self.status, redacted_headers(self.headers, redact), streaming=self.stream is not None)
+
+
+class Attempt(_Sealed):
+    """One HTTP attempt as the ``hermes_http_attempt`` hook sees it. Read-only.
 
     ``attributes`` hold ``method``, ``path`` (the URL template, never an id) and ``attempt`` (1-based);
-    ``invocation`` is the :class:`~hermes_sdk.plugin.CallView` of the call it belongs to.
+    ``call`` is the :class:`~hermes_sdk.plugin.CallView` of the call it belongs to.
     """
 
-    __slots__ = ("invocation", "number", "attributes", "executed", "__weakref__")
+    __slots__ = ("_call", "_number", "_attributes", "_executed", "__weakref__")
+    _call: Optional["CallView"]
+    _number: int
+    _attributes: dict[str, Any]
+    _executed: bool
 
-    def __init__(self, invocation: Optional["CallView"], number: int, method: str, path_template: str) -> None:
-        self.invocation = invocation
-        self.number = number
-        self.attributes: dict[str, Any] = {"method": method, "path": path_template, "attempt": number}
-        self.executed = False
+    def __init__(self, call: Optional["CallView"], number: int, method: str, path_template: str) -> None:
+        self._init(_call=call, _number=number, _executed=False,
+                   _attributes={"method": method, "path": path_template, "attempt": number})
+
+    def __repr__(self) -> str:
+        return f"Attempt(number={self._number!r}, attributes={self._attributes!r})"
 
     @property
     def call(self) -> Optional["CallView"]:
-        """``invocation``, under its older name."""
-        return self.invocation
+        """The view of the call this attempt belongs to."""
+        return self._call
+
+    @property
+    def invocation(self) -> Optional["CallView"]:
+        """``call``, under its former name (deprecated)."""
+        warnings.warn("Attempt.invocation is deprecated: use Attempt.call", DeprecationWarning, stacklevel=2)
+        return self._call
+
+    @property
+    def number(self) -> int:
+        """The attempt's number (1-based)."""
+        return self._number
+
+    @property
+    def attributes(self) -> dict[str, Any]:
+        """``method``, ``path`` (template), ``attempt`` and what hooks added."""
+        return self._attributes
+
+    @property
+    def executed(self) -> bool:
+        """Whether this attempt was handed to the transport (told to hooks, never read back)."""
+        return self._executed
 
     def set_attribute(self, key: str, value: Any) -> None:
         """Add a (non-secret) attribute."""
-        self.attributes[key] = value
+        self._attributes[key] = value
+
+
+def mark_sent(attempt: Attempt) -> None:
+    """Tell hooks the attempt was handed to the transport (one way; the SDK's record is its own)."""
+    object.__setattr__(attempt, "_executed", True)
+
+
+__all__ = ["Attempt", "HttpReply", "Received", "mark_sent"]

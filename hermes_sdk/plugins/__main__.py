@@ -1,5 +1,5 @@
-"""``python -m hermes_sdk.plugins``: print the loaded plugins and their hooks as JSON."""
+"""``python -m hermes_sdk.plugins`` (deprecated: ``hermes-sdk plugins``): print the loaded plugins as JSON."""
 
-from . import main
+from .._core._plugin_manager import main
 
 raise SystemExit(main())

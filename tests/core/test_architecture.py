@@ -13,7 +13,8 @@ from pathlib import Path
 import hermes_sdk
 
 PACKAGE = Path(hermes_sdk.__file__).resolve().parent
-OUTSIDE_CORE = ("hermes_sdk.testing", "hermes_sdk._core.cli", "hermes_sdk.__main__", "hermes_sdk.plugins.__main__")
+OUTSIDE_CORE = ("hermes_sdk.testing", "hermes_sdk._core.cli", "hermes_sdk.__main__", "hermes_sdk.plugins",
+                "hermes_sdk.plugins.__main__")
 
 
 def modules() -> dict[str, Path]:

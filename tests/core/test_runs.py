@@ -746,7 +746,7 @@ def test_observers_see_run_events_redacted(tools_emu: HermesEmulator) -> None:
 
     class Observer:
         @hookimpl
-        def hermes_stream_event(self, invocation: Any, event: dict[str, Any]) -> None:
+        def hermes_stream_event(self, call: Any, event: dict[str, Any]) -> None:
             seen.append(event)
 
     with client_for(tools_emu, approval_provider=approve_all, plugins=[Observer()]) as c:

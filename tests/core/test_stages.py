@@ -27,6 +27,7 @@ from hermes_sdk import (
     TenantMismatchError,
     hookimpl,
 )
+from hermes_sdk._core._plugin_manager import build_manager
 from hermes_sdk._core.builtin import BUILTIN_SPECS as SPECS
 from hermes_sdk._core.builtin import FAMILIES
 from hermes_sdk._core.call import Call
@@ -38,7 +39,6 @@ from hermes_sdk._core.redaction import Redactor
 from hermes_sdk._core.runtime import Runtime
 from hermes_sdk._core.stages import approval, execute, idempotency, observe, policy
 from hermes_sdk.plugin import ClientView, Contract, OperationSpec, RequestParts, register, unregister
-from hermes_sdk.plugins import build_manager
 from hermes_sdk.testing import HermesEmulator
 
 
@@ -249,7 +249,7 @@ class Observer:
         self.results: list[dict[str, Any]] = []
 
     @hookimpl
-    def hermes_action_result(self, invocation: Any, result: dict[str, Any]) -> None:
+    def hermes_call_result(self, call: Any, result: dict[str, Any]) -> None:
         self.results.append(result)
 
 
@@ -266,12 +266,12 @@ def test_observe_hands_observers_a_redacted_result() -> None:
 def test_observer_wrappers_are_refused_at_registration() -> None:
     class Wrapping:
         @hookimpl(wrapper=True)
-        def hermes_action_result(self, invocation: Any, result: Any) -> Iterator[None]:
+        def hermes_call_result(self, call: Any, result: Any) -> Iterator[None]:
             yield
 
     with pytest.raises(PluginError) as info:
         build_manager([Wrapping()], load_entrypoints=False)
-    assert info.value.details["hook"] == "hermes_action_result"
+    assert info.value.details["hook"] == "hermes_call_result"
 
 
 # ---------------------------------------------------------------------------- a seventh operation

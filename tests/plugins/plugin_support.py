@@ -24,15 +24,15 @@ class RecordingTracer:
         self.order: list[str] = []
 
     @hookimpl(wrapper=True)
-    def hermes_invocation(self, invocation: Any) -> Any:
+    def hermes_call(self, call: Any) -> Any:
         with self.lock:
             self.order.append("invocation:start")
-        invocation.on_stream_settled(lambda result: self._keep(self.settled, result))
+        call.on_stream_settled(lambda result: self._keep(self.settled, result))
         try:
             return (yield)
         finally:
             with self.lock:
-                self.invocations.append(copy.deepcopy(invocation.attributes))
+                self.invocations.append(copy.deepcopy(call.attributes))
                 self.order.append("invocation:end")
 
     @hookimpl(wrapper=True)
@@ -47,12 +47,12 @@ class RecordingTracer:
                 self.order.append("attempt:end")
 
     @hookimpl
-    def hermes_stream_event(self, invocation: Any, event: dict[str, Any]) -> None:
-        self._keep(self.events, {"attributes": invocation.attributes, "event": event})
+    def hermes_stream_event(self, call: Any, event: dict[str, Any]) -> None:
+        self._keep(self.events, {"attributes": call.attributes, "event": event})
 
     @hookimpl
-    def hermes_action_result(self, invocation: Any, result: dict[str, Any]) -> None:
-        self._keep(self.results, {"attributes": invocation.attributes, "result": result})
+    def hermes_call_result(self, call: Any, result: dict[str, Any]) -> None:
+        self._keep(self.results, {"attributes": call.attributes, "result": result})
 
     def _keep(self, where: list[dict[str, Any]], item: dict[str, Any]) -> None:
         with self.lock:

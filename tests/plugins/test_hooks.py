@@ -13,15 +13,15 @@ import pluggy
 import pytest
 
 from hermes_sdk import HermesError, PluginError, hookimpl, hookspecs
-from hermes_sdk import plugins as plugins_mod
+from hermes_sdk._core import _plugin_manager as plugins_mod
 
 HOOKS = sorted(n for n in dir(hookspecs) if n.startswith("hermes_"))
-FIRST_RESULT = {"hermes_idempotency_store", "hermes_approval_provider", "hermes_invocation", "hermes_http_attempt"}
+FIRST_RESULT = {"hermes_idempotency_store", "hermes_approval_provider", "hermes_call", "hermes_http_attempt"}
 
 
 def test_every_hook_has_the_prefix_and_a_docstring() -> None:
-    assert HOOKS == ["hermes_action_result", "hermes_approval_provider", "hermes_families", "hermes_http_attempt",
-                     "hermes_idempotency_store", "hermes_invocation", "hermes_redaction_filters",
+    assert HOOKS == ["hermes_approval_provider", "hermes_call", "hermes_call_result", "hermes_families",
+                     "hermes_http_attempt", "hermes_idempotency_store", "hermes_redaction_filters",
                      "hermes_stream_event"]
     for name in HOOKS:
         assert getattr(hookspecs, name).__doc__, name
@@ -92,11 +92,11 @@ def test_a_failing_observer_is_logged_and_the_call_goes_on(make_client: Any,
         name = "broken-observer"
 
         @hookimpl
-        def hermes_action_result(self, invocation: Any, result: Any) -> None:
+        def hermes_call_result(self, call: Any, result: Any) -> None:
             raise RuntimeError("observer bug")
 
         @hookimpl
-        def hermes_stream_event(self, invocation: Any, event: Any) -> None:
+        def hermes_stream_event(self, call: Any, event: Any) -> None:
             raise ValueError("observer bug")
 
     client = make_client(plugins=[Broken()])
@@ -104,7 +104,7 @@ def test_a_failing_observer_is_logged_and_the_call_goes_on(make_client: Any,
         assert client.chat(prompt="hi").text == "ECHO: hi"
         assert client.chat_stream(prompt="hi there").result().status == "completed"
     messages = [r.getMessage() for r in caplog.records]
-    assert any("'broken-observer'" in m and "hermes_action_result" in m and "RuntimeError" in m for m in messages)
+    assert any("'broken-observer'" in m and "hermes_call_result" in m and "RuntimeError" in m for m in messages)
     assert any("'broken-observer'" in m and "hermes_stream_event" in m for m in messages)
 
 
@@ -113,15 +113,15 @@ def test_a_failing_settle_callback_is_logged(make_client: Any, caplog: pytest.Lo
         name = "settler"
 
         @hookimpl(wrapper=True)
-        def hermes_invocation(self, invocation: Any) -> Any:
-            invocation.on_stream_settled(lambda result: 1 / 0)
+        def hermes_call(self, call: Any) -> Any:
+            call.on_stream_settled(lambda result: 1 / 0)
             return (yield)
 
     client = make_client(plugins=[Settler()])
     with caplog.at_level(logging.WARNING, logger="hermes_sdk"):
         assert client.chat_stream(prompt="x y").result().status == "completed"
     lines = [r.getMessage() for r in caplog.records if "ZeroDivisionError" in r.getMessage()]
-    assert lines and "'Settler'" in lines[0] and "hermes_invocation (stream-settled callback)" in lines[0]
+    assert lines and "'Settler'" in lines[0] and "hermes_call (stream-settled callback)" in lines[0]
 
 
 def test_two_instances_of_one_plugin_class_both_register(make_client: Any) -> None:
@@ -132,7 +132,7 @@ def test_two_instances_of_one_plugin_class_both_register(make_client: Any) -> No
             self.tag = tag
 
         @hookimpl(wrapper=True)
-        def hermes_invocation(self, invocation: Any) -> Any:
+        def hermes_call(self, call: Any) -> Any:
             seen.append(self.tag)
             return (yield)
 
@@ -170,7 +170,7 @@ def test_a_wrapper_failing_after_the_send_keeps_the_record(make_client: Any, her
         name = "late-boom"
 
         @hookimpl(wrapper=True)
-        def hermes_invocation(self, invocation: Any) -> Any:
+        def hermes_call(self, call: Any) -> Any:
             result = yield
             raise RuntimeError("exporter down")
             return result  # pragma: no cover
@@ -192,20 +192,20 @@ def test_a_misspelt_hook_fails_at_construction(make_client: Any) -> None:
         name = "typo-plugin"
 
         @hookimpl
-        def hermes_action_results(self, invocation: Any, result: Any) -> None:
+        def hermes_call_results(self, call: Any, result: Any) -> None:
             pass
 
     with pytest.raises(PluginError) as info:
         make_client(plugins=[Typo()])
     assert info.value.details["plugin"] == "typo-plugin"
-    assert "hermes_action_results" in str(info.value)
+    assert "hermes_call_results" in str(info.value)
 
 
 def test_an_unmarked_hook_fails_at_construction(make_client: Any) -> None:
     class Unmarked:
         name = "unmarked-plugin"
 
-        def hermes_action_result(self, invocation: Any, result: Any) -> None:
+        def hermes_call_result(self, call: Any, result: Any) -> None:
             pass
 
     with pytest.raises(PluginError, match="unmarked-plugin") as info:
@@ -218,7 +218,7 @@ def test_a_bad_hook_signature_fails_at_construction(make_client: Any) -> None:
         name = "bad-args"
 
         @hookimpl
-        def hermes_action_result(self, invocation: Any, outcome: Any) -> None:
+        def hermes_call_result(self, call: Any, outcome: Any) -> None:
             pass
 
     with pytest.raises(PluginError, match="bad-args"):
@@ -229,10 +229,10 @@ def test_module_plugins_work(make_client: Any) -> None:
     seen: list[str] = []
 
     @hookimpl
-    def hermes_action_result(invocation: Any, result: Any) -> None:
+    def hermes_call_result(call: Any, result: Any) -> None:
         seen.append(result["status"])
 
-    module = SimpleNamespace(__name__="module_plugin", hermes_action_result=hermes_action_result)
+    module = SimpleNamespace(__name__="module_plugin", hermes_call_result=hermes_call_result)
     client = make_client(plugins=[module])
     client.chat(prompt="hi")
     assert seen == ["completed"]
@@ -246,7 +246,7 @@ def _fake_entry_point(name: str, obj: Any) -> Any:
 def fake_entry_points(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     class One:
         @hookimpl
-        def hermes_action_result(self, invocation: Any, result: Any) -> None:
+        def hermes_call_result(self, call: Any, result: Any) -> None:
             pass
 
     class Two:
@@ -297,8 +297,8 @@ def test_describe_lists_plugins_and_hooks(fake_entry_points: Any) -> None:
     described = plugins_mod.describe(plugins_mod.build_manager())
     by_name = {d["name"]: d for d in described}
     assert by_name["hermes_sdk.core"]["builtin"] is True
-    assert "hermes_invocation" in by_name["hermes_sdk.core"]["hooks"]
-    assert by_name["ep-one"] == {"name": "ep-one", "hooks": ["hermes_action_result"], "entry_point": "fake:ep-one",
+    assert "hermes_call" in by_name["hermes_sdk.core"]["hooks"]
+    assert by_name["ep-one"] == {"name": "ep-one", "hooks": ["hermes_call_result"], "entry_point": "fake:ep-one",
                                  "builtin": False}
     json.dumps(described)
 

@@ -56,7 +56,7 @@ def test_exception_text_hides_ids_that_hermes_echoes(make_client: Any) -> None:
 
     class Tracer:
         @hookimpl(wrapper=True)
-        def hermes_invocation(self, invocation: Any) -> Any:
+        def hermes_call(self, call: Any) -> Any:
             try:
                 return (yield)
             except BaseException as exc:

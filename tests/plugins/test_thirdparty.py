@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from hermes_sdk import ApprovalRequiredError, HermesClient, InvalidInputError, plugins
+from hermes_sdk import ApprovalRequiredError, HermesClient, InvalidInputError
+from hermes_sdk._core import _plugin_manager as plugins
 
 try:
     import hermes_demo_plugin
@@ -39,12 +40,12 @@ def _client(emulator: Any, **kwargs: Any) -> HermesClient:
 def test_it_is_installed_with_its_entry_point() -> None:
     dist = importlib.metadata.distribution("hermes-demo-plugin")
     assert [ep.name for ep in dist.entry_points if ep.group == "hermes_sdk"] == ["hermes-demo"]
-    out = subprocess.run([sys.executable, "-m", "hermes_sdk.plugins"], capture_output=True, text=True, check=True,
+    out = subprocess.run([sys.executable, "-m", "hermes_sdk", "plugins"], capture_output=True, text=True, check=True,
                          timeout=60).stdout
     (demo,) = [d for d in json.loads(out) if d["name"] == "hermes-demo"]
     assert demo["distribution"] == "hermes-demo-plugin" and demo["builtin"] is False
-    assert demo["hooks"] == ["hermes_approval_provider", "hermes_http_attempt", "hermes_idempotency_store",
-                             "hermes_invocation", "hermes_redaction_filters"]
+    assert demo["hooks"] == ["hermes_approval_provider", "hermes_call", "hermes_http_attempt",
+                             "hermes_idempotency_store", "hermes_redaction_filters"]
     assert hermes_demo_plugin.__file__
 
 
@@ -60,7 +61,7 @@ def test_end_to_end(hermes_emulator: Any, caplog: pytest.LogCaptureFixture) -> N
 
     # tracer: spans around the invocation and the attempt, with redacted attributes only
     kinds = [s["kind"] for s in SPANS]
-    assert kinds == ["attempt", "invocation", "invocation"]  # the replay is traced too, without an attempt
+    assert kinds == ["attempt", "call", "call"]  # the replay is traced too, without an attempt
     assert SPANS[1]["attributes"]["capability_id"] == "cap:hermes_agent:default:chat"
     assert "replayed" not in SPANS[1]["attributes"] and SPANS[2]["attributes"]["replayed"] is True
 

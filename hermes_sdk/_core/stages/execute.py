@@ -1,6 +1,6 @@
 """Stage 4, execute: HTTP attempts (only retry-safe operations retry), then decode or open the stream.
 
-This is the innermost part of the ``hermes_invocation`` hook; each attempt runs inside the
+This is the innermost part of the ``hermes_call`` hook; each attempt runs inside the
 ``hermes_http_attempt`` hook.
 """
 
@@ -11,15 +11,15 @@ import inspect
 import time
 from typing import Any, Callable, Optional
 
-from ...errors import DeadlineExceededError, HermesError, InvalidResponseError
-from ...plugins import around
+from ...errors import DeadlineExceededError, HermesError, InvalidResponseError, PluginError
 from .. import convert
 from .._constants import CONNECT_TIMEOUT
+from .._plugin_manager import around
 from .._wire import WIRE_FAULTS
 from ..aggregate import Aggregate
 from ..call import Call
 from ..deadline import WATCHDOG, set_current_alarm
-from ..exchange import Attempt, HttpReply
+from ..exchange import Attempt, Received, mark_sent
 from ..models import ActionResult
 from ..transport import (
     check_framing,
@@ -29,6 +29,8 @@ from ..transport import (
     read_body,
     socket_of,
 )
+from .idempotency import never_sent
+from .record import StepRecord
 from .streams import StreamSink
 
 
@@ -67,7 +69,7 @@ def execute(call: Call) -> ActionResult:
     return base
 
 
-def attempts(call: Call) -> HttpReply:
+def attempts(call: Call) -> Received:
     """The HTTP attempts of one call, each inside the ``hermes_http_attempt`` hook.
 
     The watchdog alarm armed here cuts the connection at ``call.ends_at`` whatever the server
@@ -86,7 +88,7 @@ def attempts(call: Call) -> HttpReply:
     return reply
 
 
-def _attempts(call: Call) -> HttpReply:
+def _attempts(call: Call) -> Received:
     rt, contract = call.runtime, call.contract
     policy = rt.retry
     number = 0
@@ -100,11 +102,17 @@ def _attempts(call: Call) -> HttpReply:
                                             details={"operation": contract.operation, "sent": False})
             timeout = min(timeout, remaining)
         attempt = Attempt(call.view, number, contract.method, contract.path)
+        step = StepRecord()
         try:
-            reply: HttpReply = around(rt.pm, "hermes_http_attempt", "attempt", attempt,
-                                      functools.partial(_send_attempt, attempt, call, timeout))
+            shown = around(rt.pm, "hermes_http_attempt", attempt,
+                           functools.partial(step.run, functools.partial(_send_attempt, attempt, call, timeout)),
+                           sent=lambda: call.sent, present=step.show(lambda got: got.view(rt.redactor.text)))
+            reply = _own_reply(step, shown, call)
         except HermesError as exc:
             call.set_attribute("attempts", number)
+            step.truthful(exc, call.sent)
+            if step.replaced(exc):  # a wrapper's own failure after the step ran: never sent again
+                raise
             policy.classify(contract, exc)
             delay = policy.delay(contract, exc, number)
             if delay is None or (call.ends_at is not None and time.time() + delay >= call.ends_at):
@@ -115,12 +123,28 @@ def _attempts(call: Call) -> HttpReply:
         return reply
 
 
-def _send_attempt(attempt: Attempt, call: Call, timeout: float) -> HttpReply:
-    attempt.executed = True
-    return send_once(call, timeout)
+def _send_attempt(attempt: Attempt, call: Call, timeout: float) -> Received:
+    mark_sent(attempt)
+    before, call.sent = call.sent, True  # from here the request may leave, unless the send proves otherwise
+    try:
+        return send_once(call, timeout)
+    except HermesError as exc:
+        if never_sent(exc):
+            call.sent = before
+        raise
 
 
-def send_once(call: Call, timeout: float) -> HttpReply:
+def _own_reply(step: StepRecord, shown: object, call: Call) -> Received:
+    """What the transport received for this attempt, if the hooks handed back the SDK's own reply."""
+    if step.ran and (shown is step.shown or shown is step.result) and shown is not None:
+        return step.result  # type: ignore[no-any-return]
+    if step.ran and step.result is not None and step.result.stream is not None:
+        step.result.stream.close()
+    raise PluginError("a hermes_http_attempt hook replaced the reply: a wrapper hands back what its yield gave",
+                      details={"hook": "hermes_http_attempt"}, uncertain_outcome=call.sent)
+
+
+def send_once(call: Call, timeout: float) -> Received:
     """One request; a 2xx JSON body is read here, so a body cut short is a (retryable) attempt failure.
 
     Failures are raised outside the ``except`` blocks, with the redacted cause only: requests' own
@@ -157,7 +181,7 @@ def send_once(call: Call, timeout: float) -> HttpReply:
             check_framing(response)
         except InvalidResponseError as exc:
             raise _typed_invalid(exc, call, response.status_code) from None
-        return HttpReply(response.status_code, response.headers, None, stream=response)
+        return Received(response.status_code, response.headers, None, stream=response)
     try:
         body = read_body(response)
     except InvalidResponseError as exc:
@@ -168,7 +192,7 @@ def send_once(call: Call, timeout: float) -> HttpReply:
         raise failure from failure.__cause__
     if _late(call):  # the watchdog cut a body that then looked complete
         raise error_for_exception(TimeoutError(), contract, deadline_hit=True)
-    return HttpReply(response.status_code, response.headers, body)
+    return Received(response.status_code, response.headers, body)
 
 
 def masked_key(key: str) -> str:

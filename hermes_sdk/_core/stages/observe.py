@@ -6,10 +6,11 @@ from typing import Optional
 
 import attrs
 
-from ...plugins import notify, observed
 from .. import convert
+from .._plugin_manager import notify, observed
 from ..call import Call
 from ..models import ActionResult, StreamResult
+from ..view import settle
 
 
 def observe(call: Call, result: ActionResult, stream_result: Optional[StreamResult] = None) -> None:
@@ -17,9 +18,9 @@ def observe(call: Call, result: ActionResult, stream_result: Optional[StreamResu
     rt = call.runtime
     streaming = call.spec.streaming
     watched = streaming and call.view.settle_watched
-    if not watched and not observed(rt.pm, "hermes_action_result"):
+    if not watched and not observed(rt.pm, "hermes_call_result"):
         if streaming:
-            call.view.settle({})
+            settle(call.view, {})
         return
     if stream_result is not None:
         # Observers and tracers see the stream's outcome, not its events (each would redact anyway).
@@ -27,5 +28,5 @@ def observe(call: Call, result: ActionResult, stream_result: Optional[StreamResu
         result = attrs.evolve(result, output=summary)
     redacted = rt.redactor.redact(convert.action_result_to_json(result))
     if streaming:
-        call.view.settle(redacted)
-    notify(rt.pm, "hermes_action_result", invocation=call.view, result=redacted)
+        settle(call.view, redacted)
+    notify(rt.pm, "hermes_call_result", call=call.view, result=redacted)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 
 from ...errors import DeadlineExceededError, InvalidInputError, TenantMismatchError
+from .._plugin_manager import outsiders
 from ..call import Call
-from ..view import redacted_headers
+from ..view import redacted_headers, show_headers
 
 
 def check(call: Call) -> None:
@@ -42,5 +43,5 @@ def check(call: Call) -> None:
     headers["Accept"] = "text/event-stream" if call.spec.streaming else "application/json"
     call.runtime.transport.check_session_headers()
     call.headers = headers
-    if len(call.runtime.pm.list_name_plugin()) > 2:  # someone besides the built-ins may read them
-        call.view._headers = redacted_headers(headers, call.runtime.redactor.text)
+    if outsiders(call.runtime.pm):  # someone besides the built-ins may read them
+        show_headers(call.view, redacted_headers(headers, call.runtime.redactor.text))

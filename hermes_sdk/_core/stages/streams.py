@@ -7,8 +7,8 @@ from typing import Optional
 
 import attrs
 
-from ...plugins import notify
 from .. import convert
+from .._plugin_manager import notify
 from ..call import Call
 from ..models import ActionResult, StreamEvent, StreamResult
 from . import idempotency, observe
@@ -31,7 +31,7 @@ class StreamSink:
         the ``hermes_stream_event`` observers."""
         redacted = self.redactor.redact(
             {"event": event.event, "terminal": event.terminal, "data": event.data})
-        notify(self.call.runtime.pm, "hermes_stream_event", invocation=self.call.view, event=redacted)
+        notify(self.call.runtime.pm, "hermes_stream_event", call=self.call.view, event=redacted)
 
     def settled(self, stream_result: StreamResult) -> ActionResult:
         """Record and observe the stream's outcome; return its ActionResult."""

@@ -1,12 +1,12 @@
 """OpenTelemetry GenAI and HTTP client conventions for hermes-sdk, from redacted hook data only.
 
-* ``hermes_invocation`` (wrapper): one CLIENT span per capability invocation. Chat and Responses
+* ``hermes_call`` (wrapper): one CLIENT span per call of a capability. Chat and Responses
   calls are GenAI inference spans (``chat {model}``); following a durable run (``run_events``) is an
   ``invoke_agent`` span; every other operation is a plain ``hermes {operation}`` span.
 * ``hermes_http_attempt`` (wrapper): one CLIENT span per HTTP attempt (``{METHOD} {url.template}``).
 * ``hermes_stream_event`` (observer): time to the first chunk, and for runs the ``execute_tool``
   child spans and the approval span events.
-* ``hermes_action_result`` (observer) and the stream-settled callback: model, usage, finish reasons
+* ``hermes_call_result`` (observer) and the stream-settled callback: model, usage, finish reasons
   and the outcome; the span ends and the metrics are recorded there.
 
 Everything read here was already redacted by the SDK: a string that still contains the SDK's
@@ -152,8 +152,9 @@ class OpenTelemetryPlugin:
     # ------------------------------------------------------------------ invocations
 
     @hookimpl(wrapper=True)
-    def hermes_invocation(self, invocation: Any) -> Generator[None, Any, Any]:
-        call = _guard("start invocation span", lambda: self._start(invocation))
+    def hermes_call(self, call: Any) -> Generator[None, Any, Any]:
+        view = call
+        call = _guard("start invocation span", lambda: self._start(view))
         try:
             result = yield
         except BaseException as exc:
@@ -255,8 +256,8 @@ class OpenTelemetryPlugin:
             self._finish(pending.pop(), None)
 
     @hookimpl
-    def hermes_action_result(self, invocation: Any, result: dict[str, Any]) -> None:
-        _guard("read action result", self._on_result, invocation, result)
+    def hermes_call_result(self, call: Any, result: dict[str, Any]) -> None:
+        _guard("read action result", self._on_result, call, result)
 
     def _on_result(self, invocation: Any, result: Mapping[str, Any]) -> None:
         with self._lock:
@@ -374,8 +375,8 @@ class OpenTelemetryPlugin:
     # ------------------------------------------------------------------ stream events and runs
 
     @hookimpl
-    def hermes_stream_event(self, invocation: Any, event: dict[str, Any]) -> None:
-        _guard("read stream event", self._on_event, invocation, event)
+    def hermes_stream_event(self, call: Any, event: dict[str, Any]) -> None:
+        _guard("read stream event", self._on_event, call, event)
 
     def _on_event(self, invocation: Any, event: Mapping[str, Any]) -> None:
         call = self._live.get(id(invocation))
@@ -474,7 +475,7 @@ class OpenTelemetryPlugin:
         if number is not None and number > 1:
             attrs[sc.HTTP_REQUEST_RESEND_COUNT] = number - 1
         context = None
-        invocation = getattr(attempt, "invocation", None)
+        invocation = getattr(attempt, "call", None)
         if invocation is not None:
             ia = invocation.attributes
             for key, value in (("server.address", _shown(ia.get("server.address"))),

@@ -89,7 +89,7 @@ class FakeContract:
         self.operation, self.streaming = operation, streaming
 
 
-class FakeInvocation:
+class FakeCall:
     """Just what the plugin reads of an invocation (for the runs family, driven by hand)."""
 
     def __init__(self, operation: str, streaming: bool = True, **attributes: Any) -> None:
@@ -114,8 +114,8 @@ class FakeInvocation:
 
 
 class FakeAttempt:
-    def __init__(self, invocation: Any, method: str, path: str, number: int = 1) -> None:
-        self.invocation = invocation
+    def __init__(self, call: Any, method: str, path: str, number: int = 1) -> None:
+        self.call = call
         self.attributes = {"method": method, "path": path, "attempt": number}
 
 

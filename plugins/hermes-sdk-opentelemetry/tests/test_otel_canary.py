@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 import pytest
-from otel_helpers import FakeAttempt, FakeInvocation, FakeReply, Telemetry, drive
+from otel_helpers import FakeAttempt, FakeCall, FakeReply, Telemetry, drive
 from test_otel_runs import COMPLETED, TOOL_TURN, follow
 
 from hermes_sdk import HermesClient, HermesError, NotFoundError, Redactor
@@ -122,22 +122,22 @@ def test_identifiers_only_when_opted_in_and_the_policy_shows_them() -> None:
                                      "gen_ai.conversation.id": "conv-visible-1"}), (False, {})):
         telemetry = Telemetry()
         plugin = telemetry.plugin(record_identifiers=record)
-        invocation = FakeInvocation("chat", streaming=False)
-        gen = plugin.hermes_invocation(invocation=invocation)
+        invocation = FakeCall("chat", streaming=False)
+        gen = plugin.hermes_call(call=invocation)
         next(gen)
         drive(plugin.hermes_http_attempt(attempt=FakeAttempt(invocation, "POST", "/v1/chat/completions")),
               FakeReply(200))
         with pytest.raises(StopIteration):
             gen.send(("result", "value"))
-        plugin.hermes_action_result(invocation=invocation, result=outcome)
+        plugin.hermes_call_result(call=invocation, result=outcome)
         span = telemetry.span("chat")
         assert {k: v for k, v in span.attributes.items() if k in ("gen_ai.response.id", "gen_ai.conversation.id")} \
             == expected
     # What the SDK's redaction hides stays hidden even when opted in.
     telemetry = Telemetry()
     plugin = telemetry.plugin(record_identifiers=True)
-    invocation = FakeInvocation("chat", streaming=False)
-    drive(plugin.hermes_invocation(invocation=invocation), ("result", "value"))
-    plugin.hermes_action_result(invocation=invocation, result=Redactor().redact(
+    invocation = FakeCall("chat", streaming=False)
+    drive(plugin.hermes_call(call=invocation), ("result", "value"))
+    plugin.hermes_call_result(call=invocation, result=Redactor().redact(
         {**outcome, "output": {"id": "chatcmpl-abc123", "model": "m"}}))
     assert "gen_ai.response.id" not in telemetry.span("chat").attributes

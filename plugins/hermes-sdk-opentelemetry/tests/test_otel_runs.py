@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
-from otel_helpers import DURATION_BUCKETS, FakeAttempt, FakeInvocation, FakeReply, Telemetry, children, drive
+from otel_helpers import DURATION_BUCKETS, FakeAttempt, FakeCall, FakeReply, Telemetry, children, drive
 
 from hermes_sdk import Redactor
 
@@ -45,10 +45,10 @@ COMPLETED = {"action_id": "act_1", "capability_id": "cap:hermes_agent:default:ru
 
 
 def follow(telemetry: Telemetry, plugin: Any, redactor: Redactor, events: list[dict[str, Any]],
-           outcome: dict[str, Any], **attributes: Any) -> FakeInvocation:
+           outcome: dict[str, Any], **attributes: Any) -> FakeCall:
     """Call the hooks in the core's order for one ``run_events`` stream."""
-    invocation = FakeInvocation("run_events", streaming=True, **attributes)
-    gen = plugin.hermes_invocation(invocation=invocation)
+    invocation = FakeCall("run_events", streaming=True, **attributes)
+    gen = plugin.hermes_call(call=invocation)
     next(gen)
     drive(plugin.hermes_http_attempt(attempt=FakeAttempt(invocation, "GET", "/v1/runs/{run_id}/events")),
           FakeReply(200))
@@ -57,19 +57,19 @@ def follow(telemetry: Telemetry, plugin: Any, redactor: Redactor, events: list[d
     with pytest.raises(StopIteration):
         gen.send(("pending", "stream"))  # headers arrived: the wrapper returns, the stream stays open
     for event in events:
-        plugin.hermes_stream_event(invocation=invocation, event=redactor.redact(event))
+        plugin.hermes_stream_event(call=invocation, event=redactor.redact(event))
     redacted = redactor.redact(outcome)
     invocation.settle(redacted)
-    plugin.hermes_action_result(invocation=invocation, result=redacted)
+    plugin.hermes_call_result(call=invocation, result=redacted)
     return invocation
 
 
 def call(plugin: Any, operation: str, outcome: dict[str, Any], exc: Optional[BaseException] = None,
          **attributes: Any) -> None:
     """A non-streaming run operation (run_start, run_get, run_approval, run_stop)."""
-    invocation = FakeInvocation(operation, streaming=False, **attributes)
-    drive(plugin.hermes_invocation(invocation=invocation), ("result", "value"), exc)
-    plugin.hermes_action_result(invocation=invocation, result=Redactor().redact(outcome))
+    invocation = FakeCall(operation, streaming=False, **attributes)
+    drive(plugin.hermes_call(call=invocation), ("result", "value"), exc)
+    plugin.hermes_call_result(call=invocation, result=Redactor().redact(outcome))
 
 
 # What the core's redaction policy will let through for runs: tool names, pattern keys, choices.

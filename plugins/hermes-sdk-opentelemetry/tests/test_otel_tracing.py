@@ -15,7 +15,8 @@ from hermes_sdk_opentelemetry import OpenTelemetryPlugin
 from opentelemetry.trace import SpanKind, StatusCode
 from otel_helpers import DURATION_BUCKETS, TOKEN_BUCKETS, Telemetry, children
 
-from hermes_sdk import AuthenticationError, HermesClient, HermesError, plugins
+from hermes_sdk import AuthenticationError, HermesClient, HermesError
+from hermes_sdk._core import _plugin_manager as plugins
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from hermes_sdk import (
     IdempotencyRecord,
     InvalidInputError,
     OutcomeUnknownError,
-    plugins,
 )
+from hermes_sdk._core import _plugin_manager as plugins
 
 CHAT = "cap:hermes_agent:default:chat"
 

@@ -27,7 +27,8 @@ from hermes_sdk_sql import (
     store_from_url,
 )
 
-from hermes_sdk import HermesClient, IdempotencyRecord, InvalidInputError, OutcomeUnknownError, PluginError, plugins
+from hermes_sdk import HermesClient, IdempotencyRecord, InvalidInputError, OutcomeUnknownError, PluginError
+from hermes_sdk._core import _plugin_manager as plugins
 
 CHAT = "cap:hermes_agent:default:chat"
 CHILD = str(Path(__file__).with_name("sql_child.py"))

@@ -47,8 +47,8 @@ class DemoPlugin:
         return [lambda key, text: _SECRET.sub("[DEMO-SECRET]", text)]
 
     @hookimpl(wrapper=True)
-    def hermes_invocation(self, invocation: Any) -> Any:
-        span: dict[str, Any] = {"kind": "invocation", "attributes": invocation.attributes, "start": time.time()}
+    def hermes_call(self, call: Any) -> Any:
+        span: dict[str, Any] = {"kind": "call", "attributes": call.attributes, "start": time.time()}
         try:
             result = yield
         except Exception as exc:
