@@ -11,10 +11,11 @@ from .._sentinels import REQUIRED, UNCHANGED
 from ..approval import ApprovalDecision
 from ..deadline import TimeoutLike
 from ..endpoints import Deadline, ExecutionContext
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, InvalidResponseError
 from ..executor import Executor
 from ..operations.sessions import (
     MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
     SESSION_CHAT,
     SESSION_CHAT_STREAM,
     SESSION_CREATE,
@@ -98,6 +99,10 @@ class Sessions:
              deadline: Deadline = None, timeout: TimeoutLike = None) -> Iterator[Session]:
         """Every session, page by page, each once; stops on a short or empty page.
 
+        Bounded: a full page with nothing new (a server or proxy that ignores ``offset``), or more
+        than 1,000,000 sessions, ends the iteration with InvalidResponseError
+        (``details["reason"]`` ``page_repeated`` or ``too_many_pages``).
+
         Pages are offsets into a list ordered by last activity: a session that becomes active
         while iterating moves to the front, so it may be skipped (it is never yielded twice).
         ``page_size`` is 1-200 (checked before anything is sent).
@@ -114,13 +119,24 @@ class Sessions:
         while True:
             page = self.list(limit=page_size, offset=offset, source=source, include_children=include_children,
                              endpoint=endpoint, context=context, deadline=deadline, timeout=timeout)
+            new = 0
             for found in page.data:
                 if found.id not in seen:
                     seen.add(found.id)
+                    new += 1
                     yield found
             if len(page.data) < page_size:
                 return
             offset += len(page.data)
+            if not new or offset > MAX_LIST_OFFSET:
+                # A server or proxy that ignores offset repeats a full page forever; Hermes never
+                # lists past the offset it accepts. Either way the listing cannot end by itself.
+                reason = "page_repeated" if not new else "too_many_pages"
+                raise InvalidResponseError(
+                    "Hermes answered a full page of sessions with nothing new (a server or proxy that "
+                    "ignores offset): the iteration stopped" if not new else
+                    f"Hermes listed more than {MAX_LIST_OFFSET} sessions: the iteration stopped",
+                    details={"operation": "sessions_list", "reason": reason, "offset": offset})
 
     def update(self, session_id: str, *, title: Optional[str] = UNCHANGED, end_reason: str = UNCHANGED,
                idempotency_key: str = REQUIRED, endpoint: Optional[str] = None, action_id: Optional[str] = None,

@@ -1,0 +1,64 @@
+"""Issue 23 (reliability, round 4): the classes an attacker and a hostile server found, one test each.
+
+The fault table (``test_faults.py``) holds the rows that fit its shape; these are the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from hermes_sdk import HermesClient, InvalidInputError
+from hermes_sdk.operations.common import path_id
+from hermes_sdk.operations.spec import SPECS
+from hermes_sdk.testing import FaultServer
+
+# Operations whose reply may rightly name another object than the path's: a fork answers with the
+# new session, a transcript with the session Hermes resolved, a chat turn and a run's event stream
+# with what they produced.
+MAY_NAME_ANOTHER = {"session_fork", "session_messages", "session_chat", "session_chat_stream", "run_events"}
+
+
+def test_every_id_bearing_operation_declares_where_its_reply_names_its_object() -> None:
+    undeclared = [name for name, spec in SPECS.items() if "{" in spec.contract.path and spec.reply_id is None
+                  and spec.names_another is None and spec.composite is None and name not in MAY_NAME_ANOTHER]
+    assert undeclared == []
+
+
+BAD_IDS = ["", "   ", "\t", "a\nb", "a\x7fb", "a\x85b", ".", "..", "x" * 513, "é" * 257, "a\udc80", 7, None]
+
+
+@pytest.mark.parametrize("value", BAD_IDS, ids=[repr(v)[:12] for v in BAD_IDS])
+def test_one_path_id_rule(value: Any) -> None:
+    with pytest.raises(InvalidInputError):
+        path_id("x_id", value)
+
+
+@pytest.mark.parametrize("value", [" padded ", "a/b", "a b", "日本", "x" * 512, "é" * 256, "a?b#c"])
+def test_path_ids_that_round_trip(value: str) -> None:
+    assert path_id("x_id", value) == value
+
+
+def _id_calls(client: HermesClient, bad: str) -> list[Any]:
+    return [
+        lambda: client.sessions.messages(bad), lambda: client.sessions.get(bad),
+        lambda: client.sessions.chat(bad, "hi"), lambda: client.sessions.delete(bad, idempotency_key="k1"),
+        lambda: client.sessions.update(bad, title="t", idempotency_key="k2"),
+        lambda: client.sessions.fork(bad, idempotency_key="k3"),
+        lambda: client.jobs.get(bad), lambda: client.jobs.pause(bad, idempotency_key="k4"),
+        lambda: client.response_get(bad), lambda: client.runs.get(bad),
+    ]
+
+
+@pytest.mark.parametrize("bad", ["   ", "\t", "a\x01b", "x" * 513])
+def test_every_family_refuses_a_bad_path_id_before_sending(bad: str) -> None:
+    with FaultServer(fault="ok") as server:
+        with HermesClient(base_url=server.base_url, api_key=server.api_key, load_entrypoints=False,
+                          approval_provider=lambda r: r.approve(approver="t", policy_decision_id="pd")) as client:
+            for call in _id_calls(client, bad):
+                with pytest.raises(InvalidInputError) as info:
+                    call()
+                assert re.search(r"_id", info.value.details.get("field", "")), info.value.details
+        assert server.requests == []
