@@ -14,11 +14,13 @@ jar requests would build for every response.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from typing import Any, Iterable, Mapping, Optional, Tuple
@@ -71,16 +73,27 @@ class _NoRedirectSession(requests.Session):
 class _Watched:
     """Hands the connection's socket to the deadline alarm of the call being sent (new and reused),
     and sends a request's header block and bytes body in one ``sendall`` (http.client sends them
-    apart: two system calls, and two TCP segments, per request)."""
+    apart: two system calls, and two TCP segments, per request).
 
-    sock: Any
+    The socket is handed over when urllib3 assigns ``sock`` (http.client's public attribute), which
+    every urllib3 from 1.26 on does as soon as the TCP connection exists: before a proxy's
+    ``CONNECT`` reply is read, before the TLS handshake, before any byte of the request.
+    """
+
+    _sdk_sock: Any = None
     _held: Optional[bytes] = None  # b"": hold the next send (the header block); else what is held
 
-    def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
-        alarm = current_alarm()
-        if alarm is not None:
-            alarm.attach(self.sock)
+    @property
+    def sock(self) -> Any:
+        return self._sdk_sock
+
+    @sock.setter
+    def sock(self, value: Any) -> None:
+        self._sdk_sock = value
+        if value is not None:
+            alarm = current_alarm()
+            if alarm is not None:
+                alarm.attach(value)
 
     def request(self, method: str, url: str, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
         alarm = current_alarm()
@@ -135,6 +148,26 @@ class _WatchedHTTPSPool(_Pool, urllib3.HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
+def _watched_pools(manager: Any) -> dict[str, Any]:
+    """The watched pool classes for a pool manager: plain and HTTP(S)-proxy pools, or SOCKS ones."""
+    socks = sys.modules.get("urllib3.contrib.socks")  # imported by requests once a socks:// proxy is used
+    if socks is not None and isinstance(manager, socks.SOCKSProxyManager):
+        return {"http": _socks_pool(False), "https": _socks_pool(True)}
+    return {"http": _WatchedPool, "https": _WatchedHTTPSPool}
+
+
+@functools.lru_cache(maxsize=None)
+def _socks_pool(https: bool) -> Any:
+    """A watched SOCKS pool class (PySocks negotiates inside the connect, so the socket is watched
+    from the end of the SOCKS handshake on; the connect timeout bounds the handshake itself)."""
+    from urllib3.contrib import socks
+
+    conn_base = socks.SOCKSHTTPSConnection if https else socks.SOCKSConnection
+    pool_base = socks.SOCKSHTTPSConnectionPool if https else socks.SOCKSHTTPConnectionPool
+    connection = type("_WatchedSOCKSConnection", (_Watched, conn_base), {})
+    return type("_WatchedSOCKSPool", (_Pool, pool_base), {"ConnectionCls": connection})
+
+
 class _NoCookies(requests.cookies.RequestsCookieJar):
     """The jar of the SDK's own session: ``Session.send`` offers it every response's cookies, and
     the SDK keeps none (it sends no Cookie header either)."""
@@ -157,6 +190,13 @@ class _PooledAdapter(HTTPAdapter):
         super().init_poolmanager(*args, **kwargs)
         # Connections that tell the deadline watchdog their socket (see deadline.py).
         self.poolmanager.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        # A proxy's pools are the SDK's watched ones too: a proxy that drips its reply, or its
+        # CONNECT answer, is cut at the deadline like a server.
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = _watched_pools(manager)
+        return manager
 
     def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
                                         proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:

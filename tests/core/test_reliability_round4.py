@@ -62,3 +62,35 @@ def test_every_family_refuses_a_bad_path_id_before_sending(bad: str) -> None:
                     call()
                 assert re.search(r"_id", info.value.details.get("field", "")), info.value.details
         assert server.requests == []
+
+
+# ---------------------------------------------------------------- item 1: proxies are watched from connect
+
+
+@pytest.mark.parametrize("scheme,variable", [("http", "HTTP_PROXY"), ("https", "HTTPS_PROXY")])
+@pytest.mark.parametrize("own_session", [True, False], ids=["own_session", "caller_session"])
+def test_a_dripping_proxy_is_cut_at_the_deadline(monkeypatch: pytest.MonkeyPatch, scheme: str, variable: str,
+                                                 own_session: bool) -> None:
+    import time
+
+    import requests
+
+    from hermes_sdk import DeadlineExceededError
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    # The proxy drips its status line and headers (for https: the CONNECT reply) one byte per 0.2 s.
+    with FaultServer(fault="drip_headers", max_seconds=6.0) as proxy:
+        monkeypatch.setenv(variable, proxy.base_url)
+        session = None if own_session else requests.Session()
+        with HermesClient(base_url=f"{scheme}://hermes.invalid:8642", api_key="sk-test", session=session,
+                          load_entrypoints=False) as client:
+            start = time.monotonic()
+            with pytest.raises(DeadlineExceededError):
+                client.chat(prompt="hi", timeout=1)
+            elapsed = time.monotonic() - start
+        assert len(proxy.requests) == 1  # it went through the proxy
+        assert proxy.requests[0].method == ("CONNECT" if scheme == "https" else "POST")
+        assert elapsed < 2.5, f"a dripping proxy held chat(timeout=1) for {elapsed:.2f} s"
+        assert proxy.wait_idle(2.0)
