@@ -91,11 +91,13 @@ class _Watched:
     def sock(self, value: Any) -> None:
         self._sdk_sock = value
         if value is not None:
+            _socket_used.value = True
             alarm = current_alarm()
             if alarm is not None:
                 alarm.attach(value)
 
     def request(self, method: str, url: str, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
+        _socket_used.value = True  # a pooled connection's socket: bytes may leave from here on
         alarm = current_alarm()
         if alarm is not None and self.sock is not None:
             alarm.attach(self.sock)
@@ -119,6 +121,21 @@ class _Watched:
             self._held = None
             data = held + data
         super().send(data)  # type: ignore[misc]
+
+
+#: Whether the request this thread is sending got a socket (set by the SDK's connection classes).
+_socket_used = threading.local()
+
+
+class NotSent(requests.exceptions.ConnectionError):
+    """A failure before any socket existed for the request (a CA bundle that is not there, a proxy
+    URL that does not parse, a SOCKS proxy without PySocks): nothing left this process."""
+
+
+#: Failures requests and urllib3 raise while preparing a request, before any connection.
+_BEFORE_ANY_SOCKET = (requests.exceptions.InvalidSchema, requests.exceptions.InvalidURL,
+                      requests.exceptions.MissingSchema, urllib3.exceptions.LocationValueError,
+                      urllib3.exceptions.ProxySchemeUnknown)
 
 
 class _WatchedConnection(_Watched, urllib3.connection.HTTPConnection):
@@ -385,7 +402,17 @@ class Transport:
         # (it keeps no cookies and follows no redirects): the session's mounted adapter is called as
         # Session.send calls it. A patched HTTPAdapter.send (the responses library) is still the one called.
         adapter = self.session.get_adapter(prepared.url) if self._own_session else self._adapter_for(prepared.url)
-        return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
+        # The SDK's own connections say when a socket exists; another adapter's failure is judged by its type.
+        watched = isinstance(adapter, _PooledAdapter) and _is_adapter_send(type(adapter).send)
+        _socket_used.value = False
+        try:
+            return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
+        except WIRE_FAULTS as exc:
+            if _is_connect_failure(exc) or not (
+                    (watched and not _socket_used.value) or isinstance(exc, _BEFORE_ANY_SOCKET)):
+                raise
+            failure = NotSent(exc)
+        raise failure
 
     def _merge_case_insensitively(self, headers: Mapping[str, str],
                                   framing: Mapping[str, str]) -> CaseInsensitiveDict[str]:
@@ -430,6 +457,12 @@ def _is_requests_send(send: Any) -> bool:
     name, so a mock started before or after this module was imported is seen either way)."""
     return getattr(send, "__module__", None) == "requests.sessions" and \
         getattr(send, "__qualname__", None) == "Session.send"
+
+
+def _is_adapter_send(send: Any) -> bool:
+    """Whether ``send`` is requests' own ``HTTPAdapter.send`` (not a mocking library's patch)."""
+    return getattr(send, "__module__", None) == "requests.adapters" and \
+        getattr(send, "__qualname__", None) == "HTTPAdapter.send"
 
 
 def socket_of(response: requests.Response) -> Any:
@@ -620,7 +653,8 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
     ``raise ... from None`` would drop the cause again. ``details["cause"]`` holds the same text.
     """
     read_only = contract.read_only
-    connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
+    connect = isinstance(exc, NotSent) or isinstance(
+        exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
         isinstance(exc, requests.exceptions.ConnectTimeout) or _is_connect_failure(exc))
     # A model call's transport failure is uncertain once the request may have left; a connect
     # failure sent nothing, so its outcome is certain (the connector's blanket rule says uncertain).
@@ -642,7 +676,9 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
         return exc
     else:
         reason = _describe(exc, connect)
-        if connect:
+        if isinstance(exc, NotSent):
+            message = f"the request to Hermes{at} failed before any connection was made ({reason}); nothing was sent"
+        elif connect:
             message = (f"could not connect to Hermes{at} ({reason}); nothing was sent. "
                        "Is Hermes running there, and is HERMES_BASE_URL right?")
         else:
@@ -714,6 +750,15 @@ def _describe(exc: BaseException, connect: bool) -> str:
             return "TLS handshake failed (check https vs http, the CA bundle and the certificate)"
         if isinstance(cur, ConnectionResetError):
             return "connection reset by the server"
+    if isinstance(exc, NotSent):
+        inner = chain[1] if len(chain) > 1 else exc
+        if isinstance(inner, requests.exceptions.InvalidSchema):
+            return "a proxy scheme requests cannot use here (socks:// needs PySocks: pip install requests[socks])"
+        if isinstance(inner, (requests.exceptions.InvalidURL, urllib3.exceptions.LocationValueError)):
+            return "a URL or proxy URL that does not parse (check HTTP_PROXY / HTTPS_PROXY and the base URL)"
+        if type(inner) is OSError:  # requests' own check of verify= / cert= paths
+            return "a CA bundle or client certificate file that cannot be read (check verify=, cert=, REQUESTS_CA_BUNDLE)"
+        return type(inner).__name__
     if isinstance(exc, requests.exceptions.ConnectTimeout) or (connect and "timed out" in str(exc)):
         return "connect timed out"
     if isinstance(exc, requests.exceptions.Timeout):

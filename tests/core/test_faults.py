@@ -9,7 +9,9 @@ socket is left open (the server sees every connection closed).
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 import sys
 import time
 from typing import Any, Callable, Optional
@@ -332,6 +334,44 @@ def _sessions_iter(client: HermesClient, key: str, deadline: float, server: Faul
         assert len(server.requests) == 2, len(server.requests)
 
 
+def _other_client(client: HermesClient, env: dict[str, str], base_url: str, key: str, deadline: float) -> Any:
+    """A chat through a client built under ``env`` (proxies and CA bundles are read per origin)."""
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    other = HermesClient(base_url=base_url, api_key=client.endpoints[0].api_key, load_entrypoints=False,
+                         idempotency_store=client.idempotency_store)
+    try:
+        return other.chat(prompt="hi", idempotency_key=key, deadline=deadline)
+    finally:
+        other.close()
+        for name, value in saved.items():
+            os.environ.pop(name) if value is None else os.environ.__setitem__(name, value)
+
+
+def _missing_ca_bundle(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return _other_client(client, {"REQUESTS_CA_BUNDLE": "/nonexistent/hermes-ca.pem"},
+                         f"https://127.0.0.1:{server.port}", key, deadline)
+
+
+def _proxy_bad_port(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return _other_client(client, {"HTTP_PROXY": "http://127.0.0.1:99999", "NO_PROXY": ""}, server.base_url, key,
+                         deadline)
+
+
+def _socks_without_pysocks(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    return _other_client(client, {"HTTP_PROXY": "socks5://user:pw@127.0.0.1:1080", "NO_PROXY": ""},
+                         server.base_url, key, deadline)
+
+
+def unsent_rows() -> list[Row]:
+    """Failures before any socket exists: certain (nothing sent), the key given back."""
+    unsent = dict(error=TransportError, code=P + "transport", record=None)
+    rows = [Row("ok", "chat", call=_missing_ca_bundle, **unsent), Row("ok", "chat", call=_proxy_bad_port, **unsent)]
+    if importlib.util.find_spec("socks") is None:
+        rows.append(Row("ok", "chat", call=_socks_without_pysocks, **unsent))
+    return rows
+
+
 def family_rows() -> list[Row]:
     """Replies about another job or session (declared once per operation: ``OperationSpec.reply_id``),
     and a list that ignores ``offset``."""
@@ -348,9 +388,12 @@ def family_rows() -> list[Row]:
 
 
 ROWS = status_rows() + framing_rows() + retry_after_rows() + body_rows() + stream_rows() + input_rows()
-ROWS += family_rows()
+ROWS += family_rows() + unsent_rows()
 ROWS.append(Row("keepalive_forever", "chat_stream", CancelledError, P + "cancelled", uncertain=True,
                 record="cancelled", call=_stream_left_open))
+
+
+UNSENT_CALLS = (_missing_ca_bundle, _proxy_bad_port, _socks_without_pysocks)
 
 
 def _params() -> list[Any]:
@@ -428,7 +471,7 @@ def test_fault(row: Row) -> None:
         else:
             assert record is not None and record.state == "completed", record
             assert record.result["status"] == row.record
-        if row.call is not None and row.error is InvalidInputError:
+        if row.call is not None and (row.error is InvalidInputError or row.call in UNSENT_CALLS):
             assert server.requests == [], "refused input must send nothing"
         # Time: never later than the deadline (plus slack), whatever the server does.
         assert elapsed <= DEADLINE + SLACK, f"took {elapsed:.2f}s against a {DEADLINE}s deadline"
