@@ -41,7 +41,7 @@ from ._constants import (
     USER_AGENT,
 )
 from ._wire import FRAMING_FAULTS, WIRE_FAULTS, content_length
-from .capabilities import Contract
+from .capabilities import CONTRACTS, Contract
 from .deadline import current_alarm
 from .endpoints import Endpoint
 from .errors import (
@@ -307,20 +307,29 @@ class Transport:
 
     def refuse_unbounded_adapters(self, base_urls: Iterable[str]) -> None:
         """A caller's adapter that retries (``HTTPAdapter(max_retries=Retry(...))``) runs urllib3's
-        retries and backoff inside one attempt, where no deadline reaches: refused at construction."""
+        retries and backoff inside one attempt, where no deadline reaches: refused at construction.
+        Every adapter requests could pick for a route the SDK sends to is looked at: the one for the
+        origin and any mounted on a longer prefix a route's URL can start with (``base_url + "/v1/"``)."""
         if self._own_session:
             return
+        routes = {contract.path.split("?", 1)[0] for contract in CONTRACTS.values()}
         for base_url in base_urls:
-            adapter = self.session.get_adapter(base_url.rstrip("/") + "/")  # as a request's URL is matched
-            retries = getattr(adapter, "max_retries", None)
-            if retries is not None and _retries(retries):
-                raise InvalidInputError(
-                    f"the session's adapter for {base_url} retries on its own ({retries!r}): urllib3's "
-                    "retries and backoff run inside one attempt, past the call's deadline, so the SDK "
-                    "cannot keep timeout=/deadline=. Mount an adapter without retries for this origin "
-                    "(HTTPAdapter(max_retries=0)); the SDK retries response_get itself "
-                    "(HermesClient(max_attempts=)) within the deadline",
-                    details={"reason": "adapter_retries", "origin": base_url})
+            base = base_url.rstrip("/")
+            for prefix in [base + "/"] + [p for p in self.session.adapters if p.lower().startswith(base.lower() + "/")]:
+                if prefix != base + "/" and not any(_may_start(prefix[len(base):], route) for route in routes):
+                    continue  # no URL the SDK sends starts with it
+                self._refuse_retries(self.session.get_adapter(prefix), base_url)
+
+    def _refuse_retries(self, adapter: Any, base_url: str) -> None:
+        retries = getattr(adapter, "max_retries", None)
+        if retries is not None and _retries(retries):
+            raise InvalidInputError(
+                f"the session's adapter for {base_url} retries on its own ({retries!r}): urllib3's "
+                "retries and backoff run inside one attempt, past the call's deadline, so the SDK "
+                "cannot keep timeout=/deadline=. Mount an adapter without retries for this origin "
+                "(HTTPAdapter(max_retries=0)); the SDK retries response_get itself "
+                "(HermesClient(max_attempts=)) within the deadline",
+                details={"reason": "adapter_retries", "origin": base_url})
 
     def _adapter_for(self, url: str) -> Any:
         """The adapter that sends to ``url``: a caller's plain ``HTTPAdapter`` is replaced by a watched
@@ -328,6 +337,8 @@ class Transport:
         headers), as it does with the SDK's own session; any other adapter is the caller's."""
         adapter = self.session.get_adapter(url)
         if type(adapter) is not HTTPAdapter:
+            # One mounted after construction, or on a prefix no route template showed: still refused.
+            self._refuse_retries(adapter, url[:url.find("/", url.find("//") + 2)])
             return adapter
         entry = self._watched.get(id(adapter))
         if entry is None or entry[0] is not adapter:
@@ -435,6 +446,24 @@ class Transport:
             watched, self._watched = list(self._watched.values()), {}
         for _, adapter in watched:
             adapter.close()
+
+
+def _may_start(path: str, route: str) -> bool:
+    """Whether some URL path of ``route`` (``/api/sessions/{session_id}/chat``) starts with ``path``,
+    compared as requests matches mount prefixes (case-insensitively); a parameter is one segment."""
+    path, i = path.lower(), 0
+    for part in re.split(r"(\{[^}]*\})", route.lower()):
+        if i >= len(path):
+            return True
+        if part.startswith("{"):
+            while i < len(path) and path[i] != "/":
+                i += 1
+        else:
+            seen = path[i:i + len(part)]
+            if not part.startswith(seen):
+                return False
+            i += len(seen)
+    return i >= len(path)
 
 
 def _retries(retry: Any) -> bool:

@@ -94,3 +94,51 @@ def test_a_dripping_proxy_is_cut_at_the_deadline(monkeypatch: pytest.MonkeyPatch
         assert proxy.requests[0].method == ("CONNECT" if scheme == "https" else "POST")
         assert elapsed < 2.5, f"a dripping proxy held chat(timeout=1) for {elapsed:.2f} s"
         assert proxy.wait_idle(2.0)
+
+
+# ---------------------------------------------------------------- item 2: every route's adapter
+
+
+@pytest.mark.parametrize("suffix", ["/", "/v1/", "/v1/chat", "/api/", "/API/Sessions/", "/api/sessions/abc/chat",
+                                    "/health"])
+def test_a_retrying_adapter_on_any_route_prefix_is_refused(suffix: str) -> None:
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    class Signer(HTTPAdapter):
+        pass
+
+    session = requests.Session()
+    session.mount("http://127.0.0.1:9" + suffix, Signer(max_retries=Retry(total=3, backoff_factor=1)))
+    with pytest.raises(InvalidInputError) as info:
+        HermesClient("http://127.0.0.1:9", api_key="k", session=session, load_entrypoints=False)
+    assert info.value.details["reason"] == "adapter_retries"
+
+
+def test_a_retrying_adapter_no_route_reaches_is_left_alone() -> None:
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    session = requests.Session()
+    for prefix in ("http://127.0.0.1:9/static/", "http://127.0.0.1:9/api/other/", "http://127.0.0.1:9/v1/chat/x/"):
+        session.mount(prefix, HTTPAdapter(max_retries=3))
+    HermesClient("http://127.0.0.1:9", api_key="k", session=session, load_entrypoints=False).close()
+
+
+def test_a_retrying_adapter_mounted_after_construction_is_refused_before_sending() -> None:
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    class Signer(HTTPAdapter):
+        pass
+
+    with FaultServer(fault="ok") as server:
+        session = requests.Session()
+        with HermesClient(server.base_url, api_key=server.api_key, session=session, load_entrypoints=False) as client:
+            session.mount(server.base_url + "/v1/", Signer(max_retries=5))
+            with pytest.raises(InvalidInputError) as info:
+                client.chat(prompt="hi", idempotency_key="k-after")
+            assert info.value.details["reason"] == "adapter_retries"
+            assert client.records.get("cap:hermes_agent:default:chat", "k-after") is None  # the key given back
+        assert server.requests == []
