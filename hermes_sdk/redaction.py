@@ -37,7 +37,6 @@ DEFAULT_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"\bapi-[0-9a-f]{16}\b",
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     r"\bsk-[A-Za-z0-9_-]{8,}",
-    r"(/v1/responses/)[^\s\"?#]+",
 ))
 
 
@@ -62,6 +61,35 @@ _SCRUBBED_TEXT_MAX = 256
 _generation = 0  # bumped with each new secret: a text scrubbed before it is not cached after it
 
 
+_ID_SEGMENT = r"[^/\s\"'?#]+"
+_route_ids: Optional[tuple[int, Optional[Pattern[str]]]] = None  # (how many contracts, the pattern)
+
+
+def route_ids() -> Optional[Pattern[str]]:
+    """The id segments of every registered operation's route, derived from the path templates
+    themselves (``/api/sessions/{session_id}/chat`` scrubs what follows ``/api/sessions/``): one
+    pattern whose group 1 is the static text before an id. Rebuilt when an operation is added."""
+    global _route_ids
+    from .capabilities import CONTRACTS  # here: capabilities imports errors, which imports this module
+
+    cached = _route_ids
+    if cached is not None and cached[0] == len(CONTRACTS):
+        return cached[1]
+    paths = {contract.path for contract in list(CONTRACTS.values()) if "{" in contract.path}
+    prefixes = {static for path in paths for static in re.split(r"\{[^}]*\}", path)[:-1] if static.strip("/")}
+    pattern = re.compile("(" + "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True)) + ")"
+                         + _ID_SEGMENT) if prefixes else None
+    _route_ids = (len(CONTRACTS), pattern)
+    _scrubbed.clear()
+    return pattern
+
+
+def forget_routes() -> None:
+    """An operation was registered or removed: the route pattern is derived again on next use."""
+    global _route_ids
+    _route_ids = None
+
+
 def register_secret(value: Optional[str]) -> None:
     """Exact values (API keys) that every redactor and the logging filter scrub wherever they appear."""
     global _generation
@@ -76,9 +104,12 @@ def register_secret(value: Optional[str]) -> None:
 def scrub(text: str) -> str:
     """The default identifier and credential patterns, and registered secrets, applied to free text."""
     done = _scrubbed.get(text)
-    if done is not None:
+    if done is not None and _route_ids is not None:
         return done
     original, generation = text, _generation
+    routes = route_ids()
+    if routes is not None and "/" in text:
+        text = _sub(routes, text)
     for secret in tuple(_secrets):
         if secret in text:
             text = text.replace(secret, REDACTED)

@@ -142,3 +142,55 @@ def test_a_retrying_adapter_mounted_after_construction_is_refused_before_sending
             assert info.value.details["reason"] == "adapter_retries"
             assert client.records.get("cap:hermes_agent:default:chat", "k-after") is None  # the key given back
         assert server.requests == []
+
+
+# ---------------------------------------------------------------- item 4: ids in urllib3's DEBUG lines
+
+
+CANARY = "canary-id-7f3a"
+
+
+def test_every_id_bearing_route_is_scrubbed_from_log_text() -> None:
+    from hermes_sdk.capabilities import CONTRACTS
+    from hermes_sdk.redaction import scrub
+
+    paths = {c.path for c in CONTRACTS.values() if "{" in c.path}
+    assert {"/api/sessions/{session_id}/chat", "/api/jobs/{job_id}/pause", "/v1/runs/{run_id}/events"} <= paths
+    for path in paths:
+        line = f'http://127.0.0.1:1 "POST /prefix{re.sub(r"{[^}]*}", CANARY + "%20x", path)}?a=1 HTTP/1.1" 200 2'
+        assert CANARY not in scrub(line), (path, scrub(line))
+
+
+def test_a_route_registered_later_is_scrubbed_too() -> None:
+    from hermes_sdk.capabilities import CONTRACTS
+    from hermes_sdk.operations.spec import SPECS, register, unregister
+    from hermes_sdk.redaction import scrub
+
+    import attrs
+
+    spec = attrs.evolve(SPECS["job_get"], contract=attrs.evolve(CONTRACTS["job_get"], operation="widget_get",
+                                                                 path="/api/widgets/{widget_id}"))
+    register(spec)
+    try:
+        assert CANARY not in scrub(f"GET /api/widgets/{CANARY} HTTP/1.1")
+    finally:
+        unregister("widget_get")
+
+
+def test_urllib3_debug_lines_carry_no_id_of_any_family(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with FaultServer(fault="ok") as server:
+        with HermesClient(base_url=server.base_url, api_key=server.api_key, load_entrypoints=False,
+                          approval_provider=lambda r: r.approve(approver="t", policy_decision_id="pd")) as client:
+            with caplog.at_level(logging.DEBUG, logger="urllib3.connectionpool"):
+                for call in (lambda: client.sessions.chat(CANARY, "hi"), lambda: client.sessions.messages(CANARY),
+                             lambda: client.jobs.get("c0ffee00c0de"), lambda: client.runs.get(CANARY),
+                             lambda: client.response_get(CANARY)):
+                    try:
+                        call()
+                    except Exception:  # the fault server's "ok" is a Responses body: only the log matters
+                        pass
+    lines = [r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool"]
+    assert sum('"GET ' in line or '"POST ' in line for line in lines) >= 5, lines
+    assert not [line for line in lines if CANARY in line or "c0ffee00c0de" in line]
