@@ -20,6 +20,9 @@ from ..models import ActionResult
 
 log = logging.getLogger("hermes_sdk")
 
+#: How long past its call's end a pending record is kept at least: time to record the outcome.
+PENDING_GRACE_SECONDS = 60.0
+
 
 def recorded(call: Call) -> Optional[ActionResult]:
     """The outcome already recorded for this key, read without reserving (a pending record raises).
@@ -43,9 +46,15 @@ def begin(call: Call) -> Optional[ActionResult]:
     rt = call.runtime
     now = time.time()
     ttl = DELETE_KEY_TTL_SECONDS if call.contract.key_ttl_ms else rt.key_retention
+    expires_at = now + ttl
+    if call.ends_at is not None:
+        # A pending record outlives its call (a retention shorter than the call must not let a
+        # second call with the key run while the first is in flight), and the moment after it in
+        # which the outcome is recorded.
+        expires_at = max(expires_at, call.ends_at + PENDING_GRACE_SECONDS)
     record = IdempotencyRecord(capability_id=call.capability_id, key=call.key, action_id=call.action_id,
                                input_hash=input_hash(call.capability_id, call.input), state="pending",
-                               created_at=now, expires_at=now + ttl)
+                               created_at=now, expires_at=expires_at)
     try:
         existing = rt.store.reserve(record)
     except HermesError:

@@ -194,3 +194,29 @@ def test_urllib3_debug_lines_carry_no_id_of_any_family(caplog: pytest.LogCapture
     lines = [r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool"]
     assert sum('"GET ' in line or '"POST ' in line for line in lines) >= 5, lines
     assert not [line for line in lines if CANARY in line or "c0ffee00c0de" in line]
+
+
+# ---------------------------------------------------------------- item 5: a pending key outlives its call
+
+
+def test_a_pending_key_outlives_a_retention_shorter_than_the_call(hermes_emulator: Any) -> None:
+    import threading
+    import time
+
+    from hermes_sdk import OutcomeUnknownError
+
+    with HermesClient(base_url=hermes_emulator.base_url, api_key=hermes_emulator.api_key, load_entrypoints=False,
+                      key_retention=1) as client:
+        first: dict[str, Any] = {}
+
+        def slow() -> None:
+            first["reply"] = client.chat(prompt="SLOW:3 take your time", idempotency_key="k-long", timeout=30)
+
+        thread = threading.Thread(target=slow)
+        thread.start()
+        time.sleep(1.5)  # past the 1 s retention, well inside the 3 s reply
+        with pytest.raises(OutcomeUnknownError):
+            client.chat(prompt="SLOW:3 take your time", idempotency_key="k-long", timeout=30)
+        thread.join(30)
+        assert first["reply"].text
+        assert len(hermes_emulator.upstream_calls) == 1  # the model ran once
