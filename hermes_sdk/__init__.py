@@ -60,7 +60,7 @@ from .events import (
     ToolStarted,
 )
 from .hookspecs import hookimpl
-from .idempotency import IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
+from .idempotency import CorruptRecordError, IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
 from .jobs import Job, JobDeleted, Skill
 from .models import (
     ActionResult,
@@ -104,7 +104,8 @@ __version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
 __all__ = [
     "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalRequest",
     "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "CallbackProvider",
-    "CancelledError", "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "DeadlineExceededError",
+    "CancelledError", "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "CorruptRecordError",
+    "DeadlineExceededError",
     "DeletionReceipt", "DenyAll", "Endpoint", "ExecutionContext", "HermesClient", "HermesError",
     "IdempotencyConflictError", "IdempotencyRecord", "IdempotencyStore", "InvalidInputError",
     "InvalidResponseError", "MemoryStore", "MissingCredentialError", "NotFoundError",

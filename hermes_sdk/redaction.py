@@ -62,32 +62,34 @@ _generation = 0  # bumped with each new secret: a text scrubbed before it is not
 
 
 _ID_SEGMENT = r"[^/\s\"'?#]+"
-_route_ids: Optional[tuple[int, Optional[Pattern[str]]]] = None  # (how many contracts, the pattern)
+_route_paths: set[str] = set()  # the path templates of the registered operations
+_route_ids: Optional[tuple[Optional[Pattern[str]]]] = None  # the pattern derived from them, once built
+
+
+def register_route(path: str) -> None:
+    """An operation's path template (``/api/sessions/{session_id}/chat``): the text before each of
+    its parameters marks an id that log text never shows. Called when an operation is registered."""
+    global _route_ids
+    if "{" in path and path not in _route_paths:
+        _route_paths.add(path)
+        _route_ids = None
 
 
 def route_ids() -> Optional[Pattern[str]]:
     """The id segments of every registered operation's route, derived from the path templates
     themselves (``/api/sessions/{session_id}/chat`` scrubs what follows ``/api/sessions/``): one
-    pattern whose group 1 is the static text before an id. Rebuilt when an operation is added."""
+    pattern whose group 1 is the static text before an id."""
     global _route_ids
-    from .capabilities import CONTRACTS  # here: capabilities imports errors, which imports this module
-
     cached = _route_ids
-    if cached is not None and cached[0] == len(CONTRACTS):
-        return cached[1]
-    paths = {contract.path for contract in list(CONTRACTS.values()) if "{" in contract.path}
-    prefixes = {static for path in paths for static in re.split(r"\{[^}]*\}", path)[:-1] if static.strip("/")}
+    if cached is not None:
+        return cached[0]
+    prefixes = {static for path in list(_route_paths) for static in re.split(r"\{[^}]*\}", path)[:-1]
+                if static.strip("/")}
     pattern = re.compile("(" + "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True)) + ")"
                          + _ID_SEGMENT) if prefixes else None
-    _route_ids = (len(CONTRACTS), pattern)
+    _route_ids = (pattern,)
     _scrubbed.clear()
     return pattern
-
-
-def forget_routes() -> None:
-    """An operation was registered or removed: the route pattern is derived again on next use."""
-    global _route_ids
-    _route_ids = None
 
 
 def register_secret(value: Optional[str]) -> None:

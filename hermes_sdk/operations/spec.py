@@ -12,7 +12,7 @@ import attrs
 
 from ..aggregate import Accumulator
 from ..capabilities import CONTRACTS, Contract
-from ..redaction import forget_routes
+from ..redaction import register_route
 from .common import ProviderRequest, RequestParts, path_id
 
 T = TypeVar("T")
@@ -134,7 +134,7 @@ def register(spec: OperationSpec[Any]) -> OperationSpec[Any]:
         raise ValueError("a non-streaming spec needs decode")
     SPECS[spec.name] = spec
     CONTRACTS[spec.name] = spec.contract
-    forget_routes()  # the log filter scrubs this operation's ids too
+    register_route(spec.contract.path)  # log text never shows this operation's ids either
     return spec
 
 
@@ -142,7 +142,6 @@ def unregister(name: str) -> None:
     """Remove a registered operation (tests and plugins that add their own)."""
     SPECS.pop(name, None)
     CONTRACTS.pop(name, None)
-    forget_routes()
 
 
 def spec_for(name: str) -> OperationSpec[Any]:

@@ -33,6 +33,8 @@ def recorded(call: Call) -> Optional[ActionResult]:
         return None
     try:
         existing = call.runtime.store.get(call.capability_id, call.key)
+    except HermesError:  # a store's own typed error (a corrupt record)
+        raise
     except Exception as exc:
         raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
                           details={"hook": "idempotency_store"}) from exc
@@ -79,7 +81,7 @@ def _outcome_of(call: Call, existing: IdempotencyRecord) -> ActionResult:
             "this idempotency key was used for a different input; nothing was sent. Use a new key for a new "
             "input (HermesClient(strict_idempotency=False) replays the first call's result instead)",
             details=details)
-    replay = convert.action_result_from_json(existing.result)
+    replay = convert.recorded_result(existing.result)
     replay.replayed = True
     return replay
 

@@ -220,3 +220,68 @@ def test_a_pending_key_outlives_a_retention_shorter_than_the_call(hermes_emulato
         thread.join(30)
         assert first["reply"].text
         assert len(hermes_emulator.upstream_calls) == 1  # the model ran once
+
+
+# ---------------------------------------------------------------- item 7: a corrupt stored record is typed
+
+
+def _rewrite_sqlite(path: str, change: Any) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    (record,) = conn.execute("SELECT record FROM hermes_idempotency").fetchone()
+    conn.execute("UPDATE hermes_idempotency SET record=?", (change(record),))
+    conn.commit()
+    conn.close()
+
+
+def _rewrite_sql(store: Any, change: Any) -> None:
+    import sqlalchemy as sa
+
+    with store.engine.begin() as conn:
+        record = conn.execute(sa.select(store.table.c.record)).scalar()
+        conn.execute(store.table.update().values(record=change(record)))
+
+
+def _edit(**fields: Any) -> Any:
+    import json
+
+    return lambda text: json.dumps({**json.loads(text), **fields})
+
+
+CORRUPT = {
+    "not_json": lambda text: "{not json",
+    "bad_result": _edit(result={"status": ["not", "a", "status"], "error": 7}),
+    "result_list": _edit(result=[1, 2]),
+    "missing_fields": lambda text: '{"capability_id": "cap:hermes_agent:default:chat"}',
+    "bad_types": _edit(key=5),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CORRUPT))
+@pytest.mark.parametrize("backend", ["sqlite", "sql"])
+def test_a_corrupt_stored_record_is_a_typed_error_and_nothing_is_sent(tmp_path: Any, kind: str, backend: str) -> None:
+    from hermes_sdk.idempotency import CorruptRecordError, SQLiteStore
+
+    if backend == "sql":
+        sql = pytest.importorskip("hermes_sdk_sql")
+        store: Any = sql.SQLStore(f"sql+sqlite:///{tmp_path}/records.db")
+    else:
+        store = SQLiteStore(str(tmp_path / "records.db"))
+    with FaultServer(fault="ok") as server:
+        with HermesClient(base_url=server.base_url, api_key=server.api_key, load_entrypoints=False,
+                          idempotency_store=store) as client:
+            client.chat(prompt="hi", idempotency_key="k-corrupt")
+            first = client.records.get("cap:hermes_agent:default:chat", "k-corrupt")
+            assert first is not None and len(server.requests) == 1
+            if backend == "sql":
+                _rewrite_sql(store, CORRUPT[kind])
+            else:
+                _rewrite_sqlite(str(tmp_path / "records.db"), CORRUPT[kind])
+            with pytest.raises(CorruptRecordError) as info:
+                client.chat(prompt="hi", idempotency_key="k-corrupt")
+            assert info.value.details["reason"] == "corrupt_record"
+            with pytest.raises(CorruptRecordError):  # the recovery read is typed too
+                client.action_result(first.action_id)
+        assert len(server.requests) == 1  # nothing more was sent
+    store.close()

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from hermes_sdk.errors import PluginError
+from hermes_sdk.idempotency import CorruptRecordError as CoreCorruptRecordError
 
 SCHEMA_TABLE = "hermes_sdk_schema"
 #: (component, from_version) -> migration that brings the component's tables to from_version + 1.
@@ -26,7 +27,7 @@ class SchemaVersionError(PluginError):
     """The database holds a schema version this release cannot use (newer, or no migration path)."""
 
 
-class CorruptRecordError(PluginError):
+class CorruptRecordError(CoreCorruptRecordError):
     """A row could not be decoded, or does not belong where it was found (a typed error, never a guess)."""
 
 
