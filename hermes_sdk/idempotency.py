@@ -200,7 +200,7 @@ class MemoryStore:
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
-def _private_files(path: str) -> None:
+def private_files(path: str) -> None:
     """Make the database file exist with mode 0600 before sqlite opens it, and keep its side files 0600.
 
     sqlite creates the ``-wal``, ``-shm`` and ``-journal`` files with the database file's own
@@ -245,7 +245,7 @@ class SQLiteStore:
         _fork.register(self)
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
-        _private_files(path)
+        private_files(path)
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(
@@ -254,7 +254,7 @@ class SQLiteStore:
             " state TEXT NOT NULL, expires_at REAL, record TEXT NOT NULL,"
             " PRIMARY KEY (capability_id, key))")
         conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
-        _private_files(path)  # the -wal and -shm files sqlite created just now
+        private_files(path)  # the -wal and -shm files sqlite created just now
 
     def _after_fork(self) -> None:
         """A SQLite connection must not be used across a fork: a forked child opens its own. The

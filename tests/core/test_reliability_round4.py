@@ -285,3 +285,39 @@ def test_a_corrupt_stored_record_is_a_typed_error_and_nothing_is_sent(tmp_path: 
                 client.action_result(first.action_id)
         assert len(server.requests) == 1  # nothing more was sent
     store.close()
+
+
+# ---------------------------------------------------------------- also: file and directory modes
+
+
+def test_a_sql_sqlite_database_is_created_0600(tmp_path: Any) -> None:
+    import os
+    import stat
+
+    sql = pytest.importorskip("hermes_sdk_sql")
+    path = tmp_path / "records.db"
+    store = sql.SQLStore(f"sql+sqlite:///{path}")
+    with FaultServer(fault="ok") as server:
+        with HermesClient(base_url=server.base_url, api_key=server.api_key, load_entrypoints=False,
+                          idempotency_store=store) as client:
+            client.chat(prompt="hi", idempotency_key="k-mode")
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("records.db")]
+    assert files and all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in files), \
+        {p.name: oct(os.stat(p).st_mode) for p in files}
+    store.close()
+
+
+def test_an_existing_cli_state_directory_is_narrowed_to_0700(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import stat
+
+    from hermes_sdk import _cli_support
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    folder = tmp_path / "hermes-sdk"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    _cli_support.remember_session("http://127.0.0.1:8642", "sess-1")
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(folder / "state.json").st_mode) == 0o600
+    assert _cli_support.last_session("http://127.0.0.1:8642") == "sess-1"

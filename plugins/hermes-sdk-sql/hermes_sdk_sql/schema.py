@@ -17,6 +17,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from hermes_sdk.errors import PluginError
 from hermes_sdk.idempotency import CorruptRecordError as CoreCorruptRecordError
+from hermes_sdk.idempotency import private_files
 
 SCHEMA_TABLE = "hermes_sdk_schema"
 #: (component, from_version) -> migration that brings the component's tables to from_version + 1.
@@ -98,6 +99,10 @@ def make_engine(url_or_engine: Union[str, URL, Engine], **engine_kwargs: Any) ->
     kwargs: dict[str, Any] = {"pool_pre_ping": True, "future": True}
     if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        if parsed.database and parsed.database != ":memory:":
+            # 0600 from the first byte, like every other store file (records hold model output);
+            # sqlite gives its -wal and -shm files the database file's mode.
+            private_files(parsed.database)
     kwargs.update(engine_kwargs)
     engine = sa.create_engine(parsed, **kwargs)
     if engine.dialect.name == "sqlite":
