@@ -786,7 +786,8 @@ def _describe(exc: BaseException, connect: bool) -> str:
         if isinstance(inner, (requests.exceptions.InvalidURL, urllib3.exceptions.LocationValueError)):
             return "a URL or proxy URL that does not parse (check HTTP_PROXY / HTTPS_PROXY and the base URL)"
         if type(inner) is OSError:  # requests' own check of verify= / cert= paths
-            return "a CA bundle or client certificate file that cannot be read (check verify=, cert=, REQUESTS_CA_BUNDLE)"
+            return ("a CA bundle or client certificate file that cannot be read "
+                    "(check verify=, cert=, REQUESTS_CA_BUNDLE)")
         return type(inner).__name__
     if isinstance(exc, requests.exceptions.ConnectTimeout) or (connect and "timed out" in str(exc)):
         return "connect timed out"

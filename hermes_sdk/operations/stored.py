@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from .common import RequestParts, control_headers, path_id, require_input
 
+
 def response_id_value(value: object) -> str:
     """A response id fit for one path segment: non-empty, at most 512 bytes, no control characters.
 

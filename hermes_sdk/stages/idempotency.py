@@ -53,7 +53,9 @@ def begin(call: Call) -> Optional[ActionResult]:
         # A pending record outlives its call (a retention shorter than the call must not let a
         # second call with the key run while the first is in flight), and the moment after it in
         # which the outcome is recorded.
-        expires_at = max(expires_at, call.ends_at + PENDING_GRACE_SECONDS)
+        if call.ends_at + PENDING_GRACE_SECONDS > expires_at:
+            call.retained_until = expires_at
+            expires_at = call.ends_at + PENDING_GRACE_SECONDS
     record = IdempotencyRecord(capability_id=call.capability_id, key=call.key, action_id=call.action_id,
                                input_hash=input_hash(call.capability_id, call.input), state="pending",
                                created_at=now, expires_at=expires_at)
@@ -97,6 +99,9 @@ def finish(call: Call, result: ActionResult, unsent: bool = False) -> None:
             store.forget(call.capability_id, key)
         else:
             store.complete(call.capability_id, key, convert.action_result_to_json(result))
+            if call.retained_until is not None and time.time() >= call.retained_until:
+                # The retention ended while the call ran: the key is free now, as if it had expired.
+                store.forget(call.capability_id, key)
     except Exception as exc:  # the record stays pending: later calls refuse rather than replay
         log.warning("hermes_sdk could not record an idempotency outcome (%s); the key stays pending",
                     type(exc).__name__)

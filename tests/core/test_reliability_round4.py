@@ -162,11 +162,11 @@ def test_every_id_bearing_route_is_scrubbed_from_log_text() -> None:
 
 
 def test_a_route_registered_later_is_scrubbed_too() -> None:
+    import attrs
+
     from hermes_sdk.capabilities import CONTRACTS
     from hermes_sdk.operations.spec import SPECS, register, unregister
     from hermes_sdk.redaction import scrub
-
-    import attrs
 
     spec = attrs.evolve(SPECS["job_get"], contract=attrs.evolve(CONTRACTS["job_get"], operation="widget_get",
                                                                  path="/api/widgets/{widget_id}"))
