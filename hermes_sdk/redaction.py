@@ -37,6 +37,7 @@ DEFAULT_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"\bapi-[0-9a-f]{16}\b",
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     r"\bsk-[A-Za-z0-9_-]{8,}",
+    r"(://)[^/\s@\"']+(?=@)",  # the user:password of a URL (a proxy's, most often)
 ))
 
 

@@ -422,7 +422,7 @@ class Transport:
             if _is_connect_failure(exc) or not (
                     (watched and not _socket_used.value) or isinstance(exc, _BEFORE_ANY_SOCKET)):
                 raise
-            failure = NotSent(exc)
+            failure = NotSent(exc, request=prepared)
         raise failure
 
     def _merge_case_insensitively(self, headers: Mapping[str, str],

@@ -314,7 +314,7 @@ def test_the_fast_input_check_agrees_with_the_one_that_names_the_field(value: An
 
 _FRAGMENTS = ["Bearer ", "bearer\t", "token", "=", ": ", "'", '"', "api_key", "Authorization", "secret", "resp_",
               "chatcmpl-", "msg_", "run_", "fco_", "api-", "sk-", "/v1/responses/", "/api/sessions/", "/chat",
-              "0123456789abcdef", "ABCDEFGH",
+              "://", "@", "0123456789abcdef", "ABCDEFGH",
               "-", "_", " ", ",", "?", "#", "a", "Z", "9", "123e4567-e89b-12d3-a456-426614174000", "é", "\n"]
 
 

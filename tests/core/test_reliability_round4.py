@@ -321,3 +321,20 @@ def test_an_existing_cli_state_directory_is_narrowed_to_0700(tmp_path: Any, monk
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(folder / "state.json").st_mode) == 0o600
     assert _cli_support.last_session("http://127.0.0.1:8642") == "sess-1"
+
+
+def test_a_proxy_url_that_does_not_parse_keeps_its_credentials_out_of_the_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_sdk import TransportError
+
+    monkeypatch.setenv("HTTP_PROXY", "http://user:s3cretPW@127.0.0.1:99999")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with HermesClient(base_url="http://127.0.0.1:9", api_key="sk-test", load_entrypoints=False) as client:
+        with pytest.raises(TransportError) as info:
+            client.chat(prompt="hi", idempotency_key="k-proxy")
+        assert info.value.uncertain_outcome is False and info.value.details["sent"] is False
+        assert client.records.get("cap:hermes_agent:default:chat", "k-proxy") is None  # the key given back
+    error = info.value
+    for text in (str(error), repr(error), str(error.details), repr(error.__cause__)):
+        assert "s3cretPW" not in text, text
