@@ -59,7 +59,7 @@ class Sessions:
         """Create an empty session (``POST /api/sessions``); no model call is made.
 
         ``session_id`` defaults to one Hermes generates (``api_<epoch>_<8 hex>``); an id with
-        ``/``, ``\\``, ``..``, CR/LF/NUL, a drive prefix or over 256 characters is refused before
+        ``/``, ``\\``, ``..``, a control character, a drive prefix or over 256 characters is refused before
         I/O (Hermes refuses them too); an existing id is a RemoteRejectedError (409
         ``session_exists``). ``title`` must be unique (400 ``invalid_title``) and at most 100
         characters once cleaned. Hermes stores ``system_prompt`` but does not use it for later
