@@ -363,6 +363,26 @@ def _socks_without_pysocks(client: HermesClient, key: str, deadline: float, serv
                          server.base_url, key, deadline)
 
 
+def _through_proxy(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    """The fault server is the HTTP proxy: its fault is the proxy's answer."""
+    return _other_client(client, {"HTTP_PROXY": server.base_url, "NO_PROXY": ""}, "http://hermes.invalid:8642",
+                         key, deadline)
+
+
+def _through_connect_tunnel(client: HermesClient, key: str, deadline: float, server: FaultServer) -> Any:
+    """The fault server is the HTTPS proxy: its fault is the answer to ``CONNECT``."""
+    return _other_client(client, {"HTTPS_PROXY": server.base_url, "NO_PROXY": ""}, "https://hermes.invalid:8642",
+                         key, deadline)
+
+
+def proxy_rows() -> list[Row]:
+    """A proxy is watched from connect like a server: a dripped answer or CONNECT reply is cut at the bound."""
+    late = dict(error=DeadlineExceededError, code=P + "deadline_exceeded", uncertain=True)
+    return [Row("drip_headers", "chat", call=_through_proxy, **late),
+            Row("drip_headers", "chat", call=_through_connect_tunnel, **late),
+            Row("half_open", "chat", call=_through_connect_tunnel, **late)]
+
+
 def unsent_rows() -> list[Row]:
     """Failures before any socket exists: certain (nothing sent), the key given back."""
     unsent = dict(error=TransportError, code=P + "transport", record=None)
@@ -388,7 +408,7 @@ def family_rows() -> list[Row]:
 
 
 ROWS = status_rows() + framing_rows() + retry_after_rows() + body_rows() + stream_rows() + input_rows()
-ROWS += family_rows() + unsent_rows()
+ROWS += family_rows() + unsent_rows() + proxy_rows()
 ROWS.append(Row("keepalive_forever", "chat_stream", CancelledError, P + "cancelled", uncertain=True,
                 record="cancelled", call=_stream_left_open))
 
