@@ -31,7 +31,7 @@ from ._core.events import (
     ToolProgress,
     ToolStarted,
 )
-from ._core.idempotency import IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
+from ._core.idempotency import CorruptRecordError, IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
 from ._core.jobs import Job, JobDeleted, Skill
 from ._core.models import (
     ActionResult,
@@ -107,7 +107,7 @@ __version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
 __all__ = [
     "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalRequest",
     "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "CallbackProvider",
-    "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "DeadlineExceededError",
+    "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "CorruptRecordError", "DeadlineExceededError",
     "DeletionReceipt", "DenyAll", "Endpoint", "ExecutionContext", "HermesClient", "HermesError",
     "IdempotencyConflictError", "IdempotencyRecord", "IdempotencyStore", "InvalidInputError",
     "InvalidResponseError", "MemoryStore", "MissingCredentialError", "NotFoundError",

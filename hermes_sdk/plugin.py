@@ -20,7 +20,15 @@ from ._core.capabilities import Contract, descriptor
 from ._core.display import visible, visible_value
 from ._core.exchange import Attempt, HttpReply
 from ._core.families import Family, FamilyExecutor, register, register_resource, unregister, unregister_resource
-from ._core.idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore, store_from_url
+from ._core.idempotency import (
+    COMPLETED,
+    PENDING,
+    CorruptRecordError,
+    IdempotencyRecord,
+    IdempotencyStore,
+    load_record,
+    store_from_url,
+)
 from ._core.models import ActionResult
 from ._core.operations import OperationSpec, ProviderRequest, RequestParts
 from ._core.operations.common import bad as invalid_input
@@ -33,11 +41,12 @@ from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
 
 __all__ = [
-    "Accumulator", "ActionResult", "Attempt", "COMPLETED", "CallOptions", "CallView", "ClientView", "Contract",
-    "Family", "FamilyExecutor", "HermesStream", "HttpReply", "IdempotencyRecord", "IdempotencyStore",
-    "OperationSpec", "PENDING", "ProviderRequest", "REDACTED", "Redactor", "RequestParts", "descriptor", "hookimpl",
-    "hookspec", "invalid_input", "path_id", "private_sqlite_files", "register", "register_resource",
-    "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
+    "Accumulator", "ActionResult", "Attempt", "CallOptions", "CallView", "ClientView", "COMPLETED", "Contract",
+    "CorruptRecordError", "descriptor", "Family", "FamilyExecutor", "HermesStream", "hookimpl", "hookspec",
+    "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "load_record", "OperationSpec",
+    "path_id", "PENDING", "private_sqlite_files", "ProviderRequest", "REDACTED", "Redactor", "register",
+    "register_resource", "RequestParts", "store_from_url", "unregister", "unregister_resource", "visible",
+    "visible_value",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

@@ -95,7 +95,7 @@ NO_TERMINAL = ("no terminal to ask: stdin is not a terminal and {tty} cannot be 
 
 
 def state_dir() -> Path:
-    """``$XDG_STATE_HOME/hermes-sdk``, else ``~/.local/state/hermes-sdk`` (created 0700)."""
+    """``$XDG_STATE_HOME/hermes-sdk``, else ``~/.local/state/hermes-sdk`` (created, or narrowed to, 0700)."""
     base = os.environ.get("XDG_STATE_HOME")
     root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
     return root / "hermes-sdk"
@@ -130,6 +130,8 @@ def remember_session(base_url: str, session_id: str) -> None:
     try:
         folder = state_dir()
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if folder.stat().st_mode & 0o077:
+            folder.chmod(0o700)  # one an older release (or a umask) left readable is narrowed too
         data = _read_state()
         sessions = data.get("last_session")
         if not isinstance(sessions, dict):

@@ -16,6 +16,7 @@ from .families import Family
 from .operations import catalog, jobs, operator, runs, sessions
 from .operations.common import ProviderRequest
 from .operations.spec import OperationSpec
+from .redaction import register_route
 from .resources.jobs import Jobs
 from .resources.operator import invoke_operator
 from .resources.runs import Runs
@@ -34,6 +35,8 @@ SESSIONS: Family[Sessions] = Family("sessions", sessions.SPECS, Sessions, comman
 FAMILIES: tuple[Family[Any], ...] = (CHAT, RUNS, DISCOVERY, SESSIONS, JOBS, SERVER, OPERATOR)
 #: The built-in operations by name (what ``parse_capability_id`` knows without a client).
 BUILTIN_SPECS: dict[str, OperationSpec[Any]] = {s.name: s for f in FAMILIES for s in f.specs}
+for _spec in BUILTIN_SPECS.values():  # log lines are scrubbed of their ids before any client exists
+    register_route(_spec.contract.path)
 
 
 class BuiltinFamilies:

@@ -53,6 +53,8 @@ class Call:
     decision: Optional["ApprovalDecision"] = attrs.field(default=None, repr=False)
     headers: dict[str, str] = attrs.field(factory=dict, repr=False)
     record_key: Optional[str] = attrs.field(default=None, repr=False)  #: the key this call reserved
+    #: When the reserved key's retention ends, if its pending record was kept longer (for the call).
+    retained_until: Optional[float] = attrs.field(default=None, repr=False)
     value: Any = attrs.field(default=None, repr=False)  #: the typed result, or the live stream
     replay_of: Optional["ActionResult"] = attrs.field(default=None, repr=False)  #: the recorded outcome
     #: Whether the call was handed to the transport (its outcome may be uncertain from then on).

@@ -85,7 +85,6 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_en
     """Load the plugins and ask them for the redaction filters, the store and the approval provider;
     the construction hooks see a :class:`~hermes_sdk._core.view.ClientView`, never the client."""
     transport = Transport(session)  # a session that cannot keep deadlines is refused before anything opens
-    transport.refuse_unbounded_adapters(ep.base_url for ep in found.values())
     pm = build_manager(plugins, load_entrypoints)
     install_log_filters()
     configure_from_env()  # HERMES_SDK_LOG=debug|info
@@ -96,13 +95,16 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_en
                         "calls will fail with missing_credential", ep.id)
     seen = ClientView(tuple(found), tuple(ep.base_url for ep in found.values()),
                       tuple(ep.tenant_id for ep in found.values()))
+    registry = build_registry(pm, seen)
+    transport.refuse_unbounded_adapters((ep.base_url for ep in found.values()),
+                                        (spec.contract.path for spec in registry.specs.values()))
     filters: list[Any] = []
     for group in call_pipeline(pm, "hermes_redaction_filters", client=seen) or ():
         filters.extend(group if isinstance(group, (list, tuple)) else [group])
     store = resolve_store(pm, seen, idempotency_store)
     provider = approval_provider if approval_provider is not None else call_pipeline(
         pm, "hermes_approval_provider", client=seen)
-    runtime = Runtime(pm=pm, store=store, transport=transport, registry=build_registry(pm, seen),
+    runtime = Runtime(pm=pm, store=store, transport=transport, registry=registry,
                       redactor=Redactor(filters=filters, patterns=redaction_patterns),
                       approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
                       strict_idempotency=strict_idempotency, key_retention=key_retention,

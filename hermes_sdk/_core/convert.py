@@ -153,4 +153,15 @@ def action_result_from_json(data: Mapping[str, Any]) -> ActionResult:
     return converter.structure(dict(data), ActionResult)
 
 
+def recorded_result(data: Any) -> ActionResult:
+    """The ActionResult of a stored record: one that does not rebuild is a ``CorruptRecordError``
+    (a typed error, never cattrs' own)."""
+    from .idempotency import corrupt
+
+    try:
+        return action_result_from_json(data)
+    except Exception as exc:  # cattrs' ClassValidationError, a TypeError, a KeyError...
+        raise corrupt("idempotency", f"(its result does not rebuild: {type(exc).__name__})") from None
+
+
 __all__ = ["converter", "chat_completion", "response", "deletion_receipt"]

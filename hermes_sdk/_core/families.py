@@ -16,6 +16,7 @@ from ..errors import PluginError
 from .capabilities import Contract
 from .operations.spec import OperationSpec, check_spec
 from .options import CallOptions
+from .redaction import register_route
 
 if TYPE_CHECKING:
     from .executor import Executor
@@ -70,6 +71,7 @@ class Registry:
                 if spec.name in self.specs:
                     raise PluginError(f"operation {spec.name!r} of family {family.name!r} is already registered")
                 self.specs[spec.name] = spec
+                register_route(spec.contract.path)  # log text never shows this operation's ids either
             self.families[family.name] = family
 
     @property

@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
+from ..errors import PluginError
 from . import _fork
 from .endpoints import seconds_value
 from .sqlite_files import SQLITE_SIDE_FILES, private_sqlite_files  # noqa: F401  (SQLITE_SIDE_FILES: kept importable here)
@@ -89,8 +90,36 @@ def _rec_json(record: IdempotencyRecord) -> str:
     return json.dumps(attrs.asdict(record), separators=(",", ":"))
 
 
+class CorruptRecordError(PluginError):
+    """A stored record could not be decoded, or does not belong where it was found: a typed error
+    (``details["reason"] == "corrupt_record"``), never a guess; the call that read it sends nothing."""
+
+
+def load_record(text: Any, store: str) -> IdempotencyRecord:
+    """A record from its stored JSON; anything else is a :class:`CorruptRecordError`."""
+    try:
+        record = IdempotencyRecord(**json.loads(text))
+        if not all(isinstance(v, str) for v in (record.capability_id, record.key, record.action_id,
+                                                record.input_hash)) or record.state not in (PENDING, COMPLETED):
+            raise ValueError("record fields have the wrong types")
+        for moment in (record.created_at, record.expires_at, record.completed_at):
+            if moment is not None and (isinstance(moment, bool) or not isinstance(moment, (int, float))):
+                raise ValueError("a time is not a number")
+        if record.result is not None and not isinstance(record.result, dict):
+            raise ValueError("the result is not an object")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise corrupt(store, f"({type(exc).__name__})") from None
+    return record
+
+
+def corrupt(store: str, why: str) -> CorruptRecordError:
+    """The typed error for a record of ``store`` that cannot be used (``why`` says how)."""
+    return CorruptRecordError(f"an idempotency record in the {store} store is corrupt {why}".rstrip(),
+                              details={"hook": "idempotency_store", "store": store, "reason": "corrupt_record"})
+
+
 def _rec_load(text: str) -> IdempotencyRecord:
-    return IdempotencyRecord(**json.loads(text))
+    return load_record(text, "sqlite")
 
 
 class MemoryStore:

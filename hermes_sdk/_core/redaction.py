@@ -37,7 +37,6 @@ DEFAULT_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"\bapi-[0-9a-f]{16}\b",
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     r"\bsk-[A-Za-z0-9_-]{8,}",
-    r"(/v1/responses/)[^\s\"?#]+",
     r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:]+:)[^\s/?#@]+(?=@)",  # a URL's password (user:password@host)
 ))
 
@@ -63,6 +62,37 @@ _SCRUBBED_TEXT_MAX = 256
 _generation = 0  # bumped with each new secret: a text scrubbed before it is not cached after it
 
 
+_ID_SEGMENT = r"[^/\s\"'?#]+"
+_route_paths: set[str] = set()  # the path templates of the registered operations
+_route_ids: Optional[tuple[Optional[Pattern[str]]]] = None  # the pattern derived from them, once built
+
+
+def register_route(path: str) -> None:
+    """An operation's path template (``/api/sessions/{session_id}/chat``): the text before each of
+    its parameters marks an id that log text never shows. Called when an operation is registered."""
+    global _route_ids
+    if "{" in path and path not in _route_paths:
+        _route_paths.add(path)
+        _route_ids = None
+
+
+def route_ids() -> Optional[Pattern[str]]:
+    """The id segments of every registered operation's route, derived from the path templates
+    themselves (``/api/sessions/{session_id}/chat`` scrubs what follows ``/api/sessions/``): one
+    pattern whose group 1 is the static text before an id."""
+    global _route_ids
+    cached = _route_ids
+    if cached is not None:
+        return cached[0]
+    prefixes = {static for path in list(_route_paths) for static in re.split(r"\{[^}]*\}", path)[:-1]
+                if static.strip("/")}
+    pattern = re.compile("(" + "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True)) + ")"
+                         + _ID_SEGMENT) if prefixes else None
+    _route_ids = (pattern,)
+    _scrubbed.clear()
+    return pattern
+
+
 def register_secret(value: Optional[str]) -> None:
     """Exact values (API keys) that every redactor and the logging filter scrub wherever they appear."""
     global _generation
@@ -77,9 +107,12 @@ def register_secret(value: Optional[str]) -> None:
 def scrub(text: str) -> str:
     """The default identifier and credential patterns, and registered secrets, applied to free text."""
     done = _scrubbed.get(text)
-    if done is not None:
+    if done is not None and _route_ids is not None:
         return done
     original, generation = text, _generation
+    routes = route_ids()
+    if routes is not None and "/" in text:
+        text = _sub(routes, text)
     for secret in tuple(_secrets):
         if secret in text:
             text = text.replace(secret, REDACTED)

@@ -14,11 +14,13 @@ jar requests would build for every response.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from typing import Any, Iterable, Mapping, Optional, Tuple
@@ -71,18 +73,31 @@ class _NoRedirectSession(requests.Session):
 class _Watched:
     """Hands the connection's socket to the deadline alarm of the call being sent (new and reused),
     and sends a request's header block and bytes body in one ``sendall`` (http.client sends them
-    apart: two system calls, and two TCP segments, per request)."""
+    apart: two system calls, and two TCP segments, per request).
 
-    sock: Any
+    The socket is handed over when urllib3 assigns ``sock`` (http.client's public attribute), which
+    every urllib3 from 1.26 on does as soon as the TCP connection exists: before a proxy's
+    ``CONNECT`` reply is read, before the TLS handshake, before any byte of the request.
+    """
+
+    _sdk_sock: Any = None
     _held: Optional[bytes] = None  # b"": hold the next send (the header block); else what is held
 
-    def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
-        alarm = current_alarm()
-        if alarm is not None:
-            alarm.attach(self.sock)
+    @property
+    def sock(self) -> Any:
+        return self._sdk_sock
+
+    @sock.setter
+    def sock(self, value: Any) -> None:
+        self._sdk_sock = value
+        if value is not None:
+            _socket_used.value = True
+            alarm = current_alarm()
+            if alarm is not None:
+                alarm.attach(value)
 
     def request(self, method: str, url: str, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
+        _socket_used.value = True  # a pooled connection's socket: bytes may leave from here on
         alarm = current_alarm()
         if alarm is not None and self.sock is not None:
             alarm.attach(self.sock)
@@ -106,6 +121,21 @@ class _Watched:
             self._held = None
             data = held + data
         super().send(data)  # type: ignore[misc]
+
+
+#: Whether the request this thread is sending got a socket (set by the SDK's connection classes).
+_socket_used = threading.local()
+
+
+class NotSent(requests.exceptions.ConnectionError):
+    """A failure before any socket existed for the request (a CA bundle that is not there, a proxy
+    URL that does not parse, a SOCKS proxy without PySocks): nothing left this process."""
+
+
+#: Failures requests and urllib3 raise while preparing a request, before any connection.
+_BEFORE_ANY_SOCKET = (requests.exceptions.InvalidSchema, requests.exceptions.InvalidURL,
+                      requests.exceptions.MissingSchema, urllib3.exceptions.LocationValueError,
+                      urllib3.exceptions.ProxySchemeUnknown)
 
 
 class _WatchedConnection(_Watched, urllib3.connection.HTTPConnection):
@@ -135,6 +165,26 @@ class _WatchedHTTPSPool(_Pool, urllib3.HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
+def _watched_pools(manager: Any) -> dict[str, Any]:
+    """The watched pool classes for a pool manager: plain and HTTP(S)-proxy pools, or SOCKS ones."""
+    socks = sys.modules.get("urllib3.contrib.socks")  # imported by requests once a socks:// proxy is used
+    if socks is not None and isinstance(manager, socks.SOCKSProxyManager):
+        return {"http": _socks_pool(False), "https": _socks_pool(True)}
+    return {"http": _WatchedPool, "https": _WatchedHTTPSPool}
+
+
+@functools.lru_cache(maxsize=None)
+def _socks_pool(https: bool) -> Any:
+    """A watched SOCKS pool class (PySocks negotiates inside the connect, so the socket is watched
+    from the end of the SOCKS handshake on; the connect timeout bounds the handshake itself)."""
+    from urllib3.contrib import socks
+
+    conn_base = socks.SOCKSHTTPSConnection if https else socks.SOCKSConnection
+    pool_base = socks.SOCKSHTTPSConnectionPool if https else socks.SOCKSHTTPConnectionPool
+    connection = type("_WatchedSOCKSConnection", (_Watched, conn_base), {})
+    return type("_WatchedSOCKSPool", (_Pool, pool_base), {"ConnectionCls": connection})
+
+
 class _NoCookies(requests.cookies.RequestsCookieJar):
     """The jar of the SDK's own session: ``Session.send`` offers it every response's cookies, and
     the SDK keeps none (it sends no Cookie header either)."""
@@ -157,6 +207,13 @@ class _PooledAdapter(HTTPAdapter):
         super().init_poolmanager(*args, **kwargs)
         # Connections that tell the deadline watchdog their socket (see deadline.py).
         self.poolmanager.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        # A proxy's pools are the SDK's watched ones too: a proxy that drips its reply, or its
+        # CONNECT answer, is cut at the deadline like a server.
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = _watched_pools(manager)
+        return manager
 
     def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
                                         proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:
@@ -248,22 +305,31 @@ class Transport:
                 state = adapter.__getstate__()  # type: ignore[attr-defined]
                 adapter.__setstate__(state)  # type: ignore[attr-defined]
 
-    def refuse_unbounded_adapters(self, base_urls: Iterable[str]) -> None:
+    def refuse_unbounded_adapters(self, base_urls: Iterable[str], paths: Iterable[str]) -> None:
         """A caller's adapter that retries (``HTTPAdapter(max_retries=Retry(...))``) runs urllib3's
-        retries and backoff inside one attempt, where no deadline reaches: refused at construction."""
+        retries and backoff inside one attempt, where no deadline reaches: refused at construction.
+        Every adapter requests could pick for a route the SDK sends to is looked at: the one for the
+        origin and any mounted on a longer prefix a route's URL can start with (``base_url + "/v1/"``)."""
         if self._own_session:
             return
+        routes = {path.split("?", 1)[0] for path in paths}  # the client's operations' path templates
         for base_url in base_urls:
-            adapter = self.session.get_adapter(base_url.rstrip("/") + "/")  # as a request's URL is matched
-            retries = getattr(adapter, "max_retries", None)
-            if retries is not None and _retries(retries):
-                raise InvalidInputError(
-                    f"the session's adapter for {base_url} retries on its own ({retries!r}): urllib3's "
-                    "retries and backoff run inside one attempt, past the call's deadline, so the SDK "
-                    "cannot keep timeout=/deadline=. Mount an adapter without retries for this origin "
-                    "(HTTPAdapter(max_retries=0)); the SDK retries response_get itself "
-                    "(HermesClient(max_attempts=)) within the deadline",
-                    details={"reason": "adapter_retries", "origin": base_url})
+            base = base_url.rstrip("/")
+            for prefix in [base + "/"] + [p for p in self.session.adapters if p.lower().startswith(base.lower() + "/")]:
+                if prefix != base + "/" and not any(_may_start(prefix[len(base):], route) for route in routes):
+                    continue  # no URL the SDK sends starts with it
+                self._refuse_retries(self.session.get_adapter(prefix), base_url)
+
+    def _refuse_retries(self, adapter: Any, base_url: str) -> None:
+        retries = getattr(adapter, "max_retries", None)
+        if retries is not None and _retries(retries):
+            raise InvalidInputError(
+                f"the session's adapter for {base_url} retries on its own ({retries!r}): urllib3's "
+                "retries and backoff run inside one attempt, past the call's deadline, so the SDK "
+                "cannot keep timeout=/deadline=. Mount an adapter without retries for this origin "
+                "(HTTPAdapter(max_retries=0)); the SDK retries response_get itself "
+                "(HermesClient(max_attempts=)) within the deadline",
+                details={"reason": "adapter_retries", "origin": base_url})
 
     def _adapter_for(self, url: str) -> Any:
         """The adapter that sends to ``url``: a caller's plain ``HTTPAdapter`` is replaced by a watched
@@ -271,6 +337,8 @@ class Transport:
         headers), as it does with the SDK's own session; any other adapter is the caller's."""
         adapter = self.session.get_adapter(url)
         if type(adapter) is not HTTPAdapter:
+            # One mounted after construction, or on a prefix no route template showed: still refused.
+            self._refuse_retries(adapter, url[:url.find("/", url.find("//") + 2)])
             return adapter
         entry = self._watched.get(id(adapter))
         if entry is None or entry[0] is not adapter:
@@ -345,7 +413,17 @@ class Transport:
         # (it keeps no cookies and follows no redirects): the session's mounted adapter is called as
         # Session.send calls it. A patched HTTPAdapter.send (the responses library) is still the one called.
         adapter = self.session.get_adapter(prepared.url) if self._own_session else self._adapter_for(prepared.url)
-        return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
+        # The SDK's own connections say when a socket exists; another adapter's failure is judged by its type.
+        watched = isinstance(adapter, _PooledAdapter) and _is_adapter_send(type(adapter).send)
+        _socket_used.value = False
+        try:
+            return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
+        except WIRE_FAULTS as exc:
+            if _is_connect_failure(exc) or not (
+                    (watched and not _socket_used.value) or isinstance(exc, _BEFORE_ANY_SOCKET)):
+                raise
+            failure = NotSent(exc, request=prepared)
+        raise failure
 
     def _merge_case_insensitively(self, headers: Mapping[str, str],
                                   framing: Mapping[str, str]) -> CaseInsensitiveDict[str]:
@@ -370,6 +448,24 @@ class Transport:
             adapter.close()
 
 
+def _may_start(path: str, route: str) -> bool:
+    """Whether some URL path of ``route`` (``/api/sessions/{session_id}/chat``) starts with ``path``,
+    compared as requests matches mount prefixes (case-insensitively); a parameter is one segment."""
+    path, i = path.lower(), 0
+    for part in re.split(r"(\{[^}]*\})", route.lower()):
+        if i >= len(path):
+            return True
+        if part.startswith("{"):
+            while i < len(path) and path[i] != "/":
+                i += 1
+        else:
+            seen = path[i:i + len(part)]
+            if not part.startswith(seen):
+                return False
+            i += len(seen)
+    return i >= len(path)
+
+
 def _retries(retry: Any) -> bool:
     """Whether a urllib3 ``Retry`` (or a count) retries anything: ``total`` decides when it is set."""
     if retry is None or retry is False:
@@ -390,6 +486,12 @@ def _is_requests_send(send: Any) -> bool:
     name, so a mock started before or after this module was imported is seen either way)."""
     return getattr(send, "__module__", None) == "requests.sessions" and \
         getattr(send, "__qualname__", None) == "Session.send"
+
+
+def _is_adapter_send(send: Any) -> bool:
+    """Whether ``send`` is requests' own ``HTTPAdapter.send`` (not a mocking library's patch)."""
+    return getattr(send, "__module__", None) == "requests.adapters" and \
+        getattr(send, "__qualname__", None) == "HTTPAdapter.send"
 
 
 def socket_of(response: requests.Response) -> Any:
@@ -580,7 +682,8 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
     ``raise ... from None`` would drop the cause again. ``details["cause"]`` holds the same text.
     """
     read_only = contract.read_only
-    connect = isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
+    connect = isinstance(exc, NotSent) or isinstance(
+        exc, (requests.exceptions.ConnectionError, requests.exceptions.ConnectTimeout)) and (
         isinstance(exc, requests.exceptions.ConnectTimeout) or _is_connect_failure(exc))
     # A model call's transport failure is uncertain once the request may have left; a connect
     # failure sent nothing, so its outcome is certain (the connector's blanket rule says uncertain).
@@ -602,7 +705,9 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
         return exc
     else:
         reason = _describe(exc, connect)
-        if connect:
+        if isinstance(exc, NotSent):
+            message = f"the request to Hermes{at} failed before any connection was made ({reason}); nothing was sent"
+        elif connect:
             message = (f"could not connect to Hermes{at} ({reason}); nothing was sent. "
                        "Is Hermes running there, and is HERMES_BASE_URL right?")
         else:
@@ -674,6 +779,16 @@ def _describe(exc: BaseException, connect: bool) -> str:
             return "TLS handshake failed (check https vs http, the CA bundle and the certificate)"
         if isinstance(cur, ConnectionResetError):
             return "connection reset by the server"
+    if isinstance(exc, NotSent):
+        inner = chain[1] if len(chain) > 1 else exc
+        if isinstance(inner, requests.exceptions.InvalidSchema):
+            return "a proxy scheme requests cannot use here (socks:// needs PySocks: pip install requests[socks])"
+        if isinstance(inner, (requests.exceptions.InvalidURL, urllib3.exceptions.LocationValueError)):
+            return "a URL or proxy URL that does not parse (check HTTP_PROXY / HTTPS_PROXY and the base URL)"
+        if type(inner) is OSError:  # requests' own check of verify= / cert= paths
+            return ("a CA bundle or client certificate file that cannot be read "
+                    "(check verify=, cert=, REQUESTS_CA_BUNDLE)")
+        return type(inner).__name__
     if isinstance(exc, requests.exceptions.ConnectTimeout) or (connect and "timed out" in str(exc)):
         return "connect timed out"
     if isinstance(exc, requests.exceptions.Timeout):

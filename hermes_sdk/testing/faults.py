@@ -307,12 +307,22 @@ def _json_wrong_shape(conn: _Conn, req: FaultRequest) -> None:
 
 
 @fault("reply_about_another_id", "a well-formed 200 about another object: a stored response or a delete "
-                                 "receipt naming another response id, a run object naming another run id")
+                                 "receipt naming another response id, a run, job or session naming another id")
 def _reply_about_another_id(conn: _Conn, req: FaultRequest) -> None:
     other = "resp_another00000000000000000000"
-    if req.path.startswith("/v1/runs/"):
+    path = req.path.split("?", 1)[0]
+    if path.startswith("/v1/runs/"):
         body = json.dumps({"object": "hermes.run", "run_id": "run_another000000000000000000000",
                            "status": "completed", "output": "not yours"}).encode()
+    elif path.startswith("/api/jobs/"):
+        job = {"id": "0ther0000000", "name": "not yours", "enabled": True, "state": "scheduled"}
+        body = json.dumps({"ok": True, "id": job["id"]} if req.method == "DELETE" else {"job": job}).encode()
+    elif path.startswith("/api/sessions/"):
+        if req.method == "DELETE":
+            body = json.dumps({"object": "hermes.session.deleted", "id": "sess-another", "deleted": True}).encode()
+        else:
+            body = json.dumps({"object": "hermes.session", "session": {"id": "sess-another", "title": "not yours",
+                                                                       "message_count": 0}}).encode()
     elif req.method == "DELETE":
         body = json.dumps({"id": other, "object": "response", "deleted": True}).encode()
     elif req.method == "GET":
@@ -320,6 +330,16 @@ def _reply_about_another_id(conn: _Conn, req: FaultRequest) -> None:
     else:
         return _ok(conn, req)  # a model call creates a new object: nothing to compare its id with
     conn.respond(200, body)
+
+
+@fault("repeat_page", "a list that ignores offset: every GET /api/sessions answers the same full page")
+def _repeat_page(conn: _Conn, req: FaultRequest) -> None:
+    from urllib.parse import parse_qs, urlsplit
+
+    limit = int((parse_qs(urlsplit(req.path).query).get("limit") or ["50"])[0])
+    rows = [{"id": f"sess-{i:04d}", "title": None, "message_count": 0} for i in range(limit)]
+    conn.respond(200, json.dumps({"object": "list", "data": rows, "limit": limit, "offset": 0,
+                                  "has_more": True}).encode())
 
 
 @fault("json_array", "a 200 whose JSON is an array, not an object")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 from conformance_helpers import Target
 
 from hermes_sdk import (
@@ -166,3 +167,42 @@ def test_operate_completes(client: HermesClient) -> None:
     result = client.operate(uniq("objective"), idempotency_key=uniq("k"))
     assert result.status == "completed" and result.run_id and result.output
     assert result.session_id == f"aip-operator-{result.action_id}"
+
+
+# One path-id rule for every family (issue 23): refused before anything is sent, on both servers;
+# the ids the rule lets through are ones Hermes answers for (a 404, never a crash or a 414).
+INVALID_IDS = ["", "   ", "\t", "a\nb", "a\x00b", "a\x7fb", "a\x85b", ".", "..", "x" * 513]
+
+
+class _Counting(requests.Session):
+    sent = 0
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        type(self).sent += 1
+        return super().send(request, **kwargs)
+
+
+@pytest.mark.parametrize("bad", INVALID_IDS, ids=[repr(v)[:10] for v in INVALID_IDS])
+def test_invalid_ids_are_refused_before_sending(server: Target, bad: str) -> None:
+    session = _Counting()
+    with HermesClient(server.base_url, server.api_key, load_entrypoints=False, approval_provider=approve,
+                      session=session) as c:
+        calls = [lambda: c.sessions.get(bad), lambda: c.sessions.messages(bad), lambda: c.sessions.chat(bad, "hi"),
+                 lambda: c.sessions.update(bad, title="t", idempotency_key=uniq("k")),
+                 lambda: c.sessions.delete(bad, idempotency_key=uniq("k")),
+                 lambda: c.sessions.fork(bad, idempotency_key=uniq("k")), lambda: c.jobs.get(bad),
+                 lambda: c.jobs.pause(bad, idempotency_key=uniq("k")), lambda: c.runs.get(bad),
+                 lambda: c.response_get(bad)]
+        for call in calls:
+            with pytest.raises(InvalidInputError):
+                call()
+    assert _Counting.sent == 0
+    session.close()
+
+
+@pytest.mark.parametrize("edge", [" padded ", "x" * 512, "é" * 256, "日本-" + "a/b c"])
+def test_ids_the_rule_lets_through_reach_hermes(client: HermesClient, edge: str) -> None:
+    for call in (lambda: client.sessions.get(edge), lambda: client.sessions.messages(edge),
+                 lambda: client.runs.get(edge)):
+        with pytest.raises(NotFoundError):
+            call()

@@ -313,13 +313,17 @@ def test_the_fast_input_check_agrees_with_the_one_that_names_the_field(value: An
 
 
 _FRAGMENTS = ["Bearer ", "bearer\t", "token", "=", ": ", "'", '"', "api_key", "Authorization", "secret", "resp_",
-              "chatcmpl-", "msg_", "run_", "fco_", "api-", "sk-", "/v1/responses/", "0123456789abcdef", "ABCDEFGH",
+              "chatcmpl-", "msg_", "run_", "fco_", "api-", "sk-", "/v1/responses/", "/api/sessions/", "/chat",
+              "://", "@", "0123456789abcdef", "ABCDEFGH",
               "-", "_", " ", ",", "?", "#", "a", "Z", "9", "123e4567-e89b-12d3-a456-426614174000", "é", "\n"]
 
 
 def _scrub_every_pattern(text: str) -> str:
-    from hermes_sdk._core.redaction import DEFAULT_PATTERNS, _sub
+    from hermes_sdk._core.redaction import DEFAULT_PATTERNS, _sub, route_ids
 
+    routes = route_ids()  # the id segments of every operation's route first
+    if routes is not None:
+        text = _sub(routes, text)
     for pattern in DEFAULT_PATTERNS:
         text = _sub(pattern, text)
     return text

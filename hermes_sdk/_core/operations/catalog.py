@@ -92,7 +92,7 @@ RESPONSE_GET: OperationSpec[Response] = OperationSpec(
         retry_safe=True, streaming=False, side_effects=("read", "external_network"), data=dict(CONFIDENTIAL),
         expected_latency_ms=5_000, timeout_ms=60_000,
     ),
-    stored.build, decode=convert.response, names_another=stored.names_another)
+    stored.build, decode=convert.response, reply_id="id")
 
 RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
     Contract(
@@ -102,7 +102,7 @@ RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
         data={"classification": "restricted", "contains_pii": True, "redaction_required": True},
         expected_latency_ms=5_000, timeout_ms=60_000,
     ),
-    stored.build, decode=_receipt, names_another=stored.names_another)
+    stored.build, decode=_receipt, reply_id="id")
 
 #: The seed page's six operations, in its order.
 SPECS = (CHAT, CHAT_STREAM, RESPONSES, RESPONSES_STREAM, RESPONSE_GET, RESPONSE_DELETE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Collection, Optional
 
@@ -13,6 +14,7 @@ from ...errors import CONFIGURATION_OR_INPUT, InvalidInputError, PayloadTooLarge
 from .._constants import (
     MAX_INPUT_DEPTH,
     MAX_MAX_EVENTS,
+    MAX_PATH_ID_BYTES,
     MAX_REQUEST_BODY_BYTES,
     MAX_SAFE_INTEGER,
     MAX_SESSION_VALUE_CHARS,
@@ -42,11 +44,36 @@ class ProviderRequest:
     body: Optional[bytes] = None
     stream: bool = False
     max_events: int = 0
+    #: The path parameters as sent (validated by :func:`path_id`), for checks of the reply.
+    path_params: Mapping[str, str] = attrs.field(factory=dict, eq=False)
 
 
 def bad(field: str, message: str, **details: Any) -> InvalidInputError:
     """An :class:`~hermes_sdk.InvalidInputError` naming the offending ``field``, for the caller to raise."""
     return InvalidInputError(message, details={"field": field, **details})
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def path_id(field: str, value: object) -> str:
+    """The one rule for an id that becomes a path segment, in every family (the connector's):
+    a non-blank string of valid Unicode, at most 512 bytes, without control characters, and not
+    a dot segment (``.``/``..``, which HTTP stacks resolve away from the route). Anything else,
+    ``/`` and spaces included, is sent percent-encoded as one segment and round-trips."""
+    if not isinstance(value, str) or not value.strip():
+        raise bad(field, f"'{field}' must be a non-blank string")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise bad(field, f"'{field}' holds text that is not valid Unicode (a lone surrogate)") from None
+    if size > MAX_PATH_ID_BYTES:
+        raise bad(field, f"'{field}' is longer than {MAX_PATH_ID_BYTES} bytes", limit_bytes=MAX_PATH_ID_BYTES)
+    if _CONTROL.search(value):
+        raise bad(field, f"'{field}' must not contain control characters")
+    if value in (".", ".."):
+        raise bad(field, f"'{field}' must not be a dot segment")
+    return value
 
 
 def require_mapping(value: object, field: str = "input") -> Mapping[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ...errors import HermesError, RemoteRejectedError
 from .. import jobs as types
-from .common import RequestParts, bad, encode_body, require_input
+from .common import RequestParts, bad, encode_body, path_id, require_input
 from .sessions import contract
 from .spec import OperationSpec
 
@@ -39,6 +39,7 @@ def _only(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
 
 def job_id_value(value: object) -> str:
     """A job id as Hermes makes them: exactly 12 lower-case hex characters (``uuid4().hex[:12]``)."""
+    path_id("job_id", value)  # the rule of every path id first, then Hermes' own format
     if not isinstance(value, str) or JOB_ID.fullmatch(value) is None:
         raise bad("job_id", "`job_id` must match ^[a-f0-9]{12}$ (a job's id, not its name)")
     return value
@@ -156,22 +157,23 @@ JOBS_LIST: OperationSpec[list[types.Job]] = OperationSpec(
 JOB_CREATE: OperationSpec[types.Job] = OperationSpec(
     _mutation("job_create", "POST", "/api/jobs"), build_create, decode=types.job, refine_error=refine_job_error)
 JOB_GET: OperationSpec[types.Job] = OperationSpec(
-    contract("job_get", "GET", _J, read_only=True), build_job, decode=types.job)
+    contract("job_get", "GET", _J, read_only=True), build_job, decode=types.job, reply_id="job.id")
 JOB_UPDATE: OperationSpec[types.Job] = OperationSpec(
-    _mutation("job_update", "PATCH", _J), build_update, decode=types.job, refine_error=refine_job_error)
+    _mutation("job_update", "PATCH", _J), build_update, decode=types.job, refine_error=refine_job_error,
+    reply_id="job.id")
 JOB_DELETE: OperationSpec[types.JobDeleted] = OperationSpec(
     _mutation("job_delete", "DELETE", _J, risk="high", side_effects=("read", "delete", "external_network"),
               data={"classification": "restricted", "contains_pii": True, "redaction_required": True}),
-    build_job, decode=types.job_deleted, refine_error=refine_job_error)
+    build_job, decode=types.job_deleted, refine_error=refine_job_error, reply_id="id")
 JOB_PAUSE: OperationSpec[types.Job] = OperationSpec(
     _mutation("job_pause", "POST", _J + "/pause", data=dict(_INTERNAL_WRITE)), build_job, decode=types.job,
-    refine_error=refine_job_error)
+    refine_error=refine_job_error, reply_id="job.id")
 JOB_RESUME: OperationSpec[types.Job] = OperationSpec(
     _mutation("job_resume", "POST", _J + "/resume", data=dict(_INTERNAL_WRITE)), build_job, decode=types.job,
-    refine_error=refine_job_error)
+    refine_error=refine_job_error, reply_id="job.id")
 JOB_RUN: OperationSpec[types.Job] = OperationSpec(
     _mutation("job_run", "POST", _J + "/run", risk="high", kind="agent", side_effects=_AGENT_WRITE),
-    build_job, decode=types.job, refine_error=refine_job_error)
+    build_job, decode=types.job, refine_error=refine_job_error, reply_id="job.id")
 
 _PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
 HEALTH_DETAILED: OperationSpec[dict[str, Any]] = OperationSpec(

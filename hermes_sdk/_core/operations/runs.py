@@ -39,7 +39,7 @@ from .common import (
     session_value,
     visible_text,
 )
-from .spec import OperationSpec, reply_names_another
+from .spec import OperationSpec
 from .stored import path_id_value
 
 START_FIELDS = ("input", "instructions", "session_id", "session_key", "conversation_history",
@@ -271,9 +271,6 @@ def _contract(operation: str, method: str, path: str, **overrides: Any) -> Contr
     return Contract(**fields)
 
 
-#: A run's status, stop or approval answer names the run it is about: another id is not this run's.
-_SAME_RUN = reply_names_another("run_id", "run_id")
-
 RUN_START: OperationSpec[RunStarted] = OperationSpec(
     _contract("run_start", "POST", "/v1/runs", risk="medium", key_requirement="required", key_ttl_ms=86_400_000,
               retry_safe=False, side_effects=MODEL_SIDE_EFFECTS + ("execute",), expected_latency_ms=2_000,
@@ -282,7 +279,7 @@ RUN_START: OperationSpec[RunStarted] = OperationSpec(
 
 RUN_GET: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_get", "GET", "/v1/runs/{run_id}"), build_run, decode=run_status, refine_error=refine_run_error,
-    names_another=_SAME_RUN)
+    reply_id="run_id")
 
 # One subscriber per run and no resume: published as not retry-safe, so nothing re-subscribes.
 # It follows the whole run: 24 hours at most (the key's lifetime); Run reads it with a 120 s read
@@ -300,7 +297,7 @@ RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
     _contract("run_approval", "POST", "/v1/runs/{run_id}/approval", risk="high", retry_safe=False,
               side_effects=("write", "execute", "external_network")),
     build_approval, decode=approval_answer, admit=admit_approval, refine_error=refine_run_error,
-    names_another=_SAME_RUN)
+    reply_id="run_id")
 #: The same request, sent by an operator action's own run follower when the operator's approval
 #: provider decided (its gate): never registered, so ``invoke()`` cannot reach it.
 RUN_APPROVAL_OF_OPERATOR: OperationSpec[ApprovalAnswer] = attrs.evolve(RUN_APPROVAL, admit=admit_answer)
@@ -308,7 +305,7 @@ RUN_APPROVAL_OF_OPERATOR: OperationSpec[ApprovalAnswer] = attrs.evolve(RUN_APPRO
 RUN_STOP: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_stop", "POST", "/v1/runs/{run_id}/stop", risk="medium", retry_safe=False,
               side_effects=("write", "external_network")),
-    build_run, decode=run_status, admit=admit_stop, refine_error=refine_run_error, names_another=_SAME_RUN)
+    build_run, decode=run_status, admit=admit_stop, refine_error=refine_run_error, reply_id="run_id")
 
 _PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
 

@@ -2,7 +2,8 @@
 
 Inputs are the connector's (``spec/hermes-sessions-jobs.md`` section 9.2), with its mistakes
 fixed: a session id is percent-encoded as one path segment (a space is ``%20``, not ``+``) and
-refused before I/O when it is empty or holds CR, LF or NUL; a create title over 100 characters
+refused before I/O when it is blank, over 512 bytes or holds a control character (the
+one rule of every path id, ``common.path_id``); a create title over 100 characters
 (an uncaught 500 at Hermes) and an id Hermes would refuse are refused here; PATCH sends only
 ``title`` and ``end_reason``; session chat sends no ``X-Hermes-Session-Id`` (Hermes ignores it).
 """
@@ -34,15 +35,23 @@ from ..sessions import (
     session_reply,
     transcript,
 )
-from .common import RequestParts, bad, control_headers, encode_body, max_events_value, require_input, visible_text
+from .common import (
+    RequestParts,
+    bad,
+    control_headers,
+    encode_body,
+    max_events_value,
+    path_id,
+    require_input,
+    visible_text,
+)
 from .spec import OperationSpec
 
-MAX_PATH_ID_BYTES = 512
 MAX_CREATE_ID_CHARS = 256
 MAX_TITLE_CHARS = 100
 MAX_LIST_LIMIT = 200
 MAX_LIST_OFFSET = 1_000_000
-_BAD_PATH_CHARS = ("\r", "\n", "\x00")
+_BAD_PATH_CHARS = ("\r", "\n", "\x00")  # what a list filter may not hold
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL_FIELDS = ("idempotency_key", "_aip")
 
@@ -54,23 +63,8 @@ def _only(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
 
 
 def path_segment_id(field: str, value: object) -> str:
-    """An id that becomes one path segment: a non-empty string, valid Unicode, at most 512 bytes,
-    without CR, LF or NUL (Hermes' own rule for ids), and not a dot segment (``.``/``..``, which
-    HTTP stacks resolve away from the route). Anything else, ``/`` and spaces included, is sent
-    percent-encoded and round-trips."""
-    if not isinstance(value, str) or not value:
-        raise bad(field, f"'{field}' must be a non-empty string")
-    if any(c in value for c in _BAD_PATH_CHARS):
-        raise bad(field, f"'{field}' must not contain CR, LF or NUL")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise bad(field, f"'{field}' holds text that is not valid Unicode (a lone surrogate)") from None
-    if size > MAX_PATH_ID_BYTES:
-        raise bad(field, f"'{field}' is longer than {MAX_PATH_ID_BYTES} bytes")
-    if value in (".", ".."):
-        raise bad(field, f"'{field}' must not be a dot segment")
-    return value
+    """An id that becomes one path segment: :func:`~hermes_sdk._core.operations.common.path_id`."""
+    return path_id(field, value)
 
 
 def _session_id(data: Mapping[str, Any]) -> str:
@@ -326,14 +320,14 @@ SESSION_CREATE: OperationSpec[Session] = OperationSpec(
     contract("session_create", "POST", "/api/sessions", read_only=False, key_requirement="required"),
     build_create, decode=session)
 SESSION_GET: OperationSpec[Session] = OperationSpec(
-    contract("session_get", "GET", _S, read_only=True), build_session, decode=session)
+    contract("session_get", "GET", _S, read_only=True), build_session, decode=session, reply_id="session.id")
 SESSION_PATCH: OperationSpec[Session] = OperationSpec(
     contract("session_patch", "PATCH", _S, read_only=False, key_requirement="required"),
-    build_patch, decode=session)
+    build_patch, decode=session, reply_id="session.id")
 SESSION_DELETE: OperationSpec[SessionDeleted] = OperationSpec(
     contract("session_delete", "DELETE", _S, read_only=False, risk="high", requires_approval=True,
              key_requirement="required", side_effects=("read", "delete", "external_network"), data=dict(RESTRICTED)),
-    build_session, decode=session_deleted)
+    build_session, decode=session_deleted, reply_id="id")
 SESSION_MESSAGES: OperationSpec[SessionTranscript] = OperationSpec(
     contract("session_messages", "GET", _S + "/messages", read_only=True), build_session, decode=transcript)
 SESSION_FORK: OperationSpec[Session] = OperationSpec(

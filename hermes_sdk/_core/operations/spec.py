@@ -12,7 +12,7 @@ import attrs
 
 from ..aggregate import Accumulator
 from ..capabilities import Contract
-from .common import ProviderRequest, RequestParts
+from .common import ProviderRequest, RequestParts, path_id
 
 T = TypeVar("T")
 
@@ -58,6 +58,23 @@ class OperationSpec(Generic[T]):
     #: ``(input, reply JSON) -> bool``. Such a reply (a delete receipt or a run status naming
     #: another id) is ``invalid_response``, uncertain where the request changed something.
     names_another: Optional[Callable[[Mapping[str, Any], Any], bool]] = None
+    #: Where a 2xx reply names the object it is about, as a dotted path into its JSON (``"id"``,
+    #: ``"job.id"``, ``"run_id"``): a reply naming another id than the request's path id is
+    #: ``invalid_response``, uncertain where the request changed something. The one declaration of
+    #: that rule for every family; None where a reply may rightly name another object (a fork, a
+    #: transcript Hermes resolved to the newest child).
+    reply_id: Optional[str] = None
+
+    def about_another(self, path_params: Mapping[str, str], input: Mapping[str, Any], reply: Any) -> bool:
+        """Whether a 2xx ``reply`` is about another object than the one the request named."""
+        if self.names_another is not None and self.names_another(input, reply):
+            return True
+        if self.reply_id is None or len(path_params) != 1:
+            return False
+        named: Any = reply
+        for part in self.reply_id.split("."):
+            named = named.get(part) if isinstance(named, Mapping) else None
+        return named is not None and named != next(iter(path_params.values()))
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""
@@ -88,11 +105,12 @@ class OperationSpec(Generic[T]):
     def request(self, input: Mapping[str, Any]) -> ProviderRequest:
         """Validate ``input`` and map it to the provider request (no I/O)."""
         parts = self.build(self.name, input)
-        # Each path parameter is one segment: a space is %20 (not '+'), '/' is %2F.
-        path = self.contract.path.format(**{k: quote(v, safe="") for k, v in parts.path_params.items()})
+        # One rule for every path id, whoever built it; each is one segment: a space is %20, '/' is %2F.
+        ids = {k: path_id(k, v) for k, v in parts.path_params.items()}
+        path = self.contract.path.format(**{k: quote(v, safe="") for k, v in ids.items()})
         if parts.query:
             path += "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in parts.query)
-        return ProviderRequest(self.method, path, parts.headers, parts.body, self.streaming, parts.max_events)
+        return ProviderRequest(self.method, path, parts.headers, parts.body, self.streaming, parts.max_events, ids)
 
 
 def reply_names_another(input_key: str, reply_key: str) -> Callable[[Mapping[str, Any], Any], bool]:

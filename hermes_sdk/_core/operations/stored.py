@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
-from .._constants import MAX_RESPONSE_ID_BYTES
-from .common import RequestParts, bad, control_headers, require_input
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+from .common import RequestParts, control_headers, path_id, require_input
 
 
 def response_id_value(value: object) -> str:
@@ -20,22 +16,8 @@ def response_id_value(value: object) -> str:
 
 
 def path_id_value(field: str, value: object) -> str:
-    """An id that becomes one path segment (``response_id``, ``run_id``): non-empty, at most 512
-    bytes, valid Unicode, no control characters, not a dot segment."""
-    if not isinstance(value, str) or not value.strip():
-        raise bad(field, f"'{field}' must be a non-empty string")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise bad(field, f"'{field}' holds text that is not valid Unicode (a lone surrogate)") from None
-    if size > MAX_RESPONSE_ID_BYTES:
-        raise bad(field, f"'{field}' is longer than {MAX_RESPONSE_ID_BYTES} bytes")
-    if _CONTROL.search(value):
-        raise bad(field, f"'{field}' must not contain control characters")
-    if value in (".", ".."):
-        # A dot segment is not a resource name: servers and proxies resolve it away from the route.
-        raise bad(field, f"'{field}' must not be a dot segment")
-    return value
+    """An id that becomes one path segment: :func:`~hermes_sdk._core.operations.common.path_id`."""
+    return path_id(field, value)
 
 
 def _requested(data: Mapping[str, Any]) -> Any:
@@ -43,12 +25,6 @@ def _requested(data: Mapping[str, Any]) -> Any:
     if value is None and isinstance(data.get("body"), dict):
         value = data["body"].get("response_id")
     return value
-
-
-def names_another(input: Mapping[str, Any], reply: Any) -> bool:
-    """Whether a stored object or a delete receipt names another response id than the one requested."""
-    named = reply.get("id") if isinstance(reply, Mapping) else None
-    return named is not None and named != _requested(input)
 
 
 def build(operation: str, raw: object) -> RequestParts:

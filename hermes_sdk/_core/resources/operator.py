@@ -204,7 +204,7 @@ class Operator:
             return OperatorResult("outcome_unknown", action_id, replayed=True, error=OutcomeUnknownError(
                 "the operator start has no recorded outcome; it is never sent again",
                 details={"original_action_id": action_id, "state": record.state}))
-        result = convert.action_result_from_json(record.result)
+        result = convert.recorded_result(record.result)
         output = result.output if isinstance(result.output, Mapping) else {}
         if result.status != "completed" or not isinstance(output.get("run_id"), str):
             uncertain = result.error is not None and result.error.uncertain_outcome

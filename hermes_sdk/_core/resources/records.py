@@ -26,7 +26,7 @@ class Records:
         record = self._executor.runtime.store.get_by_action(action_id)
         if record is None or record.state != COMPLETED or record.result is None:
             return None
-        return convert.action_result_from_json(record.result)
+        return convert.recorded_result(record.result)
 
     def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
         """The raw record (pending or completed) for a capability-scoped key, or None."""

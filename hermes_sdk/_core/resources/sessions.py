@@ -6,7 +6,7 @@ from typing import Any, Iterator, Optional
 
 import attrs
 
-from ...errors import InvalidInputError
+from ...errors import InvalidInputError, InvalidResponseError
 from .._constants import DEFAULT_MAX_EVENTS
 from .._sentinels import REQUIRED, UNCHANGED
 from ..approval import ApprovalDecision
@@ -15,6 +15,7 @@ from ..endpoints import Deadline, ExecutionContext
 from ..executor import Executor
 from ..operations.sessions import (
     MAX_LIST_LIMIT,
+    MAX_LIST_OFFSET,
     SESSION_CHAT,
     SESSION_CHAT_STREAM,
     SESSION_CREATE,
@@ -58,7 +59,7 @@ class Sessions:
         """Create an empty session (``POST /api/sessions``); no model call is made.
 
         ``session_id`` defaults to one Hermes generates (``api_<epoch>_<8 hex>``); an id with
-        ``/``, ``\\``, ``..``, CR/LF/NUL, a drive prefix or over 256 characters is refused before
+        ``/``, ``\\``, ``..``, a control character, a drive prefix or over 256 characters is refused before
         I/O (Hermes refuses them too); an existing id is a RemoteRejectedError (409
         ``session_exists``). ``title`` must be unique (400 ``invalid_title``) and at most 100
         characters once cleaned. Hermes stores ``system_prompt`` but does not use it for later
@@ -98,6 +99,10 @@ class Sessions:
              deadline: Deadline = None, timeout: TimeoutLike = None) -> Iterator[Session]:
         """Every session, page by page, each once; stops on a short or empty page.
 
+        Bounded: a full page with nothing new (a server or proxy that ignores ``offset``), or more
+        than 1,000,000 sessions, ends the iteration with InvalidResponseError
+        (``details["reason"]`` ``page_repeated`` or ``too_many_pages``).
+
         Pages are offsets into a list ordered by last activity: a session that becomes active
         while iterating moves to the front, so it may be skipped (it is never yielded twice).
         ``page_size`` is 1-200 (checked before anything is sent).
@@ -114,13 +119,24 @@ class Sessions:
         while True:
             page = self.list(limit=page_size, offset=offset, source=source, include_children=include_children,
                              endpoint=endpoint, context=context, deadline=deadline, timeout=timeout)
+            new = 0
             for found in page.data:
                 if found.id not in seen:
                     seen.add(found.id)
+                    new += 1
                     yield found
             if len(page.data) < page_size:
                 return
             offset += len(page.data)
+            if not new or offset > MAX_LIST_OFFSET:
+                # A server or proxy that ignores offset repeats a full page forever; Hermes never
+                # lists past the offset it accepts. Either way the listing cannot end by itself.
+                reason = "page_repeated" if not new else "too_many_pages"
+                raise InvalidResponseError(
+                    "Hermes answered a full page of sessions with nothing new (a server or proxy that "
+                    "ignores offset): the iteration stopped" if not new else
+                    f"Hermes listed more than {MAX_LIST_OFFSET} sessions: the iteration stopped",
+                    details={"operation": "sessions_list", "reason": reason, "offset": offset})
 
     def update(self, session_id: str, *, title: Optional[str] = UNCHANGED, end_reason: str = UNCHANGED,
                idempotency_key: str = REQUIRED, endpoint: Optional[str] = None, action_id: Optional[str] = None,

@@ -60,7 +60,7 @@ def execute(call: Call) -> ActionResult:
             call.value = spec.decode(data, session_id, call.action_id, headers=reply.headers)
         else:
             call.value = spec.decode(data, session_id, call.action_id)
-        if spec.names_another is not None and spec.names_another(call.input, data):
+        if spec.about_another(call.request.path_params, call.input, data):
             raise InvalidResponseError(f"the {spec.name} reply is about another object than the one requested",
                                        details={"reason": "another_object"})
     except InvalidResponseError as exc:

@@ -20,6 +20,9 @@ from ..models import ActionResult
 
 log = logging.getLogger("hermes_sdk")
 
+#: How long past its call's end a pending record is kept at least: time to record the outcome.
+PENDING_GRACE_SECONDS = 60.0
+
 
 def recorded(call: Call) -> Optional[ActionResult]:
     """The outcome already recorded for this key, read without reserving (a pending record raises).
@@ -30,6 +33,8 @@ def recorded(call: Call) -> Optional[ActionResult]:
         return None
     try:
         existing = call.runtime.store.get(call.capability_id, call.key)
+    except HermesError:  # a store's own typed error (a corrupt record)
+        raise
     except Exception as exc:
         raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
                           details={"hook": "idempotency_store"}) from exc
@@ -43,9 +48,17 @@ def begin(call: Call) -> Optional[ActionResult]:
     rt = call.runtime
     now = time.time()
     ttl = DELETE_KEY_TTL_SECONDS if call.contract.key_ttl_ms else rt.key_retention
+    expires_at = now + ttl
+    if call.ends_at is not None:
+        # A pending record outlives its call (a retention shorter than the call must not let a
+        # second call with the key run while the first is in flight), and the moment after it in
+        # which the outcome is recorded.
+        if call.ends_at + PENDING_GRACE_SECONDS > expires_at:
+            call.retained_until = expires_at
+            expires_at = call.ends_at + PENDING_GRACE_SECONDS
     record = IdempotencyRecord(capability_id=call.capability_id, key=call.key, action_id=call.action_id,
                                input_hash=input_hash(call.capability_id, call.input), state="pending",
-                               created_at=now, expires_at=now + ttl)
+                               created_at=now, expires_at=expires_at)
     try:
         existing = rt.store.reserve(record)
     except HermesError:
@@ -70,7 +83,7 @@ def _outcome_of(call: Call, existing: IdempotencyRecord) -> ActionResult:
             "this idempotency key was used for a different input; nothing was sent. Use a new key for a new "
             "input (HermesClient(strict_idempotency=False) replays the first call's result instead)",
             details=details)
-    replay = convert.action_result_from_json(existing.result)
+    replay = convert.recorded_result(existing.result)
     replay.replayed = True
     return replay
 
@@ -86,6 +99,9 @@ def finish(call: Call, result: ActionResult, unsent: bool = False) -> None:
             store.forget(call.capability_id, key)
         else:
             store.complete(call.capability_id, key, convert.action_result_to_json(result))
+            if call.retained_until is not None and time.time() >= call.retained_until:
+                # The retention ended while the call ran: the key is free now, as if it had expired.
+                store.forget(call.capability_id, key)
     except Exception as exc:  # the record stays pending: later calls refuse rather than replay
         log.warning("hermes_sdk could not record an idempotency outcome (%s); the key stays pending",
                     type(exc).__name__)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from hermes_sdk.errors import PluginError
+from hermes_sdk.plugin import CorruptRecordError as CoreCorruptRecordError
 from hermes_sdk.plugin import private_sqlite_files
 
 SCHEMA_TABLE = "hermes_sdk_schema"
@@ -27,7 +28,7 @@ class SchemaVersionError(PluginError):
     """The database holds a schema version this release cannot use (newer, or no migration path)."""
 
 
-class CorruptRecordError(PluginError):
+class CorruptRecordError(CoreCorruptRecordError):
     """A row could not be decoded, or does not belong where it was found (a typed error, never a guess)."""
 
 
@@ -101,8 +102,9 @@ def make_engine(url_or_engine: Union[str, URL, Engine], **engine_kwargs: Any) ->
     sqlite_path = ""
     if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
-        # a file database (not :memory:, not a file: URI) is made 0600 before sqlite first opens it
-        if parsed.database and parsed.query.get("uri") not in ("true", "1"):
+        # a file database (not :memory:, not a file: URI) is made 0600 before sqlite first opens it: like
+        # every other store file (records hold model output); sqlite gives its -wal and -shm that mode.
+        if parsed.database and parsed.database != ":memory:" and parsed.query.get("uri") not in ("true", "1"):
             sqlite_path = parsed.database
             private_sqlite_files(sqlite_path)
     kwargs.update(engine_kwargs)

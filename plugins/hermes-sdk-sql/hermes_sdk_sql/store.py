@@ -16,7 +16,8 @@ import attrs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 
-from hermes_sdk.plugin import COMPLETED, IdempotencyRecord
+from hermes_sdk.plugin import COMPLETED, IdempotencyRecord, load_record
+from hermes_sdk.plugin import CorruptRecordError as CoreCorruptRecordError
 
 from .schema import CorruptRecordError, ensure_schema, make_engine, schema_table, sqlalchemy_url
 
@@ -36,16 +37,9 @@ def _loads(raw: Any, slot: str) -> IdempotencyRecord:
     """Decode a row's record; anything undecodable, or filed under another key, is a CorruptRecordError."""
     details = {"hook": "idempotency_store", "store": "sql", "reason": "corrupt_record"}
     try:
-        data = json.loads(raw)
-        record = IdempotencyRecord(**data)
-        if not isinstance(record.capability_id, str) or not isinstance(record.key, str) \
-                or not isinstance(record.action_id, str) or record.state not in ("pending", COMPLETED):
-            raise ValueError("record fields have the wrong types")
-        if record.expires_at is not None and not isinstance(record.expires_at, (int, float)):
-            raise ValueError("expires_at is not a number")
-    except (TypeError, ValueError) as exc:
-        raise CorruptRecordError(f"an idempotency record in the SQL store is corrupt ({type(exc).__name__})",
-                                 details=details) from None
+        record = load_record(raw, "sql")
+    except CoreCorruptRecordError as exc:
+        raise CorruptRecordError(exc.message, details=details) from None
     if _slot(record.capability_id, record.key) != slot:
         raise CorruptRecordError("an idempotency record in the SQL store is filed under another key",
                                  details=details)
