@@ -84,13 +84,13 @@ class InboxProvider:
         return self
 
     @hookimpl
-    def hermes_stream_event(self, invocation: Any, event: dict[str, Any]) -> None:
+    def hermes_stream_event(self, call: Any, event: dict[str, Any]) -> None:
         """Note a run's ``approval.request``: its pattern key and whether Hermes offers ``session``.
 
         Observers see events redacted (no run id, no command); the request the follower hands the
         provider next carries the pattern key in ``identifiers``, which is how the two are matched.
         """
-        if getattr(invocation, "operation", None) != "run_events":
+        if getattr(call, "operation", None) != "run_events":
             return
         data = event.get("data") if isinstance(event.get("data"), dict) else {}
         if data.get("event") != "approval.request":
