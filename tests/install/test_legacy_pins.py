@@ -41,7 +41,8 @@ with HermesEmulator() as emu, HermesClient(base_url=emu.base_url, api_key=emu.ap
 
 
 def _python39() -> Optional[str]:
-    candidates = [shutil.which("python3.9")] + sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")))
+    pyenv = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")))
+    candidates = [shutil.which("python3.9")] + pyenv
     for candidate in candidates:
         if candidate and subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 9)"],
                                         capture_output=True).returncode == 0:
