@@ -59,9 +59,17 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
     Read to its end, a urllib3 body returns its connection to the pool itself; a caller that stops
     early closes the response.
     """
-    coding = coding_of(response.headers, uncertain=True)  # refused before a byte is read
+    try:
+        coding = coding_of(response.headers, uncertain=True)
+    except InvalidResponseError as exc:
+        return _refused(exc)  # raised at the first read, where the stream settles its failures
     source = _undecoded_chunks(response)
     return source if coding is None else inflate_chunks(source, coding, READ_CHUNK_BYTES)
+
+
+def _refused(error: InvalidResponseError) -> Iterator[bytes]:
+    raise error
+    yield b""  # a generator: nothing is raised until it is read
 
 
 def _undecoded_chunks(response: requests.Response) -> Iterator[bytes]:

@@ -167,7 +167,7 @@ class _WatchedHTTPSConnection(_Watched, urllib3.connection.HTTPSConnection):
     pass
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)  # each holds its base class (vcrpy's holds its cassette)
 def _watched_class(base: type) -> type:
     """The watched variant of a pool's connection class (vcrpy makes one class per cassette)."""
     # Compared with the classes these two were made from: a recorder patches the module's names too.

@@ -103,6 +103,20 @@ def test_a_compressed_reply_the_sdk_cannot_read_is_an_invalid_response(raw_serve
     assert info.value.uncertain_outcome is True  # the model may have run
 
 
+def test_a_stream_in_a_coding_the_sdk_cannot_read_fails_as_an_invalid_response(raw_server: Any) -> None:
+    def handler(sock: Any, req: Any, srv: Any) -> None:
+        sock.sendall(sse_head(extra="Content-Encoding: br\r\n") + chunk(b"\x0b\x02\x80data: x\n\n\x03")
+                     + b"0\r\n\r\n")
+
+    server = raw_server(handler)
+    with raw_client(server) as client:
+        result = client.chat_stream(prompt="hi", idempotency_key="br-stream").result()
+        record = client.records.get("cap:hermes_agent:default:chat_stream", "br-stream")
+    assert result.status == "failed" and isinstance(result.error, InvalidResponseError)
+    assert result.error.details["reason"] == "unsupported_content_encoding" and result.error.uncertain_outcome
+    assert record is not None and record.result["status"] == "failed"
+
+
 @pytest.mark.parametrize("fault,error", [("gzip_bomb", InvalidResponseError), ("gzip_bomb_error", ServerError)])
 def test_a_gzip_bomb_costs_the_limit_not_what_it_inflates_to(fault: str, error: type) -> None:
     with FaultServer(fault=fault) as server:
