@@ -79,7 +79,7 @@ def test_pip_resolves_the_legacy_pins_and_the_newest_botocore_on_python_39(tmp_p
                                      capture_output=True, text=True, check=True).stdout.strip()
                 for name in ("attrs", "cattrs")}
     assert versions == {"attrs": pins["attrs"], "cattrs": pins["cattrs"]}, versions
-    # A botocore of this decade (2024 on): pip did not walk back to one that allowed urllib3 2.
+    # A botocore from 2024 on: pip did not walk back to a years-old one whose urllib3 range was wider.
     major, minor = (int(part) for part in seen["botocore"].split(".")[:2])
     assert (major, minor) >= (1, 34), seen
     assert seen["chat"] == "ECHO: hello" and seen["stream"] == "completed" and seen["stored"], seen
