@@ -83,13 +83,14 @@ class Alarm:
     def __init__(self, when: float, owner: Optional["Watchdog"] = None) -> None:
         self.when = when
         self.fired = False
-        self._sockets: list[socket.socket] = []
+        self._sockets: list[Any] = []
         self._lock = threading.Lock()
         self._done = False
         self._owner = owner
 
-    def attach(self, sock: Optional[socket.socket]) -> None:
-        """Watch ``sock`` too (a call's connection, once known)."""
+    def attach(self, sock: Optional[Any]) -> None:
+        """Watch ``sock`` too (a call's connection, once known): a socket, or anything with its
+        ``shutdown(how)``."""
         if sock is None:
             return
         with self._lock:
@@ -118,7 +119,7 @@ class Alarm:
             self._owner.dropped += 1  # approximate (no lock): it only says when to sweep
 
 
-def _shutdown(sock: socket.socket) -> None:
+def _shutdown(sock: Any) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:

@@ -6,9 +6,11 @@ public readers, :func:`events` frames and parses it under the SDK's limits and y
 
 Readers: a chunked body (what Hermes sends, one HTTP chunk per event) is read with
 ``HTTPResponse.read_chunked``, so each chunk is handed on as soon as the whole of it has arrived; a
-close-delimited one with ``HTTPResponse.read1`` (urllib3 >= 2.2), which returns what has arrived.
-``iter_content`` is the fallback for a body that is not urllib3's: iterating a response reads
-128-byte chunks, and ``iter_content(None)`` holds every event back on a close-delimited stream.
+close-delimited one with ``HTTPResponse.read1`` (urllib3 >= 2.2), which returns what has arrived,
+or on urllib3 1.26 (no read1) with http.client's ``read1`` of the reply the SDK's connection
+received. ``stream()`` and ``iter_content`` are the fallbacks for a body read from memory (a mock, a
+cassette). Every reader returns the bytes undecoded: a compressed body (not asked for) is decoded
+by :func:`hermes_sdk._core._inflate.inflate_chunks`, at most ``READ_CHUNK_BYTES`` at a time.
 
 Limits: a frame over ``MAX_SSE_FRAME_BYTES`` (boundary included) is refused as soon as its open
 part passes the limit, whatever the chunking; a stream over ``MAX_STREAM_BYTES`` is refused; one
@@ -36,9 +38,11 @@ import itertools
 from typing import Any, Iterator, Optional, Tuple
 
 import requests
+import urllib3.response
 
 from ..errors import InvalidResponseError
 from ._constants import MAX_SSE_FRAME_BYTES, MAX_STREAM_BYTES, READ_CHUNK_BYTES
+from ._inflate import coding_of, inflate_chunks
 
 #: ``(event, id, data)`` of a dispatched frame; ``event`` is ``"message"`` when the frame names none.
 Triple = Tuple[str, Optional[str], str]
@@ -55,14 +59,37 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
     Read to its end, a urllib3 body returns its connection to the pool itself; a caller that stops
     early closes the response.
     """
+    try:
+        coding = coding_of(response.headers, uncertain=True)
+    except InvalidResponseError as exc:
+        return _refused(exc)  # raised at the first read, where the stream settles its failures
+    source = _undecoded_chunks(response)
+    return source if coding is None else inflate_chunks(source, coding, READ_CHUNK_BYTES)
+
+
+def _refused(error: InvalidResponseError) -> Iterator[bytes]:
+    raise error
+    yield b""  # a generator: nothing is raised until it is read
+
+
+def _undecoded_chunks(response: requests.Response) -> Iterator[bytes]:
     raw = response.raw
-    if _reads_chunks(raw):
+    own = isinstance(raw, urllib3.response.HTTPResponse)  # else a stand-in (vcrpy's) without decode_content
+    if own and _reads_chunks(raw):
         # Each HTTP chunk as it arrives (up to 64 KiB at a time), parsed by urllib3 under one error
         # catcher: read1() costs several times more per call and returns a single chunk anyway.
-        return raw.read_chunked(READ_CHUNK_BYTES, decode_content=True)  # type: ignore[no-any-return]
+        return raw.read_chunked(READ_CHUNK_BYTES, decode_content=False)  # type: ignore[no-any-return]
     read1 = getattr(raw, "read1", None)
     if read1 is not None:
-        return iter(lambda: read1(READ_CHUNK_BYTES, decode_content=True), b"")
+        if own:
+            return iter(lambda: read1(READ_CHUNK_BYTES, decode_content=False), b"")
+        return iter(lambda: read1(READ_CHUNK_BYTES), b"")
+    reply = getattr(getattr(raw, "connection", None), "sdk_reply", None)
+    if own and callable(getattr(reply, "read1", None)):
+        # urllib3 1.26, a real socket: http.client's read1 returns what has arrived.
+        return iter(lambda: reply.read1(READ_CHUNK_BYTES), b"")  # type: ignore[union-attr]
+    if own:
+        return raw.stream(READ_CHUNK_BYTES, decode_content=False)  # type: ignore[no-any-return]
     return response.iter_content(chunk_size=None)
 
 

@@ -3,8 +3,13 @@
 Only requests' and urllib3's public API is used: every attempt goes through ``Session.send`` (so
 requests-mock, ``responses`` and a caller's own session or adapters see it), bodies are read with
 ``HTTPResponse.read`` / ``read_chunked`` / ``read1``, and the socket the deadline watchdog cuts comes
-from the SDK's own connection classes (``connect()`` and ``request()`` overrides) or from
+from the SDK's connection classes (``connect()`` and ``request()`` overrides) or from
 ``HTTPResponse.connection.sock``; no underscored attribute of another library is read or written.
+The connection classes are made, per class, from whatever class urllib3's pools use at the time
+(``HTTPConnectionPool.ConnectionCls``), so a recorder that patches it (vcrpy) sees the SDK's calls.
+
+Bodies are asked for as ``identity`` and read undecoded: a compressed one is decoded, bounded, by
+:mod:`hermes_sdk._inflate` on every urllib3 release (urllib3 < 2.6 inflates a whole read at once).
 
 Per-call work is kept small: proxy and CA settings are resolved once per origin (requests would
 re-read the environment on every request), headers are merged from a prepared base, the JSON body
@@ -15,6 +20,7 @@ jar requests would build for every response.
 from __future__ import annotations
 
 import functools
+import http.client
 import json
 import math
 import os
@@ -52,9 +58,11 @@ from ._constants import (
     CONNECT_TIMEOUT,
     MAX_ERROR_BODY_BYTES,
     MAX_JSON_RESPONSE_BYTES,
+    READ_CHUNK_BYTES,
     RETRY_AFTER_CAP,
     USER_AGENT,
 )
+from ._inflate import ACCEPT_ENCODING, Inflater, coding_of
 from ._wire import FRAMING_FAULTS, WIRE_FAULTS, content_length
 from .capabilities import Contract
 from .deadline import current_alarm
@@ -75,6 +83,10 @@ class _Watched:
     and sends a request's header block and bytes body in one ``sendall`` (http.client sends them
     apart: two system calls, and two TCP segments, per request).
 
+    Mixed into whatever connection class urllib3's pools use (see :func:`_watched_class`): a
+    recorder's class (vcrpy's) may open its socket only inside ``getresponse()``, so the alarm also
+    gets the connection itself, whose socket it looks up when it fires.
+
     The socket is handed over when urllib3 assigns ``sock`` (http.client's public attribute), which
     every urllib3 from 1.26 on does as soon as the TCP connection exists: before a proxy's
     ``CONNECT`` reply is read, before the TLS handshake, before any byte of the request.
@@ -82,25 +94,34 @@ class _Watched:
 
     _sdk_sock: Any = None
     _held: Optional[bytes] = None  # b"": hold the next send (the header block); else what is held
+    #: urllib3 1.26 only: http.client's reply, whose ``read1`` reads a close-delimited stream live
+    #: (urllib3 1.26's HTTPResponse has no read1; 2.x returns its own reply, which has).
+    sdk_reply: Any = None
 
     @property
     def sock(self) -> Any:
-        return self._sdk_sock
+        theirs = _class_sock(type(self))  # a recorder's class (vcrpy) answers with its real connection's
+        return theirs.__get__(self, type(self)) if theirs is not None else self._sdk_sock
 
     @sock.setter
     def sock(self, value: Any) -> None:
+        theirs = _class_sock(type(self))
+        if theirs is not None and theirs.fset is not None:
+            theirs.fset(self, value)
         self._sdk_sock = value
         if value is not None:
             _socket_used.value = True
             alarm = current_alarm()
-            if alarm is not None:
+            if alarm is not None and isinstance(value, socket.socket):  # a recorder's stand-in is not one
                 alarm.attach(value)
 
     def request(self, method: str, url: str, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
         _socket_used.value = True  # a pooled connection's socket: bytes may leave from here on
+        self.sdk_reply = None
         alarm = current_alarm()
-        if alarm is not None and self.sock is not None:
-            alarm.attach(self.sock)
+        if alarm is not None:
+            sock = _socket(self)
+            alarm.attach(sock if sock is not None else _LateSocket(self))
         if not (isinstance(body, bytes) and body) or kwargs.get("chunked"):
             super().request(method, url, body, headers, **kwargs)  # type: ignore[misc]
             return
@@ -121,6 +142,60 @@ class _Watched:
             self._held = None
             data = held + data
         super().send(data)  # type: ignore[misc]
+
+    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+        reply = super().getresponse(*args, **kwargs)  # type: ignore[misc]
+        if isinstance(reply, http.client.HTTPResponse):
+            self.sdk_reply = reply
+        return reply
+
+
+_CLASS_SOCK: dict[type, Optional[property]] = {}
+
+
+def _class_sock(klass: type) -> Optional[property]:
+    """The ``sock`` property of the class _Watched was mixed into (vcrpy's has one), if any."""
+    try:
+        return _CLASS_SOCK[klass]
+    except KeyError:
+        found = _CLASS_SOCK[klass] = _find_class_sock(klass)
+        return found
+
+
+def _find_class_sock(klass: type) -> Optional[property]:
+    mro = klass.__mro__
+    for base in mro[mro.index(_Watched) + 1:]:
+        found = base.__dict__.get("sock")
+        if found is not None:
+            return found if isinstance(found, property) else None
+    return None
+
+
+def _socket(connection: Any) -> Optional[socket.socket]:
+    """The connection's socket, if it has a real one yet (a recorder's stand-in is none)."""
+    sock = getattr(connection, "sock", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+class _LateSocket:
+    """A connection whose socket is not open yet, for the deadline alarm: when it fires, the
+    socket the connection has by then is shut down."""
+
+    __slots__ = ("connection",)
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _LateSocket) and other.connection is self.connection
+
+    def __hash__(self) -> int:
+        return id(self.connection)
+
+    def shutdown(self, how: int) -> None:
+        sock = _socket(self.connection)
+        if sock is not None:
+            sock.shutdown(how)
 
 
 #: Whether the request this thread is sending got a socket (set by the SDK's connection classes).
@@ -146,6 +221,16 @@ class _WatchedHTTPSConnection(_Watched, urllib3.connection.HTTPSConnection):
     pass
 
 
+@functools.lru_cache(maxsize=8)  # each holds its base class (vcrpy's holds its cassette)
+def _watched_class(base: type) -> type:
+    """The watched variant of a pool's connection class (vcrpy makes one class per cassette)."""
+    # Compared with the classes these two were made from: a recorder patches the module's names too.
+    for watched in (_WatchedConnection, _WatchedHTTPSConnection):
+        if base is watched.__bases__[-1]:
+            return watched
+    return type(f"_Watched{base.__name__}", (_Watched, base), {"__module__": __name__})
+
+
 class _Pool:
     """Remembers that it was closed (the pool manager closes a pool it evicts), so the adapter's
     lookup cache never hands out a closed pool."""
@@ -158,11 +243,16 @@ class _Pool:
 
 
 class _WatchedPool(_Pool, urllib3.HTTPConnectionPool):
-    ConnectionCls = _WatchedConnection
+    @property
+    def ConnectionCls(self) -> type:  # type: ignore[override]  # noqa: N802 (urllib3's name)
+        # Looked up on each new connection: a class patched in later (a vcrpy cassette) is used.
+        return _watched_class(urllib3.HTTPConnectionPool.ConnectionCls)
 
 
 class _WatchedHTTPSPool(_Pool, urllib3.HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
+    @property
+    def ConnectionCls(self) -> type:  # type: ignore[override]  # noqa: N802
+        return _watched_class(urllib3.HTTPSConnectionPool.ConnectionCls)
 
 
 def _watched_pools(manager: Any) -> dict[str, Any]:
@@ -246,7 +336,9 @@ class _PooledAdapter(HTTPAdapter):
         # cookie jar; urllib3's headers are already case-insensitive, and the SDK keeps no cookies.
         response = requests.Response()
         response.status_code = resp.status
-        response.headers = resp.headers
+        # A reply that is not urllib3's (a recorder's stand-in) gets requests' own header mapping.
+        headers = resp.headers
+        response.headers = headers if isinstance(resp, urllib3.response.HTTPResponse) else CaseInsensitiveDict(headers)
         response.raw = resp
         response.reason = resp.reason
         response.url = req.url or ""
@@ -392,7 +484,7 @@ class Transport:
             framing = {"Content-Type": "application/json", "Content-Length": str(len(body))}
         elif method in ("POST", "PUT", "PATCH", "DELETE"):
             framing = {"Content-Length": "0"}
-        merged: Any = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers, **framing}
+        merged: Any = {"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING, **headers, **framing}
         if not self._own_session or len({name.lower() for name in merged}) != len(merged):
             # Names that may differ only in case (a caller's session, a plugin's header): merged
             # case-insensitively, later ones winning. The SDK's own names are distinct, and a plain
@@ -428,12 +520,13 @@ class Transport:
     def _merge_case_insensitively(self, headers: Mapping[str, str],
                                   framing: Mapping[str, str]) -> CaseInsensitiveDict[str]:
         merged: CaseInsensitiveDict[str] = CaseInsensitiveDict(
-            {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"})
+            {"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING})
         if not self._own_session:
-            # A caller's session headers apply; ours win below.
+            # A caller's session headers apply; ours win below (requests' default asks for gzip).
             merged.update({k: v if isinstance(v, str) else v.decode("latin-1")
                            for k, v in self.session.headers.items()})
             merged["User-Agent"] = USER_AGENT
+            merged["Accept-Encoding"] = ACCEPT_ENCODING
         merged.update(headers)
         merged.update(framing)
         return merged
@@ -535,13 +628,15 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
                                    details={"limit_bytes": limit})
     raw = response.raw
     try:
-        if sized and headers.get("Content-Encoding", "identity").lower() in ("", "identity"):
+        coding = coding_of(headers)
+        if coding is not None:  # not asked for: decoded here, at most limit + 1 bytes of it
+            data = _read_inflated(raw, coding, limit)
+        elif sized:
             # http.client reads exactly Content-Length bytes (within the limit, checked above) in
             # one read; read(amt) would read twice and go through urllib3's decoded-bytes buffer.
-            data = raw.read(decode_content=True)
-        else:  # chunked, close-delimited or encoded: at most limit + 1 decoded bytes (urllib3 >= 2.6
-            # inflates no more than it returns: a gzip bomb costs the limit, not its 256 MiB)
-            data = raw.read(limit + 1, decode_content=True)
+            data = raw.read(decode_content=False)
+        else:  # chunked or close-delimited: at most limit + 1 bytes
+            data = raw.read(limit + 1, decode_content=False)
     except urllib3.exceptions.HTTPError as exc:
         # A body cut short or timed out: raise it as requests would, so callers type it as transport.
         response.close()
@@ -564,6 +659,34 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
     # Fully read: hand the connection back to the pool for reuse.
     raw.release_conn()
     return data
+
+
+def _read_inflated(raw: Any, coding: str, limit: int) -> bytes:
+    """A compressed body decoded to at most ``limit`` bytes (a bomb costs the limit, never what it
+    inflates to), from at most ``limit`` compressed bytes."""
+    inflater = Inflater(coding)
+    out: list[bytes] = []
+    size = taken = 0
+    while True:
+        data = raw.read(READ_CHUNK_BYTES, decode_content=False)
+        taken += len(data)
+        piece = inflater.feed(data, limit + 1 - size)
+        while True:
+            out.append(piece)
+            size += len(piece)
+            if size > limit or taken > limit:
+                raise InvalidResponseError(f"response body exceeds the {limit}-byte limit",
+                                           details={"limit_bytes": limit, "content_encoding": coding})
+            if not inflater.pending:
+                break
+            piece = inflater.feed(b"", limit + 1 - size)
+            if not piece:
+                break
+        if not data:
+            if taken and not inflater.ended:
+                raise InvalidResponseError("Hermes' compressed reply ends before its compressed stream does",
+                                           details={"reason": "corrupt_content_encoding"})
+            return b"".join(out)
 
 
 def decode_json(data: bytes) -> Any:

@@ -160,8 +160,9 @@ def test_a_trailer_cut_off_by_the_server_still_completes(raw_server) -> None:
         assert c.chat_stream(prompt="hi").result().text == _text(1)
 
 
-def test_a_gzip_stream_is_left_to_urllib3(raw_server) -> None:
-    # Content-Encoding needs urllib3's decoder: such bodies keep urllib3's own chunk reader.
+def test_a_gzip_stream_is_decoded_by_the_sdk(raw_server) -> None:
+    # Not asked for (the SDK sends Accept-Encoding: identity): read undecoded by urllib3's chunk
+    # reader, decoded by the SDK's bounded inflater (tests/core/test_decompression.py).
     def handler(sock: socket.socket, req: Any, srv: Any) -> None:
         events = b"".join(_event(i) for i in range(3)) + b"data: [DONE]\n\n"
         body = gzip.compress(events)
