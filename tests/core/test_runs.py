@@ -789,3 +789,11 @@ def test_every_run_method_takes_a_timeout(emu: HermesEmulator, client: HermesCli
     with pytest.raises(InvalidInputError):
         client.runs.get(run.id, timeout=-1)
     run.wait(timeout=10)
+
+
+def test_a_run_and_its_result_answer_to_both_spellings_of_the_id(client: Any) -> None:
+    run = client.run("hello", idempotency_key="both-spellings")
+    result = run.wait(timeout=30)
+    status = client.runs.get(run.run_id)
+    assert run.id == run.run_id == result.run_id == result.id == status.run_id == status.id
+    assert run.run_id.startswith("run_")

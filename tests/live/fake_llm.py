@@ -244,6 +244,7 @@ def chat_log_entry(body: dict[str, Any]) -> dict[str, Any]:
 class FakeLLMHandler(BaseHTTPRequestHandler):
     # HTTP/1.0: each response closes its connection, so SSE needs no chunking.
     protocol_version = "HTTP/1.0"
+    disable_nagle_algorithm = True  # headers and body are separate writes: no wait for a delayed ACK
     server_version = "FakeLLM/1.0"
     call_log: CallLog = CallLog(None)
 
