@@ -49,3 +49,18 @@ def test_server_serves_both_framings():
         assert server.connections == 2
     finally:
         server.stop()
+
+
+def test_keepalive_benchmark_runs_and_reuses_one_connection(tmp_path):
+    out = tmp_path / "keepalive.json"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.keepalive", "--requests", "30", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert set(rows) == {"requests -> baseline (http.server, TCP_NODELAY)", "requests -> emulator",
+                         "requests -> emulator, Nagle on (before)", "hermes-sdk client.health() -> emulator"}
+    for name, row in rows.items():
+        assert row["requests"] == 30 and row["p50_ms"] > 0, name
+        if name.startswith("requests"):
+            assert row["connections_opened"] == 1, name  # keep-alive: the figures are per reused connection
+    assert "x base" in proc.stdout

@@ -1072,3 +1072,40 @@ def test_stopping_during_a_slow_run_prints_no_traceback(capfd) -> None:
     caller.join(10)
     assert seen == ["TransportError"]
     assert "Traceback" not in capfd.readouterr().err
+
+
+def _documented_routes() -> set[tuple[str, str]]:
+    """(method, route) of every row of the route table in docs/emulator.md."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "emulator.md").read_text(encoding="utf-8")
+    table = text.split("It serves", 1)[1].split("\n\n", 2)[1]
+    found = set()
+    for row in table.splitlines()[2:]:
+        methods, routes = row.split("|")[1:3]
+        found |= {(m, r) for m in re.findall(r"`([A-Z]+)`", methods) for r in re.findall(r"`(/[^`]*)`", routes)}
+    return found
+
+
+def test_the_route_table_is_the_servers() -> None:
+    """The emulator page lists every route the server answers, and nothing it does not: the table is
+    built from the server's own routing tables here, and each route is asked once."""
+    from hermes_sdk.testing import server
+
+    served = {(m, path) for path, table in server._STATIC_ROUTES.items() for m in table}
+    served |= {(m, "/v1/responses/{id}") for m in server._ITEM_ROUTE}
+    for prefix, routes in (("/v1/runs/{id}", server._RUN_ROUTES), ("/api/sessions/{id}", server._SESSION_ROUTES),
+                           ("/api/jobs/{id}", server._JOB_ROUTES)):
+        served |= {(m, prefix + (f"/{suffix}" if suffix else "")) for suffix, table in routes.items() for m in table}
+    assert _documented_routes() == served
+    with HermesEmulator() as emu, requests.Session() as http:
+        http.headers["Authorization"] = f"Bearer {emu.api_key}"
+        for method, route in sorted(served):
+            reply = http.request(method, emu.base_url + route.replace("{id}", "x-none"),
+                                 json={} if method in ("POST", "PATCH") else None, timeout=30)
+            assert reply.status_code != 405 and reply.text != "404: Not Found", (method, route, reply.status_code)
+        assert http.get(emu.base_url + "/v1/nothing-here", timeout=30).text == "404: Not Found"
+        # A HEAD reply has no body: one there was read as the next reply's start (BadStatusLine).
+        assert http.head(emu.base_url + "/health", timeout=30).content == b""
+        assert http.get(emu.base_url + "/health", timeout=30).json()["status"] == "ok"
+    assert emu.connections == 1

@@ -130,13 +130,36 @@ def test_tool_runs_reproduce_the_capture_usage_and_texts(emu: HermesEmulator) ->
     assert events[-1]["usage"] == {"input_tokens": 1184, "output_tokens": 8, "total_tokens": 1192}
 
 
+def test_a_shortened_tool_answer_says_it_was_cut(emu: HermesEmulator) -> None:
+    """A tool result over 160 characters is cut in the model's answer; the cut ends in "…", so the
+    answer does not read as broken JSON. The live fake LLM answers the same."""
+    import importlib.util
+    from pathlib import Path
+
+    from hermes_sdk.testing.tools import RESULT_PREVIEW_CHARS, done_text
+
+    run_id = start_id(emu, "TOOL:todo:buy milk")
+    output = events_of(emu, run_id)[-1]["output"]
+    assert output.startswith('DONE: {"todos": [') and output.endswith("…")
+    assert len(output) == len("DONE: ") + RESULT_PREVIEW_CHARS + 1
+    run_id = start_id(emu, "TOOL:terminal:echo short")
+    assert events_of(emu, run_id)[-1]["output"].endswith('"error": null}')  # whole, no mark
+    spec = importlib.util.spec_from_file_location("fake_llm", Path(__file__).parent / "live" / "fake_llm.py")
+    assert spec is not None and spec.loader is not None
+    fake_llm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake_llm)
+    for results in (["x" * 161, "short"], ["y" * 160], []):
+        assert fake_llm.done_text(results) == done_text(results)
+
+
 def test_deny_matches_the_capture(emu: HermesEmulator) -> None:
     run_id = start_id(emu, f"TOOL:terminal:rm -rf {VICTIM}")
     wait_for(lambda: waiting(emu, run_id))
     assert approve(emu, run_id, {"choice": "deny"}).status_code == 200
     events = events_of(emu, run_id)
     assert events[-1]["usage"] == {"input_tokens": 1239, "output_tokens": 28, "total_tokens": 1267}
-    assert events[-1]["output"].endswith("Do NOT retry this command, do NOT rephrase")
+    # The capture's answer stops at the result's 160th character; the cut is marked now.
+    assert events[-1]["output"].endswith("Do NOT retry this command, do NOT rephrase…")
     assert f"{VICTIM}/file.txt" in emu.files
 
 

@@ -17,7 +17,8 @@ The three tools, and which one a task uses when:
   run): no retry; the task fails with the action id and a person or a reconciliation job reads
   ``client.action_result(action_id)``.
 
-Run a worker (prefork pool)::
+Run a worker (prefork pool), with a broker (``CELERY_BROKER_URL``; the guide's try-out uses the
+filesystem broker, ``CELERY_BROKER_FOLDER``) and a result backend (``CELERY_RESULT_BACKEND``)::
 
     celery -A tasks worker --loglevel=info         # from examples/celery_app
 
@@ -35,7 +36,11 @@ from celery.signals import worker_process_init, worker_process_shutdown
 
 from hermes_sdk import HermesClient, HermesError, IdempotencyConflictError, OutcomeUnknownError
 
-app = Celery("hermes_example", broker=os.environ.get("CELERY_BROKER_URL", "memory://"))
+app = Celery("hermes_example", broker=os.environ.get("CELERY_BROKER_URL", "memory://"),
+             backend=os.environ.get("CELERY_RESULT_BACKEND"))
+if os.environ.get("CELERY_BROKER_FOLDER"):  # the filesystem broker of the guide's try-out
+    _folder = os.environ["CELERY_BROKER_FOLDER"]
+    app.conf.broker_transport_options = {"data_folder_in": _folder, "data_folder_out": _folder}
 
 _lock = threading.Lock()
 _client: Optional[HermesClient] = None

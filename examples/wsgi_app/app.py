@@ -4,7 +4,7 @@
 ``GET /stream?prompt=...`` streams an answer as Server-Sent Events, ending with a ``done`` or an
 ``error`` event. Serve it with any WSGI server::
 
-    python examples/wsgi_app/app.py                          # wsgiref, for a try-out
+    python examples/wsgi_app/app.py [PORT]                   # wsgiref on 127.0.0.1:8000, a try-out
     gunicorn -c examples/wsgi_app/gunicorn.conf.py app:application --chdir examples/wsgi_app
 
 The client is created lazily, once per process (``get_client``), and ``gunicorn.conf.py`` shows
@@ -137,8 +137,10 @@ def application(environ: dict[str, Any], start_response: StartResponse) -> Itera
 
 
 if __name__ == "__main__":
+    import sys
     from wsgiref.simple_server import make_server
 
-    with make_server("127.0.0.1", 8000, application) as server:
-        print("serving on http://127.0.0.1:8000")
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
+    with make_server("127.0.0.1", port, application) as server:
+        print(f"serving on http://127.0.0.1:{port}", flush=True)
         server.serve_forever()

@@ -198,8 +198,9 @@ def _approval_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--reason", required=True, metavar="TEXT", help="why, kept with the approval evidence")
     parser.add_argument("--yes", action="store_true", help=f"confirm {what} without a prompt")
     parser.add_argument("--idempotency-key", metavar="KEY",
-                        help="one action per key; a repeat returns the first result (across invocations only "
-                             "with a durable HERMES_SDK_IDEMPOTENCY_STORE); default: a new key")
+                        help="one action per key; a repeat returns the first result, also in a later invocation "
+                             "(keys are kept in the state directory, or HERMES_SDK_IDEMPOTENCY_STORE); "
+                             "default: a new key")
 
 
 def add_sessions_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
@@ -230,7 +231,7 @@ def add_sessions_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argp
     chat.add_argument("id", metavar="ID", help="the session id")
     chat.add_argument("text", nargs="*", metavar="TEXT",
                       help="the message (several words need no quotes); '-' or omitted: read stdin")
-    chat.add_argument("--system", metavar="TEXT", help="a system message for this turn")
+    chat.add_argument("-s", "--system", metavar="TEXT", help="a system message for this turn")
     chat.add_argument("--stream", action="store_true", help="print the reply as it arrives")
     chat.add_argument("--idempotency-key", metavar="KEY", help="one turn per key (a repeat replays it)")
     chat.set_defaults(func=cmd_sessions_chat)

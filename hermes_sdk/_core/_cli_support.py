@@ -91,7 +91,7 @@ NO_TERMINAL = ("no terminal to ask: stdin is not a terminal and {tty} cannot be 
                "detached process)").format(tty=TTY_PATH)
 
 
-# ---------------------------------------------------------------- the state file (-c/--continue)
+# ---------------------------------------------------------------- the state directory
 
 
 def state_dir() -> Path:
@@ -101,8 +101,74 @@ def state_dir() -> Path:
     return root / "hermes-sdk"
 
 
+def private_state_dir() -> Path:
+    """The state directory, created 0700 (and narrowed to 0700 if it exists): it holds prompts and results."""
+    folder = state_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.stat().st_mode & 0o077:
+        os.chmod(folder, 0o700)
+    return folder
+
+
 def state_file() -> Path:
     return state_dir() / "state.json"
+
+
+def idempotency_db() -> Path:
+    """The CLI's default idempotency store: a SQLite file in the state directory."""
+    return state_dir() / "idempotency.db"
+
+
+def history_file() -> Path:
+    """The interactive chat's line history (readline)."""
+    return state_dir() / "chat_history"
+
+
+def durable_store(needed: bool) -> Any:
+    """The CLI's idempotency store when ``HERMES_SDK_IDEMPOTENCY_STORE`` is unset: SQLite in the state
+    directory (file 0600, directory 0700), so a repeated ``--idempotency-key`` is recognised by the
+    next invocation. None when the variable is set (the client reads it). When the file cannot be
+    opened, a command given a key (``needed``) fails: a key kept in memory would do nothing."""
+    import sqlite3
+
+    from ..errors import InvalidInputError
+    from .idempotency import SQLiteStore
+
+    if os.environ.get("HERMES_SDK_IDEMPOTENCY_STORE"):
+        return None
+    try:
+        private_state_dir()
+        store = SQLiteStore(str(idempotency_db()))
+        store.purge_expired()
+        return store
+    except (OSError, sqlite3.Error) as exc:
+        if needed:
+            raise InvalidInputError(
+                f"cannot keep the idempotency key: {idempotency_db()} cannot be opened ({exc}); set "
+                "HERMES_SDK_IDEMPOTENCY_STORE to a store that can", details={"field": "idempotency_store"}) from None
+        return "memory:"
+
+
+# ---------------------------------------------------------------- the last session (-c/--continue)
+
+
+def server_key(base_url: str) -> str:
+    """One spelling per server: scheme and host lower case, no default port, no trailing slash."""
+    from urllib.parse import urlsplit
+
+    text = base_url.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return text
+    scheme = parts.scheme.lower()
+    if not parts.hostname or scheme not in ("http", "https"):
+        return text.rstrip("/")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    if port is not None and port != {"http": 80, "https": 443}[scheme]:
+        host += f":{port}"
+    return f"{scheme}://{host}{parts.path.rstrip('/')}"
 
 
 def _read_state() -> dict[str, Any]:
@@ -114,10 +180,15 @@ def _read_state() -> dict[str, Any]:
 
 
 def last_session(base_url: str) -> Optional[str]:
-    """The chat session last used against ``base_url`` (``hermes-sdk chat -c``), or None."""
+    """The chat session last used against ``base_url`` (``hermes-sdk chat -c``), whatever its spelling."""
     sessions = _read_state().get("last_session")
-    entry = sessions.get(base_url) if isinstance(sessions, dict) else None
-    value = entry.get("session_id") if isinstance(entry, dict) else None
+    if not isinstance(sessions, dict):
+        return None
+    wanted = server_key(base_url)
+    entries = [entry for url, entry in sessions.items()  # an older version kept the URL as typed
+               if server_key(url) == wanted and isinstance(entry, dict)]
+    entries.sort(key=lambda entry: entry.get("updated_at") or 0)
+    value = entries[-1].get("session_id") if entries else None
     return value if isinstance(value, str) and value else None
 
 
@@ -128,15 +199,14 @@ def remember_session(base_url: str, session_id: str) -> None:
     continues the session before.
     """
     try:
-        folder = state_dir()
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if folder.stat().st_mode & 0o077:
-            folder.chmod(0o700)  # one an older release (or a umask) left readable is narrowed too
+        folder = private_state_dir()
         data = _read_state()
         sessions = data.get("last_session")
         if not isinstance(sessions, dict):
             sessions = {}
-        sessions[base_url] = {"session_id": session_id, "updated_at": time.time()}
+        key = server_key(base_url)
+        sessions = {url: entry for url, entry in sessions.items() if server_key(url) != key}
+        sessions[key] = {"session_id": session_id, "updated_at": time.time()}
         data["last_session"] = sessions
         tmp = folder / f".state.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -147,6 +217,52 @@ def remember_session(base_url: str, session_id: str) -> None:
     except OSError as exc:
         sys.stderr.write(f"hermes-sdk: could not remember the session in {state_file()}: "
                          f"{exc.strerror or type(exc).__name__}\n")
+
+
+# ---------------------------------------------------------------- line editing in the chat loop
+
+
+class LineEditor:
+    """``input()`` with readline's line editing and a history kept in the state directory (0600).
+
+    Without the readline module (Windows, a Python built without it) lines are read as typed.
+    """
+
+    LENGTH = 1000
+
+    def __init__(self) -> None:
+        try:
+            import readline
+        except ImportError:
+            self._readline: Any = None
+            return
+        self._readline = readline
+        if "libedit" not in (readline.__doc__ or ""):  # the arrows, whatever TERM says (as llm binds them)
+            for key, action in (("A", "previous-history"), ("B", "next-history"), ("C", "forward-char"),
+                                ("D", "backward-char")):
+                readline.parse_and_bind(f'"\\e[{key}": {action}')
+        readline.set_history_length(self.LENGTH)
+        try:
+            readline.read_history_file(str(history_file()))
+        except (OSError, ValueError):
+            pass  # no history yet
+
+    def read(self, prompt: str) -> str:
+        line = input(prompt)
+        if self._readline is not None and line.strip():
+            self._save()
+        return line
+
+    def _save(self) -> None:
+        """Write the history now (a killed loop keeps what was typed), private to the user."""
+        path = history_file()
+        try:
+            private_state_dir()
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+            os.chmod(path, 0o600)
+            self._readline.write_history_file(str(path))
+        except OSError:
+            pass  # a read-only home: editing still works, the history is not kept
 
 
 # ---------------------------------------------------------------- -o NAME VALUE
@@ -160,12 +276,21 @@ def option_value(text: str) -> Any:
         return text
 
 
-def provider_options(pairs: Optional[Sequence[Sequence[str]]], own_flags: Mapping[str, str]) -> dict[str, Any]:
-    """The ``-o NAME VALUE`` pairs as provider fields; a name with its own flag is a usage error (ValueError)."""
+def provider_options(pairs: Optional[Sequence[Sequence[str]]], own_flags: Mapping[str, str],
+                     known: Iterable[str]) -> dict[str, Any]:
+    """The ``-o NAME VALUE`` pairs as provider fields. A usage error (ValueError): a name with its own
+    flag, or a name the command does not know (with the close match, as the Python API suggests)."""
+    from .operations.keywords import close_match
+
+    names = sorted(set(known) - set(own_flags))
     out: dict[str, Any] = {}
     for name, value in pairs or ():
         if name in own_flags:
             raise ValueError(f"-o {name}: use {own_flags[name]} for that")
+        if name not in names:
+            close = close_match(name, names)
+            hint = f"did you mean {close!r}? " if close else ""
+            raise ValueError(f"-o {name}: unknown option ({hint}the options: {', '.join(names)})")
         if name in out:
             raise ValueError(f"-o {name} is given twice")
         out[name] = option_value(value)
@@ -233,5 +358,6 @@ def unapproved_commands(events: Iterable[Any]) -> list[str]:
     return refused + list(waiting)
 
 
-__all__ = ["NO_TERMINAL", "Terminal", "error_object", "last_session", "option_value", "print_error",
-           "provider_options", "remember_session", "state_file", "unapproved_commands"]
+__all__ = ["NO_TERMINAL", "LineEditor", "Terminal", "durable_store", "error_object", "history_file",
+           "idempotency_db", "last_session", "option_value", "print_error", "private_state_dir", "provider_options",
+           "remember_session", "server_key", "state_file", "unapproved_commands"]

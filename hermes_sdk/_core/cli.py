@@ -15,12 +15,22 @@ import json
 import os
 import shlex
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ..errors import HermesError, MissingCredentialError
-from ._cli_support import NO_TERMINAL, Terminal, last_session, print_error, provider_options, remember_session
+from ._cli_support import (
+    NO_TERMINAL,
+    LineEditor,
+    Terminal,
+    durable_store,
+    last_session,
+    print_error,
+    provider_options,
+    remember_session,
+)
 from ._signals import interrupt_on_signals
 from .display import visible
+from .operations.keywords import CHAT_FIELDS, RESPONSES_FIELDS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 _DEFAULT_MODEL = "hermes-agent"
@@ -47,6 +57,10 @@ def _client(args: argparse.Namespace, *, needs_key: bool = True, **kwargs: Any) 
 
         raise InvalidInputError("no Hermes URL: pass --base-url URL or set HERMES_BASE_URL "
                                 "(e.g. http://127.0.0.1:8642)", details={"field": "base_url"})
+    if "idempotency_store" not in kwargs:
+        store = durable_store(needed=bool(getattr(args, "idempotency_key", None)))
+        if store is not None:
+            kwargs["idempotency_store"] = store
     given = getattr(args, "api_key", None)
     if given:  # a refused key's message names the flag it came from
         from .endpoints import Endpoint
@@ -80,17 +94,42 @@ def _print_json_line(value: Any) -> None:
     sys.stdout.flush()
 
 
+def _piped() -> Optional[str]:
+    """What is piped into stdin (a pipe or a file, not a terminal), or None. A stdin that cannot be
+    read (closed, or a test runner's stand-in) carries nothing."""
+    stdin = sys.stdin
+    try:
+        if stdin is None or stdin.isatty() or not stdin.readable():
+            return None
+    except (OSError, ValueError):
+        return None
+    return stdin.read()
+
+
 def _text_arg(value: Any, what: str) -> str:
-    """TEXT as given (several words are one text: ``chat hello world``); ``-`` or no TEXT reads
-    stdin (when something is piped in)."""
+    """TEXT as given (several words are one text: ``chat hello world``), after what is piped in, as
+    llm does (``cat notes.txt | hermes-sdk chat summarize``: the notes, a blank line, ``summarize``);
+    ``-`` reads stdin only."""
     if isinstance(value, (list, tuple)):
         value = " ".join(value) if value else None
-    if value is not None and value != "-":
-        return str(value)
-    stdin = sys.stdin
-    if stdin is None or (value is None and stdin.isatty()):
+    if value == "-":
+        value = None
+        if sys.stdin is not None and sys.stdin.isatty():
+            return _typed_stdin(what)
+    piped = _piped()
+    piped = piped.rstrip("\r\n") if piped and piped.strip() else None
+    if piped is not None and value is not None:
+        return f"{piped}\n\n{value}"
+    if piped is not None or value is not None:
+        return str(piped if piped is not None else value)
+    if sys.stdin is None or sys.stdin.isatty():
         raise _Usage(f"no {what}: give it as an argument, pipe it in, or use '-' to read stdin")
-    text = stdin.read().rstrip("\r\n")
+    raise _Usage(f"no {what}: stdin was empty")
+
+
+def _typed_stdin(what: str) -> str:
+    """``-`` on a terminal: read until Ctrl-D."""
+    text = sys.stdin.read().rstrip("\r\n")
     if not text.strip():
         raise _Usage(f"no {what}: stdin was empty")
     return text
@@ -153,16 +192,16 @@ def _stream_out(stream: Any, args: Any, *, print_response_id: bool = False) -> i
 
 
 #: -o names that have their own flag (or are the prompt itself).
-_CHAT_FLAGS = {"model": "-m/--model", "session_id": "--session-id or -c", "prompt": "TEXT", "messages": "--system",
+_CHAT_FLAGS = {"model": "-m/--model", "session_id": "--session-id or -c", "prompt": "TEXT", "messages": "-s/--system",
                "stream": "--stream"}
-_RESPONSES_FLAGS = {"model": "-m/--model", "input": "INPUT", "instructions": "--system",
+_RESPONSES_FLAGS = {"model": "-m/--model", "input": "INPUT", "instructions": "-s/--system",
                     "previous_response_id": "--previous-response-id", "conversation": "--conversation",
                     "stream": "--stream"}
 
 
-def _options(args: argparse.Namespace, own: dict[str, str]) -> dict[str, Any]:
+def _options(args: argparse.Namespace, own: dict[str, str], known: Iterable[str]) -> dict[str, Any]:
     try:
-        return provider_options(getattr(args, "option", None), own)
+        return provider_options(getattr(args, "option", None), own, known)
     except ValueError as exc:
         raise _Usage(str(exc)) from None
 
@@ -173,7 +212,7 @@ def _chat_fields(args: argparse.Namespace, text: str, session_id: Optional[str])
         fields["messages"] = [{"role": "system", "content": args.system}, {"role": "user", "content": text}]
     else:
         fields["prompt"] = text
-    options = _options(args, _CHAT_FLAGS)
+    options = _options(args, _CHAT_FLAGS, CHAT_FIELDS)
     if options:
         fields["extra_body"] = options
     return fields
@@ -231,10 +270,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     sys.stderr.write(f"Chatting with {base} ({'session ' + session_id if session_id else 'a new session'}). "
                      "Type 'exit' or press Ctrl-D to quit.\n")
     code = EXIT_OK
+    editor = LineEditor() if sys.stdout.isatty() else None
     with _client(args) as client:
         while True:
             try:
-                line = input("> ") if sys.stdout.isatty() else _prompt_on_stderr()
+                line = editor.read("> ") if editor is not None else _prompt_on_stderr()
             except EOFError:
                 sys.stderr.write("\n")
                 break
@@ -273,7 +313,7 @@ def cmd_responses_create(args: argparse.Namespace) -> int:
         body["model"] = args.model
     if args.system:
         body["instructions"] = args.system
-    options = _options(args, _RESPONSES_FLAGS)
+    options = _options(args, _RESPONSES_FLAGS, RESPONSES_FIELDS)
     with _client(args) as client:
         if args.stream:
             return _stream_out(client.responses_stream(body, extra_body=options or None), args,
@@ -613,8 +653,8 @@ def add_run_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
                      help="answer the agent's approval requests: ask at the terminal (default; on /dev/tty "
                           "when stdin is a pipe; denied without one), deny all, or approve each once")
     run.add_argument("--idempotency-key", metavar="KEY",
-                     help="one run per key (durable with HERMES_SDK_IDEMPOTENCY_STORE); default: a new key, "
-                          "so a new run")
+                     help="one run per key, kept in the state directory (or HERMES_SDK_IDEMPOTENCY_STORE) so a "
+                          "repeat replays the run; default: a new key, so a new run")
     run.add_argument("--json", action="store_true",
                      help="JSON Lines on stdout: a run line, one line per event as it arrives, then a result line; "
                           "errors as one JSON object on stderr")
@@ -641,11 +681,11 @@ def build_parser() -> argparse.ArgumentParser:
                               "then a result line)")
     prompt = argparse.ArgumentParser(add_help=False)
     prompt.add_argument("-m", "--model", help=f"model name sent to Hermes (default: {_DEFAULT_MODEL})")
-    prompt.add_argument("--system", metavar="TEXT", help="system prompt (Responses: instructions)")
+    prompt.add_argument("-s", "--system", metavar="TEXT", help="system prompt (Responses: instructions)")
     prompt.add_argument("--stream", action="store_true", help="print the reply as it arrives")
     prompt.add_argument("-o", "--option", nargs=2, action="append", metavar=("NAME", "VALUE"),
                         help="a provider option sent in the body, e.g. -o temperature 0.2 (VALUE is JSON when "
-                             "it parses, else a string); repeatable")
+                             "it parses, else a string); repeatable; an unknown NAME is refused")
 
     parser = argparse.ArgumentParser(
         prog="hermes-sdk", parents=[conn],
@@ -689,8 +729,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "to confirm, or pass --yes.")
     delete.add_argument("id", metavar="ID", help="the response id")
     delete.add_argument("--idempotency-key", required=True, metavar="KEY",
-                        help="one key per intended deletion; a repeat returns the first receipt (needs a "
-                             "durable HERMES_SDK_IDEMPOTENCY_STORE across runs)")
+                        help="one key per intended deletion; a repeat returns the first receipt (keys are kept "
+                             "in the state directory, or HERMES_SDK_IDEMPOTENCY_STORE)")
     delete.add_argument("--reason", required=True, metavar="TEXT", help="why, kept with the approval evidence")
     delete.add_argument("--yes", action="store_true", help="confirm the deletion without a prompt")
     delete.set_defaults(func=cmd_responses_delete)

@@ -312,6 +312,12 @@ class SQLiteStore:
                                    (capability_id, key))
         return cur.rowcount > 0
 
+    def purge_expired(self) -> int:
+        """Delete every expired record (they are already treated as absent); return how many."""
+        cur = self._conn().execute("DELETE FROM hermes_idempotency WHERE expires_at IS NOT NULL AND expires_at<=?",
+                                   (time.time(),))
+        return int(cur.rowcount)
+
     def close(self) -> None:
         """Close every thread's connection; a later call opens a new one."""
         with self._lock:

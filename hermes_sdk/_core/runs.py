@@ -130,6 +130,11 @@ class RunStarted:
     action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
+    @property
+    def id(self) -> str:
+        """The run id: the same as ``run_id`` (the canonical name), for code written against :class:`Run`."""
+        return self.run_id
+
 
 @attrs.frozen
 class RunStatus:
@@ -150,6 +155,11 @@ class RunStatus:
     usage: Optional[dict[str, Any]] = None
     error: Optional[str] = None
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
+
+    @property
+    def id(self) -> str:
+        """The run id: the same as ``run_id`` (the canonical name), for code written against :class:`Run`."""
+        return self.run_id
 
     @property
     def terminal(self) -> bool:
@@ -184,6 +194,11 @@ class RunResult:
     error: Optional[str] = None
     events: list[RunEvent] = attrs.field(factory=list)
     events_complete: bool = False
+
+    @property
+    def id(self) -> str:
+        """The run id: the same as ``run_id`` (the canonical name), for code written against :class:`Run`."""
+        return self.run_id
 
     @property
     def done(self) -> bool:
@@ -249,18 +264,24 @@ class Run:
     approval provider. Do not consume one Run from two threads at once.
 
     Attributes:
-        id: the run id.
+        run_id: the run id (the canonical name, as on :class:`RunResult` and :class:`RunStatus`);
+            ``id`` is the same value.
         status: the last status this client saw (``started``, ``running``, ``waiting_for_approval``,
             ``stopping``, ``completed``, ``failed`` or ``cancelled``).
         replayed: True when ``run()`` replayed the idempotency record: nothing was sent, and this
             handle polls the status instead of subscribing (the first caller may hold the events).
     """
 
+    @property
+    def id(self) -> str:
+        """The run id: the same as ``run_id``."""
+        return self.run_id
+
     def __init__(self, runs: Any, started: RunStarted, *, endpoint: Optional[str] = None,
                  approval_provider: Any = None, deadline: Optional[float] = None,
                  context: Optional[ExecutionContext] = None, objective: Optional[str] = None,
                  session_id: Optional[str] = None) -> None:
-        self.id = started.run_id
+        self.run_id = started.run_id
         self.status = started.status
         self.replayed = started.replayed
         self.action_id = started.action_id

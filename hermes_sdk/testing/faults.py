@@ -617,6 +617,8 @@ class FaultServer:
                 continue
             except OSError:
                 break
+            # As the emulator: a reply written in pieces must not wait for the client's delayed ACK.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self.connections_total += 1
                 if self.open_connections >= self.max_connections:

@@ -289,7 +289,13 @@ class HermesHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self._trailing_headers()
         self.end_headers()
-        self.wfile.write(body)
+        self._write_body(body)
+
+    def _write_body(self, body: bytes) -> None:
+        """The body, except to a HEAD: its reply carries the GET's headers and no body (RFC 9110
+        9.3.2); a body there would be read as the start of the next reply on the connection."""
+        if self.command != "HEAD":
+            self.wfile.write(body)
         self.wfile.flush()
 
     def send_body(
@@ -318,8 +324,7 @@ class HermesHandler(BaseHTTPRequestHandler):
         if fault is not None and fault.mode in ("mid_body", "mid_stream"):
             self.wfile.write(body[: max(1, len(body) // 2)])
             raise DropConnection()
-        self.wfile.write(body)
-        self.wfile.flush()
+        self._write_body(body)
 
     def send_crash(self) -> None:
         body = b"500 Internal Server Error\n\nServer got itself in trouble"
@@ -329,8 +334,7 @@ class HermesHandler(BaseHTTPRequestHandler):
         self._trailing_headers()
         self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
+        self._write_body(body)
         self.close_connection = True
 
     def open_sse(self, headers: Headers, fault: Fault | None, check_alive: bool = False) -> SSEWriter:

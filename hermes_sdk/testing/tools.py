@@ -12,7 +12,8 @@ go *before* the first directive, whose argument runs to ``||`` or the end of the
   ``TOOLJSON:<name>:{...}`` (exactly that JSON); directives joined by ``||`` are parallel
   calls of one turn (Hermes runs them one after another);
 - ``PREAMBLE``: the tool-call turn also carries the text ``Calling tools now.``;
-- after the tools ran the model answers ``DONE: <first 160 chars of each result joined by " | ">``.
+- after the tools ran the model answers ``DONE: <each result joined by " | ">``, a result over 160
+  characters cut there and ending in ``…`` (so a cut answer says it was cut).
 """
 
 from __future__ import annotations
@@ -188,7 +189,9 @@ def call_arguments(kind: str, name: str, arg: str) -> str:
 
 
 def done_text(results: list[str]) -> str:
-    return "DONE: " + " | ".join(r[:RESULT_PREVIEW_CHARS] for r in results)
+    """The model's answer after the tools ran (the same on the live fake LLM, tests/live/fake_llm.py)."""
+    return "DONE: " + " | ".join(r if len(r) <= RESULT_PREVIEW_CHARS else r[:RESULT_PREVIEW_CHARS] + "…"
+                                 for r in results)
 
 
 def detect_danger(command: str) -> str | None:

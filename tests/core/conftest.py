@@ -11,6 +11,14 @@ from hermes_sdk import HermesClient
 from hermes_sdk.testing import HermesEmulator
 
 
+@pytest.fixture(autouse=True)
+def private_state_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The CLI keeps idempotency keys, the last session and its chat history in
+    ``$XDG_STATE_HOME/hermes-sdk``: every test (and every CLI subprocess it starts, which inherits
+    the environment) gets a fresh one, never the home directory of whoever runs the tests."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture
 def emu(hermes_emulator: HermesEmulator) -> HermesEmulator:
     return hermes_emulator

@@ -229,7 +229,7 @@ def subprocess_env(emulator: Any, **extra: str) -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[2])
     env.update(HERMES_BASE_URL=emulator.base_url, HERMES_API_KEY=emulator.api_key, HERMES_SDK_PLUGINS="",
                PYTHONPATH=os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p),
-               XDG_STATE_HOME=_STATE.name)
+               XDG_STATE_HOME=os.environ.get("XDG_STATE_HOME") or _STATE.name)  # the test's own (conftest)
     env.update(extra)
     return env
 

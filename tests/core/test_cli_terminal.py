@@ -103,11 +103,36 @@ def test_interactive_chat_keeps_its_session(hermes_emulator: Any, tmp_path: Any)
     again.expect(f"(session {session})")
     again.expect("> ")
     again.type("and now?\n")
-    again.expect("ECHO: and now?")
-    again.expect("> ")
+    again.expect("ECHO: and now?\r\n> ")  # the next prompt: readline now reads the terminal
     again.type("\x04")
     assert again.wait() == 0
     assert hermes_emulator.requests_seen[-1].headers["X-Hermes-Session-Id"] == session
+
+
+def test_the_chat_loop_edits_lines_and_keeps_a_history(hermes_emulator: Any, tmp_path: Any) -> None:
+    import stat
+
+    left, right, up = "\x1b[D", "\x1b[C", "\x1b[A"
+    term = PtyProcess(["chat"], _env(hermes_emulator, tmp_path))
+    term.expect("> ")
+    term.type("hllo world" + left * 10 + right + "e\n")  # a typo mended in the middle of the line
+    term.expect("ECHO: hello world\r\n> ")
+    term.type(up + "\n")  # the line before, again
+    term.expect("ECHO: hello world\r\n> ")
+    term.type("exit\n")
+    assert term.wait() == 0
+    chats = [r.body["messages"][-1]["content"] for r in hermes_emulator.requests_seen
+             if r.path == "/v1/chat/completions"]
+    assert chats == ["hello world", "hello world"]
+    history = tmp_path / "state" / "hermes-sdk" / "chat_history"
+    assert stat.S_IMODE(history.stat().st_mode) == 0o600 and "hello world" in history.read_text()
+
+    again = PtyProcess(["chat"], _env(hermes_emulator, tmp_path))  # the history outlives the process
+    again.expect("> ")
+    again.type(up + up + "\n")  # "exit" is the newest line kept; one more up: hello world
+    again.expect("ECHO: hello world\r\n> ")
+    again.type("\x04")
+    assert again.wait() == 0
 
 
 @pytest.fixture

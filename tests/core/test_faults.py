@@ -537,3 +537,32 @@ def test_the_pytest_fixture_serves_scripted_faults(hermes_fault_server: FaultSer
         assert client.chat(prompt="hi").text == "ok"  # dripped quickly enough to finish
         assert client.response_get("resp_1").id == "resp_1"  # the default fault again: "ok"
     assert server.wait_idle(1.0) and len(server.requests) == 3 and server.connections_total == 3
+
+
+def test_every_test_server_turns_nagle_off() -> None:
+    """A reply written in pieces must not wait ~40 ms for the client's delayed ACK on a keep-alive
+    connection: the emulator's handler, the fault server's connections and the live fake LLM all
+    set TCP_NODELAY (benchmarks/keepalive.py measures what it saves)."""
+    import importlib.util
+    import socket
+    from pathlib import Path
+
+    from hermes_sdk.testing.server import HermesHandler
+
+    assert HermesHandler.disable_nagle_algorithm is True
+    spec = importlib.util.spec_from_file_location("fake_llm", Path(__file__).resolve().parents[1] / "live" /
+                                                  "fake_llm.py")
+    assert spec is not None and spec.loader is not None
+    fake_llm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake_llm)
+    assert fake_llm.FakeLLMHandler.disable_nagle_algorithm is True
+    with FaultServer(fault="half_open", max_seconds=2.0) as server:
+        sock = socket.create_connection((server.host, server.port))
+        sock.sendall(b"GET /v1/responses/x HTTP/1.1\r\nHost: x\r\n\r\n")
+        deadline = time.monotonic() + 10
+        while not server._socks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with server._lock:
+            accepted = list(server._socks)
+        assert accepted and all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in accepted)
+        sock.close()

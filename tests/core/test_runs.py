@@ -818,3 +818,9 @@ def test_the_provider_is_told_the_runs_objective_session_tenant_and_principal(
     assert request.identifiers["session_id"] == "sess-9" and request.identifiers["run_id"] == run.id
     assert (request.tenant_id, request.principal_id) == ("acme", "user-7")
     assert "objective" not in repr(request) and "sk-abcdefghijkl0123" not in repr(request)
+def test_a_run_and_its_result_answer_to_both_spellings_of_the_id(client: Any) -> None:
+    run = client.run("hello", idempotency_key="both-spellings")
+    result = run.wait(timeout=30)
+    status = client.runs.get(run.run_id)
+    assert run.id == run.run_id == result.run_id == result.id == status.run_id == status.id
+    assert run.run_id.startswith("run_")

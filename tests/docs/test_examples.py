@@ -1,8 +1,11 @@
 """Every ```python example in docs/**/*.md and README.md runs, against the bundled emulator.
 
-The blocks of one page run in order in one fresh interpreter and share its namespace (a later block
-may use a client made by an earlier one), with ``HERMES_BASE_URL`` and ``HERMES_API_KEY`` pointing
-at an emulator of its own, so an example written as ``HermesClient()`` talks to it. A block that defines
+Each block runs alone, in a namespace of its own, as a reader pastes it: it imports and makes
+what it uses. The one exception says so in its first line, which the reader sees: a block that
+starts with ``# continues`` (a step of a walkthrough, "# continues the example above") runs in the
+namespace the block before it left. The blocks of a page run in order in one fresh interpreter,
+with ``HERMES_BASE_URL`` and ``HERMES_API_KEY`` pointing at an emulator of its own, so an example
+written as ``HermesClient()`` talks to it. A block that defines
 ``test_*`` functions is a pytest example and runs under pytest (with the ``hermes_emulator`` fixture).
 
 A block that cannot run here (it needs a real Redis, a path on your server, ...) says so in an HTML
@@ -37,8 +40,11 @@ EMULATOR = re.compile(r"<!--\s*emulator:(?P<args>[^>]*)-->")
 RUNNER = r"""
 import json, sys, traceback
 blocks = json.load(open(sys.argv[1]))
-namespace = {"__name__": "__main__"}
+failed = 0
+namespace = {}
 for block in blocks:
+    if not block["code"].lstrip().startswith("# continues"):
+        namespace = {"__name__": "__main__"}  # each block alone, as a reader pastes it
     code = "\n" * (block["line"] - 1) + block["code"]  # tracebacks name the page's own line numbers
     try:
         exec(compile(code, block["page"], "exec"), namespace)
@@ -48,7 +54,8 @@ for block in blocks:
     except BaseException:
         sys.stderr.write(f"example at {block['page']}:{block['line']} failed:\n")
         traceback.print_exc()
-        sys.exit(1)
+        failed += 1
+sys.exit(1 if failed else 0)
 """
 
 
@@ -113,3 +120,26 @@ def test_page_examples_run(page: Path, blocks: list[dict[str, Any]], hermes_emul
         out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=110)
         assert out.returncode == 0, f"{block['page']}:{block['line']}\n{out.stdout[-4000:]}"
+
+
+def test_each_block_runs_alone_unless_it_says_it_continues(tmp_path: Path) -> None:
+    """A block that uses a name made by the block before it fails, as it would pasted alone; one
+    that starts with ``# continues`` sees that namespace."""
+    blocks = [{"page": "p.md", "line": 1, "code": "made = 1\n"},
+              {"page": "p.md", "line": 3, "code": "# continues the example above\nassert made == 1\n"},
+              {"page": "p.md", "line": 6, "code": "print(made)\n"}]
+    (tmp_path / "blocks.json").write_text(json.dumps(blocks))
+    (tmp_path / "runner.py").write_text(RUNNER)
+    out = subprocess.run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and out.stderr.count("failed:") == 1
+    assert "example at p.md:6 failed" in out.stderr and "NameError: name 'made' is not defined" in out.stderr
+
+
+def test_the_landing_page_code_fits_the_page() -> None:
+    """The landing page's code blocks are read on the rendered page (furo's column shows about 80
+    characters) without scrolling sideways."""
+    text = (ROOT / "docs" / "index.md").read_text()
+    wide = [line for block in re.findall(r"^```\w*\n(.*?)^```", text, re.M | re.S)
+            for line in block.splitlines() if len(line) > 79]
+    assert wide == []

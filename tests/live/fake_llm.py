@@ -20,7 +20,8 @@ magic words BEFORE the first directive, whose argument runs to ``||`` or the end
   ``TOOLJSON:<name>:{...}``; directives joined by ``||`` are parallel calls of one turn.
   Streamed, each call's arguments are split over two chunks, ``finish_reason: "tool_calls"``.
 * ``PREAMBLE``: the tool-call turn also carries the text ``Calling tools now.``.
-* last message has role ``tool``: ``DONE: <first 160 chars of each result joined by " | ">``.
+* last message has role ``tool``: ``DONE: <each result joined by " | ">``, a result over 160
+  characters cut there and ending in ``…``.
 * ``REASON``: ``reasoning_content`` deltas (non-stream: ``message.reasoning_content``).
 * ``THINKTAG``: the content starts with ``<think>pondering the request</think>``.
 * approvals reviewer (system prompt "security reviewer"): ``APPROVE`` if the command
@@ -70,6 +71,12 @@ DIRECTIVE_RE = re.compile(r"(TOOLJSON|TOOL):([^:\s|]+):")
 PREAMBLE_TEXT = "Calling tools now."
 THINK_PREFIX = "<think>pondering the request</think>"
 RESULT_PREVIEW_CHARS = 160
+
+
+def done_text(results: list[str]) -> str:
+    """The answer after the tools ran: a result cut at 160 characters ends in "…" (as the emulator)."""
+    return "DONE: " + " | ".join(r if len(r) <= RESULT_PREVIEW_CHARS else r[:RESULT_PREVIEW_CHARS] + "…"
+                                 for r in results)
 _CALL_SEQ = [0]
 _CALL_LOCK = threading.Lock()
 
@@ -244,6 +251,7 @@ def chat_log_entry(body: dict[str, Any]) -> dict[str, Any]:
 class FakeLLMHandler(BaseHTTPRequestHandler):
     # HTTP/1.0: each response closes its connection, so SSE needs no chunking.
     protocol_version = "HTTP/1.0"
+    disable_nagle_algorithm = True  # headers and body are separate writes: no wait for a delayed ACK
     server_version = "FakeLLM/1.0"
     call_log: CallLog = CallLog(None)
 
@@ -293,7 +301,7 @@ class FakeLLMHandler(BaseHTTPRequestHandler):
             return
         results = trailing_tool_results(messages)
         if results:
-            text = "DONE: " + " | ".join(r[:RESULT_PREVIEW_CHARS] for r in results)
+            text = done_text(results)
             self.reply(stream, model, text, "stop", usage_for(messages, text))
             return
         slow = SLOW_RE.search(last_user)

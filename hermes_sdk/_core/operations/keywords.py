@@ -7,7 +7,7 @@ provider fields the SDK does not model travel in ``extra_body=``.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from ...errors import InvalidInputError
@@ -25,17 +25,23 @@ _CALL_KEYWORDS = ("endpoint", "action_id", "context", "deadline", "timeout", "id
                   "query", "messages", "body")
 
 
+def close_match(name: str, known: Iterable[str]) -> Optional[str]:
+    """The known name ``name`` is most likely a misspelling of, or None."""
+    found = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
 def check_known(fields: Mapping[str, Any], known: frozenset[str], method: str) -> None:
     """Refuse a keyword the method does not model, before anything is sent, suggesting the close match."""
     for name in fields:
         if name in known:
             continue
-        close = difflib.get_close_matches(name, sorted(known) + list(_CALL_KEYWORDS), n=1, cutoff=0.75)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        close = close_match(name, sorted(known) + list(_CALL_KEYWORDS))
+        hint = f" (did you mean {close!r}?)" if close else ""
         raise InvalidInputError(
             f"{method}() got an unknown keyword argument {name!r}{hint}. Provider fields the SDK does not "
             "model go through extra_body={...}",
-            details={"field": name, **({"suggestion": close[0]} if close else {})})
+            details={"field": name, **({"suggestion": close} if close else {})})
 
 
 def merge_extra(fields: dict[str, Any], extra_body: Optional[Mapping[str, Any]]) -> dict[str, Any]:

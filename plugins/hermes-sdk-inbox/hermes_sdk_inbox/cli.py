@@ -3,7 +3,7 @@
 The core ``hermes-sdk`` command has no hook for plugin subcommands, so the inbox ships this console
 script of its own::
 
-    hermes-sdk-inbox --store postgresql://app@db/app --token "$HERMES_SDK_INBOX_TOKEN"   # serve
+    HERMES_SDK_INBOX_TOKEN=... hermes-sdk-inbox --store postgresql://app@db/app   # serve
     hermes-sdk-inbox --store sqlite:///hermes-inbox.db list --state all --json
     hermes-sdk-inbox --store URL resume --watch 2     # send operator decisions (HERMES_BASE_URL, ...)
     hermes-sdk-inbox --store URL serve --resume       # both in one process
@@ -32,9 +32,24 @@ from .resume import ResumeWorker
 from .sessions import LoginSessions
 from .web import create_app, token_from_env
 
+_DESCRIPTION = "Serve the approval inbox on its own, or list its entries."
+_EPILOG = """examples:
+  export HERMES_SDK_INBOX_TOKEN=...        # the token from the environment, not the command line
+  hermes-sdk-inbox --store postgresql://app@db/app              # serve
+  hermes-sdk-inbox --store sqlite:///hermes-inbox.db list --state all --json
+  hermes-sdk-inbox --store URL resume --watch 2                 # send operator decisions
+  hermes-sdk-inbox --store URL serve --resume                   # both in one process
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="hermes-sdk-inbox", description=__doc__.split("\n\n")[0])
+resume and serve --resume build a HermesClient from the environment (HERMES_BASE_URL,
+HERMES_API_KEY, HERMES_SDK_IDEMPOTENCY_STORE or --idempotency-store): it must share the
+idempotency store of the processes that call client.operate, where the operator state lives."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The options work before or after the subcommand; a subcommand's unset option keeps the
+    top-level one (``argparse.SUPPRESS``)."""
+    parser = argparse.ArgumentParser(prog="hermes-sdk-inbox", description=_DESCRIPTION, epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default=os.environ.get("HERMES_SDK_INBOX_STORE"), required=False,
                         help="the queue's store URL (env HERMES_SDK_INBOX_STORE): sqlite:///path, "
                              "postgresql://..., mysql://..., sql+<SQLAlchemy URL>, redis://...")
@@ -50,20 +65,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     resume = sub.add_parser("resume", help="send decided operator entries (operate(resume=...)) and follow them")
     resume.add_argument("--watch", type=float, default=None, metavar="SECONDS",
                         help="keep looking every SECONDS instead of once")
+
+    def default(p: argparse.ArgumentParser, value: Any) -> Any:
+        return value if p is parser else argparse.SUPPRESS
+
     for p in (serve, resume, parser):
-        p.add_argument("--idempotency-store", default=None,
+        p.add_argument("--idempotency-store", default=default(p, None), metavar="URL",
                        help="the operator state's store (env HERMES_SDK_IDEMPOTENCY_STORE)")
-        p.add_argument("--resume-timeout", type=float, default=None,
+        p.add_argument("--resume-timeout", type=float, default=default(p, None), metavar="SECONDS",
                        help="seconds each resumed operator action is followed (default 900)")
     for p in (parser, serve):
-        p.add_argument("--resume", action="store_true",
+        p.add_argument("--resume", action="store_true", default=default(p, False),
                        help="also send operator decisions as they are made (a background worker)")
-    for p in (parser, serve):
-        p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-        p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
-        p.add_argument("--token", default=None, help="the access token (env HERMES_SDK_INBOX_TOKEN); "
-                                                     "without one a random token is made and printed")
-        p.add_argument("--operator", default="operator", help="the identity the token signs in as")
+        p.add_argument("--host", default=default(p, "127.0.0.1"), help="bind address (default 127.0.0.1)")
+        p.add_argument("--port", type=int, default=default(p, 8765),
+                       help="port (default 8765; 0 picks a free one)")
+        p.add_argument("--token", default=default(p, None),
+                       help="the access token; prefer the environment variable HERMES_SDK_INBOX_TOKEN (a "
+                            "command line is visible to other users); without either a random token is made "
+                            "and printed")
+        p.add_argument("--operator", default=default(p, "operator"), help="the identity the token signs in as")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not args.store:
         parser.error("--store (or HERMES_SDK_INBOX_STORE) is required")

@@ -323,3 +323,46 @@ def test_cli_lists_entries(tmp_path: Any, capsys: pytest.CaptureFixture[str]) ->
     assert cli_main(["--store", url, "list", "--json", "--state", "all"]) == 0
     assert '"operation": "response_delete"' in capsys.readouterr().out
     client.close()
+
+
+def test_cli_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli_main(["--help"])
+    shown = capsys.readouterr().out
+    assert "``" not in shown and "Serve the approval inbox" in shown and "HERMES_SDK_INBOX_TOKEN" in shown
+    from hermes_sdk_inbox.cli import build_parser
+
+    args = build_parser().parse_args(["--port", "9000", "--token", "t" * 16, "serve"])  # before the subcommand
+    assert (args.port, args.token) == (9000, "t" * 16)
+    assert build_parser().parse_args(["serve", "--port", "7"]).port == 7
+
+
+def test_cli_serves_with_the_token_from_the_environment(tmp_path: Any) -> None:
+    """The secret never needs to be on the command line (where ``ps`` shows it to every user)."""
+    import os
+    import subprocess
+    import sys
+
+    import requests
+
+    token = "env-token-" + "x" * 16
+    env = {**os.environ, "HERMES_SDK_INBOX_TOKEN": token, "HERMES_SDK_PLUGINS": ""}
+    argv = [sys.executable, "-m", "hermes_sdk_inbox.cli", "--store", f"sqlite:///{tmp_path / 'served.db'}",
+            "--port", "0"]
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("hermes-sdk-inbox: serving http://"), line  # no random token was made
+        base = line.split("serving ", 1)[1].strip()
+        if sys.platform.startswith("linux"):
+            assert token not in open(f"/proc/{proc.pid}/cmdline").read()
+        with requests.Session() as http:
+            assert http.get(base, headers={"Authorization": f"Bearer {token}"}, timeout=30).status_code == 200
+            refused = http.get(base, headers={"Authorization": "Bearer wrong-token-000000"}, timeout=30,
+                               allow_redirects=False)
+            assert refused.status_code == 303 and refused.headers["Location"].endswith("/login")
+    finally:
+        proc.terminate()
+        proc.wait(30)
