@@ -40,21 +40,30 @@ from .errors import (
     RunNotFoundError,
     RunStoppedError,
     ServerError,
+    StaleApprovalError,
+    SteerNotAcceptedError,
     StreamError,
     TenantMismatchError,
     TransportError,
+    UnsupportedByServerError,
 )
 from .events import (
     ApprovalRequested,
     ApprovalResponded,
     FunctionCall,
     FunctionCallOutput,
+    HermesStatus,
     MessageDelta,
     ReasoningAvailable,
+    ReasoningDelta,
     RunCancelled,
     RunCompleted,
+    RunEnded,
     RunEvent,
     RunFailed,
+    RunInterrupted,
+    RunSteered,
+    SubagentEvent,
     ToolCompleted,
     ToolProgress,
     ToolStarted,
@@ -74,7 +83,8 @@ from .models import (
 )
 from .operator import OperatorResult
 from .redaction import Redactor
-from .runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
+from .runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus, SteerAnswer
+from .server_features import ServerFeatures
 from .sessions import (
     Session,
     SessionAssistantCompleted,
@@ -125,6 +135,9 @@ __all__ = [
     "SessionPage", "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError",
     "SessionThinking", "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
     "SessionTranscript", "Skill",
+    # what a newer server adds (0.20+)
+    "HermesStatus", "ReasoningDelta", "RunEnded", "RunInterrupted", "RunSteered", "ServerFeatures",
+    "StaleApprovalError", "SteerAnswer", "SteerNotAcceptedError", "SubagentEvent", "UnsupportedByServerError",
 ]
 
 # Plugin-author types live in hermes_sdk.plugin; the old top-level names keep working.

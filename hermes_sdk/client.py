@@ -17,7 +17,7 @@ from .approval import ApprovalDecision, ApprovalRequest
 from .capabilities import descriptor
 from .config import ClientSettings, build_endpoints, build_runtime, max_attempts_value
 from .deadline import TimeoutLike, as_timeout
-from .endpoints import Deadline, Endpoint, ExecutionContext
+from .endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
 from .errors import InvalidInputError
 from .executor import Executor
 from .idempotency import IdempotencyStore
@@ -35,6 +35,8 @@ from .resources.runs import Runs
 from .resources.sessions import Sessions
 from .retry import RetryPolicy
 from .runs import Run
+from .server_features import ServerFeatures
+from .stream_approvals import StreamApprovals
 from .streaming import ChatStream, ResponseStream
 
 log = logging.getLogger("hermes_sdk")
@@ -212,16 +214,29 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
                     keep_events: bool = True, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                     context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                     timeout: TimeoutLike = None, idle_timeout: Optional[float] = None,
-                    extra_body: Optional[Mapping[str, Any]] = None, **provider_fields: Any) -> ChatStream:
+                    extra_body: Optional[Mapping[str, Any]] = None, approval_provider: Any = None,
+                    **provider_fields: Any) -> ChatStream:
         """A streamed chat turn: returns once the headers arrived; iterate the ChatStream for events.
 
         ``max_events`` stops collection before a terminal event (``stream_truncated``);
         ``keep_events=False`` keeps only the aggregate. Closing the stream early cancels the turn.
+        An approval the turn's agent asks for on the stream (Hermes 0.21+: ``approval.request``)
+        goes to ``approval_provider`` (default: the client's) while the stream is read, and its
+        answer to ``POST /v1/runs/{completion id}/approval`` with the request's ``request_id``.
         """
         data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         data["max_events"] = max_events
-        return self._executor.request(CHAT_STREAM, data, CallOptions(
+        stream: ChatStream = self._executor.request(CHAT_STREAM, data, CallOptions(
             endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
+        if not stream.replayed:
+            provider = approval_provider if approval_provider is not None else self._executor.runtime.approval_provider
+            stream._on_event = StreamApprovals(self.runs, provider, endpoint, context, deadline_epoch(deadline))
+        return stream
+
+    def server_features(self, *, endpoint: Optional[str] = None, refresh: bool = False) -> ServerFeatures:
+        """What the endpoint's Hermes server supports (its version and ``/v1/capabilities``
+        features), read from the server once and kept; ``refresh=True`` reads it again."""
+        return self._executor.runtime.server_features.get(self._executor, endpoint, refresh=refresh)
 
     def responses(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
                   idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,

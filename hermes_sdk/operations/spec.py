@@ -58,6 +58,14 @@ class OperationSpec(Generic[T]):
     #: ``(input, reply JSON) -> bool``. Such a reply (a delete receipt or a run status naming
     #: another id) is ``invalid_response``, uncertain where the request changed something.
     names_another: Optional[Callable[[Mapping[str, Any], Any], bool]] = None
+    #: The ``Idempotency-Key`` header sent for the caller's key (``run_start``: a key the server's
+    #: rule accepts); the SDK's records keep the caller's key. None: sent unchanged.
+    wire_key: Optional[Callable[[str], str]] = None
+    #: The ``/v1/capabilities`` feature the server must list for this operation (``run_steer``);
+    #: a server without it is refused locally (UnsupportedByServerError), nothing sent.
+    server_feature: Optional[str] = None
+    #: Input keys (ids, never content) a failure's ``details`` names (``run_approval``: ``request_id``).
+    error_input_keys: tuple[str, ...] = ()
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""

@@ -9,8 +9,21 @@ from __future__ import annotations
 import time
 
 from ..call import Call
-from ..errors import DeadlineExceededError, InvalidInputError, TenantMismatchError
+from ..errors import DeadlineExceededError, InvalidInputError, TenantMismatchError, UnsupportedByServerError
 from ..view import redacted_headers
+
+
+def require_feature(call: Call, feature: str) -> None:
+    """Refuse, before sending, an operation the server does not list in ``/v1/capabilities``."""
+    from ..executor import Executor
+
+    features = call.runtime.server_features.get(Executor({call.endpoint.id: call.endpoint}, call.context,
+                                                         call.runtime))
+    if not features.supports(feature):
+        raise UnsupportedByServerError(
+            f"the Hermes server ({features.version or 'version unknown'}) does not offer {call.contract.operation}: "
+            f"its /v1/capabilities does not list {feature!r} (Hermes 0.20+ does)",
+            details={"feature": feature, "server_version": features.version, "sent": False})
 
 
 def check(call: Call) -> None:
@@ -24,6 +37,8 @@ def check(call: Call) -> None:
     api_key = ep.api_key if call.spec.public else ep.require_key()
     if call.spec.admit is not None:
         call.spec.admit(call)
+    if call.spec.server_feature is not None:
+        require_feature(call, call.spec.server_feature)
     if contract.key_requirement == "required" and call.key is None:
         raise InvalidInputError(f"{contract.operation} requires an idempotency key: pass idempotency_key=",
                                 details={"field": "idempotency_key"})
@@ -38,7 +53,9 @@ def check(call: Call) -> None:
     headers.update(call.request.headers)
     headers.pop("Idempotency-Key", None)
     if call.key is not None:
-        headers["Idempotency-Key"] = call.key  # the caller's key wins, unchanged on every attempt
+        # The caller's key wins, the same on every attempt (a spec may map it to the server's rule).
+        wire_key = call.spec.wire_key
+        headers["Idempotency-Key"] = wire_key(call.key) if wire_key is not None else call.key
     headers["Accept"] = "text/event-stream" if call.spec.streaming else "application/json"
     call.runtime.transport.check_session_headers()
     call.headers = headers
