@@ -17,7 +17,7 @@ from .sessiondb import SessionDB
 from .state import FAULT_MODES, EmulatorState, Fault, SeenRequest, Settings
 from .store import ResponseStore
 from .tools import DEFAULT_TOOLSETS, TOOLSET_TOOLS
-from .versions import check_version
+from .versions import SERVER_VERSIONS, check_version
 
 APPROVAL_MODES = ("manual", "smart", "off")
 
@@ -566,6 +566,8 @@ def add_options(parser: Any) -> None:
     parser.add_argument("--approval-mode", choices=APPROVAL_MODES, default="manual",
                         help="Hermes' approvals.mode: manual asks about every flagged command, smart lets "
                              "its judge approve some first, off never asks (default: %(default)s)")
+    parser.add_argument("--server-version", choices=SERVER_VERSIONS, default="0.19.0",
+                        help="the Hermes release to play (default: %(default)s)")
     parser.add_argument("--approval-timeout", type=float, default=60.0, metavar="SECONDS",
                         help="Hermes' approvals.timeout: an unanswered approval is BLOCKED after it "
                              "(default: %(default)s)")
@@ -588,6 +590,7 @@ def options_from(args: Any) -> dict[str, Any]:
         "toolsets": DEFAULT_TOOLSETS if args.tools else (),
         "approval_mode": args.approval_mode,
         "approval_timeout": args.approval_timeout,
+        "server_version": args.server_version,
     }
 
 

@@ -7,13 +7,12 @@ so an application's tests can cover the servers its users run:
 - 0.20: approval requests carry ``request_id`` and ``allow_session`` (answers still oldest first);
   ``POST /v1/runs/{id}/steer`` and ``run.steered``; the 401 body ``gateway_auth_failed``; sessions'
   ``pinned``/``archived``/``hidden``; a session's messages paginated (the latest 500 without
-  ``limit``); ``GET /api/model/options``;
+  ``limit``) and a forked parent's messages its own (measured on 0.20.1); ``GET /api/model/options``;
 - 0.21 and later (0.22.2): an approval answer resolves exactly its ``request_id`` (409 for a stale
   one); durable run idempotency (``replayed``, 409 for another body, 400 for a key that is not
   1-255 visible ASCII); numbered, resumable run events (``id:``, ``seq``, ``Last-Event-ID``);
   ``runtime``/``completed``/``partial``/``interrupted`` on terminal events; approvals on streamed
-  chat completions (``event: approval.request``, answered at ``/v1/runs/{chatcmpl id}/approval``);
-  a forked parent's messages are its own.
+  chat completions (``event: approval.request``, answered at ``/v1/runs/{chatcmpl id}/approval``).
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ class Behaviour:
         self.event_ids = v21  # id:/seq on run events, Last-Event-ID resumes
         self.terminal_fields = v21  # runtime/completed/partial/interrupted on terminal events
         self.stream_approvals = v21  # approval.request on streamed chat completions
-        self.fork_redirect = not v21  # a forked parent's messages are its newest child's
+        self.fork_redirect = not v20  # a forked parent's messages are its newest child's (measured: 0.19 only)
 
 
 __all__ = ["SERVER_VERSIONS", "Behaviour", "check_version", "version_tuple"]

@@ -110,7 +110,8 @@ def test_a_space_is_percent_20_on_the_wire(raw_server: Any) -> None:
     server: RawServer = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, body)))
     with raw_client(server) as client:
         assert client.sessions.messages("a b/c+%").session_id == "a b/c"
-    assert server.requests[0].target == "/api/sessions/a%20b%2Fc%2B%25/messages"
+    # The whole transcript is read in pages (0.20+ answers only the latest 500 without a limit).
+    assert server.requests[0].target == "/api/sessions/a%20b%2Fc%2B%25/messages?limit=500&offset=0&order=oldest"
 
 
 @pytest.mark.parametrize("bad", ["", "a\nb", "a\rb", "a\x00b", ".", "..", None, 5])
@@ -337,7 +338,7 @@ def test_invoke_uses_the_connector_names(client: HermesClient) -> None:
 def test_contracts_are_the_connectors() -> None:
     client = HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False)
     caps = {d["operation"]: d for d in client.capabilities()}
-    assert len(caps) == 35
+    assert len(caps) == 36
     assert caps["sessions_list"]["retry"] == {"safety": "safe", "supports_retry": True}
     assert caps["sessions_list"]["kind"] == "tool" and caps["session_chat"]["kind"] == "agent"
     delete = caps["session_delete"]
