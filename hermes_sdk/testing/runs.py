@@ -544,6 +544,8 @@ def handle_approval(ex: Exchange, run_id: str) -> None:
 
 def handle_stop(ex: Exchange, run_id: str) -> None:
     run = ex.state.runs.get(run_id)
+    if run is not None and run.done.is_set() and ex.state.behaviour.terminal_fields:
+        return ex.send_json(200, run.snapshot())  # 0.21+: a finished run's /stop answers its object
     if run is None or run.done.is_set():
         return not_found(ex, run_id)
     run.set_status("stopping", last_event="run.stopping")
@@ -639,8 +641,9 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
         run.approvals_closed.set()
         state.transcripts.append(info.session_id, _transcript(info, result))
         if run.cancel.is_set() or (result is None and failure is None):
-            run.set_status("cancelled")
-            emit.event("run.cancelled")
+            ended = _cancelled(state)
+            run.set_status("cancelled", **ended)
+            emit.event("run.cancelled", **ended)
         elif failure is not None or (result is not None and result.failed):
             error = failure if failure is not None else (result.error if result else None) or "agent failed"
             ended = _ended(state, run, completed=False)
@@ -665,6 +668,14 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
             pending.answered.set()
         state.release_run()
         emit.put(None)  # the close sentinel: the subscriber writes ": stream closed"
+
+
+def _cancelled(state: EmulatorState) -> JSONDict:
+    """0.21+: a stopped run's terminal fields (measured on 0.22.2)."""
+    if not state.behaviour.terminal_fields:
+        return {}
+    return {"completed": False, "partial": False, "interrupted": True,
+            "turn_exit_reason": "interrupted_during_api_call"}
 
 
 def _ended(state: EmulatorState, run: Run, completed: bool) -> JSONDict:

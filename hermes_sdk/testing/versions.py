@@ -12,7 +12,8 @@ so an application's tests can cover the servers its users run:
   one); durable run idempotency (``replayed``, 409 for another body, 400 for a key that is not
   1-255 visible ASCII); numbered, resumable run events (``id:``, ``seq``, ``Last-Event-ID``);
   ``runtime``/``completed``/``partial``/``interrupted`` on terminal events; approvals on streamed
-  chat completions (``event: approval.request``, answered at ``/v1/runs/{chatcmpl id}/approval``).
+  chat completions (``event: approval.request``, answered at ``/v1/runs/{chatcmpl id}/approval``);
+  ``/stop`` of a finished run answers its object (not 404); a job's bad schedule is a 400.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Behaviour:
         self.event_ids = v21  # id:/seq on run events, Last-Event-ID resumes
         self.terminal_fields = v21  # runtime/completed/partial/interrupted on terminal events
         self.stream_approvals = v21  # approval.request on streamed chat completions
+        self.job_refusals_400 = v21  # a bad schedule / nothing to run: 400, not 500
         self.fork_redirect = not v20  # a forked parent's messages are its newest child's (measured: 0.19 only)
 
 
