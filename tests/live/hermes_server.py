@@ -103,7 +103,9 @@ class HermesServerError(RuntimeError):
 
 
 def venv_dir() -> Path:
-    return Path(os.environ.get("HERMES_LIVE_VENV") or DEFAULT_VENV).resolve()
+    """``HERMES_LIVE_VENV`` (the baseline's; another spec's gets the spec appended), else ``.tox/``."""
+    given = os.environ.get("HERMES_LIVE_VENV")
+    return Path(given + _VENV_SUFFIX if given else DEFAULT_VENV).resolve()
 
 
 def ensure_venv(venv: Path | None = None, python: str | None = None) -> Path:
