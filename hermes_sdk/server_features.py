@@ -28,9 +28,9 @@ _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 #: From 0.21 (upstream's September decomposition) ``POST /v1/runs/{id}/approval`` resolves exactly
 #: the ``request_id`` it is given and refuses a stale one with 409; 0.20 ignores it (oldest first).
 EXACT_APPROVALS_FROM = (0, 21, 0)
-#: 0.19 answers a forked parent's messages with its newest child's; measured on the real servers,
-#: 0.20.1 and 0.22.2 answer with the parent's own (spec/hermes-next.md attributes the change to 0.22).
-FORK_REDIRECT_UNTIL = (0, 20, 0)
+#: 0.19 and 0.20 answer a forked parent's messages with its newest child's; 0.21+ (measured on
+#: 0.22.2) answer with the parent's own.
+FORK_REDIRECT_UNTIL = (0, 21, 0)
 
 
 def parse_version(value: Optional[str]) -> Optional[Tuple[int, int, int]]:
@@ -82,7 +82,7 @@ class ServerFeatures:
 
     @property
     def fork_redirect(self) -> Optional[bool]:
-        """Whether a forked parent's messages are its newest child's (0.19); None when unknown."""
+        """Whether a forked parent's messages are its newest child's (0.19, 0.20); None when unknown."""
         version = self.version_tuple
         return None if version is None else version < FORK_REDIRECT_UNTIL
 

@@ -132,11 +132,10 @@ class SessionMessage:
 class SessionTranscript:
     """``GET /api/sessions/{id}/messages``: the messages of the session **Hermes resolved**.
 
-    On Hermes 0.19, asking for a forked parent answers with the newest fork's transcript, and
-    ``session_id`` names that fork: read it from here, never assume it is the id you asked for.
-    0.20.1 and 0.22.2 answer with the parent's own. ``fork_redirect`` says which behaviour the
-    server has, read from the reply itself (only 0.19's lacks ``pagination``, and only 0.19
-    redirects): True on 0.19, False on 0.20+. ``pages`` is how many
+    On Hermes 0.19 and 0.20, asking for a forked parent answers with the newest fork's
+    transcript, and ``session_id`` names that fork: read it from here, never assume it is the id
+    you asked for. 0.21+ (0.22.2) answers with the parent's own. ``fork_redirect`` says which
+    behaviour the server has, by its version (True: 0.19/0.20, False: 0.21+, None: unknown). ``pages`` is how many
     requests it took (0.20+ pages by 500; 0.19 sends everything at once).
     """
 

@@ -220,7 +220,7 @@ def admit_stop(call: Any) -> None:
 
 # ------------------------------------------------------------------ the events stream's accumulator
 
-RUN_TERMINAL = frozenset({"run.completed", "run.failed", "run.cancelled", "error", "done"})
+RUN_TERMINAL = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted", "error", "done"})
 RUN_FAILED = frozenset({"run.failed", "error"})
 
 

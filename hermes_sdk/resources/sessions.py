@@ -11,7 +11,7 @@ from .._sentinels import REQUIRED, UNCHANGED
 from ..approval import ApprovalDecision
 from ..deadline import TimeoutLike
 from ..endpoints import Deadline, ExecutionContext
-from ..errors import InvalidInputError
+from ..errors import HermesError, InvalidInputError
 from ..executor import Executor
 from ..operations.sessions import (
     MAX_LIST_LIMIT,
@@ -162,10 +162,10 @@ class Sessions:
 
         Every message on every version: Hermes 0.20+ answers the latest 500 when asked without a
         ``limit``, so the SDK reads pages of 500 oldest first until a short one (0.19 ignores the
-        paging and sends everything at once). On 0.19, asking for a forked **parent** answers
-        with the **newest fork's** transcript: ``transcript.session_id`` names the session Hermes
-        answered for (``transcript.redirected`` says it differs from ``session_id``); 0.20.1 and
-        0.22.2 answer with the parent's own. ``transcript.fork_redirect`` says which the server does.
+        paging and sends everything at once). On 0.19 and 0.20, asking for a forked **parent**
+        answers with the **newest fork's** transcript: ``transcript.session_id`` names the session
+        Hermes answered for (``transcript.redirected`` says it differs from ``session_id``); 0.21+
+        answers with the parent's own. ``transcript.fork_redirect`` says which the server does.
         """
         options = self._options(endpoint, None, action_id, context, deadline, timeout)
         page = MESSAGES_PAGE_MAX
@@ -178,9 +178,16 @@ class Sessions:
             found = self._executor.request(SESSION_MESSAGES, data, options)
             messages.extend(found.messages)
             pages += 1
-        # The reply tells the behaviour: only 0.19 lacks "pagination", and only 0.19 redirects.
         return attrs.evolve(found, messages=messages, requested_id=session_id, pages=pages,
-                            fork_redirect=found.pagination is None)
+                            fork_redirect=self._fork_redirect(endpoint))
+
+    def _fork_redirect(self, endpoint: Optional[str]) -> Optional[bool]:
+        """Whether the server answers a forked parent with its newest fork (by its version, read
+        once per client); None when the server does not say."""
+        try:
+            return self._executor.runtime.server_features.get(self._executor, endpoint).fork_redirect
+        except HermesError:
+            return None
 
     def fork(self, session_id: str, *, new_session_id: Optional[str] = None, title: Optional[str] = None,
              idempotency_key: str = REQUIRED, endpoint: Optional[str] = None, action_id: Optional[str] = None,

@@ -7,13 +7,14 @@ so an application's tests can cover the servers its users run:
 - 0.20: approval requests carry ``request_id`` and ``allow_session`` (answers still oldest first);
   ``POST /v1/runs/{id}/steer`` and ``run.steered``; the 401 body ``gateway_auth_failed``; sessions'
   ``pinned``/``archived``/``hidden``; a session's messages paginated (the latest 500 without
-  ``limit``) and a forked parent's messages its own (measured on 0.20.1); ``GET /api/model/options``;
+  ``limit``); ``GET /api/model/options``;
 - 0.21 and later (0.22.2): an approval answer resolves exactly its ``request_id`` (409 for a stale
   one); durable run idempotency (``replayed``, 409 for another body, 400 for a key that is not
   1-255 visible ASCII); numbered, resumable run events (``id:``, ``seq``, ``Last-Event-ID``);
   ``runtime``/``completed``/``partial``/``interrupted`` on terminal events; approvals on streamed
   chat completions (``event: approval.request``, answered at ``/v1/runs/{chatcmpl id}/approval``);
-  ``/stop`` of a finished run answers its object (not 404); a job's bad schedule is a 400.
+  ``/stop`` of a finished run answers its object (not 404); a job's bad schedule is a 400; a forked
+  parent's messages are its own.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class Behaviour:
         self.terminal_fields = v21  # runtime/completed/partial/interrupted on terminal events
         self.stream_approvals = v21  # approval.request on streamed chat completions
         self.job_refusals_400 = v21  # a bad schedule / nothing to run: 400, not 500
-        self.fork_redirect = not v20  # a forked parent's messages are its newest child's (measured: 0.19 only)
+        self.fork_redirect = not v21  # a forked parent's messages are its newest child's (0.19, 0.20)
 
 
 __all__ = ["SERVER_VERSIONS", "Behaviour", "check_version", "version_tuple"]

@@ -75,7 +75,7 @@ def test_server_features_are_read_from_the_server(emu: HermesEmulator) -> None:
     assert features.version == {"0.22.2": "0.22.2.post1"}.get(v, v)
     assert features.run_steer is (v != "0.19.0")
     assert features.runs_idempotency is features.exact_approvals is (v == "0.22.2")
-    assert features.fork_redirect is (v == "0.19.0")
+    assert features.fork_redirect is (v != "0.22.2")
     assert len(seen(emu, "/v1/capabilities")) == 1 and len(seen(emu, "/health")) == 1
 
 
@@ -297,7 +297,7 @@ def test_messages_returns_the_whole_transcript_on_every_version(emu: HermesEmula
         assert len(transcript) == 1106 and transcript.messages[0].content == "m0"
         assert transcript.messages[-1].content == "old 1099"
         paginated = version(emu) != "0.19.0"
-        assert transcript.pages == (3 if paginated else 1) and transcript.fork_redirect is (not paginated)
+        assert transcript.pages == (3 if paginated else 1) and transcript.fork_redirect is (version(emu) != "0.22.2")
         assert client.sessions.get(session.id).pinned is (False if paginated else None)
 
 
@@ -308,8 +308,9 @@ def test_messages_of_a_forked_parent_say_which_behaviour_the_server_has(emu: Her
         child = client.sessions.fork(parent.id, idempotency_key="k-f")
         client.sessions.chat(child.id, "in the child")
         transcript = client.sessions.messages(parent.id)
-    assert transcript.redirected is transcript.fork_redirect is (version(emu) == "0.19.0")
-    assert transcript.session_id == (child.id if version(emu) == "0.19.0" else parent.id)
+    redirects = version(emu) != "0.22.2"
+    assert transcript.redirected is transcript.fork_redirect is redirects
+    assert transcript.session_id == (child.id if redirects else parent.id)
 
 
 # ------------------------------------------------------------------ typed events
