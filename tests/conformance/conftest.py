@@ -29,19 +29,16 @@ from hermes_sdk.testing import HermesEmulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "live"))
 
-from hermes_server import HERMES_VERSION, HermesServer  # noqa: E402
+from hermes_server import HermesServer  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conformance_helpers import HERMES_KEEPALIVE_SECONDS, Target  # noqa: E402
+from conformance_helpers import HERMES_KEEPALIVE_SECONDS, SERVER_VERSION, Target  # noqa: E402
 from runs_helpers import APPROVAL_TIMEOUT, RunsTarget  # noqa: E402
 
 from hermes_sdk.testing.emulator import TOOLSETS  # noqa: E402
-from hermes_sdk.testing.versions import SERVER_VERSIONS  # noqa: E402
 
 LIVE = os.environ.get("HERMES_LIVE") == "1"
-#: The release both servers play: the live server's (HERMES_PIP_SPEC), else the baseline.
-SERVER_VERSION = HERMES_VERSION if HERMES_VERSION in SERVER_VERSIONS else "0.19.0"
 SERVERS = ["emulator", "hermes"]
 
 

@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conformance_helpers import Target
-from conftest import SERVER_VERSION
+from conformance_helpers import SERVER_VERSION, Target
 
 from hermes_sdk import (
     AgentIncompleteError,

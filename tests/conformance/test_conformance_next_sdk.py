@@ -10,8 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from conformance_helpers import Target
-from conftest import SERVER_VERSION
+from conformance_helpers import SERVER_VERSION, Target
 from runs_helpers import RunsTarget, uniq
 
 from hermes_sdk import (

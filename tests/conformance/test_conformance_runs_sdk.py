@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import SERVER_VERSION
+from conformance_helpers import SERVER_VERSION
 from runs_helpers import APPROVAL_TIMEOUT, RunsTarget, uniq
 
 from hermes_sdk import (
