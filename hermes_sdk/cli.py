@@ -625,7 +625,7 @@ def add_run_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
     steer = sub.add_parser("steer", parents=[conn], help="send a message to a running agent (Hermes 0.20+)",
                            description="Send a message to a running run's agent (POST /v1/runs/{id}/steer); it "
                                        "arrives as run.steered. Refused before sending on a server without it (0.19).")
-    steer.add_argument("run_id", metavar="RUN_ID")
+    steer.add_argument("run_id", metavar="RUN_ID", help="the run to steer (it must be running)")
     steer.add_argument("text", nargs="*", metavar="TEXT", help="the message; '-' or omitted: read stdin")
     steer.add_argument("--json", action="store_true", help="print Hermes' reply as JSON")
     steer.set_defaults(func=cmd_steer)

@@ -237,8 +237,9 @@ def capabilities(behaviour: Any = None) -> dict[str, Any]:
 
 def handle_model_options(ex: Any) -> None:
     """``GET /api/model/options`` (0.20+): the configured provider and its one model."""
-    ex.send_json(200, {"object": "hermes.model_options", "current": {"provider": "custom", "model": "fake-model"},
-                       "providers": [{"id": "custom", "models": [{"id": "fake-model"}]}]})
+    ex.send_json(200, {"providers": [{"slug": "custom", "name": "Custom endpoint", "is_current": True,
+                                      "is_user_defined": True, "models": ["fake-model"], "total_models": 1,
+                                      "source": "config", "authenticated": True}]})
 
 
 def toolsets(enabled: tuple[str, ...]) -> dict[str, Any]:

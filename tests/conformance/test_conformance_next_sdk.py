@@ -46,6 +46,17 @@ def test_the_sdk_reads_what_the_server_supports(server: Target) -> None:
     assert features.run_steer is (not V19) and features.runs_idempotency is V22 and features.exact_approvals is V22
 
 
+def test_model_options(server: Target) -> None:
+    with sdk(server) as client:
+        if V19:
+            with pytest.raises(UnsupportedByServerError):
+                client.model_options()
+            return
+        options = client.model_options()
+    assert isinstance(options["providers"], list) and options["providers"]
+    assert {"slug", "models", "is_current"} <= set(options["providers"][0])
+
+
 def test_a_refused_key_is_an_authentication_error_on_every_version(server: Target) -> None:
     with HermesClient(server.base_url, "not-the-key", load_entrypoints=False) as client, \
             pytest.raises(AuthenticationError) as info:

@@ -140,7 +140,7 @@ def test_capabilities_with_and_without_a_server(env: Any, capsys: pytest.Capture
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     code, out, _ = run(capsys, "capabilities", "--json")
     caps = json.loads(out)
-    assert code == 0 and len(caps) == 36 and [c["capability_id"] for c in caps][:16] == [
+    assert code == 0 and len(caps) == 37 and [c["capability_id"] for c in caps][:16] == [
         f"cap:hermes_agent:default:{op}" for op in
         ("chat", "chat_stream", "responses", "responses_stream", "response_get", "response_delete", "run_start",
          "run_get", "run_events", "run_approval", "run_steer", "run_stop", "health", "models", "server_capabilities",
@@ -149,7 +149,7 @@ def test_capabilities_with_and_without_a_server(env: Any, capsys: pytest.Capture
     monkeypatch.setenv("HERMES_ENDPOINT_ID", "Prod-EU")
     code, out, _ = run(capsys, "capabilities")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 36 and lines[15].startswith("cap:hermes_agent:prod-eu:toolsets")
+    assert code == 0 and len(lines) == 37 and lines[15].startswith("cap:hermes_agent:prod-eu:toolsets")
     assert "approval=yes" in lines[5] and "key=required" in lines[5]
 
 

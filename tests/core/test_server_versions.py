@@ -79,6 +79,17 @@ def test_server_features_are_read_from_the_server(emu: HermesEmulator) -> None:
     assert len(seen(emu, "/v1/capabilities")) == 1 and len(seen(emu, "/health")) == 1
 
 
+def test_model_options(emu: HermesEmulator) -> None:
+    with client_for(emu) as client:
+        if version(emu) == "0.19.0":
+            with pytest.raises(UnsupportedByServerError):
+                client.model_options()
+            assert seen(emu, "/api/model/options") == []
+        else:
+            providers = client.model_options()["providers"]
+            assert [p["slug"] for p in providers if p["is_current"]] == ["custom"]
+
+
 def test_the_401_body_of_each_version_is_an_authentication_error(emu: HermesEmulator) -> None:
     from hermes_sdk import AuthenticationError
 
@@ -339,3 +350,23 @@ def test_an_interrupted_run_ends_the_wait() -> None:
 
     status = run_status({"run_id": "r", "status": "interrupted", "interrupted": True, "partial": True})
     assert status.terminal and status.interrupted and "interrupted" in TERMINAL_STATUSES
+
+
+def test_steer_from_the_command_line(emu: HermesEmulator, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from hermes_sdk.cli import main
+
+    monkeypatch.setenv("HERMES_BASE_URL", emu.base_url)
+    monkeypatch.setenv("HERMES_API_KEY", emu.api_key)
+    monkeypatch.setenv("HERMES_SDK_PLUGINS", "")
+    monkeypatch.delenv("HERMES_ENDPOINT_ID", raising=False)
+    with client_for(emu) as client:
+        run = client.run("SLOW:1 hello", idempotency_key="k-cli-steer")
+        code = main(["steer", run.id, "also", "this"])
+        out, err = capsys.readouterr()
+        if version(emu) == "0.19.0":
+            assert code != 0 and "run_steer" in err and seen(emu, "/steer") == []
+        else:
+            assert code == 0 and out == f"{run.id}\taccepted\n"
+            assert seen(emu, "/steer")[0].body == {"input": "also this"}
+        assert run.wait(timeout=10).ok

@@ -338,7 +338,7 @@ def test_invoke_uses_the_connector_names(client: HermesClient) -> None:
 def test_contracts_are_the_connectors() -> None:
     client = HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False)
     caps = {d["operation"]: d for d in client.capabilities()}
-    assert len(caps) == 36
+    assert len(caps) == 37
     assert caps["sessions_list"]["retry"] == {"safety": "safe", "supports_retry": True}
     assert caps["sessions_list"]["kind"] == "tool" and caps["session_chat"]["kind"] == "agent"
     delete = caps["session_delete"]
