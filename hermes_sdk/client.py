@@ -17,7 +17,7 @@ from .approval import ApprovalDecision, ApprovalRequest
 from .capabilities import descriptor
 from .config import ClientSettings, build_endpoints, build_runtime, max_attempts_value
 from .deadline import TimeoutLike, as_timeout
-from .endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
+from .endpoints import Deadline, Endpoint, ExecutionContext
 from .errors import InvalidInputError
 from .executor import Executor
 from .idempotency import IdempotencyStore
@@ -35,8 +35,7 @@ from .resources.runs import Runs
 from .resources.sessions import Sessions
 from .retry import RetryPolicy
 from .runs import Run
-from .server_features import ServerFeatures
-from .stream_approvals import StreamApprovals
+from .stream_approvals import answer_approvals
 from .streaming import ChatStream, ResponseStream
 
 log = logging.getLogger("hermes_sdk")
@@ -228,15 +227,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         data["max_events"] = max_events
         stream: ChatStream = self._executor.request(CHAT_STREAM, data, CallOptions(
             endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
-        if not stream.replayed:
-            provider = approval_provider if approval_provider is not None else self._executor.runtime.approval_provider
-            stream._on_event = StreamApprovals(self.runs, provider, endpoint, context, deadline_epoch(deadline))
-        return stream
-
-    def server_features(self, *, endpoint: Optional[str] = None, refresh: bool = False) -> ServerFeatures:
-        """What the endpoint's Hermes server supports (its version and ``/v1/capabilities``
-        features), read from the server once and kept; ``refresh=True`` reads it again."""
-        return self._executor.runtime.server_features.get(self._executor, endpoint, refresh=refresh)
+        return answer_approvals(stream, self.runs, approval_provider, endpoint, context, deadline)
 
     def responses(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
                   idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,

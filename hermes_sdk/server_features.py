@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import attrs
 
-from .errors import HermesError, NotFoundError
-
-if TYPE_CHECKING:
-    from .executor import Executor
+from .errors import HermesError, NotFoundError, UnsupportedByServerError
 
 JSONDict = dict[str, Any]
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
@@ -94,7 +91,7 @@ class FeatureCache:
         self._lock = threading.Lock()
         self._by_endpoint: dict[str, ServerFeatures] = {}
 
-    def get(self, executor: "Executor", endpoint: Optional[str] = None, *, refresh: bool = False) -> ServerFeatures:
+    def get(self, executor: Any, endpoint: Optional[str] = None, *, refresh: bool = False) -> ServerFeatures:
         """The endpoint's features; asks the server on first use (or with ``refresh``)."""
         key = executor.endpoint(endpoint).id
         with self._lock:
@@ -106,13 +103,33 @@ class FeatureCache:
             self._by_endpoint[key] = found
         return found
 
-    def known(self, executor: "Executor", endpoint: Optional[str] = None) -> Optional[ServerFeatures]:
+    def known(self, executor: Any, endpoint: Optional[str] = None) -> Optional[ServerFeatures]:
         """The endpoint's features if already read, without asking."""
         with self._lock:
             return self._by_endpoint.get(executor.endpoint(endpoint).id)
 
 
-def learn(executor: "Executor", endpoint: Optional[str] = None) -> ServerFeatures:
+def require(executor: Any, call: Any) -> None:
+    """Refuse, before sending, a call whose operation the server does not list in ``/v1/capabilities``
+    (``OperationSpec.server_feature``): UnsupportedByServerError, bound to the call."""
+    feature = call.spec.server_feature
+    if feature is None:
+        return
+    try:
+        features = executor.runtime.server_features.get(executor, call.endpoint.id)
+    except HermesError as exc:
+        call.bind(exc)
+        raise
+    if not features.supports(feature):
+        error = UnsupportedByServerError(
+            f"the Hermes server ({features.version or 'version unknown'}) does not offer {call.spec.name}: "
+            f"its /v1/capabilities does not list {feature!r} (Hermes 0.20+ does)",
+            details={"feature": feature, "server_version": features.version, "sent": False})
+        call.bind(error)
+        raise error
+
+
+def learn(executor: Any, endpoint: Optional[str] = None) -> ServerFeatures:
     """Ask the server: ``/health`` for the version, ``/v1/capabilities`` for the features.
 
     A server without ``/v1/capabilities`` (404) has no features; any other failure raises.
@@ -132,4 +149,4 @@ def learn(executor: "Executor", endpoint: Optional[str] = None) -> ServerFeature
     return ServerFeatures(version=health.version, features=features)
 
 
-__all__ = ["FeatureCache", "ServerFeatures", "parse_version"]
+__all__ = ["FeatureCache", "ServerFeatures", "parse_version", "require"]

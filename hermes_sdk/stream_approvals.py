@@ -11,19 +11,21 @@ and 0.20 never send it (their streamed turn returns a ``pending_approval`` tool 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
-from .endpoints import ExecutionContext
+from .endpoints import ExecutionContext, deadline_epoch
 from .errors import ApprovalNotActiveError, ApprovalNotPendingError
 from .events import ApprovalRequested, parse_run_event
 from .models import StreamEvent
 from .runs import choice_for
 from .stages.approval import ask_provider
+from .streaming import HermesStream
 
 if TYPE_CHECKING:
     from .resources.runs import Runs
 
 log = logging.getLogger("hermes_sdk")
+S = TypeVar("S", bound=HermesStream)
 
 
 class StreamApprovals:
@@ -78,4 +80,13 @@ class StreamApprovals:
         self.answered.append((request, choice))
 
 
-__all__ = ["StreamApprovals"]
+def answer_approvals(stream: S, runs: "Runs", provider: Any, endpoint: Optional[str],
+                     context: Optional[ExecutionContext], deadline: Any) -> S:
+    """Attach a :class:`StreamApprovals` to a live chat stream (``provider`` None: the client's)."""
+    if not stream.replayed:
+        chosen = provider if provider is not None else runs._executor.runtime.approval_provider
+        stream._on_event = StreamApprovals(runs, chosen, endpoint, context, deadline_epoch(deadline))
+    return stream
+
+
+__all__ = ["StreamApprovals", "answer_approvals"]

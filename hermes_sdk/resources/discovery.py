@@ -12,6 +12,7 @@ from ..jobs import Skill
 from ..operations.jobs import HEALTH_DETAILED, MODEL_OPTIONS, SKILLS
 from ..operations.runs import HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS
 from ..options import CallOptions
+from ..server_features import ServerFeatures
 
 
 class DiscoveryMethods:
@@ -59,6 +60,11 @@ class DiscoveryMethods:
         Hermes sends them. UnsupportedByServerError (nothing sent) on a server without it (0.19)."""
         return self._executor.request(MODEL_OPTIONS, {}, CallOptions(endpoint=endpoint, deadline=deadline,
                                                                     timeout=timeout))
+
+    def server_features(self, *, endpoint: Optional[str] = None, refresh: bool = False) -> ServerFeatures:
+        """What the endpoint's Hermes server supports (its version and ``/v1/capabilities``
+        features), read from the server once and kept; ``refresh=True`` reads it again."""
+        return self._executor.runtime.server_features.get(self._executor, endpoint, refresh=refresh)
 
     def skills(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> list[Skill]:

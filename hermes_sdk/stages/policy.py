@@ -9,21 +9,8 @@ from __future__ import annotations
 import time
 
 from ..call import Call
-from ..errors import DeadlineExceededError, InvalidInputError, TenantMismatchError, UnsupportedByServerError
+from ..errors import DeadlineExceededError, InvalidInputError, TenantMismatchError
 from ..view import redacted_headers
-
-
-def require_feature(call: Call, feature: str) -> None:
-    """Refuse, before sending, an operation the server does not list in ``/v1/capabilities``."""
-    from ..executor import Executor
-
-    features = call.runtime.server_features.get(Executor({call.endpoint.id: call.endpoint}, call.context,
-                                                         call.runtime))
-    if not features.supports(feature):
-        raise UnsupportedByServerError(
-            f"the Hermes server ({features.version or 'version unknown'}) does not offer {call.contract.operation}: "
-            f"its /v1/capabilities does not list {feature!r} (Hermes 0.20+ does)",
-            details={"feature": feature, "server_version": features.version, "sent": False})
 
 
 def check(call: Call) -> None:
@@ -37,8 +24,6 @@ def check(call: Call) -> None:
     api_key = ep.api_key if call.spec.public else ep.require_key()
     if call.spec.admit is not None:
         call.spec.admit(call)
-    if call.spec.server_feature is not None:
-        require_feature(call, call.spec.server_feature)
     if contract.key_requirement == "required" and call.key is None:
         raise InvalidInputError(f"{contract.operation} requires an idempotency key: pass idempotency_key=",
                                 details={"field": "idempotency_key"})
