@@ -21,12 +21,18 @@ from ._core.events import (
     ApprovalResponded,
     FunctionCall,
     FunctionCallOutput,
+    HermesStatus,
     MessageDelta,
     ReasoningAvailable,
+    ReasoningDelta,
     RunCancelled,
     RunCompleted,
+    RunEnded,
     RunEvent,
     RunFailed,
+    RunInterrupted,
+    RunSteered,
+    SubagentEvent,
     ToolCompleted,
     ToolProgress,
     ToolStarted,
@@ -45,7 +51,8 @@ from ._core.models import (
 )
 from ._core.operator import OperatorResult
 from ._core.redaction import Redactor
-from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
+from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus, SteerAnswer
+from ._core.server_features import ServerFeatures
 from ._core.sessions import (
     HermesSession,
     SessionAssistantCompleted,
@@ -95,10 +102,13 @@ from .errors import (
     RunNotFoundError,
     RunStoppedError,
     ServerError,
+    StaleApprovalError,
+    SteerNotAcceptedError,
     StreamCancelledError,
     StreamError,
     TenantMismatchError,
     TransportError,
+    UnsupportedByServerError,
 )
 from .hookspecs import hookimpl
 
@@ -130,6 +140,9 @@ __all__ = [
     "SessionPage", "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError",
     "SessionThinking", "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
     "SessionTranscript", "Skill",
+    # what a newer server adds (0.20+)
+    "HermesStatus", "ReasoningDelta", "RunEnded", "RunInterrupted", "RunSteered", "ServerFeatures",
+    "StaleApprovalError", "SteerAnswer", "SteerNotAcceptedError", "SubagentEvent", "UnsupportedByServerError",
 ]
 
 _compat.install()

@@ -408,6 +408,28 @@ class ApprovalNotPendingError(RemoteRejectedError):
     """HTTP 409 ``approval_not_pending``: the run is live but no approval is waiting for an answer."""
 
 
+class StaleApprovalError(ApprovalNotPendingError):
+    """HTTP 409 ``approval_not_pending`` for an answer that named a request (Hermes 0.21+ resolves
+    exactly the ``request_id`` it is given): that request is no longer pending (answered elsewhere,
+    timed out, or the run moved on). Nothing was approved; ``request_id`` (also in
+    ``details["request_id"]``) names the stale request."""
+
+    @property
+    def request_id(self) -> Any:
+        """The request the answer named."""
+        return self.details.get("request_id")
+
+
+class SteerNotAcceptedError(RemoteRejectedError):
+    """HTTP 409 ``run_not_accepting_steer`` / ``steer_not_accepted``: the run cannot take a steer
+    message now (it is not running, or its agent refused it). Nothing was steered."""
+
+
+class UnsupportedByServerError(RemoteRejectedError):
+    """The server does not offer this operation (its ``/v1/capabilities`` does not list it, e.g.
+    ``run_steer`` before Hermes 0.20); nothing was sent. ``details["feature"]`` names the feature."""
+
+
 class RunStoppedError(HermesError):
     """Refused locally: this client stopped the run, and an approval sent now could still execute the
     command (Hermes ran a command approved right after ``/stop``). Nothing was sent."""
@@ -430,7 +452,8 @@ _ALL = [HermesError, InvalidInputError, MissingCredentialError, AuthenticationEr
         RateLimitedError, ServerError, AgentIncompleteError, TransportError, InvalidResponseError,
         DeadlineExceededError, StreamCancelledError, StreamError, ApprovalRequiredError, ApprovalDeniedError,
         OutcomeUnknownError, IdempotencyConflictError, PluginError, RunNotFoundError, InvalidApprovalChoiceError,
-        ApprovalNotActiveError, ApprovalNotPendingError, RunStoppedError, OperatorRunError]
+        ApprovalNotActiveError, ApprovalNotPendingError, StaleApprovalError, SteerNotAcceptedError,
+        UnsupportedByServerError, RunStoppedError, OperatorRunError]
 _BY_NAME = {k.__name__: k for k in _ALL}
 _BY_NAME["CancelledError"] = StreamCancelledError  # records written before the rename
 _BY_CODE = {k.default_code: k for k in reversed(_ALL)}

@@ -642,6 +642,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_steer(args: argparse.Namespace) -> int:
+    """``hermes-sdk steer RUN_ID TEXT``: a message for a running agent (Hermes 0.20+)."""
+    text = _text_arg(args.text, "the steer message")
+    with _client(args) as client:
+        answer = client.runs.steer(args.run_id, text)
+    if args.json:
+        _print_json(answer.raw or {"run_id": answer.run_id, "accepted": answer.accepted})
+    else:
+        print(f"{answer.run_id}\t{'accepted' if answer.accepted else 'not accepted'}")
+    return EXIT_OK if answer.accepted else EXIT_FAILED
+
+
 def add_run_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
     """``hermes-sdk run TEXT [--approve ask|deny|once] [--idempotency-key KEY] [--json]``."""
     run = sub.add_parser("run", parents=[conn], help="start a durable run and follow it (tools, approvals)",
@@ -659,6 +671,13 @@ def add_run_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
                      help="JSON Lines on stdout: a run line, one line per event as it arrives, then a result line; "
                           "errors as one JSON object on stderr")
     run.set_defaults(func=cmd_run)
+    steer = sub.add_parser("steer", parents=[conn], help="send a message to a running agent (Hermes 0.20+)",
+                           description="Send a message to a running run's agent (POST /v1/runs/{id}/steer); it "
+                                       "arrives as run.steered. Refused before sending on a server without it (0.19).")
+    steer.add_argument("run_id", metavar="RUN_ID", help="the run to steer (it must be running)")
+    steer.add_argument("text", nargs="*", metavar="TEXT", help="the message; '-' or omitted: read stdin")
+    steer.add_argument("--json", action="store_true", help="print Hermes' reply as JSON")
+    steer.set_defaults(func=cmd_steer)
 
 
 def _version() -> str:

@@ -34,6 +34,7 @@ from .resources.runs import Runs
 from .resources.sessions import Sessions
 from .retry import RetryPolicy
 from .runs import Run
+from .stream_approvals import answer_approvals
 from .streaming import ChatStream, ResponseStream
 
 log = logging.getLogger("hermes_sdk")
@@ -217,16 +218,20 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
                     keep_events: bool = True, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                     context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                     timeout: TimeoutLike = None, idle_timeout: Optional[float] = None,
-                    extra_body: Optional[Mapping[str, Any]] = None, **provider_fields: Any) -> ChatStream:
+                    extra_body: Optional[Mapping[str, Any]] = None, approval_provider: Any = None,
+                    **provider_fields: Any) -> ChatStream:
         """A streamed chat turn: returns once the headers arrived; iterate the ChatStream for events.
 
         ``max_events`` stops collection before a terminal event (``stream_truncated``);
         ``keep_events=False`` keeps only the aggregate. Closing the stream early cancels the turn.
+        An ``approval.request`` on the stream (Hermes 0.21+) goes to ``approval_provider`` (default: the
+        client's) as it is read; the answer goes to ``/v1/runs/{completion id}/approval`` with its ``request_id``.
         """
         data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         data["max_events"] = max_events
-        return self._executor.request(CHAT_STREAM, data, CallOptions(
+        stream: ChatStream = self._executor.request(CHAT_STREAM, data, CallOptions(
             endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
+        return answer_approvals(stream, self.runs, approval_provider, endpoint, context, deadline)
 
     def responses(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
                   idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,

@@ -33,11 +33,16 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 @attrs.frozen(kw_only=True)
 class RunEvent:
-    """One event of a run. Unknown event types arrive as this class, with their JSON in ``raw``."""
+    """One event of a run. Unknown event types arrive as this class, with their JSON in ``raw``.
+
+    ``seq`` is the event's position in the run (Hermes 0.21+ numbers every event and sends it as
+    the SSE ``id:`` too, which makes the stream resumable); None on older servers.
+    """
 
     event: str = ""
     run_id: Optional[str] = None
     timestamp: Optional[float] = None
+    seq: Optional[int] = None
     raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
     #: Whether this event ends the run (``run.completed``, ``run.failed``, ``run.cancelled``).
     terminal: ClassVar[bool] = False
@@ -63,11 +68,14 @@ class ToolStarted(RunEvent):
 
 @attrs.frozen(kw_only=True)
 class ToolCompleted(RunEvent):
-    """A tool ended (``tool.completed``); ``error`` is true for a failed, denied or timed-out command."""
+    """A tool ended (``tool.completed``); ``error`` is true for a failed, denied or timed-out command.
+
+    ``preview``: a bounded, redacted preview of the result (0.21+), else None."""
 
     tool: str = ""
     duration: Optional[float] = None
     error: bool = False
+    preview: Optional[str] = None
 
 
 @attrs.frozen(kw_only=True)
@@ -82,8 +90,13 @@ class ReasoningAvailable(RunEvent):
 class ApprovalRequested(RunEvent):
     """The agent waits for a decision on a dangerous command (``approval.request``).
 
-    There is no request id: Hermes answers a run's approvals oldest first.
+    ``request_id`` names the request (Hermes 0.20+; None on 0.19). Hermes 0.19 and 0.20 answer a
+    run's approvals oldest first whatever the id; 0.21+ resolves exactly the named request.
+    ``allow_session``: whether ``session`` is offered (0.20+; None when not said).
     """
+
+    request_id: Optional[str] = None
+    allow_session: Optional[bool] = None
 
     command: str = ""
     pattern_key: Optional[str] = None
@@ -103,35 +116,91 @@ class ApprovalResponded(RunEvent):
 
 
 @attrs.frozen(kw_only=True)
-class RunCompleted(RunEvent):
+class RunEnded(RunEvent):
+    """What every terminal event may carry (Hermes 0.20+; None on older servers): ``runtime``
+    (``{provider, model, route_source, ...}``), ``completed``, ``partial``, ``interrupted``,
+    ``turn_exit_reason`` and ``pending_steer``."""
+
+    runtime: Optional[JSONDict] = None
+    completed: Optional[bool] = None
+    partial: Optional[bool] = None
+    interrupted: Optional[bool] = None
+    turn_exit_reason: Optional[str] = None
+    pending_steer: Any = None
+    terminal: ClassVar[bool] = True
+
+
+@attrs.frozen(kw_only=True)
+class RunCompleted(RunEnded):
     """The run ended ``completed``; ``output`` may be None, and a denied command still completes."""
 
     output: Optional[str] = None
     usage: Optional[JSONDict] = None
-    terminal: ClassVar[bool] = True
 
 
 @attrs.frozen(kw_only=True)
-class RunFailed(RunEvent):
+class RunFailed(RunEnded):
     """The run ended ``failed`` (an agent-level failure, e.g. the model's upstream refused)."""
 
     error: Optional[str] = None
-    terminal: ClassVar[bool] = True
 
 
 @attrs.frozen(kw_only=True)
-class RunCancelled(RunEvent):
+class RunCancelled(RunEnded):
     """The run ended ``cancelled`` (after a stop)."""
 
-    terminal: ClassVar[bool] = True
+
+@attrs.frozen(kw_only=True)
+class RunInterrupted(RunEnded):
+    """The run ended ``interrupted`` (Hermes 0.21+: the gateway shut down under it)."""
+
+    output: Optional[str] = None
+    error: Optional[str] = None
+
+
+@attrs.frozen(kw_only=True)
+class RunSteered(RunEvent):
+    """``run.steered`` (Hermes 0.20+): a steer message reached the running agent (``accepted``).
+    Text the agent had not taken in when the run ended is the terminal event's ``pending_steer``."""
+
+    accepted: Optional[bool] = None
+
+
+@attrs.frozen(kw_only=True)
+class SubagentEvent(RunEvent):
+    """``subagent.start`` / ``subagent.complete`` (0.20+) and ``subagent.spawn_requested`` /
+    ``.progress`` / ``.tool`` (0.21+): a delegated subagent's life; its fields stay in ``raw``."""
+
+    subagent_id: Optional[str] = None
+    goal: Optional[str] = None
+    status: Optional[str] = None
+
+
+@attrs.frozen(kw_only=True)
+class HermesStatus(RunEvent):
+    """``hermes.status`` (chat streams, Hermes 0.21+): a lifecycle notice (``kind``, ``text``) such
+    as a retry or "API failed after N retries". Not part of the answer's text."""
+
+    kind: Optional[str] = None
+    text: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningDelta(RunEvent):
+    """A ``delta.reasoning_content`` piece of a chat stream (Hermes 0.21+, when the model reasons).
+    Never part of the visible text."""
+
+    delta: str = ""
 
 
 def parse_run_event(data: Mapping[str, Any]) -> RunEvent:
     """The typed event for one decoded ``/v1/runs/{id}/events`` payload."""
     raw = dict(data)
     name = _text(raw.get("event"))
+    seq = raw.get("seq")
     base: JSONDict = {"event": name, "run_id": raw.get("run_id") if isinstance(raw.get("run_id"), str) else None,
-                      "timestamp": _number(raw.get("timestamp")), "raw": raw}
+                      "timestamp": _number(raw.get("timestamp")), "raw": raw,
+                      "seq": seq if isinstance(seq, int) and not isinstance(seq, bool) else None}
     if name == "message.delta":
         return MessageDelta(delta=_text(raw.get("delta")), **base)
     if name == "tool.started":
@@ -139,7 +208,7 @@ def parse_run_event(data: Mapping[str, Any]) -> RunEvent:
         return ToolStarted(tool=_text(raw.get("tool")), preview=preview if isinstance(preview, str) else None, **base)
     if name == "tool.completed":
         return ToolCompleted(tool=_text(raw.get("tool")), duration=_number(raw.get("duration")),
-                             error=raw.get("error") is True, **base)
+                             error=raw.get("error") is True, preview=_opt_text(raw.get("preview")), **base)
     if name == "reasoning.available":
         return ReasoningAvailable(text=_text(raw.get("text")), **base)
     if name == "approval.request":
@@ -150,22 +219,49 @@ def parse_run_event(data: Mapping[str, Any]) -> RunEvent:
             pattern_keys=_strings(raw.get("pattern_keys")),
             description=description if isinstance(description, str) else None,
             choices=_strings(raw.get("choices")), allow_permanent=raw.get("allow_permanent") is True,
-            smart_denied=raw.get("smart_denied") is True, **base)
+            smart_denied=raw.get("smart_denied") is True, request_id=_opt_text(raw.get("request_id")) or None,
+            allow_session=_opt_bool(raw.get("allow_session")), **base)
     if name == "approval.responded":
         resolved = raw.get("resolved")
         return ApprovalResponded(choice=_text(raw.get("choice")),
                                  resolved=resolved if isinstance(resolved, int) and not isinstance(resolved, bool)
                                  else 0, **base)
-    if name == "run.completed":
-        output, usage = raw.get("output"), raw.get("usage")
-        return RunCompleted(output=output if isinstance(output, str) else None,
-                            usage=usage if isinstance(usage, dict) else None, **base)
-    if name == "run.failed":
-        error = raw.get("error")
-        return RunFailed(error=error if isinstance(error, str) else None, **base)
-    if name == "run.cancelled":
-        return RunCancelled(**base)
+    if name in _ENDED:
+        ended = {**base, **_ended_fields(raw)}
+        if name == "run.completed":
+            usage = raw.get("usage")
+            return RunCompleted(output=_opt_text(raw.get("output")), usage=usage if isinstance(usage, dict) else None,
+                                **ended)
+        if name == "run.failed":
+            return RunFailed(error=_opt_text(raw.get("error")), **ended)
+        if name == "run.interrupted":
+            return RunInterrupted(output=_opt_text(raw.get("output")), error=_opt_text(raw.get("error")), **ended)
+        return RunCancelled(**ended)
+    if name == "run.steered":
+        return RunSteered(accepted=_opt_bool(raw.get("accepted")), **base)
+    if name.startswith("subagent."):
+        sub = raw.get("subagent_id") if "subagent_id" in raw else raw.get("id")
+        return SubagentEvent(subagent_id=_opt_text(sub), goal=_opt_text(raw.get("goal")),
+                             status=_opt_text(raw.get("status")), **base)
     return RunEvent(**base)
+
+
+_ENDED = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted"})
+
+
+def _opt_text(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) else None
+
+
+def _opt_bool(value: Any) -> Optional[bool]:
+    return value if isinstance(value, bool) else None
+
+
+def _ended_fields(raw: Mapping[str, Any]) -> JSONDict:
+    runtime = raw.get("runtime")
+    return {"runtime": runtime if isinstance(runtime, dict) else None, "completed": _opt_bool(raw.get("completed")),
+            "partial": _opt_bool(raw.get("partial")), "interrupted": _opt_bool(raw.get("interrupted")),
+            "turn_exit_reason": _opt_text(raw.get("turn_exit_reason")), "pending_steer": raw.get("pending_steer")}
 
 
 # ------------------------------------------------------------------ chat and Responses tool events
@@ -266,16 +362,37 @@ def tool_event(name: Optional[str], data: Any) -> Optional[ToolEvent]:
     return None
 
 
-def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Optional[Union[MessageDelta, ToolEvent]]:
+def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Any:
     """What ``HermesStream.typed()`` yields for one chat or Responses event: its text piece as a
-    :class:`MessageDelta`, its tool event, or None for the rest."""
-    found = tool_event(event_name(event.event, event.data), event.data)
+    :class:`MessageDelta`, its tool event, an :class:`ApprovalRequested` (``approval.request``,
+    0.21+), a :class:`HermesStatus` (``hermes.status``), a :class:`ReasoningDelta`
+    (``delta.reasoning_content``), or None for the rest."""
+    data = event.data
+    name = event_name(event.event, data)
+    found = tool_event(name, data)
     if found is not None:
         return found
+    if isinstance(data, dict) and name == "approval.request":
+        return parse_run_event({**data, "event": "approval.request"})
+    if isinstance(data, dict) and name == "hermes.status":
+        return HermesStatus(event="hermes.status", kind=_opt_text(data.get("kind")), text=_text(data.get("text")),
+                            raw=dict(data))
     if piece:
-        return MessageDelta(event="message.delta", delta=piece,
-                            raw=event.data if isinstance(event.data, dict) else {})
+        return MessageDelta(event="message.delta", delta=piece, raw=data if isinstance(data, dict) else {})
+    reasoning = reasoning_piece(data)
+    if reasoning:
+        return ReasoningDelta(event="reasoning.delta", delta=reasoning, raw=dict(data))
     return None
+
+
+def reasoning_piece(data: Any) -> Optional[str]:
+    """The ``delta.reasoning_content`` of a chat completion chunk, if any."""
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+        return None
+    choice = data["choices"][0]
+    delta = choice.get("delta") if isinstance(choice, dict) else None
+    piece = delta.get("reasoning_content") if isinstance(delta, dict) else None
+    return piece if isinstance(piece, str) and piece else None
 
 
 def tool_event_to_json(value: ToolEvent) -> JSONDict:
@@ -295,7 +412,8 @@ def tool_event_from_json(data: Mapping[str, Any]) -> Any:
 
 
 __all__ = [
-    "ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "MessageDelta",
-    "ReasoningAvailable", "RunCancelled", "RunCompleted", "RunEvent", "RunFailed", "ToolCompleted",
+    "ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "HermesStatus", "MessageDelta",
+    "ReasoningAvailable", "ReasoningDelta", "RunCancelled", "RunCompleted", "RunEnded", "RunEvent", "RunFailed",
+    "RunInterrupted", "RunSteered", "SubagentEvent", "ToolCompleted",
     "ToolEvent", "ToolProgress", "ToolStarted", "parse_run_event", "tool_event", "tool_item",
 ]

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ..errors import ApprovalRequiredError, HermesError, InvalidInputError
-from . import convert, stages
+from . import convert, server_features, stages
 from ._constants import DEFAULT_ENDPOINT_ID
 from .approval import ApprovalRequest
 from .call import Call
@@ -54,6 +54,7 @@ class Executor:
     def request(self, spec: OperationSpec[T], data: Mapping[str, Any], options: CallOptions = DEFAULT_OPTIONS) -> T:
         """Run one typed call: the typed value, or the recorded one when replayed (its failure raised)."""
         call = self.build(spec, self.endpoint(options.endpoint), data, options)
+        server_features.require(self, call)
         result = stages.run(call)
         if call.replay_of is None:
             return call.value  # type: ignore[no-any-return]
@@ -79,6 +80,7 @@ class Executor:
                 composite: ActionResult = spec.composite(self, endpoint, input, _with_action(options, action_id))
                 return composite
             call = self.build(spec, endpoint, input, _with_action(options, action_id))
+            server_features.require(self, call)
             result = stages.run(call)
         except HermesError as exc:
             exc.action_id = exc.action_id or action_id

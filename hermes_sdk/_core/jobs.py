@@ -141,4 +141,14 @@ def health_detailed(data: Any, session_id: Optional[str] = None, action_id: Opti
     return _object(data, "a health object")
 
 
+def model_options(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
+                  replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> JSONDict:
+    """``GET /api/model/options`` as Hermes sends it (``providers``: each with ``slug``, ``models``,
+    ``is_current``...)."""
+    found = _object(data, "a model options object")
+    if not isinstance(found.get("providers"), list):
+        raise InvalidResponseError("the model options have no 'providers' array")
+    return found
+
+
 __all__ = ["Job", "JobDeleted", "Skill"]

@@ -27,12 +27,16 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 import attrs
 
 from ..errors import (
+    STREAM_INCOMPLETE,
     ApprovalDeniedError,
+    DeadlineExceededError,
     HermesError,
     InvalidInputError,
     InvalidResponseError,
     RunNotFoundError,
+    StaleApprovalError,
     StreamCancelledError,
+    StreamError,
     TransportError,
 )
 from .approval import ApprovalRequest, check
@@ -44,6 +48,7 @@ from .events import (
     RunCompleted,
     RunEvent,
     RunFailed,
+    RunInterrupted,
     ToolCompleted,
     ToolStarted,
     parse_run_event,
@@ -55,16 +60,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hermes_sdk")
 
-#: The statuses a run ends in. ``started`` exists only in the 202; ``queued`` is practically never seen.
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
-RUN_STATUSES = ("queued", "running", "waiting_for_approval", "stopping", "completed", "failed", "cancelled")
+#: The statuses a run ends in. ``started`` exists only in the 202; ``queued`` is practically never seen;
+#: ``interrupted`` (0.21+) is a run the gateway's shutdown ended.
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "interrupted"})
+RUN_STATUSES = ("queued", "running", "waiting_for_approval", "stopping", "completed", "failed", "cancelled",
+                "interrupted")
+#: How often one Run re-subscribes from its last event id after its events stream broke.
+RESUME_MAX = 5
 POLL_FIRST_INTERVAL = 0.25
 POLL_MAX_INTERVAL = 2.0
 
 
 #: Events after which an answer to an earlier approval request may land on another one: the request
 #: was resolved (answered, timed out, blocked) or the run ended.
-_MOVED_ON = frozenset({"approval.responded", "tool.completed", "run.completed", "run.failed", "run.cancelled"})
+_MOVED_ON = frozenset({"approval.responded", "tool.completed", "run.completed", "run.failed", "run.cancelled",
+                       "run.interrupted"})
 
 
 _SENT = "sent"  # a _Pending's choice once its answer went out
@@ -121,7 +131,8 @@ class RunStarted:
     """The 202 of ``run_start``: the run id (``status`` is ``started``, a value seen only here).
 
     ``replayed`` is True when the SDK's idempotency store answered: the same run as the first call
-    with this key, and nothing was sent.
+    with this key, and nothing was sent. ``server_replayed`` is True when the server answered a
+    resent start with the run the key had already started (Hermes 0.21+: ``"replayed": true``).
     """
 
     run_id: str
@@ -129,6 +140,7 @@ class RunStarted:
     session_key: Optional[str] = None
     action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
+    server_replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
     @property
     def id(self) -> str:
@@ -142,6 +154,8 @@ class RunStatus:
 
     ``output`` and ``usage`` are set only when ``completed`` (``output`` may still be None: a
     completed run can hide a denied or timed-out command); ``error`` only when ``failed``.
+    ``approval`` is the pending approval request while ``waiting_for_approval`` (0.21+), and
+    ``runtime``, ``completed``, ``partial``, ``interrupted`` are a newer server's terminal fields.
     """
 
     run_id: str
@@ -155,6 +169,11 @@ class RunStatus:
     usage: Optional[dict[str, Any]] = None
     error: Optional[str] = None
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
+    approval: Optional[dict[str, Any]] = attrs.field(default=None, repr=False, eq=False)
+    runtime: Optional[dict[str, Any]] = attrs.field(default=None, eq=False)
+    completed: Optional[bool] = attrs.field(default=None, eq=False)
+    partial: Optional[bool] = attrs.field(default=None, eq=False)
+    interrupted: Optional[bool] = attrs.field(default=None, eq=False)
 
     @property
     def id(self) -> str:
@@ -163,7 +182,7 @@ class RunStatus:
 
     @property
     def terminal(self) -> bool:
-        """Whether the run has ended (completed, failed or cancelled)."""
+        """Whether the run has ended (completed, failed, cancelled or interrupted)."""
         return self.status in TERMINAL_STATUSES
 
 
@@ -174,6 +193,15 @@ class ApprovalAnswer:
     run_id: str
     choice: str
     resolved: int
+
+
+@attrs.frozen
+class SteerAnswer:
+    """The 200 of ``run_steer``: whether Hermes took the message into the running agent."""
+
+    run_id: str
+    accepted: bool
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
 
 
 @attrs.define
@@ -228,7 +256,8 @@ def run_started(data: Any, session_id: Optional[str], action_id: Optional[str] =
         raise InvalidResponseError("the run start reply has no run_id")
     session_key = _opt_str(data.get("session_key")) or (headers.get("X-Hermes-Session-Key") if headers else None)
     return RunStarted(run_id=data["run_id"], status=str(data.get("status") or "started"),
-                      session_key=session_key, action_id=action_id, replayed=replayed)
+                      session_key=session_key, action_id=action_id, replayed=replayed,
+                      server_replayed=data.get("replayed") is True)
 
 
 def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
@@ -242,7 +271,11 @@ def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[
                      updated_at=_opt_float(data.get("updated_at")), session_id=_opt_str(data.get("session_id")),
                      model=_opt_str(data.get("model")), last_event=_opt_str(data.get("last_event")),
                      output=_opt_str(data.get("output")), usage=usage if isinstance(usage, dict) else None,
-                     error=_opt_str(data.get("error")), raw=dict(data))
+                     error=_opt_str(data.get("error")), raw=dict(data),
+                     approval=data["approval"] if isinstance(data.get("approval"), dict) else None,
+                     runtime=data["runtime"] if isinstance(data.get("runtime"), dict) else None,
+                     **{k: data[k] if isinstance(data.get(k), bool) else None
+                        for k in ("completed", "partial", "interrupted")})
 
 
 def approval_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
@@ -253,6 +286,16 @@ def approval_answer(data: Any, session_id: Optional[str] = None, action_id: Opti
     resolved = data.get("resolved")
     return ApprovalAnswer(run_id=data["run_id"], choice=str(data.get("choice", "")),
                           resolved=resolved if isinstance(resolved, int) and not isinstance(resolved, bool) else 0)
+
+
+def steer_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
+                 replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> SteerAnswer:
+    """Decode the 200 of ``POST /v1/runs/{id}/steer`` (its run id is the one asked about)."""
+    if not isinstance(data, Mapping):
+        raise InvalidResponseError("the steer reply is not an object")
+    run_id = data.get("run_id")
+    return SteerAnswer(run_id=run_id if isinstance(run_id, str) else "", accepted=data.get("accepted") is True,
+                       raw=dict(data))
 
 
 class Run:
@@ -364,18 +407,34 @@ class Run:
         ``always`` (only with ``HermesClient(allow_permanent_approvals=True)``: Hermes then allows
         the pattern process-wide and rewrites its config). Refused after :meth:`stop`.
 
-        Hermes applies the answer to its oldest pending request (:attr:`pending_approval`), whatever
-        command the caller had in mind. Bounded by the run's deadline while it is ahead.
+        The answer names the oldest request this handle saw (its ``request_id``, when the server
+        gave one): Hermes 0.21+ resolves exactly that request, 0.19 and 0.20 their oldest pending
+        one (:attr:`pending_approval`), whatever command the caller had in mind. Bounded by the
+        run's deadline while it is ahead.
 
         Raises:
             RunStoppedError: this client stopped the run; nothing is sent.
             ApprovalNotPendingError: nothing is waiting (409 ``approval_not_pending``).
+            StaleApprovalError: the named request is no longer pending (0.21+).
             ApprovalNotActiveError: the run finished or was stopped (409 ``approval_not_active``).
         """
-        answer = self._runs.approve(self.id, choice, resolve_all=resolve_all, endpoint=self._endpoint,
-                                    context=self._context, deadline=self._ahead_of_deadline())
+        oldest = self._pending[0].event if self._pending and not resolve_all else None
+        request_id = oldest.request_id if oldest is not None else None
+        try:
+            answer = self._runs.approve(self.id, choice, resolve_all=resolve_all, request_id=request_id,
+                                        endpoint=self._endpoint, context=self._context,
+                                        deadline=self._ahead_of_deadline())
+        except StaleApprovalError:
+            self._drop_request(request_id)
+            raise
         self._answered(answer.resolved)
         return answer
+
+    def steer(self, text: str) -> SteerAnswer:
+        """Send a message to the running agent (``POST /v1/runs/{id}/steer``, Hermes 0.20+); it
+        arrives as ``run.steered``. See :meth:`hermes_sdk._core.resources.runs.Runs.steer`."""
+        return self._runs.steer(self.id, text, endpoint=self._endpoint, context=self._context,
+                                deadline=self._ahead_of_deadline())
 
     def stop(self) -> RunStatus:
         """Ask Hermes to stop the run (it ends ``cancelled``); from now on no approval is sent.
@@ -441,19 +500,47 @@ class Run:
         return stream is not None and not stream.closed and not self._released
 
     def _read(self, stream: Any) -> None:
-        try:
-            for event in stream:
-                self._queue.put(("event", event))
-            result = stream.result()
-            if result.terminal:
-                self._queue.put(("end", None))
-            else:
-                self._queue.put(("broken", result.error))
-        except HermesError as exc:
-            self._queue.put(("broken", exc))
-        except Exception as exc:  # never leave the consumer waiting on a dead reader
-            self._queue.put(("broken", TransportError(f"the run's events stream failed ({type(exc).__name__})",
-                                                      uncertain_outcome=True)))
+        """Read the subscription into the queue. Where the server numbers its events (``id:``,
+        0.21+), a broken stream is re-subscribed with ``Last-Event-ID``: the server sends what
+        came after, and an event at or before the last id seen is dropped (never delivered twice)."""
+        last_id: Optional[int] = None
+        resumes = 0
+        while True:
+            error: Optional[HermesError]
+            try:
+                for event in stream:
+                    seq = _event_id(event.id)
+                    if seq is not None:
+                        if last_id is not None and seq <= last_id:
+                            continue  # a resumed stream repeated an event
+                        last_id = seq
+                    self._queue.put(("event", event))
+                result = stream.result()
+                if result.terminal:
+                    self._queue.put(("end", None))
+                    return
+                error = result.error
+            except HermesError as exc:
+                error = exc
+            except Exception as exc:  # never leave the consumer waiting on a dead reader
+                error = TransportError(f"the run's events stream failed ({type(exc).__name__})",
+                                       uncertain_outcome=True)
+            if last_id is None or resumes >= RESUME_MAX or self._released or not _resumable(error):
+                self._queue.put(("broken", error))
+                return
+            resumes += 1
+            log.info("hermes_sdk: the events stream of a run broke (%s); resuming after its last event id",
+                     type(error).__name__ if error else "closed")
+            try:
+                stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline,
+                                               last_event_id=str(last_id))
+            except HermesError as exc:
+                self._queue.put(("broken", exc))
+                return
+            stream.owner = threading.current_thread()
+            self._stream = stream
+            if self._released:  # closed by the caller while re-subscribing
+                stream.close()
 
     def _broken(self, error: Optional[HermesError]) -> None:
         if not self._polling:
@@ -516,14 +603,15 @@ class Run:
     def _observe(self, event: RunEvent) -> None:
         if event.terminal:
             status = ("completed" if isinstance(event, RunCompleted) else
-                      "failed" if isinstance(event, RunFailed) else "cancelled")
+                      "failed" if isinstance(event, RunFailed) else
+                      "interrupted" if isinstance(event, RunInterrupted) else "cancelled")
             self._pending.clear()
             self.status = status
             self._result = RunResult(
                 run_id=self.id, status=status,
-                output=event.output if isinstance(event, RunCompleted) else None,
+                output=event.output if isinstance(event, (RunCompleted, RunInterrupted)) else None,
                 usage=event.usage if isinstance(event, RunCompleted) else None,
-                error=event.error if isinstance(event, RunFailed) else None,
+                error=event.error if isinstance(event, (RunFailed, RunInterrupted)) else None,
                 events=list(self._events), events_complete=True)
             return
         if isinstance(event, ApprovalRequested):
@@ -595,9 +683,21 @@ class Run:
             if oldest.choice in (None, _SENT) or self._moved_on() or self._bound_passed() or runs.stopped(self.id):
                 return
             choice, oldest.choice = oldest.choice, _SENT
-            answer = runs.approve(self.id, choice, endpoint=self._endpoint, context=self._context,
-                                  deadline=self._until)
+            try:
+                answer = runs.approve(self.id, choice, request_id=oldest.event.request_id, endpoint=self._endpoint,
+                                      context=self._context, deadline=self._until)
+            except StaleApprovalError:
+                # 0.21+ refused the answer: that exact request is no longer pending (answered
+                # elsewhere or timed out). Nothing was approved; the next request is asked about.
+                self._drop_request(oldest.event.request_id)
+                continue
             self._answered(answer.resolved)
+
+    def _drop_request(self, request_id: Optional[str]) -> None:
+        """Forget a request the server says is no longer pending."""
+        for item in list(self._pending):
+            if item.event.request_id == request_id:
+                self._pending.remove(item)
 
     def _remaining(self) -> Optional[float]:
         return None if self._until is None else max(0.0, self._until - time.time())
@@ -670,6 +770,20 @@ def objective_of(input: Any) -> Optional[str]:
             if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
                 return str(message["content"])
     return None
+def _event_id(value: Optional[str]) -> Optional[int]:
+    """An SSE ``id:`` as a number (Hermes numbers a run's events 0, 1, 2...), else None."""
+    if value is None or not value.strip().isdigit():
+        return None
+    return int(value.strip())
+
+
+def _resumable(error: Optional[HermesError]) -> bool:
+    """Whether a broken subscription may be resumed: a lost connection or an early end, not a
+    deadline, a cancel, a refusal or a stream that named another run."""
+    if isinstance(error, StreamError):
+        return error.code == STREAM_INCOMPLETE
+    return error is None or (isinstance(error, TransportError)
+                             and not isinstance(error, (DeadlineExceededError, StreamCancelledError)))
 
 
 def choice_for(decision: Any, request: ApprovalRequest, event: ApprovalRequested, allow_permanent: bool) -> str:
@@ -701,4 +815,5 @@ def choice_for(decision: Any, request: ApprovalRequest, event: ApprovalRequested
     return scope
 
 
-__all__ = ["ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "TERMINAL_STATUSES", "choice_for"]
+__all__ = ["ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "SteerAnswer", "TERMINAL_STATUSES",
+           "choice_for"]

@@ -17,6 +17,7 @@ from .families import Registry
 from .idempotency import IdempotencyStore
 from .redaction import Redactor
 from .retry import RetryPolicy
+from .server_features import FeatureCache
 from .transport import Transport
 
 #: How long a client remembers that it stopped a run: a stopped run is cancelled within about a
@@ -100,6 +101,8 @@ class Runtime:
     #: so ``invoke(...run_events)`` never opens a second subscription on a run one of them follows.
     followed_runs: "weakref.WeakValueDictionary[str, Any]" = attrs.field(
         factory=weakref.WeakValueDictionary, eq=False, repr=False)
+    #: What each endpoint's server supports (read once from the server; shared with copies).
+    server_features: FeatureCache = attrs.field(factory=FeatureCache, eq=False, repr=False)
 
     @property
     def max_attempts(self) -> int:

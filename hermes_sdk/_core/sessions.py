@@ -52,7 +52,8 @@ class HermesSession:
 
     ``raw`` is the session object itself (not its envelope), with every field Hermes sent
     (token counters, costs, ``has_system_prompt``...). ``last_active`` and ``preview`` are set on
-    list rows only. ``model`` is overwritten by the session's first agent turn.
+    list rows only. ``model`` is overwritten by the session's first agent turn. ``pinned``,
+    ``archived`` and ``hidden`` are Hermes 0.20+'s flags (None on 0.19, which has none).
     """
 
     id: str
@@ -67,6 +68,9 @@ class HermesSession:
     last_active: Optional[float] = None
     preview: Optional[str] = None
     raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    pinned: Optional[bool] = None
+    archived: Optional[bool] = None
+    hidden: Optional[bool] = None
 
     @property
     def ended(self) -> bool:
@@ -131,13 +135,19 @@ class SessionMessage:
 class SessionTranscript:
     """``GET /api/sessions/{id}/messages``: the messages of the session **Hermes resolved**.
 
-    After a fork, asking for the parent answers with the newest fork's transcript, and
-    ``session_id`` names that fork: read it from here, never assume it is the id you asked for.
+    On Hermes 0.19 and 0.20, asking for a forked parent answers with the newest fork's
+    transcript, and ``session_id`` names that fork: read it from here, never assume it is the id
+    you asked for. 0.21+ (0.22.2) answers with the parent's own. ``fork_redirect`` says which
+    behaviour the server has, by its version (True: 0.19/0.20, False: 0.21+, None: unknown). ``pages`` is how many
+    requests it took (0.20+ pages by 500; 0.19 sends everything at once).
     """
 
     session_id: str
     messages: list[SessionMessage]
     requested_id: Optional[str] = None
+    pagination: Optional[JSONDict] = attrs.field(default=None, repr=False, eq=False)
+    fork_redirect: Optional[bool] = attrs.field(default=None, eq=False)
+    pages: int = attrs.field(default=1, eq=False)
 
     @property
     def redirected(self) -> bool:
@@ -178,7 +188,8 @@ def session_of(data: Any) -> Session:
         model=_opt_str(obj.get("model")), started_at=_opt_float(obj.get("started_at")),
         ended_at=_opt_float(obj.get("ended_at")), end_reason=_opt_str(obj.get("end_reason")),
         message_count=_int(obj.get("message_count")), parent_session_id=_opt_str(obj.get("parent_session_id")),
-        last_active=_opt_float(obj.get("last_active")), preview=_opt_str(obj.get("preview")), raw=obj)
+        last_active=_opt_float(obj.get("last_active")), preview=_opt_str(obj.get("preview")), raw=obj,
+        **{k: obj[k] if isinstance(obj.get(k), bool) else None for k in ("pinned", "archived", "hidden")})
 
 
 def session(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
@@ -230,8 +241,9 @@ def transcript(data: Any, session_id: Optional[str] = None, action_id: Optional[
     rows = obj.get("data")
     if not isinstance(obj.get("session_id"), str) or not isinstance(rows, list):
         raise InvalidResponseError("the transcript has no session_id or no 'data' array")
+    pagination = obj.get("pagination")
     return SessionTranscript(session_id=obj["session_id"], messages=[message_of(row) for row in rows],
-                             requested_id=requested_id)
+                             requested_id=requested_id, pagination=pagination if isinstance(pagination, dict) else None)
 
 
 def no_text_error(session_id: Optional[str], usage: Any, where: str) -> AgentIncompleteError:

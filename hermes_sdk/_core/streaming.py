@@ -10,7 +10,7 @@ import logging
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
 
 import requests
 
@@ -60,6 +60,8 @@ class HermesStream:
 
     replayed = False
     action_id: Optional[str] = None  # the AIP action (the original one when replayed)
+    #: Sees each live event on the reader's thread (a chat stream's approval requests, 0.21+).
+    _on_event: Optional[Callable[[StreamEvent], None]] = None
     #: The settled ActionResult (after the stream ended), as recorded and observed.
     action_result: Optional[ActionResult] = None
 
@@ -210,6 +212,8 @@ class HermesStream:
         self._pending_piece = agg.add(event)
         if self._observed:
             self._sink.event(event)  # type: ignore[union-attr]
+        if self._on_event is not None:
+            self._on_event(event)
         return event
 
     def _cut_by_timer(self) -> Optional[HermesError]:

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .model import AgentHooks, AgentResult, RequestInfo
+from .runs import Run, _Emitter, await_approval
 from .sse import AgentPump, ClientGone, data_event, named_event
 from .state import CachedChat
 from .tools import EMOJI, ToolCall, ToolRecord
@@ -27,6 +28,7 @@ from .wire import (
 
 if TYPE_CHECKING:
     from .server import Exchange
+    from .state import EmulatorState
 
 FINGERPRINT_KEYS = ("model", "messages", "tools", "tool_choice", "stream")
 
@@ -266,6 +268,7 @@ def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> N
     writer = ex.open_sse([("X-Hermes-Session-Id", info.session_id)] + key_echo)
     cancel = threading.Event()
     pump: AgentPump | None = None
+    run: Run | None = None
     try:
         # The role chunk goes out before the agent is even started (L3025-3031).
         writer.event(data_event(chunk({"role": "assistant"}, None)))
@@ -273,9 +276,12 @@ def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> N
         pump = AgentPump(lambda on_delta, ev: state.model.run(info, on_delta, ev, hooks), cancel, start=False)
         hooks.tool_started = lambda call: pump.post("progress", tool_progress(call, None))
         hooks.tool_completed = lambda record: pump.post("progress", tool_progress(record.call, record))
+        run = stream_run(state, str(base["id"]), info, pump, hooks, cancel)
         pump.start()
         for kind, value in pump.items(writer, state.settings.keepalive_seconds):
-            if kind == "delta":
+            if kind == "approval":
+                writer.event(named_event("approval.request", value))
+            elif kind == "delta":
                 if value:
                     writer.event(data_event(chunk({"content": value}, None)))
             elif kind == "progress":
@@ -304,6 +310,49 @@ def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> N
     finally:
         if pump is not None:
             pump.join(0.5)
+        if run is not None:
+            end_stream_run(state, run)
+
+
+class _StreamEmitter(_Emitter):
+    """Sends a streamed turn's approval request on its own stream (0.21+), with its session id."""
+
+    def __init__(self, state: EmulatorState, run: Run, pump: AgentPump, session_id: str) -> None:
+        super().__init__(state, run, None)
+        self.pump = pump
+        self.session_id = session_id
+
+    def put(self, event: JSONDict | None) -> None:
+        super().put(event)
+        if event is not None and event.get("event") == "approval.request":
+            self.pump.post("approval", {**event, "session_id": self.session_id})
+
+
+def stream_run(state: EmulatorState, completion_id: str, info: RequestInfo, pump: AgentPump,
+               hooks: AgentHooks, cancel: threading.Event) -> Run | None:
+    """0.21+: a streamed turn is a run at ``/v1/runs/{chatcmpl id}`` whose approvals the client
+    answers there (``approval.request`` on the stream); older versions: None (``pending_approval``)."""
+    if not state.behaviour.stream_approvals:
+        return None
+    run = Run(completion_id, info.session_id, None, time.time())
+    run.exact_approvals = True
+    with run.lock:
+        run.status.pop("model", None)
+    run.set_status("running")
+    with state.runs.lock:
+        state.runs.runs[completion_id] = run
+    emit = _StreamEmitter(state, run, pump, info.session_id)
+    hooks.approver = lambda danger: await_approval(state, run, emit, danger)
+    hooks.session_patterns = run.session_patterns
+    run.cancel = cancel
+    return run
+
+
+def end_stream_run(state: EmulatorState, run: Run) -> None:
+    """The turn ended: no approval can be answered any more; the run object says how it ended."""
+    run.approvals_closed.set()
+    run.set_status("cancelled" if run.cancel.is_set() else "completed")
+    run.done.set()
 
 
 def tool_progress(call: ToolCall, record: ToolRecord | None) -> JSONDict | None:

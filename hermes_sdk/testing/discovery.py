@@ -218,8 +218,28 @@ TOOLSETS: list[dict[str, Any]] = [{'name': 'web',
 _STARTED = datetime.now(timezone.utc).isoformat()
 
 
-def capabilities() -> dict[str, Any]:
-    return copy.deepcopy(CAPABILITIES)
+def capabilities(behaviour: Any = None) -> dict[str, Any]:
+    """0.19's capabilities, plus the features and endpoints a newer ``behaviour`` adds."""
+    caps = copy.deepcopy(CAPABILITIES)
+    if behaviour is None:
+        return caps
+    features, endpoints = caps["features"], caps["endpoints"]
+    if behaviour.steer:
+        features.update(run_steer=True, model_options=True, session_model_lock=True)
+        endpoints["run_steer"] = {"method": "POST", "path": "/v1/runs/{run_id}/steer"}
+        endpoints["model_options"] = {"method": "GET", "path": "/api/model/options"}
+        endpoints["session_model_lock"] = {"method": "POST", "path": "/api/sessions/{session_id}/model"}
+    if behaviour.runs_idempotency:
+        features["runs_idempotency"] = {"supported": True, "durable": True, "retention_seconds": 86400}
+        features["reasoning_streaming"] = True
+    return caps
+
+
+def handle_model_options(ex: Any) -> None:
+    """``GET /api/model/options`` (0.20+): the configured provider and its one model."""
+    ex.send_json(200, {"providers": [{"slug": "custom", "name": "Custom endpoint", "is_current": True,
+                                      "is_user_defined": True, "models": ["fake-model"], "total_models": 1,
+                                      "source": "config", "authenticated": True}]})
 
 
 def toolsets(enabled: tuple[str, ...]) -> dict[str, Any]:
@@ -231,7 +251,7 @@ def toolsets(enabled: tuple[str, ...]) -> dict[str, Any]:
     return {"object": "list", "platform": "api_server", "data": data}
 
 
-def health_detailed(active_api_runs: int) -> dict[str, Any]:
+def health_detailed(active_api_runs: int, version: str = HERMES_VERSION) -> dict[str, Any]:
     """Shape of hermes-wire/42; ``active_api_runs`` counts queued, running and waiting runs."""
     return {
         "status": "ok",
@@ -252,7 +272,7 @@ def health_detailed(active_api_runs: int) -> dict[str, Any]:
             },
         },
         "platform": "hermes-agent",
-        "version": HERMES_VERSION,
+        "version": version,
         "gateway_state": "running",
         "platforms": {
             "api_server": {

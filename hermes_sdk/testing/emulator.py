@@ -1,4 +1,5 @@
-"""``HermesEmulator``: a Hermes 0.19.0-compatible server on loopback for tests."""
+"""``HermesEmulator``: a Hermes-compatible server on loopback for tests (0.19.0; 0.20.1 and 0.22.2
+with ``server_version=``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .sessiondb import SessionDB
 from .state import FAULT_MODES, EmulatorState, Fault, SeenRequest, Settings
 from .store import ResponseStore
 from .tools import DEFAULT_TOOLSETS, TOOLSET_TOOLS
+from .versions import SERVER_VERSIONS, check_version
 
 APPROVAL_MODES = ("manual", "smart", "off")
 
@@ -52,6 +54,7 @@ class HermesEmulator:
         tool_followup_delay: float = 0.2,
         stop_latency: float = 0.2,
         jobs_tick_seconds: float = 60.0,
+        server_version: str = "0.19.0",
     ) -> None:
         """``toolsets`` like Hermes' ``platform_toolsets.api_server`` (``()`` = no tools, the
         peer default; ``TOOLSETS`` = ``("terminal", "file", "todo")`` as in the captures);
@@ -61,11 +64,14 @@ class HermesEmulator:
         30, 300 and 3600 s); ``files`` seeds the simulated file system the tools act on;
         ``tool_followup_delay`` is how long the model call after a tool turn takes and
         ``stop_latency`` how long ``POST /v1/runs/{id}/stop`` takes to interrupt the agent;
-        ``jobs_tick_seconds`` is the cron ticker's interval (Hermes: 60 s; 0 = only ``tick_jobs()``).
+        ``jobs_tick_seconds`` is the cron ticker's interval (Hermes: 60 s; 0 = only ``tick_jobs()``);
+        ``server_version`` is the Hermes release played: ``0.19.0`` (default), ``0.20.1`` or
+        ``0.22.2`` (see :mod:`hermes_sdk.testing.versions` for what each adds).
         """
         if framing not in ("chunked", "close"):
             raise ValueError("framing must be 'chunked' or 'close'")
         _check_tools(toolsets, approval_mode)
+        check_version(server_version)
         self.host = host
         self._port = port
         self._verbose = verbose
@@ -82,6 +88,7 @@ class HermesEmulator:
                 run_status_ttl=run_status_ttl,
                 stop_latency=max(0.0, stop_latency),
                 jobs_tick_seconds=max(0.0, jobs_tick_seconds),
+                server_version=server_version,
             ),
             max_stored_responses=max_stored_responses,
             token_delay=token_delay,
@@ -559,6 +566,8 @@ def add_options(parser: Any) -> None:
     parser.add_argument("--approval-mode", choices=APPROVAL_MODES, default="manual",
                         help="Hermes' approvals.mode: manual asks about every flagged command, smart lets "
                              "its judge approve some first, off never asks (default: %(default)s)")
+    parser.add_argument("--server-version", choices=SERVER_VERSIONS, default="0.19.0",
+                        help="the Hermes release to play (default: %(default)s)")
     parser.add_argument("--approval-timeout", type=float, default=60.0, metavar="SECONDS",
                         help="Hermes' approvals.timeout: an unanswered approval is BLOCKED after it "
                              "(default: %(default)s)")
@@ -581,6 +590,7 @@ def options_from(args: Any) -> dict[str, Any]:
         "toolsets": DEFAULT_TOOLSETS if args.tools else (),
         "approval_mode": args.approval_mode,
         "approval_timeout": args.approval_timeout,
+        "server_version": args.server_version,
     }
 
 

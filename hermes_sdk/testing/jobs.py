@@ -33,6 +33,8 @@ JOB_ID = re.compile(r"^[a-f0-9]{12}$")
 UPDATABLE = ("name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled")
 NAME_MAX = 200
 PROMPT_MAX = 5000
+NOTHING_TO_RUN = ("Cron job has nothing to run: prompt is blank and no script or skill(s) are set. Provide a "
+                  "prompt, a script, or at least one skill.")
 PAST_GRACE_SECONDS = 120
 _DURATION = re.compile(r"^(\d+)\s*(m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$", re.IGNORECASE)
 _CRON_FIELD = re.compile(r"^[\d*\-,/]+$")
@@ -347,7 +349,17 @@ def handle_create(ex: Exchange) -> None:
     if LIFECYCLE.search(str(prompt)):
         raise ValueError(LIFECYCLE_MESSAGE)
     now = _now()
-    schedule = parse_schedule(schedule_text, now)
+    if ex.state.behaviour.job_refusals_400:
+        # 0.21+ (measured on 0.22.2): a bad schedule and a job with nothing to run are 400s.
+        try:
+            schedule = parse_schedule(schedule_text, now)
+        except ValueError as exc:
+            raise JobError(400, str(exc)) from None
+        if not str(prompt or "").strip() and not body.get("script") and not body.get("skills") \
+                and not body.get("skill"):
+            raise JobError(400, NOTHING_TO_RUN)
+    else:
+        schedule = parse_schedule(schedule_text, now)
     _check_not_past(schedule, now)
     skills = _skills(body.get("skills"))
     times = repeat if repeat is not None else (1 if schedule["kind"] == "once" else None)

@@ -11,10 +11,14 @@ Everything mirrors ``spec/hermes-runs.md`` (transcripts ``hermes-wire/25``-``49`
   ``run_stream_ttl`` seconds after creation;
 - ``POST /v1/runs/{id}/approval`` resolves the oldest pending approval (FIFO, no id);
 - ``POST /v1/runs/{id}/stop`` interrupts; 404 once the run's task has finished.
+
+A newer ``server_version`` (``versions.py``) adds request ids on approvals (0.20; exact answers
+0.21+), steer (0.20), durable run keys, numbered resumable events and terminal fields (0.21+).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -33,7 +37,9 @@ if TYPE_CHECKING:
     from .server import Exchange
     from .state import EmulatorState
 
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "interrupted"})
+REQUEST_ID_MAX = 256
+RUN_KEY_MAX = 255
 APPROVAL_CHOICES = ("once", "session", "always", "deny")
 CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
 SESSION_KEY_MAX = 256
@@ -108,6 +114,7 @@ class PendingApproval:
     danger: Danger
     answered: threading.Event = field(default_factory=threading.Event)
     choice: str | None = None
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 class Run:
@@ -132,7 +139,11 @@ class Run:
         self.approvals_closed = threading.Event()
         self.approvals: deque[PendingApproval] = deque()
         self.session_patterns: set[str] = set()
-        self.events_emitted: list[JSONDict] = []  # everything the agent queued (for tests)
+        self.steers: list[str] = []  # 0.20+: steer messages taken in
+        self.exact_approvals = False  # 0.21+: an answer's request_id resolves exactly that request
+        self.events_emitted: list[JSONDict] = []  # everything the agent queued (for tests; 0.21+: replay log)
+        self.closed = False  # 0.21+: the log is complete (the run's task ended)
+        self.changed = threading.Condition(self.lock)  # 0.21+: a log reader waits for the next event
 
     def set_status(self, status: str | None = None, **fields: Any) -> None:
         """Hermes' ``_set_run_status``: status and ``updated_at`` first, then the fields."""
@@ -239,6 +250,22 @@ def handle_create(ex: Exchange) -> None:
             return ex.send_json(400, bare_error("Session key too long"))
         if any(ch in session_key for ch in ("\r", "\n", "\x00")):
             return ex.send_json(400, bare_error("Invalid session key"))
+    behaviour = state.behaviour
+    run_key = ex.header("Idempotency-Key") if behaviour.runs_idempotency else None
+    fingerprint = ""
+    if run_key is not None:
+        if not 1 <= len(run_key) <= RUN_KEY_MAX or not all("\x21" <= ch <= "\x7e" for ch in run_key):
+            return ex.send_json(400, openai_error("Idempotency-Key must be 1-255 visible ASCII characters",
+                                                  code="invalid_idempotency_key"))
+        fingerprint = hashlib.sha256(ex.raw_body + (session_key or "").encode()).hexdigest()
+        known = state.run_keys.get(run_key)
+        if known is not None:  # answered even while the cap is full
+            if known[0] != fingerprint:
+                return ex.send_json(409, openai_error("Idempotency-Key was used with a different request",
+                                                      code="idempotency_key_conflict"))
+            run = state.runs.get(known[1])
+            status = run.state if run is not None else "started"
+            return ex.send_json(202, {"run_id": known[1], "status": status, "replayed": True})
     if not state.try_acquire_run():  # before the body is parsed (hermes-wire/37)
         from .chat import rate_limited  # chat imports state, which imports this module
 
@@ -270,6 +297,7 @@ def handle_create(ex: Exchange) -> None:
             headers=info.headers,
         )
         run = Run(run_id, session_id, model, time.time())
+        run.exact_approvals = behaviour.exact_approvals
         run.set_status("running")  # "queued" only lasts until the task's first step: never observed
         queue = RunQueue()
         with state.runs.lock:
@@ -279,10 +307,15 @@ def handle_create(ex: Exchange) -> None:
         thread = threading.Thread(
             target=_execute, args=(state, run, queue, info), daemon=True, name=f"hermes-emulator-{run_id}"
         )
+        if run_key is not None:
+            state.run_keys[run_key] = (fingerprint, run_id)
         thread.start()
         started = True
         headers = [("X-Hermes-Session-Key", session_key)] if session_key is not None else []
-        ex.send_json(202, {"run_id": run_id, "status": "started"}, headers)
+        reply: JSONDict = {"run_id": run_id, "status": "started"}
+        if behaviour.runs_idempotency:
+            reply["replayed"] = False
+        ex.send_json(202, reply, headers)
     finally:
         if not started:
             state.release_run()
@@ -362,6 +395,8 @@ def handle_events(ex: Exchange, run_id: str) -> None:
 
     state = ex.state
     _sweep(state)
+    if state.behaviour.event_ids:
+        return _events_from_log(ex, run_id)
     registry = state.runs
     queue: RunQueue | None = None
     for _attempt in range(SUBSCRIBE_TRIES):
@@ -400,6 +435,72 @@ def handle_events(ex: Exchange, run_id: str) -> None:
         registry.drop_stream(run_id)
 
 
+def _resume_point(ex: Exchange) -> int:
+    """0.21+: the first seq to send: after ``Last-Event-ID`` or ``?last_seq=`` (else 0)."""
+    from urllib.parse import parse_qs
+
+    given = ex.header("Last-Event-ID")
+    if given is None:
+        values = parse_qs(ex.query).get("last_seq")
+        given = values[0] if values else None
+    try:
+        return int(given) + 1 if given is not None else 0
+    except ValueError:
+        return 0
+
+
+def _events_from_log(ex: Exchange, run_id: str) -> None:
+    """0.21+: every subscriber reads the run's numbered log from its resume point (``: open``
+    first, ``id: N`` per event), so a dropped connection resumes without loss or repeats."""
+    from .server import DropConnection
+
+    run = ex.state.runs.get(run_id)
+    if run is None:
+        return not_found(ex, run_id)
+    position = _resume_point(ex)
+    writer = ex.open_sse([], check_alive=True)
+    keepalive = ex.state.settings.run_events_keepalive_seconds
+    try:
+        writer.comment("open")
+        while True:
+            with run.changed:
+                if position >= len(run.events_emitted) and not run.closed:
+                    run.changed.wait(keepalive)
+                batch = run.events_emitted[position:]
+                closed = run.closed
+            if not batch and not closed:
+                writer.keepalive()
+                continue
+            for event in batch:
+                writer.event(f"id: {event['seq']}\ndata: {json.dumps(event)}\n\n".encode())
+                position += 1
+            if closed and position >= len(run.events_emitted):
+                writer.comment("stream closed")
+                break
+        writer.finish()
+    except ClientGone:
+        raise DropConnection() from None
+
+
+def _pick(run: Run, body: JSONDict, resolve_all: bool) -> list[PendingApproval] | str:
+    """The pending approvals an answer resolves, or the error code: 0.21+ resolves exactly a
+    given ``request_id``; otherwise (and on 0.19/0.20, which ignore it) the oldest first."""
+    request_id = body.get("request_id")
+    with run.lock:
+        if request_id is not None and run.exact_approvals:
+            if not isinstance(request_id, str) or not request_id or len(request_id) > REQUEST_ID_MAX:
+                return "invalid_approval_request"
+            for pending in run.approvals:
+                if pending.request_id == request_id:
+                    run.approvals.remove(pending)
+                    return [pending]
+            return []
+        resolved: list[PendingApproval] = []
+        while run.approvals and (resolve_all or not resolved):
+            resolved.append(run.approvals.popleft())
+        return resolved
+
+
 def handle_approval(ex: Exchange, run_id: str) -> None:
     run = ex.state.runs.get(run_id)
     if run is None:  # looked up before the body is read (hermes-wire/36)
@@ -421,10 +522,9 @@ def handle_approval(ex: Exchange, run_id: str) -> None:
             409, openai_error(f"Run has no active approval session: {run_id}", code="approval_not_active")
         )
     resolve_all = parse_bool(body.get("all")) or parse_bool(body.get("resolve_all"))
-    resolved: list[PendingApproval] = []
-    with run.lock:
-        while run.approvals and (resolve_all or not resolved):
-            resolved.append(run.approvals.popleft())
+    resolved = _pick(run, body, resolve_all)
+    if isinstance(resolved, str):
+        return ex.send_json(400, openai_error("Invalid approval request_id", code=resolved))
     if not resolved:
         return ex.send_json(409, openai_error(f"Run has no pending approval: {run_id}", code="approval_not_pending"))
     for pending in resolved:
@@ -432,6 +532,8 @@ def handle_approval(ex: Exchange, run_id: str) -> None:
         pending.answered.set()
     emitter = _Emitter(ex.state, run, _queue_of(ex.state, run_id))
     run.set_status("running", last_event="approval.responded")
+    with run.lock:
+        run.status.pop("approval", None)
     emitter.put({"event": "approval.responded", "run_id": run_id, "timestamp": time.time(),
                  "choice": choice, "resolved": len(resolved)})
     ex.send_json(
@@ -442,6 +544,8 @@ def handle_approval(ex: Exchange, run_id: str) -> None:
 
 def handle_stop(ex: Exchange, run_id: str) -> None:
     run = ex.state.runs.get(run_id)
+    if run is not None and run.done.is_set() and ex.state.behaviour.terminal_fields:
+        return ex.send_json(200, run.snapshot())  # 0.21+: a finished run's /stop answers its object
     if run is None or run.done.is_set():
         return not_found(ex, run_id)
     run.set_status("stopping", last_event="run.stopping")
@@ -454,6 +558,27 @@ def handle_stop(ex: Exchange, run_id: str) -> None:
     else:
         run.cancel.set()
     ex.send_json(200, {"run_id": run_id, "status": "stopping"})
+
+
+def handle_steer(ex: Exchange, run_id: str) -> None:
+    """0.20+: ``{input|message|text}`` reaches the running agent; ``run.steered`` is emitted."""
+    run = ex.state.runs.get(run_id)
+    if run is None:
+        return not_found(ex, run_id)
+    try:
+        body = json.loads(ex.raw_body.decode("utf-8")) if ex.raw_body else None
+    except ValueError:
+        body = None
+    text = next((body.get(k) for k in ("input", "message", "text") if isinstance(body, dict) and body.get(k)), None)
+    if not isinstance(text, str) or not text.strip():
+        return ex.send_json(400, openai_error("Steer input must be a non-empty string", code="invalid_steer_input"))
+    if run.done.is_set() or run.state not in ("running", "waiting_for_approval"):
+        return ex.send_json(409, openai_error(f"Run is not accepting steer input: {run_id}",
+                                              code="run_not_accepting_steer"))
+    with run.lock:
+        run.steers.append(text)
+    _Emitter(ex.state, run, _queue_of(ex.state, run_id)).event("run.steered", accepted=True)
+    ex.send_json(200, {"object": "hermes.run.steer", "run_id": run_id, "accepted": True})
 
 
 def _queue_of(state: EmulatorState, run_id: str) -> RunQueue | None:
@@ -473,9 +598,15 @@ class _Emitter:
         self.queue = queue
 
     def put(self, event: JSONDict | None) -> None:
-        if event is not None:
-            with self.run.lock:
+        numbered = self.state.behaviour.event_ids
+        with self.run.lock:
+            if event is not None:
+                if numbered:
+                    event["seq"] = len(self.run.events_emitted)
                 self.run.events_emitted.append(event)
+            else:
+                self.run.closed = True
+            self.run.changed.notify_all()
         if self.queue is not None:
             self.state.runs.put_event(self.run.run_id, self.queue, event)
 
@@ -496,7 +627,7 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
                 "tool.completed", tool=record.call.name, duration=round(record.duration, 3), error=record.error
             ),
             assistant_message=lambda text: emit.event("reasoning.available", text=text),
-            approver=lambda danger: _await_approval(state, run, emit, danger),
+            approver=lambda danger: await_approval(state, run, emit, danger),
             session_patterns=run.session_patterns,
         )
         result: AgentResult | None = None
@@ -510,17 +641,22 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
         run.approvals_closed.set()
         state.transcripts.append(info.session_id, _transcript(info, result))
         if run.cancel.is_set() or (result is None and failure is None):
-            run.set_status("cancelled")
-            emit.event("run.cancelled")
+            ended = _cancelled(state)
+            run.set_status("cancelled", **ended)
+            emit.event("run.cancelled", **ended)
         elif failure is not None or (result is not None and result.failed):
             error = failure if failure is not None else (result.error if result else None) or "agent failed"
-            run.set_status("failed", error=error)
-            emit.event("run.failed", error=error)
+            ended = _ended(state, run, completed=False)
+            run.set_status("failed", error=error, **ended)
+            emit.event("run.failed", error=error, **ended)
         else:
             assert result is not None
             usage = io_usage(result)
-            run.set_status("completed", output=result.final_response, usage=usage)
-            emit.event("run.completed", output=result.final_response, usage=usage)
+            ended = _ended(state, run, completed=True)
+            if state.behaviour.terminal_fields:
+                usage = {**usage, "cache_read_tokens": 0, "cache_write_tokens": 0}
+            run.set_status("completed", output=result.final_response, usage=usage, **ended)
+            emit.event("run.completed", output=result.final_response, usage=usage, **ended)
     finally:
         run.approvals_closed.set()
         run.done.set()
@@ -534,18 +670,40 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
         emit.put(None)  # the close sentinel: the subscriber writes ": stream closed"
 
 
+def _cancelled(state: EmulatorState) -> JSONDict:
+    """0.21+: a stopped run's terminal fields (measured on 0.22.2)."""
+    if not state.behaviour.terminal_fields:
+        return {}
+    return {"completed": False, "partial": False, "interrupted": True,
+            "turn_exit_reason": "interrupted_during_api_call"}
+
+
+def _ended(state: EmulatorState, run: Run, completed: bool) -> JSONDict:
+    """What terminal events and statuses add: 0.20+ ``pending_steer`` (steer text the agent never
+    took in: the scripted model takes none), 0.21+ ``runtime``, ``completed``, ``partial``, ``interrupted``."""
+    fields: JSONDict = {}
+    if state.behaviour.terminal_fields:
+        fields.update(runtime={"provider": "custom", "model": "fake-model", "route_source": "global"},
+                      completed=completed, partial=False, interrupted=False)
+    with run.lock:
+        if run.steers:
+            fields["pending_steer"] = "\n".join(run.steers)
+    return fields
+
+
 def _tool_started(emit: _Emitter, call: ToolCall) -> None:
     emit.event("tool.started", tool=call.name, preview=call.preview)
 
 
-def _await_approval(state: EmulatorState, run: Run, emit: _Emitter, danger: Danger) -> str:
+def await_approval(state: EmulatorState, run: Run, emit: _Emitter, danger: Danger) -> str:
     """Block like ``_await_gateway_decision``: answer, timeout, or a stop (resolved as deny)."""
     pending = PendingApproval(danger)
     with run.lock:
         run.approvals.append(pending)
-    event: JSONDict = danger.payload()
-    event.update(event="approval.request", run_id=run.run_id, timestamp=time.time(), choices=danger.choices)
+    event = approval_event(state, danger, pending, run.run_id)
     run.set_status("waiting_for_approval", last_event="approval.request")
+    if state.behaviour.exact_approvals:  # 0.21+: the status embeds the pending request
+        run.set_status(approval=dict(event))
     emit.put(event)
     deadline = time.monotonic() + state.settings.approval_timeout
     while True:
@@ -566,6 +724,15 @@ def _await_approval(state: EmulatorState, run: Run, emit: _Emitter, danger: Dang
     return outcome
 
 
+def approval_event(state: EmulatorState, danger: Danger, pending: PendingApproval, run_id: str) -> JSONDict:
+    """An ``approval.request`` as the played version sends it (0.20+: ``request_id``, ``allow_session``)."""
+    event: JSONDict = danger.payload()
+    if state.behaviour.request_ids:
+        event.update(allow_session="session" in danger.choices, request_id=pending.request_id)
+    event.update(event="approval.request", run_id=run_id, timestamp=time.time(), choices=danger.choices)
+    return event
+
+
 def _transcript(info: RequestInfo, result: AgentResult | None) -> list[dict[str, str]]:
     """What Hermes writes to state.db for the run's session (simplified to text turns)."""
     turn = [{"role": "user", "content": info.prompt}]
@@ -583,5 +750,6 @@ __all__ = [
     "handle_create",
     "handle_events",
     "handle_get",
+    "handle_steer",
     "handle_stop",
 ]

@@ -24,7 +24,6 @@ from .model import Cancelled
 from .sse import SSEWriter
 from .state import EmulatorState, Fault, SeenRequest
 from .wire import (
-    HERMES_VERSION,
     JSON_CONTENT_TYPE,
     MAX_REQUEST_BYTES,
     SECURITY_HEADERS,
@@ -202,11 +201,14 @@ class HermesHandler(BaseHTTPRequestHandler):
             )
         )
         route = _resolve(self.command, path)
+        if not isinstance(route, int) and route[0] in _ADDED_IN and not getattr(state.behaviour, _ADDED_IN[route[0]]):
+            route = 404
         if isinstance(route, int):
             return self._plain_error(route, path)
         name, arg = route
         if name not in ("health",) and not self._authorised():
-            return self.send_body(401, dumps(auth_error()), JSON_CONTENT_TYPE, [], security=True)
+            body = auth_error(state.behaviour.gateway_auth_401)
+            return self.send_body(401, dumps(body), JSON_CONTENT_TYPE, [], security=True)
         fault = state.take_fault(self.command, path)
         if fault is not None and fault.mode == "before_response" and not fault.after_execution:
             self._abort()
@@ -452,21 +454,25 @@ class HermesHTTPServer(ThreadingHTTPServer):
 Route = tuple[str, Optional[str]]  # noqa: UP045 - runtime alias, must work on 3.9
 _HANDLERS: dict[str, Callable[[Exchange, str | None], None]] = {
     "health": lambda ex, _arg: ex.send_json(
-        200, {"status": "ok", "platform": "hermes-agent", "version": HERMES_VERSION}
+        200, {"status": "ok", "platform": "hermes-agent", "version": ex.state.behaviour.reported}
     ),
     "models": lambda ex, _arg: ex.send_json(200, _models_payload()),
     "chat": lambda ex, _arg: chat.handle(ex),
     "responses": lambda ex, _arg: responses.handle_create(ex),
     "response_get": lambda ex, arg: responses.handle_get(ex, arg or ""),
     "response_delete": lambda ex, arg: responses.handle_delete(ex, arg or ""),
-    "capabilities": lambda ex, _arg: ex.send_json(200, discovery.capabilities()),
+    "capabilities": lambda ex, _arg: ex.send_json(200, discovery.capabilities(ex.state.behaviour)),
     "toolsets": lambda ex, _arg: ex.send_json(200, discovery.toolsets(ex.state.model.toolbox.toolsets)),
-    "health_detailed": lambda ex, _arg: ex.send_json(200, discovery.health_detailed(ex.state.active_api_runs)),
+    "health_detailed": lambda ex, _arg: ex.send_json(
+        200, discovery.health_detailed(ex.state.active_api_runs, ex.state.behaviour.reported)
+    ),
+    "model_options": lambda ex, _arg: discovery.handle_model_options(ex),
     "run_create": lambda ex, _arg: runs.handle_create(ex),
     "run_get": lambda ex, arg: runs.handle_get(ex, arg or ""),
     "run_events": lambda ex, arg: runs.handle_events(ex, arg or ""),
     "run_approval": lambda ex, arg: runs.handle_approval(ex, arg or ""),
     "run_stop": lambda ex, arg: runs.handle_stop(ex, arg or ""),
+    "run_steer": lambda ex, arg: runs.handle_steer(ex, arg or ""),
     "skills": lambda ex, _arg: ex.send_json(200, discovery.skills(ex.state.skills)),
     "sessions_list": lambda ex, _arg: sessions.handle_list(ex),
     "session_create": lambda ex, _arg: sessions.handle_create(ex),
@@ -498,6 +504,7 @@ _STATIC_ROUTES: dict[str, dict[str, str]] = {
     "/v1/toolsets": {"GET": "toolsets", "HEAD": "toolsets"},
     "/health/detailed": {"GET": "health_detailed", "HEAD": "health_detailed"},
     "/v1/skills": {"GET": "skills"},
+    "/api/model/options": {"GET": "model_options"},
     "/api/sessions": {"GET": "sessions_list", "POST": "session_create"},
     "/api/jobs": {"GET": "jobs_list", "POST": "job_create"},
 }
@@ -526,7 +533,10 @@ _RUN_ROUTES: dict[str, dict[str, str]] = {
     "events": {"GET": "run_events"},
     "approval": {"POST": "run_approval"},
     "stop": {"POST": "run_stop"},
+    "steer": {"POST": "run_steer"},
 }
+#: Routes a release does not have yet (404 like any unknown path), by the Behaviour switch that adds them.
+_ADDED_IN = {"run_steer": "steer", "model_options": "model_options"}
 
 
 def _table(path: str) -> tuple[dict[str, str] | None, str | None]:

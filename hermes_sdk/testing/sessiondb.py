@@ -56,8 +56,9 @@ class SessionRow:
     def last_active(self) -> float:
         return float(self.messages[-1]["timestamp"]) if self.messages else self.started_at
 
-    def payload(self, listing: bool = False) -> dict[str, Any]:
-        """``_session_response``: keys in the row's order; list rows add ``last_active``/``preview``."""
+    def payload(self, listing: bool = False, flags: bool = False) -> dict[str, Any]:
+        """``_session_response``: keys in the row's order; list rows add ``last_active``/``preview``;
+        ``flags``: 0.20+'s ``pinned``/``archived``/``hidden`` (never set by the emulator: false)."""
         out: dict[str, Any] = {
             "id": self.id,
             "source": self.source,
@@ -79,6 +80,8 @@ class SessionRow:
             "api_call_count": self.api_call_count,
             "parent_session_id": self.parent_session_id,
         }
+        if flags:
+            out.update(pinned=False, archived=False, hidden=False)
         if listing:
             out["last_active"] = self.last_active
             out["preview"] = self.preview

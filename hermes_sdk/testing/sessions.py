@@ -96,8 +96,11 @@ class _Crash(Exception):
     """An uncaught exception in Hermes' handler: aiohttp's plain-text 500."""
 
 
-def _session_payload(row: SessionRow) -> JSONDict:
-    return {"object": "hermes.session", "session": row.payload()}
+def _session_payload(row: SessionRow, ex: Exchange) -> JSONDict:
+    return {"object": "hermes.session", "session": row.payload(flags=ex.state.behaviour.session_flags)}
+
+
+MESSAGES_LIMIT_MAX = 500
 
 
 def _requested_id(body: JSONDict) -> str:
@@ -130,7 +133,7 @@ def handle_list(ex: Exchange) -> None:
         200,
         {
             "object": "list",
-            "data": [r.payload(listing=True) for r in page],
+            "data": [r.payload(listing=True, flags=ex.state.behaviour.session_flags) for r in page],
             "limit": limit,
             "offset": offset,
             "has_more": len(page) == limit,
@@ -174,7 +177,7 @@ def handle_create(ex: Exchange) -> None:
             raise _error(400, f"Title already in use by session {owner}", "invalid_title")
         row = SessionRow(id=session_id, model=str(model), title=title, system_prompt=system_prompt)
         db.create(row)
-    ex.send_json(201, _session_payload(row))
+    ex.send_json(201, _session_payload(row, ex))
 
 
 # --------------------------------------------------------------------------- one session
@@ -182,7 +185,7 @@ def handle_create(ex: Exchange) -> None:
 
 @_guarded
 def handle_get(ex: Exchange, session_id: str) -> None:
-    ex.send_json(200, _session_payload(_existing(ex, session_id)))
+    ex.send_json(200, _session_payload(_existing(ex, session_id), ex))
 
 
 PATCH_FIELDS = ("title", "end_reason")
@@ -210,7 +213,7 @@ def handle_patch(ex: Exchange, session_id: str) -> None:
         reason = body.get("end_reason")
         if reason:
             db.end(session_id, str(reason))
-    ex.send_json(200, _session_payload(_existing(ex, session_id)))
+    ex.send_json(200, _session_payload(_existing(ex, session_id), ex))
 
 
 @_guarded
@@ -224,9 +227,31 @@ def handle_delete(ex: Exchange, session_id: str) -> None:
 def handle_messages(ex: Exchange, session_id: str) -> None:
     _existing(ex, session_id)
     db = _db(ex)
-    resolved = db.resolve_resume(session_id)
+    behaviour = ex.state.behaviour
+    resolved = db.resolve_resume(session_id) if behaviour.fork_redirect else session_id
     data = db.messages(resolved) or []
-    ex.send_json(200, {"object": "list", "session_id": resolved, "data": data})
+    if not behaviour.paginated_messages:
+        return ex.send_json(200, {"object": "list", "session_id": resolved, "data": data})
+    # 0.20+ (measured on 0.20.1 and 0.22.2): limit clamped to 0-500 (default 500), offset >= 0,
+    # order oldest|latest (default latest: the newest page, in chronological order).
+    query = parse_qs(ex.query, keep_blank_values=True)
+    order = query.get("order", ["oldest" if "limit" in query else "latest"])[0]
+    if order not in ("oldest", "latest"):
+        raise _error(400, "order must be one of: oldest, latest", "invalid_pagination")
+    try:
+        limit = min(max(int(query.get("limit", ["500"])[0]), 0), MESSAGES_LIMIT_MAX)
+        offset = int(query.get("offset", ["0"])[0])
+    except ValueError:
+        raise _error(400, "limit and offset must be integers", "invalid_pagination") from None
+    if offset < 0:
+        raise _error(400, "offset must be >= 0", "invalid_pagination")
+    if order == "oldest":
+        page = data[offset : offset + limit]
+    else:
+        end = max(len(data) - offset, 0)
+        page = data[max(end - limit, 0) : end]
+    pagination = {"limit": limit, "offset": offset, "order": order, "returned": len(page)}
+    ex.send_json(200, {"object": "list", "session_id": resolved, "data": page, "pagination": pagination})
 
 
 @_guarded
@@ -261,7 +286,7 @@ def handle_fork(ex: Exchange, session_id: str) -> None:
         if owner is not None:  # not atomic: the child and its messages stay (hermes-wire/57 F8)
             raise _error(400, f"Title '{title}' is already in use by session {owner}", "invalid_title")
         db.update(child_id, lambda r: setattr(r, "title", title))
-    ex.send_json(201, _session_payload(_existing(ex, child_id)))
+    ex.send_json(201, _session_payload(_existing(ex, child_id), ex))
 
 
 # --------------------------------------------------------------------------- chat

@@ -11,6 +11,7 @@ from .model import AgentResult, ScriptedModel
 from .runs import RunRegistry
 from .sessiondb import SessionDB
 from .store import IdempotencyCache, ResponseStore
+from .versions import Behaviour
 
 FAULT_MODES = ("before_response", "mid_body", "mid_stream")
 
@@ -79,6 +80,7 @@ class Settings:
     run_status_ttl: float = 3600.0  # a finished run object is dropped this long after its last update
     stop_latency: float = 0.2  # how long a POST /stop takes to interrupt the agent
     jobs_tick_seconds: float = 60.0  # the cron ticker's interval (0: only HermesEmulator.tick_jobs())
+    server_version: str = "0.19.0"  # the Hermes release played (versions.SERVER_VERSIONS)
 
 
 class EmulatorState:
@@ -94,6 +96,9 @@ class EmulatorState:
         self.store = ResponseStore(max_stored_responses)
         self._default_store_size = max_stored_responses
         self.idempotency: IdempotencyCache[Any] = IdempotencyCache()
+        #: 0.21+: POST /v1/runs keys -> (body fingerprint, run id), kept like runs_idempotency.db.
+        self.run_keys: dict[str, tuple[str, str]] = {}
+        self._behaviour = Behaviour(settings.server_version)
         self.transcripts = SessionDB()  # state.db: /api/sessions and every route's session turns
         self.jobs = JobStore()
         self.skills: list[dict[str, Any]] = []  # /v1/skills entries: name, description, category
@@ -103,6 +108,13 @@ class EmulatorState:
         self._connections = 0
         self._requests: list[SeenRequest] = []
         self._faults: list[Fault] = []
+
+    @property
+    def behaviour(self) -> Behaviour:
+        """What the played server version does (``Settings.server_version``)."""
+        if self._behaviour.version != self.settings.server_version:
+            self._behaviour = Behaviour(self.settings.server_version)
+        return self._behaviour
 
     # -- concurrency cap ------------------------------------------------------
     def try_acquire_run(self) -> bool:
@@ -184,6 +196,7 @@ class EmulatorState:
         toolbox.approval_mode = self.default_approval_mode
         self.store.clear()
         self.idempotency.clear()
+        self.run_keys.clear()
         self.transcripts.clear()
         self.jobs.clear()
         self.skills.clear()

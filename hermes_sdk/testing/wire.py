@@ -67,8 +67,11 @@ def bare_error(message: str, err_type: str = "invalid_request_error") -> JSONDic
     return {"error": {"message": message, "type": err_type}}
 
 
-def auth_error() -> JSONDict:
-    """The 401 envelope Hermes sends for a missing or wrong Bearer key."""
+def auth_error(gateway: bool = False) -> JSONDict:
+    """The 401 envelope Hermes sends for a missing or wrong Bearer key (``gateway``: 0.20+'s)."""
+    if gateway:
+        return {"error": {"message": "Invalid gateway API key (API_SERVER_KEY)", "type": "gateway_auth_error",
+                          "code": "gateway_auth_failed"}}
     return {
         "error": {
             "message": "Invalid API key",

@@ -5,14 +5,24 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 import requests
 
 from hermes_sdk import HermesClient, HermesError
 from hermes_sdk.testing import HermesEmulator
+from hermes_sdk.testing.versions import SERVER_VERSIONS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "live"))
+
+from hermes_server import HERMES_VERSION  # noqa: E402
+
+#: The release both servers play: the live server's (HERMES_PIP_SPEC), else the baseline.
+SERVER_VERSION = HERMES_VERSION if HERMES_VERSION in SERVER_VERSIONS else "0.19.0"
 
 HERMES_KEEPALIVE_SECONDS = 30.0  # CHAT_COMPLETIONS_SSE_KEEPALIVE_SECONDS, not configurable
 

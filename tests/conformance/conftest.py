@@ -1,4 +1,5 @@
-"""One conformance suite, two servers: the emulator and the REAL Hermes 0.19.0 server.
+"""One conformance suite, two servers: the emulator and the REAL Hermes server (0.19.0; 0.20.1 or
+0.22.2 with ``HERMES_PIP_SPEC``, spec/hermes-next.md). The emulator plays the same release.
 
 Every test takes the ``server`` fixture, parametrised ``["emulator", "hermes"]``. Both
 sides expose the same ``Target`` surface, so the very same assertions run against both and
@@ -32,7 +33,7 @@ from hermes_server import HermesServer  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conformance_helpers import HERMES_KEEPALIVE_SECONDS, Target  # noqa: E402
+from conformance_helpers import HERMES_KEEPALIVE_SECONDS, SERVER_VERSION, Target  # noqa: E402
 from runs_helpers import APPROVAL_TIMEOUT, RunsTarget  # noqa: E402
 
 from hermes_sdk.testing.emulator import TOOLSETS  # noqa: E402
@@ -48,6 +49,7 @@ def _emulator_target(max_concurrent_runs: int, api_max_retries: int) -> tuple[He
         api_max_retries=api_max_retries,
         keepalive_seconds=HERMES_KEEPALIVE_SECONDS,
         delta_batch_ms=50,  # Hermes batches Responses text deltas for 50 ms (L3501-3551)
+        server_version=SERVER_VERSION,
     ).start()
     target = Target(
         "emulator",
@@ -149,6 +151,7 @@ def _runs_make(
             toolsets=TOOLSETS,
             approval_timeout=APPROVAL_TIMEOUT,
             approval_mode=approval_mode,
+            server_version=SERVER_VERSION,
         ).start()
         try:
             yield RunsTarget(

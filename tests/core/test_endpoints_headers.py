@@ -145,7 +145,7 @@ def test_several_endpoints_capability_id_selects(hermes_emulator_factory) -> Non
         assert r.status == "failed" and r.error.details["field"] == "capability_id"
         ids = {d["capability_id"] for d in c.capabilities()}
         assert "cap:hermes_agent:one:chat" in ids and "cap:hermes_agent:two:response_delete" in ids
-        assert len(ids) == 70  # 35 operations per endpoint
+        assert len(ids) == 74  # 37 operations per endpoint
 
 
 def test_duplicate_endpoint_ids_rejected() -> None:

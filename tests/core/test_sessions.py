@@ -110,7 +110,8 @@ def test_a_space_is_percent_20_on_the_wire(raw_server: Any) -> None:
     server: RawServer = raw_server(lambda sock, req, srv: sock.sendall(json_response(200, body)))
     with raw_client(server) as client:
         assert client.sessions.messages("a b/c+%").session_id == "a b/c"
-    assert server.requests[0].target == "/api/sessions/a%20b%2Fc%2B%25/messages"
+    # The whole transcript is read in pages (0.20+ answers only the latest 500 without a limit).
+    assert server.requests[0].target == "/api/sessions/a%20b%2Fc%2B%25/messages?limit=500&offset=0&order=oldest"
 
 
 @pytest.mark.parametrize("bad", ["", "a\nb", "a\rb", "a\x00b", ".", "..", None, 5])

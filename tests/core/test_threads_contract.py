@@ -8,12 +8,12 @@ import threading
 from hermes_sdk import Endpoint, HermesClient
 
 OPS = ("chat", "chat_stream", "responses", "responses_stream", "response_get", "response_delete")
-RUN_OPS = ("run_start", "run_get", "run_events", "run_approval", "run_stop", "health", "models",
+RUN_OPS = ("run_start", "run_get", "run_events", "run_approval", "run_steer", "run_stop", "health", "models",
            "server_capabilities", "toolsets")
 FAMILY_OPS = ("sessions_list", "session_create", "session_get", "session_patch", "session_delete", "session_messages",
               "session_fork", "session_chat", "session_chat_stream", "jobs_list", "job_create", "job_get",
               "job_update", "job_delete", "job_pause", "job_resume", "job_run", "health_detailed", "skills",
-              "operator")
+              "model_options", "operator")
 
 
 def test_sixteen_threads_share_one_client(hermes_emulator_factory) -> None:

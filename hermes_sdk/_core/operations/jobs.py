@@ -183,5 +183,10 @@ SKILLS: OperationSpec[list[types.Skill]] = OperationSpec(
     contract("skills", "GET", "/v1/skills", read_only=True, stability="experimental", data=dict(_PUBLIC)),
     build_empty, decode=types.skills)
 
+# Hermes 0.20+: the provider/model inventory; refused before sending on a server without it.
+MODEL_OPTIONS: OperationSpec[dict[str, Any]] = OperationSpec(
+    contract("model_options", "GET", "/api/model/options", read_only=True, stability="experimental",
+             data=dict(_PUBLIC)), build_empty, decode=types.model_options, server_feature="model_options")
+
 JOB_SPECS = (JOBS_LIST, JOB_CREATE, JOB_GET, JOB_UPDATE, JOB_DELETE, JOB_PAUSE, JOB_RESUME, JOB_RUN)
-SERVER_SPECS = (HEALTH_DETAILED, SKILLS)
+SERVER_SPECS = (HEALTH_DETAILED, SKILLS, MODEL_OPTIONS)

@@ -6,6 +6,7 @@ is not an object) are refused here, before anything is sent; so are the ones it 
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Mapping
 
 import attrs
@@ -20,6 +21,8 @@ from ...errors import (
     OperatorRunError,
     RunNotFoundError,
     RunStoppedError,
+    StaleApprovalError,
+    SteerNotAcceptedError,
 )
 from .. import discovery
 from ..aggregate import Accumulator, Aggregate
@@ -27,7 +30,16 @@ from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..events import parse_run_event
 from ..models import StreamEvent
 from ..operator import is_operator_run
-from ..runs import ApprovalAnswer, RunStarted, RunStatus, approval_answer, run_started, run_status
+from ..runs import (
+    ApprovalAnswer,
+    RunStarted,
+    RunStatus,
+    SteerAnswer,
+    approval_answer,
+    run_started,
+    run_status,
+    steer_answer,
+)
 from ..streaming import RunEventStream
 from .common import (
     RequestParts,
@@ -102,17 +114,45 @@ def _run_id(data: Mapping[str, Any]) -> str:
 
 
 def build_run(operation: str, raw: object) -> RequestParts:
-    """``GET /v1/runs/{run_id}``, ``…/events`` and ``POST …/stop``: the run id only."""
+    """``GET /v1/runs/{run_id}``, ``…/events`` and ``POST …/stop``: the run id; the events route also
+    takes ``last_event_id`` (sent as ``Last-Event-ID``: 0.21+ resumes after that event)."""
     data = require_input(raw)
-    _only(data, ("run_id", "_aip"))
-    return RequestParts({}, None, RUN_EVENTS_MAX if operation == "run_events" else 0,
-                        path_params={"run_id": _run_id(data)})
+    events = operation == "run_events"
+    _only(data, ("run_id", "last_event_id", "_aip") if events else ("run_id", "_aip"))
+    headers: dict[str, str] = {}
+    last = data.get("last_event_id")
+    if last is not None:
+        if not isinstance(last, str) or not last.isdigit() or len(last) > 20:
+            raise bad("last_event_id", "'last_event_id' must be the decimal id of an event of the run")
+        headers["Last-Event-ID"] = last
+    return RequestParts(headers, None, RUN_EVENTS_MAX if events else 0, path_params={"run_id": _run_id(data)})
+
+
+#: Hermes 0.21+ refuses an approval ``request_id`` that is empty or longer than this (400).
+REQUEST_ID_MAX = 256
+#: Hermes 0.21+ refuses a steer text it cannot take; this bound keeps one well inside its body limit.
+STEER_TEXT_MAX = 100_000
+
+
+def wire_run_key(key: str) -> str:
+    """The ``Idempotency-Key`` a run start sends for the caller's key.
+
+    Hermes 0.21+ refuses a run key that is not 1-255 visible ASCII characters (400
+    ``invalid_idempotency_key``). A conforming key is sent unchanged; any other becomes
+    ``sha256-`` plus the hex digest of its UTF-8 bytes (71 characters): the same caller key always
+    gives the same header, so the server's replay still matches. The SDK's own records keep the
+    caller's key.
+    """
+    if 1 <= len(key) <= 255 and all("\x21" <= ch <= "\x7e" for ch in key):
+        return key
+    return "sha256-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def build_approval(operation: str, raw: object) -> RequestParts:
-    """``POST /v1/runs/{run_id}/approval``: ``choice`` and optionally ``all`` (every queued request)."""
+    """``POST /v1/runs/{run_id}/approval``: ``choice``, optionally ``all`` (every queued request) and
+    ``request_id`` (the request answered: 0.21+ resolves exactly it, 0.19/0.20 ignore it)."""
     data = require_input(raw)
-    _only(data, ("run_id", "choice", "all", "_aip"))
+    _only(data, ("run_id", "choice", "all", "request_id", "_aip"))
     run_id = _run_id(data)
     choice = data.get("choice")
     if choice not in APPROVAL_CHOICES:
@@ -122,7 +162,25 @@ def build_approval(operation: str, raw: object) -> RequestParts:
         if not isinstance(data["all"], bool):
             raise bad("all", "'all' must be a boolean")
         body["all"] = data["all"]
+    request_id = data.get("request_id")
+    if request_id is not None:
+        if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > REQUEST_ID_MAX:
+            raise bad("request_id", f"'request_id' must be a non-blank string of at most {REQUEST_ID_MAX} characters")
+        body["request_id"] = request_id
     return RequestParts({}, encode_body(body), path_params={"run_id": run_id})
+
+
+def build_steer(operation: str, raw: object) -> RequestParts:
+    """``POST /v1/runs/{run_id}/steer``: ``{"input": text}``, a message for the running agent."""
+    data = require_input(raw)
+    _only(data, ("run_id", "input", "_aip"))
+    run_id = _run_id(data)
+    text = data.get("input")
+    if not isinstance(text, str) or not text.strip():
+        raise bad("input", "'input' must be a non-empty string")
+    if len(text) > STEER_TEXT_MAX:
+        raise bad("input", f"'input' must be at most {STEER_TEXT_MAX} characters")
+    return RequestParts({}, encode_body({"input": text}), path_params={"run_id": run_id})
 
 
 def build_discovery(operation: str, raw: object) -> RequestParts:
@@ -178,7 +236,7 @@ def admit_stop(call: Any) -> None:
 
 # ------------------------------------------------------------------ the events stream's accumulator
 
-RUN_TERMINAL = frozenset({"run.completed", "run.failed", "run.cancelled", "error", "done"})
+RUN_TERMINAL = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted", "error", "done"})
 RUN_FAILED = frozenset({"run.failed", "error"})
 
 
@@ -242,7 +300,11 @@ def refine_run_error(error: HermesError) -> HermesError:
     if error.http_status == 409 and code == "approval_not_active":
         return _retype(error, ApprovalNotActiveError, uncertain_outcome=False)
     if error.http_status == 409 and code == "approval_not_pending":
+        if error.details.get("request_id"):
+            return _retype(error, StaleApprovalError, uncertain_outcome=False)
         return _retype(error, ApprovalNotPendingError, uncertain_outcome=False)
+    if error.http_status == 409 and code in ("run_not_accepting_steer", "steer_not_accepted"):
+        return _retype(error, SteerNotAcceptedError, uncertain_outcome=False)
     return error
 
 
@@ -275,7 +337,7 @@ RUN_START: OperationSpec[RunStarted] = OperationSpec(
     _contract("run_start", "POST", "/v1/runs", risk="medium", key_requirement="required", key_ttl_ms=86_400_000,
               retry_safe=False, side_effects=MODEL_SIDE_EFFECTS + ("execute",), expected_latency_ms=2_000,
               timeout_ms=60_000, supports_async=True, supports_cancel=True, async_expected=True),
-    build_start, decode=run_started, refine_error=refine_start_error)
+    build_start, decode=run_started, refine_error=refine_start_error, wire_key=wire_run_key)
 
 RUN_GET: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_get", "GET", "/v1/runs/{run_id}"), build_run, decode=run_status, refine_error=refine_run_error,
@@ -297,10 +359,16 @@ RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
     _contract("run_approval", "POST", "/v1/runs/{run_id}/approval", risk="high", retry_safe=False,
               side_effects=("write", "execute", "external_network")),
     build_approval, decode=approval_answer, admit=admit_approval, refine_error=refine_run_error,
-    reply_id="run_id")
+    reply_id="run_id", error_input_keys=("request_id",))
 #: The same request, sent by an operator action's own run follower when the operator's approval
 #: provider decided (its gate): never registered, so ``invoke()`` cannot reach it.
 RUN_APPROVAL_OF_OPERATOR: OperationSpec[ApprovalAnswer] = attrs.evolve(RUN_APPROVAL, admit=admit_answer)
+
+RUN_STEER: OperationSpec[SteerAnswer] = OperationSpec(
+    _contract("run_steer", "POST", "/v1/runs/{run_id}/steer", risk="medium", retry_safe=False,
+              side_effects=("write", "send_message", "external_network"), expected_latency_ms=1_000),
+    build_steer, decode=steer_answer, refine_error=refine_run_error, reply_id="run_id",
+    server_feature="run_steer")
 
 RUN_STOP: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_stop", "POST", "/v1/runs/{run_id}/stop", risk="medium", retry_safe=False,
@@ -320,5 +388,5 @@ SERVER_CAPABILITIES: OperationSpec[discovery.ServerCapabilities] = OperationSpec
 TOOLSETS: OperationSpec[list[discovery.Toolset]] = OperationSpec(
     _contract("toolsets", "GET", "/v1/toolsets", data=dict(_PUBLIC)), build_discovery, decode=discovery.toolsets)
 
-RUN_SPECS = (RUN_START, RUN_GET, RUN_EVENTS, RUN_APPROVAL, RUN_STOP)
+RUN_SPECS = (RUN_START, RUN_GET, RUN_EVENTS, RUN_APPROVAL, RUN_STEER, RUN_STOP)
 DISCOVERY_SPECS = (HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS)

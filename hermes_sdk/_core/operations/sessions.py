@@ -165,6 +165,32 @@ def build_session(operation: str, raw: object) -> RequestParts:
     return RequestParts({}, path_params={"session_id": _session_id(data)})
 
 
+#: Hermes 0.20+ pages a session's messages: ``limit`` at most 500 (also its default: the latest 500).
+MESSAGES_PAGE_MAX = 500
+MESSAGES_ORDERS = ("oldest", "latest")
+
+
+def build_messages(operation: str, raw: object) -> RequestParts:
+    """``GET …/messages``: the session id and, for a 0.20+ server's pages, ``limit`` (1-500),
+    ``offset`` (>= 0) and ``order`` (``oldest``/``latest``); 0.19 ignores them and sends all."""
+    data = require_input(raw)
+    _only(data, ("session_id", "limit", "offset", "order"))
+    query: list[tuple[str, str]] = []
+    for name, low, high in (("limit", 1, MESSAGES_PAGE_MAX), ("offset", 0, 10**9)):
+        value = data.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise bad(name, f"'{name}' must be an integer from {low} to {high}")
+        query.append((name, str(value)))
+    order = data.get("order")
+    if order is not None:
+        if order not in MESSAGES_ORDERS:
+            raise bad("order", "'order' must be 'oldest' or 'latest'")
+        query.append(("order", order))
+    return RequestParts({}, path_params={"session_id": _session_id(data)}, query=tuple(query))
+
+
 def build_patch(operation: str, raw: object) -> RequestParts:
     """``PATCH /api/sessions/{id}``: only ``title`` (null clears it) and ``end_reason`` (the first wins)."""
     data = require_input(raw)
@@ -329,7 +355,7 @@ SESSION_DELETE: OperationSpec[SessionDeleted] = OperationSpec(
              key_requirement="required", side_effects=("read", "delete", "external_network"), data=dict(RESTRICTED)),
     build_session, decode=session_deleted, reply_id="id")
 SESSION_MESSAGES: OperationSpec[SessionTranscript] = OperationSpec(
-    contract("session_messages", "GET", _S + "/messages", read_only=True), build_session, decode=transcript)
+    contract("session_messages", "GET", _S + "/messages", read_only=True), build_messages, decode=transcript)
 SESSION_FORK: OperationSpec[Session] = OperationSpec(
     contract("session_fork", "POST", _S + "/fork", read_only=False, key_requirement="required"),
     build_fork, decode=session)

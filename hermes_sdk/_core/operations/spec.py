@@ -75,6 +75,14 @@ class OperationSpec(Generic[T]):
         for part in self.reply_id.split("."):
             named = named.get(part) if isinstance(named, Mapping) else None
         return named is not None and named != next(iter(path_params.values()))
+    #: The ``Idempotency-Key`` header sent for the caller's key (``run_start``: a key the server's
+    #: rule accepts); the SDK's records keep the caller's key. None: sent unchanged.
+    wire_key: Optional[Callable[[str], str]] = None
+    #: The ``/v1/capabilities`` feature the server must list for this operation (``run_steer``);
+    #: a server without it is refused locally (UnsupportedByServerError), nothing sent.
+    server_feature: Optional[str] = None
+    #: Input keys (ids, never content) a failure's ``details`` names (``run_approval``: ``request_id``).
+    error_input_keys: tuple[str, ...] = ()
 
     def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
         """The typed value of a replayed call, from its record."""

@@ -9,9 +9,10 @@ from ..discovery import Health, ModelInfo, ServerCapabilities, Toolset
 from ..endpoints import Deadline
 from ..executor import Executor
 from ..jobs import Skill
-from ..operations.jobs import HEALTH_DETAILED, SKILLS
+from ..operations.jobs import HEALTH_DETAILED, MODEL_OPTIONS, SKILLS
 from ..operations.runs import HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS
 from ..options import CallOptions
+from ..server_features import ServerFeatures
 
 
 class DiscoveryMethods:
@@ -52,6 +53,18 @@ class DiscoveryMethods:
         """
         return self._executor.request(HEALTH_DETAILED, {}, CallOptions(endpoint=endpoint, deadline=deadline,
                                                                        timeout=timeout))
+
+    def model_options(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+                      timeout: TimeoutLike = None) -> dict[str, Any]:
+        """``GET /api/model/options`` (Hermes 0.20+): the providers and models the server offers, as
+        Hermes sends them. UnsupportedByServerError (nothing sent) on a server without it (0.19)."""
+        return self._executor.request(MODEL_OPTIONS, {}, CallOptions(endpoint=endpoint, deadline=deadline,
+                                                                    timeout=timeout))
+
+    def server_features(self, *, endpoint: Optional[str] = None, refresh: bool = False) -> ServerFeatures:
+        """What the endpoint's Hermes server supports (its version and ``/v1/capabilities``
+        features), read from the server once and kept; ``refresh=True`` reads it again."""
+        return self._executor.runtime.server_features.get(self._executor, endpoint, refresh=refresh)
 
     def skills(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> list[Skill]:

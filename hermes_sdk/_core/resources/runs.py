@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 import attrs
 
+from ...errors import HermesError, OutcomeUnknownError
 from .._sentinels import REQUIRED
 from ..approval import ApprovalRequest
 from ..capabilities import capability_id
@@ -13,9 +14,17 @@ from ..deadline import Timeout, TimeoutLike
 from ..display import visible
 from ..endpoints import Deadline, ExecutionContext, deadline_epoch
 from ..executor import Executor, new_action_id
-from ..operations.runs import RUN_APPROVAL, RUN_EVENTS, RUN_EVENTS_READ_TIMEOUT, RUN_GET, RUN_START, RUN_STOP
+from ..operations.runs import (
+    RUN_APPROVAL,
+    RUN_EVENTS,
+    RUN_EVENTS_READ_TIMEOUT,
+    RUN_GET,
+    RUN_START,
+    RUN_STEER,
+    RUN_STOP,
+)
 from ..options import CallOptions
-from ..runs import ApprovalAnswer, Run, RunStarted, RunStatus, objective_of
+from ..runs import ApprovalAnswer, Run, RunStarted, RunStatus, SteerAnswer, objective_of
 from ..stages.approval import request_for
 from ..streaming import RunEventStream
 
@@ -44,11 +53,16 @@ class Runs:
               deadline: Deadline = None, timeout: TimeoutLike = None) -> Run:
         """Start a durable run (``POST /v1/runs``) and subscribe to its events at once.
 
-        Hermes ignores ``Idempotency-Key`` on runs, so the key is required and the SDK's own store
-        makes it one run per key: a replay returns the same run (``run.replayed``, nothing sent,
-        followed by polling); a key whose first call never recorded its 202 (a crash) raises
-        OutcomeUnknownError. Follow with ``run.events()`` or ``run.wait()``; approval requests go
-        to ``approval_provider`` (default: the client's).
+        The key is required and the SDK's own store makes it one run per key: a replay returns the
+        same run (``run.replayed``, nothing sent, followed by polling). Hermes 0.19 and 0.20 ignore
+        ``Idempotency-Key`` on runs, so there a key whose first call lost its 202 (a broken
+        connection, a crash) raises OutcomeUnknownError. Hermes 0.21+ keeps run keys itself for
+        24 hours (``/v1/capabilities`` lists ``runs_idempotency``): there the start is sent again
+        with the same key and the server answers with the run it already started
+        (``started.server_replayed``), or starts it if the first never arrived: one run either way.
+        The header carries the key unchanged when it is 1-255 visible ASCII characters (the
+        server's rule), else ``sha256-<hex of its UTF-8>``. Follow with ``run.events()`` or
+        ``run.wait()``; approval requests go to ``approval_provider`` (default: the client's).
 
         Args:
             input: the user message (a string) or a list of ``{role, content}`` messages.
@@ -69,9 +83,17 @@ class Runs:
                                         previous_response_id, model)))
         data.update({name: value for name, value in given.items() if value is not None})
         key = None if idempotency_key is REQUIRED else idempotency_key
-        started: RunStarted = self._executor.request(RUN_START, data, CallOptions(
-            endpoint=endpoint, idempotency_key=key, action_id=action_id, context=context, deadline=deadline,
-            timeout=timeout))
+        options = CallOptions(endpoint=endpoint, idempotency_key=key, action_id=action_id, context=context,
+                              deadline=deadline, timeout=timeout)
+        try:
+            started: RunStarted = self._executor.request(RUN_START, data, options)
+        except HermesError as exc:
+            if key is None or not self._server_replays(exc, endpoint):
+                raise
+            # The server keeps the key: resend it, and the server answers with the run it started.
+            self._executor.runtime.store.forget(capability_id(self._executor.endpoint(endpoint).id,
+                                                              RUN_START.name), key)
+            started = self._executor.request(RUN_START, data, options)
         provider = approval_provider if approval_provider is not None else self._executor.runtime.approval_provider
         limit = deadline_epoch(deadline)
         ctx = context if context is not None else self._executor.context
@@ -81,6 +103,37 @@ class Runs:
                   objective=objective_of(input), session_id=session_id)
         run._subscribe()  # early: Hermes sweeps an unsubscribed buffer 300 s after the run was created
         return run
+
+    def _server_replays(self, exc: HermesError, endpoint: Optional[str]) -> bool:
+        """Whether a start whose outcome is unknown (lost 202, or a pending record) may be resent
+        because the server itself dedupes run keys (0.21+); asking the server may fail: then no."""
+        if not isinstance(exc, OutcomeUnknownError) and not exc.uncertain_outcome:
+            return False
+        if exc.details.get("started") is False:
+            return False
+        try:
+            return self._executor.runtime.server_features.get(self._executor, endpoint).runs_idempotency
+        except HermesError:
+            return False
+
+    def steer(self, run_id: str, text: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+              context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+              timeout: TimeoutLike = None) -> SteerAnswer:
+        """Send a message to a running agent (``POST /v1/runs/{run_id}/steer``, Hermes 0.20+).
+
+        The agent takes it in at its next step and the run's events show ``run.steered``. Not
+        retried (it is a message to the agent). A server whose ``/v1/capabilities`` does not list
+        ``run_steer`` (0.19) is refused before anything is sent.
+
+        Raises:
+            UnsupportedByServerError: the server has no steer route (nothing sent).
+            SteerNotAcceptedError: 409: the run is not running or its agent did not take it.
+            RunNotFoundError: an unknown or finished run.
+            InvalidInputError: ``text`` is empty or not a string (nothing sent).
+        """
+        answer: SteerAnswer = self._executor.request(RUN_STEER, {"run_id": run_id, "input": text}, CallOptions(
+            endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
+        return answer if answer.run_id else attrs.evolve(answer, run_id=run_id)
 
     def get(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
             context: Optional[ExecutionContext] = None, deadline: Deadline = None,
@@ -104,15 +157,18 @@ class Runs:
         return self._executor.request(RUN_STOP, {"run_id": run_id}, CallOptions(
             endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
 
-    def approve(self, run_id: str, choice: str, *, resolve_all: bool = False, endpoint: Optional[str] = None,
-                action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-                deadline: Deadline = None, timeout: TimeoutLike = None) -> ApprovalAnswer:
-        """Answer a run's oldest pending approval (``POST /v1/runs/{run_id}/approval``).
+    def approve(self, run_id: str, choice: str, *, resolve_all: bool = False, request_id: Optional[str] = None,
+                endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+                timeout: TimeoutLike = None) -> ApprovalAnswer:
+        """Answer a run's pending approval (``POST /v1/runs/{run_id}/approval``).
 
         Args:
             choice: ``once``, ``session`` (this run), ``deny``, or ``always`` (only with
                 ``allow_permanent_approvals=True``).
             resolve_all: answer every request queued for the run.
+            request_id: the ``approval.request``'s ``request_id`` (0.20+): Hermes 0.21+ resolves
+                exactly that request; 0.19 and 0.20 ignore it and resolve the oldest.
 
         Raises:
             RunStoppedError: this client stopped the run (nothing sent).
@@ -120,10 +176,14 @@ class Runs:
                 ``operate(resume=..., choice=..., approval=...)``; nothing was sent.
             InvalidApprovalChoiceError, ApprovalNotPendingError, ApprovalNotActiveError: Hermes'
                 400 ``invalid_approval_choice`` and 409 ``approval_not_pending`` / ``approval_not_active``.
+            StaleApprovalError: 409 for a ``request_id`` that is no longer pending (0.21+); its
+                ``request_id`` names it.
         """
         data: dict[str, Any] = {"run_id": run_id, "choice": choice}
         if resolve_all:
             data["all"] = True
+        if request_id is not None:
+            data["request_id"] = request_id
         return self._executor.request(self._approval_spec, data, CallOptions(
             endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
 
@@ -167,13 +227,16 @@ class Runs:
         return run_id in self._executor.runtime.stopped_runs
 
     def _subscribe(self, run_id: str, endpoint: Optional[str], context: Optional[ExecutionContext],
-                   deadline: Optional[float] = None) -> RunEventStream:
+                   deadline: Optional[float] = None, last_event_id: Optional[str] = None) -> RunEventStream:
         """Open a run's one events subscription (only :class:`Run` calls this, once per run).
 
         It lives until the run ends or ``deadline`` (else the contract's 24 hours); a read waits at
         most ``RUN_EVENTS_READ_TIMEOUT`` seconds, well above Hermes' 30 s keepalive, so a silent
         connection is found broken and the run is polled instead.
         """
-        return self._executor.request(RUN_EVENTS, {"run_id": run_id}, CallOptions(
+        data: dict[str, Any] = {"run_id": run_id}
+        if last_event_id is not None:
+            data["last_event_id"] = last_event_id  # 0.21+: resume after this event
+        return self._executor.request(RUN_EVENTS, data, CallOptions(
             endpoint=endpoint, context=context, deadline=deadline, keep_events=False,
             timeout=Timeout(read=RUN_EVENTS_READ_TIMEOUT)))

@@ -6,7 +6,7 @@ from typing import Any, Iterator, Optional
 
 import attrs
 
-from ...errors import InvalidInputError, InvalidResponseError
+from ...errors import HermesError, InvalidInputError, InvalidResponseError
 from .._constants import DEFAULT_MAX_EVENTS
 from .._sentinels import REQUIRED, UNCHANGED
 from ..approval import ApprovalDecision
@@ -16,6 +16,7 @@ from ..executor import Executor
 from ..operations.sessions import (
     MAX_LIST_LIMIT,
     MAX_LIST_OFFSET,
+    MESSAGES_PAGE_MAX,
     SESSION_CHAT,
     SESSION_CHAT_STREAM,
     SESSION_CREATE,
@@ -173,15 +174,36 @@ class Sessions:
     def messages(self, session_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                  context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                  timeout: TimeoutLike = None) -> SessionTranscript:
-        """The stored transcript (``GET /api/sessions/{id}/messages``), as Hermes resolves the id.
+        """The whole stored transcript (``GET /api/sessions/{id}/messages``), as Hermes resolves the id.
 
-        After a fork, asking for the **parent** answers with the **newest fork's** transcript:
-        ``transcript.session_id`` names the session Hermes answered for (``transcript.redirected``
-        says it differs from ``session_id``). Read the id from the result, never assume it.
+        Every message on every version: Hermes 0.20+ answers the latest 500 when asked without a
+        ``limit``, so the SDK reads pages of 500 oldest first until a short one (0.19 ignores the
+        paging and sends everything at once). On 0.19 and 0.20, asking for a forked **parent**
+        answers with the **newest fork's** transcript: ``transcript.session_id`` names the session
+        Hermes answered for (``transcript.redirected`` says it differs from ``session_id``); 0.21+
+        answers with the parent's own. ``transcript.fork_redirect`` says which the server does.
         """
-        found = self._executor.request(SESSION_MESSAGES, {"session_id": session_id},
-                                       self._options(endpoint, None, action_id, context, deadline, timeout))
-        return attrs.evolve(found, requested_id=session_id)
+        options = self._options(endpoint, None, action_id, context, deadline, timeout)
+        page = MESSAGES_PAGE_MAX
+        data: dict[str, Any] = {"session_id": session_id, "limit": page, "offset": 0, "order": "oldest"}
+        found: SessionTranscript = self._executor.request(SESSION_MESSAGES, data, options)
+        messages, pages = list(found.messages), 1
+        # 0.20+ says how it paged; a server without "pagination" (0.19) sent everything.
+        while found.pagination is not None and len(found.messages) >= page:
+            data["offset"] += len(found.messages)
+            found = self._executor.request(SESSION_MESSAGES, data, options)
+            messages.extend(found.messages)
+            pages += 1
+        return attrs.evolve(found, messages=messages, requested_id=session_id, pages=pages,
+                            fork_redirect=self._fork_redirect(endpoint))
+
+    def _fork_redirect(self, endpoint: Optional[str]) -> Optional[bool]:
+        """Whether the server answers a forked parent with its newest fork (by its version, read
+        once per client); None when the server does not say."""
+        try:
+            return self._executor.runtime.server_features.get(self._executor, endpoint).fork_redirect
+        except HermesError:
+            return None
 
     def fork(self, session_id: str, *, new_session_id: Optional[str] = None, title: Optional[str] = None,
              idempotency_key: str = REQUIRED, endpoint: Optional[str] = None, action_id: Optional[str] = None,

@@ -171,6 +171,9 @@ def send_once(call: Call, timeout: float) -> Received:
         failure = error_for_status(response, contract)
         if response.status_code == 401:
             failure = explain_refused_key(failure, call.endpoint)
+        for name in call.spec.error_input_keys:
+            if call.input.get(name) is not None:
+                failure.details.setdefault(name, call.input[name])
         if call.spec.refine_error is not None:
             failure = call.spec.refine_error(failure)
         if _late(call):

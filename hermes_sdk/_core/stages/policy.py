@@ -39,7 +39,9 @@ def check(call: Call) -> None:
     headers.update(call.request.headers)
     headers.pop("Idempotency-Key", None)
     if call.key is not None:
-        headers["Idempotency-Key"] = call.key  # the caller's key wins, unchanged on every attempt
+        # The caller's key wins, the same on every attempt (a spec may map it to the server's rule).
+        wire_key = call.spec.wire_key
+        headers["Idempotency-Key"] = wire_key(call.key) if wire_key is not None else call.key
     headers["Accept"] = "text/event-stream" if call.spec.streaming else "application/json"
     call.runtime.transport.check_session_headers()
     call.headers = headers
