@@ -10,6 +10,18 @@ from core_support import Handler, RawServer, approve_all
 from hermes_sdk import HermesClient
 from hermes_sdk.testing import HermesEmulator
 
+# Files whose tests hold a call to a sub-second deadline while pushing tens of MiB through it, or
+# measure memory over thousands of calls: CPU-bound, so they run alone (tox runs the rest with
+# pytest-xdist first, then `-m serial` on its own: CI's time without load on these bounds).
+SERIAL_FILES = {"test_faults.py", "test_memory.py", "test_deadlines.py", "test_decompression.py",
+                "test_reliability_round4.py", "test_cassettes.py"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SERIAL_FILES:
+            item.add_marker(pytest.mark.serial)
+
 
 @pytest.fixture(autouse=True)
 def private_state_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
