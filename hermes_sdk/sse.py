@@ -59,7 +59,7 @@ def body_chunks(response: requests.Response) -> Iterator[bytes]:
     if _reads_chunks(raw):
         # Each HTTP chunk as it arrives (up to 64 KiB at a time), parsed by urllib3 under one error
         # catcher: read1() costs several times more per call and returns a single chunk anyway.
-        return raw.read_chunked(READ_CHUNK_BYTES, decode_content=True)  # type: ignore[no-any-return]
+        return raw.read_chunked(READ_CHUNK_BYTES, decode_content=True)
     read1 = getattr(raw, "read1", None)
     if read1 is not None:
         return iter(lambda: read1(READ_CHUNK_BYTES, decode_content=True), b"")
@@ -83,12 +83,12 @@ def events(source: Iterator[bytes]) -> Iterator[Optional[Triple]]:
     """``(event, id, data)`` per dispatched frame of a byte stream, :data:`KEEPALIVE` per frame that
     is no event; the same for any chunking of the same bytes. Raises ``InvalidResponseError`` at a
     limit (see the module docstring)."""
-    return _frames(source, parse=True)  # type: ignore[no-any-return]
+    return _frames(source, parse=True)
 
 
 def frames(source: Iterator[bytes]) -> Iterator[bytes]:
     """The frames of a byte stream, whatever its chunking (a frame may keep its boundary)."""
-    return _frames(source, parse=False)  # type: ignore[no-any-return]
+    return _frames(source, parse=False)
 
 
 def _too_large() -> InvalidResponseError:

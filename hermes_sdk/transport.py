@@ -181,7 +181,7 @@ class _PooledAdapter(HTTPAdapter):
         host = url.find("//") + 2
         start = url.find("/", host)
         if proxies or host < 2 or start < 0 or "?" in url[host:start] or "#" in url:
-            return super().request_url(request, proxies)  # type: ignore[arg-type]
+            return super().request_url(request, proxies)
         return url[start:]
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
@@ -245,7 +245,7 @@ class Transport:
             if isinstance(adapter, HTTPAdapter) and all(
                     getattr(type(adapter), name, None) is getattr(HTTPAdapter, name, False)
                     for name in ("__getstate__", "__setstate__")):
-                state = adapter.__getstate__()  # type: ignore[attr-defined]
+                state = adapter.__getstate__()
                 adapter.__setstate__(state)  # type: ignore[attr-defined]
 
     def refuse_unbounded_adapters(self, base_urls: Iterable[str]) -> None:
