@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -64,3 +66,11 @@ def test_imports_are_resolved_to_modules(tmp_path: Path) -> None:
     assert found == [(1, "hermes_sdk"), (1, "hermes_sdk.plugins"), (2, "hermes_sdk.redaction"),
                      (3, "hermes_sdk.plugin")]
 
+
+
+def test_the_core_has_no_function_above_grade_d() -> None:
+    pytest.importorskip("radon")
+    ranked = metrics.complexities(metrics.core_files())
+    assert ranked and ranked[0].complexity >= ranked[-1].complexity
+    above = [c for c in ranked if c.complexity > metrics.MAX_COMPLEXITY]
+    assert not above, above
