@@ -96,7 +96,7 @@ class Executor:
             return settled
         return result
 
-    def build(self, spec: OperationSpec[Any], endpoint: Endpoint, input: Any, options: CallOptions) -> Call:
+    def build(self, spec: OperationSpec[Any], endpoint: Endpoint, input: object, options: CallOptions) -> Call:
         """Validate everything the caller gave and build the Call; nothing is sent here."""
         action_id = options.action_id or new_action_id()
         cap = capability_id(endpoint.id, spec.name)
@@ -110,7 +110,7 @@ class Executor:
             ctx = options.context if options.context is not None else self.context
             if ctx is not None and not isinstance(ctx, ExecutionContext):
                 raise InvalidInputError("context must be an ExecutionContext", details={"field": "context"})
-            limit, ends_at, bound = resolve_deadline(spec, options, ctx, limits, now)
+            limit, ends_at, bound = resolve_deadline(spec.name, spec.timeout, options, ctx, limits, now)
         except HermesError as exc:
             exc.action_id, exc.capability_id = action_id, cap
             raise
@@ -163,7 +163,7 @@ _CONTEXT = ("context", "the context's deadline (ExecutionContext(deadline=...))"
 Bound = tuple[str, str, str]  # which bound ends a call, and how to change it: (source, what, fix)
 
 
-def _split_input(input: Any, given_key: Optional[str]) -> tuple[Optional[str], dict[str, Any]]:
+def _split_input(input: object, given_key: Optional[str]) -> tuple[Optional[str], dict[str, object]]:
     """The idempotency key (the keyword's, else the input's) and the input without it."""
     if not isinstance(input, Mapping):
         raise InvalidInputError("input must be a JSON object", details={"field": "input"})
@@ -171,11 +171,12 @@ def _split_input(input: Any, given_key: Optional[str]) -> tuple[Optional[str], d
     return key, {k: v for k, v in input.items() if k != "idempotency_key"}
 
 
-def resolve_deadline(spec: OperationSpec[Any], options: CallOptions, ctx: Optional[ExecutionContext],
-                     limits: Timeout, now: float) -> tuple[Optional[float], float, Bound]:
+def resolve_deadline(operation: str, contract_timeout: float, options: CallOptions,
+                     ctx: Optional[ExecutionContext], limits: Timeout,
+                     now: float) -> tuple[Optional[float], float, Bound]:
     """``(deadline, ends_at, bound)`` of a call: the earliest of its ``deadline=`` (else its context's)
-    and now plus its total timeout; without either, the published contract timeout bounds the call
-    in wall-clock time (``ends_at``) and no deadline is sent."""
+    and now plus its total timeout; without either, the operation's published contract timeout
+    bounds the call in wall-clock time (``ends_at``) and no deadline is sent."""
     limit = deadline_epoch(options.deadline)
     bound = _DEADLINE if limit is not None else None
     if limit is None and ctx is not None and ctx.deadline is not None:
@@ -185,8 +186,8 @@ def resolve_deadline(spec: OperationSpec[Any], options: CallOptions, ctx: Option
         own = as_timeout(options.timeout)
         limit, bound = now + limits.total, _timeout_bound(limits.total, own is not None and own.total is not None)
     if limit is None or bound is None:
-        return None, now + spec.timeout, (
-            "default", f"the published default of {spec.timeout:g} s for {spec.name} (sla.timeout_ms)",
+        return None, now + contract_timeout, (
+            "default", f"the published default of {contract_timeout:g} s for {operation} (sla.timeout_ms)",
             "pass timeout= or deadline= on the call, or build the client with HermesClient(timeout=...)")
     return limit, limit, bound
 
@@ -206,11 +207,11 @@ def _with_action(options: CallOptions, action_id: str) -> CallOptions:
 #: ``server.address`` / ``server.port`` per origin, parsed once (bounded: one entry per endpoint URL
 #: a process uses, and dropped past a few hundred, so a process that builds endpoints per tenant
 #: does not grow it forever).
-_servers: dict[str, dict[str, Any]] = {}
+_servers: dict[str, dict[str, object]] = {}
 _SERVERS_MAX = 256
 
 
-def server_attributes(endpoint: Endpoint) -> dict[str, Any]:
+def server_attributes(endpoint: Endpoint) -> dict[str, object]:
     """``server.address`` and ``server.port`` of an endpoint (parsed once per origin)."""
     found = _servers.get(endpoint.base_url)
     if found is None:

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from .stages.streams import StreamSink
 
 _log = logging.getLogger("hermes_sdk")
-_END: Any = object()  # the end of a stream's events
 
 
 def _sse_events(source: Iterator[bytes]) -> Iterator[Triple]:
@@ -180,15 +179,19 @@ class HermesStream:
     def _read(self) -> Optional[Triple]:
         """The next ``(event, id, data)`` off the wire, or None at the body's end; keepalives are
         read past, the deadline checked before every read."""
-        while True:
-            if self._deadline is not None and time.time() > self._deadline:
-                raise DeadlineExceededError("the call's deadline passed during the stream",
-                                            uncertain_outcome=True, details={"operation": self._agg.operation})
-            sse = next(self._events, _END)
-            if sse is _END:
-                return None
-            if sse is not None:  # None: a frame that is no event (a keepalive), the stream is alive
+        if self._deadline is not None and time.time() > self._deadline:
+            raise self._deadline_passed()
+        for sse in self._events:
+            if sse is not None:
                 return sse
+            # A frame that is no event (a keepalive): the stream is alive, no event counted.
+            if self._deadline is not None and time.time() > self._deadline:
+                raise self._deadline_passed()
+        return None
+
+    def _deadline_passed(self) -> DeadlineExceededError:
+        return DeadlineExceededError("the call's deadline passed during the stream", uncertain_outcome=True,
+                                     details={"operation": self._agg.operation})
 
     def _mid_stream(self, exc: HermesError) -> HermesError:
         """A stream refused mid-way (size limits, bad bytes): the agent may have acted already."""

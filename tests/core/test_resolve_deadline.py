@@ -24,7 +24,7 @@ SPEC = SPECS["chat"]
 def resolve(options: CallOptions, ctx: Optional[ExecutionContext] = None,
             client: Optional[Timeout] = None) -> tuple[Optional[float], float, str]:
     own = Timeout(total=options.timeout) if isinstance(options.timeout, (int, float)) else None
-    deadline, ends_at, bound = resolve_deadline(SPEC, options, ctx, effective(own, client), NOW)
+    deadline, ends_at, bound = resolve_deadline(SPEC.name, SPEC.timeout, options, ctx, effective(own, client), NOW)
     return deadline, ends_at, bound[0]
 
 
