@@ -163,7 +163,14 @@ class HermesStream:
             if sse is None:
                 self._ended()
                 return None
-            return self._event(sse)
+            # The event (inline: this is the per-event path).
+            event = decode_event(sse[0], sse[1], sse[2], self._agg.terminal_names)
+            if self._idle is not None:
+                self._rearm_idle()
+            self._pending_piece = self._agg.add(event)
+            if self._observed:
+                self._sink.event(event)  # type: ignore[union-attr]
+            return event
         self._fail(error)
         raise error from None
 
@@ -227,17 +234,6 @@ class HermesStream:
             self._fail(cut)
             raise cut
         self._settle()
-
-    def _event(self, sse: Triple) -> StreamEvent:
-        name, event_id, raw_data = sse
-        agg = self._agg
-        event = decode_event(name, event_id, raw_data, agg.terminal_names)
-        if self._idle is not None:
-            self._rearm_idle()
-        self._pending_piece = agg.add(event)
-        if self._observed:
-            self._sink.event(event)  # type: ignore[union-attr]
-        return event
 
     def _cut_by_timer(self) -> Optional[HermesError]:
         """The deadline or idle error, if one of this stream's alarms fired."""
