@@ -1,118 +1,199 @@
-"""hermes-sdk: a synchronous client for the Hermes Agent capabilities of AIP (chat, Responses, durable runs)."""
+"""hermes-sdk: a synchronous client for the Hermes Agent capabilities of AIP (chat, Responses, durable runs).
+
+The names below are imported on first use (PEP 562): ``import hermes_sdk``, and the pytest plugin
+that every pytest run in an environment with hermes-sdk loads, stay cheap until a name is used. The
+implementation lives in the private ``hermes_sdk._core``; each name is re-homed here when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING
 
 from ._core import _compat
-from ._core.approval import (
-    ApprovalDecision,
-    ApprovalRequest,
-    CallbackProvider,
-    DenyAll,
-    PolicyRule,
-    StaticPolicyProvider,
-    input_hash,
-)
-from ._core.builtin import parse_capability_id
-from ._core.capabilities import capability_id
-from ._core.client import HermesClient
-from ._core.deadline import CallTimeout
-from ._core.discovery import Health, ModelInfo, ServerCapabilities, Toolset
-from ._core.endpoints import Endpoint, ExecutionContext
-from ._core.events import (
-    ApprovalRequested,
-    ApprovalResponded,
-    FunctionCall,
-    FunctionCallOutput,
-    HermesStatus,
-    MessageDelta,
-    ReasoningAvailable,
-    ReasoningDelta,
-    RunCancelled,
-    RunCompleted,
-    RunEnded,
-    RunEvent,
-    RunFailed,
-    RunInterrupted,
-    RunSteered,
-    SubagentEvent,
-    ToolCompleted,
-    ToolProgress,
-    ToolStarted,
-)
-from ._core.idempotency import CorruptRecordError, IdempotencyRecord, IdempotencyStore, MemoryStore, SQLiteStore
-from ._core.jobs import Job, JobDeleted, Skill
-from ._core.models import (
-    ActionResult,
-    ChatCompletion,
-    ChatMessage,
-    Choice,
-    DeletionReceipt,
-    HermesResponse,
-    StreamEvent,
-    StreamResult,
-)
-from ._core.operator import OperatorResult
-from ._core.redaction import Redactor
-from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus, SteerAnswer
-from ._core.server_features import ServerFeatures
-from ._core.sessions import (
-    HermesSession,
-    SessionAssistantCompleted,
-    SessionChatStream,
-    SessionDeleted,
-    SessionDelta,
-    SessionDone,
-    SessionEvent,
-    SessionMessage,
-    SessionMessageStarted,
-    SessionPage,
-    SessionReply,
-    SessionRunCompleted,
-    SessionRunStarted,
-    SessionStreamError,
-    SessionThinking,
-    SessionToolCompleted,
-    SessionToolEvent,
-    SessionToolFailed,
-    SessionToolStarted,
-    SessionTranscript,
-)
-from ._core.streaming import ChatStream, ResponseStream, RunEventStream
-from .errors import (
-    AgentIncompleteError,
-    ApprovalDeniedError,
-    ApprovalNotActiveError,
-    ApprovalNotPendingError,
-    ApprovalRequiredError,
-    AuthenticationError,
-    BadRequestError,
-    DeadlineExceededError,
-    HermesError,
-    IdempotencyConflictError,
-    InvalidApprovalChoiceError,
-    InvalidInputError,
-    InvalidResponseError,
-    MissingCredentialError,
-    NotFoundError,
-    OperatorRunError,
-    OutcomeUnknownError,
-    PayloadTooLargeError,
-    PluginError,
-    RateLimitedError,
-    RemoteRejectedError,
-    RemoteTemporaryError,
-    RunNotFoundError,
-    RunStoppedError,
-    ServerError,
-    StaleApprovalError,
-    SteerNotAcceptedError,
-    StreamCancelledError,
-    StreamError,
-    TenantMismatchError,
-    TransportError,
-    UnsupportedByServerError,
-)
-from .hookspecs import hookimpl
 
 __version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
+
+if TYPE_CHECKING:
+    from ._core.approval import (
+        ApprovalDecision,
+        ApprovalRequest,
+        CallbackProvider,
+        DenyAll,
+        PolicyRule,
+        StaticPolicyProvider,
+        input_hash,
+    )
+    from ._core.builtin import parse_capability_id
+    from ._core.capabilities import capability_id
+    from ._core.client import HermesClient
+    from ._core.deadline import CallTimeout
+    from ._core.discovery import (
+        Health,
+        ModelInfo,
+        ServerCapabilities,
+        Toolset,
+    )
+    from ._core.endpoints import (
+        Endpoint,
+        ExecutionContext,
+    )
+    from ._core.events import (
+        ApprovalRequested,
+        ApprovalResponded,
+        FunctionCall,
+        FunctionCallOutput,
+        HermesStatus,
+        MessageDelta,
+        ReasoningAvailable,
+        ReasoningDelta,
+        RunCancelled,
+        RunCompleted,
+        RunEnded,
+        RunEvent,
+        RunFailed,
+        RunInterrupted,
+        RunSteered,
+        SubagentEvent,
+        ToolCompleted,
+        ToolProgress,
+        ToolStarted,
+    )
+    from ._core.idempotency import (
+        CorruptRecordError,
+        IdempotencyRecord,
+        IdempotencyStore,
+        MemoryStore,
+        SQLiteStore,
+    )
+    from ._core.jobs import (
+        Job,
+        JobDeleted,
+        Skill,
+    )
+    from ._core.models import (
+        ActionResult,
+        ChatCompletion,
+        ChatMessage,
+        Choice,
+        DeletionReceipt,
+        HermesResponse,
+        StreamEvent,
+        StreamResult,
+    )
+    from ._core.operator import OperatorResult
+    from ._core.redaction import Redactor
+    from ._core.runs import (
+        ApprovalAnswer,
+        Run,
+        RunResult,
+        RunStarted,
+        RunStatus,
+        SteerAnswer,
+    )
+    from ._core.server_features import ServerFeatures
+    from ._core.sessions import (
+        HermesSession,
+        SessionAssistantCompleted,
+        SessionChatStream,
+        SessionDeleted,
+        SessionDelta,
+        SessionDone,
+        SessionEvent,
+        SessionMessage,
+        SessionMessageStarted,
+        SessionPage,
+        SessionReply,
+        SessionRunCompleted,
+        SessionRunStarted,
+        SessionStreamError,
+        SessionThinking,
+        SessionToolCompleted,
+        SessionToolEvent,
+        SessionToolFailed,
+        SessionToolStarted,
+        SessionTranscript,
+    )
+    from ._core.streaming import (
+        ChatStream,
+        ResponseStream,
+        RunEventStream,
+    )
+    from .errors import (
+        AgentIncompleteError,
+        ApprovalDeniedError,
+        ApprovalNotActiveError,
+        ApprovalNotPendingError,
+        ApprovalRequiredError,
+        AuthenticationError,
+        BadRequestError,
+        DeadlineExceededError,
+        HermesError,
+        IdempotencyConflictError,
+        InvalidApprovalChoiceError,
+        InvalidInputError,
+        InvalidResponseError,
+        MissingCredentialError,
+        NotFoundError,
+        OperatorRunError,
+        OutcomeUnknownError,
+        PayloadTooLargeError,
+        PluginError,
+        RateLimitedError,
+        RemoteRejectedError,
+        RemoteTemporaryError,
+        RunNotFoundError,
+        RunStoppedError,
+        ServerError,
+        StaleApprovalError,
+        SteerNotAcceptedError,
+        StreamCancelledError,
+        StreamError,
+        TenantMismatchError,
+        TransportError,
+        UnsupportedByServerError,
+    )
+    from .hookspecs import hookimpl
+
+#: Where each exported name lives (the imports above, for type checkers, name the same).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_core.approval": ("ApprovalDecision", "ApprovalRequest", "CallbackProvider", "DenyAll", "PolicyRule",
+        "StaticPolicyProvider", "input_hash"),
+    "_core.builtin": ("parse_capability_id",),
+    "_core.capabilities": ("capability_id",),
+    "_core.client": ("HermesClient",),
+    "_core.deadline": ("CallTimeout",),
+    "_core.discovery": ("Health", "ModelInfo", "ServerCapabilities", "Toolset"),
+    "_core.endpoints": ("Endpoint", "ExecutionContext"),
+    "_core.events": ("ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput",
+        "HermesStatus", "MessageDelta", "ReasoningAvailable", "ReasoningDelta", "RunCancelled", "RunCompleted",
+        "RunEnded", "RunEvent", "RunFailed", "RunInterrupted", "RunSteered", "SubagentEvent", "ToolCompleted",
+        "ToolProgress", "ToolStarted"),
+    "_core.idempotency": ("CorruptRecordError", "IdempotencyRecord", "IdempotencyStore", "MemoryStore",
+        "SQLiteStore"),
+    "_core.jobs": ("Job", "JobDeleted", "Skill"),
+    "_core.models": ("ActionResult", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt",
+        "HermesResponse", "StreamEvent", "StreamResult"),
+    "_core.operator": ("OperatorResult",),
+    "_core.redaction": ("Redactor",),
+    "_core.runs": ("ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "SteerAnswer"),
+    "_core.server_features": ("ServerFeatures",),
+    "_core.sessions": ("HermesSession", "SessionAssistantCompleted", "SessionChatStream", "SessionDeleted",
+        "SessionDelta", "SessionDone", "SessionEvent", "SessionMessage", "SessionMessageStarted", "SessionPage",
+        "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError", "SessionThinking",
+        "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted", "SessionTranscript"),
+    "_core.streaming": ("ChatStream", "ResponseStream", "RunEventStream"),
+    "errors": ("AgentIncompleteError", "ApprovalDeniedError", "ApprovalNotActiveError", "ApprovalNotPendingError",
+        "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "DeadlineExceededError", "HermesError",
+        "IdempotencyConflictError", "InvalidApprovalChoiceError", "InvalidInputError", "InvalidResponseError",
+        "MissingCredentialError", "NotFoundError", "OperatorRunError", "OutcomeUnknownError",
+        "PayloadTooLargeError", "PluginError", "RateLimitedError", "RemoteRejectedError", "RemoteTemporaryError",
+        "RunNotFoundError", "RunStoppedError", "ServerError", "StaleApprovalError", "SteerNotAcceptedError",
+        "StreamCancelledError", "StreamError", "TenantMismatchError", "TransportError", "UnsupportedByServerError"),
+    "hookspecs": ("hookimpl",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalRequest",
@@ -145,8 +226,8 @@ __all__ = [
     "StaleApprovalError", "SteerAnswer", "SteerNotAcceptedError", "SubagentEvent", "UnsupportedByServerError",
 ]
 
+
 _compat.install()
-_compat.rehome(globals(), __all__, __name__)
 
 # Plugin-author types live in hermes_sdk.plugin; the old top-level names keep working.
 _MOVED = ("Attempt", "CONTRACTS", "Contract", "Invocation")  # CONTRACTS warns again there
@@ -158,6 +239,12 @@ _RENAMED = {"Response": "HermesResponse", "Session": "HermesSession", "Timeout":
 def __getattr__(name: str) -> object:
     import warnings
 
+    module_name = _WHERE.get(name)
+    if module_name is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
+        _compat.rehome({name: value}, (name,), __name__)
+        globals()[name] = value  # imported once: later lookups do not come here
+        return value
     if name in _MOVED:
         from . import plugin
 
@@ -167,8 +254,14 @@ def __getattr__(name: str) -> object:
         new = _RENAMED[name]
         warnings.warn(f"hermes_sdk.{name} is now hermes_sdk.{new} (the old name collides with requests' or "
                       "the standard library's)", DeprecationWarning, stacklevel=2)
-        return globals()[new]
+        return __getattr__(new) if new not in globals() else globals()[new]
     module = _compat.moved_module(name)
     if module is not None:
         return module
+    if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")  # a submodule, as an eager package had it
     raise AttributeError(f"module 'hermes_sdk' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -456,6 +456,27 @@ _ALL = [HermesError, InvalidInputError, MissingCredentialError, AuthenticationEr
         UnsupportedByServerError, RunStoppedError, OperatorRunError]
 _BY_NAME = {k.__name__: k for k in _ALL}
 _BY_NAME["CancelledError"] = StreamCancelledError  # records written before the rename
+
+#: The error class per HTTP status Hermes answers with (openai's ``_make_status_error``, as a table).
+#: A status not listed is a :class:`ServerError` from 500 and a :class:`RemoteRejectedError` below
+#: (redirects included: they are never followed).
+STATUS_ERRORS: Mapping[int, type[HermesError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: AuthenticationError,
+    404: NotFoundError,
+    413: PayloadTooLargeError,
+    429: RateLimitedError,
+}
+
+
+def status_error_class(status: int, provider_code: object = None) -> type[HermesError]:
+    """The class of a non-2xx reply: the status table, then the one refinement by the provider's
+    ``error.code`` (``agent_incomplete``: the agent stopped before it finished)."""
+    klass = STATUS_ERRORS.get(status) or (ServerError if status >= 500 else RemoteRejectedError)
+    if klass is ServerError and provider_code == "agent_incomplete":
+        return AgentIncompleteError
+    return klass
 _BY_CODE = {k.default_code: k for k in reversed(_ALL)}
 
 

@@ -7,6 +7,8 @@ application calls or catches is also at the top of :mod:`hermes_sdk` (errors: :m
 
 from __future__ import annotations
 
+import hermes_sdk as _top
+
 from ._core import _compat
 from ._core.approval import ApprovalDecision, ApprovalRequest
 from ._core.deadline import CallTimeout
@@ -87,5 +89,6 @@ __all__ = [
     "Jobs", "OperatorMethods", "Records", "Runs", "Sessions",
 ]
 
-# Names also exported at the top keep hermes_sdk as their home (hermes_sdk/__init__ ran first); the rest live here.
-_compat.rehome(globals(), __all__, __name__)
+# Names also exported at the top have hermes_sdk as their home; the rest live here.
+_compat.rehome(globals(), [n for n in __all__ if n in _top.__all__], _top.__name__)
+_compat.rehome(globals(), [n for n in __all__ if n not in _top.__all__], __name__)

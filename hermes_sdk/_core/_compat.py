@@ -18,8 +18,6 @@ import warnings
 from types import ModuleType
 from typing import Iterable, Optional, Sequence
 
-import attrs
-
 #: The modules and packages that moved from ``hermes_sdk.<name>`` to ``hermes_sdk._core.<name>``.
 MOVED_MODULES = frozenset({
     "aggregate", "approval", "call", "capabilities", "cli", "client", "config", "convert", "deadline",
@@ -88,6 +86,8 @@ def rehome(namespace: dict[str, object], names: Iterable[str], module: str) -> N
             try:
                 hints = typing.get_type_hints(obj)
             except Exception:  # a TYPE_CHECKING-only name: a value class keeps its module, cattrs needs it
+                import attrs  # here, not at the top: `import hermes_sdk` stays cheap
+
                 if attrs.has(obj):
                     continue
                 hints = {}

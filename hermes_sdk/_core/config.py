@@ -50,7 +50,7 @@ def build_endpoints(base_url: Optional[str], api_key: Optional[str], endpoint_id
     if base_url is not None or not out:
         ep = Endpoint(
             id=endpoint_id or os.environ.get("HERMES_ENDPOINT_ID") or DEFAULT_ENDPOINT_ID,
-            base_url=base_url,  # type: ignore[arg-type]
+            base_url=base_url,
             api_key=api_key if api_key is not None else os.environ.get("HERMES_API_KEY"),
             tenant_id=tenant_id,
             key_source="the api_key argument" if api_key is not None else "HERMES_API_KEY",

@@ -21,7 +21,7 @@ from ._constants import DEFAULT_ENDPOINT_ID
 from .approval import ApprovalRequest
 from .call import Call
 from .capabilities import capability_id, parse_capability_id
-from .deadline import as_timeout, effective
+from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
 from .models import ActionResult
 from .operations import OperationSpec
@@ -98,7 +98,7 @@ class Executor:
             return settled
         return result
 
-    def build(self, spec: OperationSpec[Any], endpoint: Endpoint, input: Any, options: CallOptions) -> Call:
+    def build(self, spec: OperationSpec[Any], endpoint: Endpoint, input: object, options: CallOptions) -> Call:
         """Validate everything the caller gave and build the Call; nothing is sent here."""
         action_id = options.action_id or new_action_id()
         cap = capability_id(endpoint.id, spec.name)
@@ -107,24 +107,12 @@ class Executor:
             limits = effective(as_timeout(options.timeout), self.runtime.timeout)
             idle = None if options.idle_timeout is None else seconds_value(options.idle_timeout, "idle_timeout",
                                                                            positive=True)
-            if not isinstance(input, Mapping):
-                raise InvalidInputError("input must be a JSON object", details={"field": "input"})
-            given = options.idempotency_key
-            key = idempotency_value(given if given is not None else input.get("idempotency_key"))
-            clean = {k: v for k, v in input.items() if k != "idempotency_key"}
+            key, clean = _split_input(input, options.idempotency_key)
             request = spec.request(clean)
             ctx = options.context if options.context is not None else self.context
             if ctx is not None and not isinstance(ctx, ExecutionContext):
                 raise InvalidInputError("context must be an ExecutionContext", details={"field": "context"})
-            limit = deadline_epoch(options.deadline)
-            bound = _DEADLINE if limit is not None else None
-            if limit is None and ctx is not None and ctx.deadline is not None:
-                limit, bound = ctx.deadline, _CONTEXT
-            if limits.total is not None:  # a caller's relative timeout is a deadline too; the earlier wins
-                if limit is None or now + limits.total < limit:
-                    own = as_timeout(options.timeout)
-                    bound = _timeout_bound(limits.total, own is not None and own.total is not None)
-                limit = now + limits.total if limit is None else min(limit, now + limits.total)
+            limit, ends_at, bound = resolve_deadline(spec.name, spec.timeout, options, ctx, limits, now)
         except HermesError as exc:
             exc.action_id, exc.capability_id = action_id, cap
             raise
@@ -135,11 +123,6 @@ class Executor:
         if spec.describe is not None:
             attributes.update(spec.describe(clean))
         view = CallView(spec.name, cap, action_id, contract, attributes)
-        # Without a deadline, the published contract timeout bounds the call in wall-clock time.
-        ends_at = now + spec.timeout if limit is None else limit
-        if limit is None:
-            bound = ("default", f"the published default of {spec.timeout:g} s for {spec.name} (sla.timeout_ms)",
-                     "pass timeout= or deadline= on the call, or build the client with HermesClient(timeout=...)")
         return Call(endpoint=endpoint, spec=spec, input=clean, request=request, action_id=action_id,
                     capability_id=cap, runtime=self.runtime, view=view, key=key, context=ctx, deadline=limit,
                     ends_at=ends_at, read_timeout=limits.read, connect_timeout=limits.connect,
@@ -179,7 +162,39 @@ _CONTEXT = ("context", "the context's deadline (ExecutionContext(deadline=...))"
             "give the context a later deadline, or the call its own deadline=")
 
 
-def _timeout_bound(total: float, own: bool) -> tuple[str, str, str]:
+Bound = tuple[str, str, str]  # which bound ends a call, and how to change it: (source, what, fix)
+
+
+def _split_input(input: object, given_key: Optional[str]) -> tuple[Optional[str], dict[str, object]]:
+    """The idempotency key (the keyword's, else the input's) and the input without it."""
+    if not isinstance(input, Mapping):
+        raise InvalidInputError("input must be a JSON object", details={"field": "input"})
+    key = idempotency_value(given_key if given_key is not None else input.get("idempotency_key"))
+    return key, {k: v for k, v in input.items() if k != "idempotency_key"}
+
+
+def resolve_deadline(operation: str, contract_timeout: float, options: CallOptions,
+                     ctx: Optional[ExecutionContext], limits: Timeout,
+                     now: float) -> tuple[Optional[float], float, Bound]:
+    """``(deadline, ends_at, bound)`` of a call: the earliest of its ``deadline=`` (else its context's)
+    and now plus its total timeout; without either, the operation's published contract timeout
+    bounds the call in wall-clock time (``ends_at``) and no deadline is sent."""
+    limit = deadline_epoch(options.deadline)
+    bound = _DEADLINE if limit is not None else None
+    if limit is None and ctx is not None and ctx.deadline is not None:
+        limit, bound = ctx.deadline, _CONTEXT
+    if limits.total is not None and (limit is None or now + limits.total < limit):
+        # A caller's relative timeout is a deadline too; the earlier wins.
+        own = as_timeout(options.timeout)
+        limit, bound = now + limits.total, _timeout_bound(limits.total, own is not None and own.total is not None)
+    if limit is None or bound is None:
+        return None, now + contract_timeout, (
+            "default", f"the published default of {contract_timeout:g} s for {operation} (sla.timeout_ms)",
+            "pass timeout= or deadline= on the call, or build the client with HermesClient(timeout=...)")
+    return limit, limit, bound
+
+
+def _timeout_bound(total: float, own: bool) -> Bound:
     if own:
         return ("timeout", f"the call's timeout={total:g} s", "pass a larger timeout= (or a deadline=)")
     return ("client_timeout", f"the client's timeout={total:g} s (HermesClient(timeout=...))",
@@ -194,11 +209,11 @@ def _with_action(options: CallOptions, action_id: str) -> CallOptions:
 #: ``server.address`` / ``server.port`` per origin, parsed once (bounded: one entry per endpoint URL
 #: a process uses, and dropped past a few hundred, so a process that builds endpoints per tenant
 #: does not grow it forever).
-_servers: dict[str, dict[str, Any]] = {}
+_servers: dict[str, dict[str, object]] = {}
 _SERVERS_MAX = 256
 
 
-def server_attributes(endpoint: Endpoint) -> dict[str, Any]:
+def server_attributes(endpoint: Endpoint) -> dict[str, object]:
     """``server.address`` and ``server.port`` of an endpoint (parsed once per origin)."""
     found = _servers.get(endpoint.base_url)
     if found is None:

@@ -12,8 +12,14 @@ received. ``stream()`` and ``iter_content`` are the fallbacks for a body read fr
 cassette). Every reader returns the bytes undecoded: a compressed body (not asked for) is decoded
 by :func:`hermes_sdk._core._inflate.inflate_chunks`, at most ``READ_CHUNK_BYTES`` at a time.
 
-Limits: a frame over ``MAX_SSE_FRAME_BYTES`` (boundary included) is refused as soon as its open
-part passes the limit, whatever the chunking; a stream over ``MAX_STREAM_BYTES`` is refused; one
+Decoding is line-oriented and incremental (the shape of openai-python's ``SSEDecoder``): bytes are
+cut into lines (CRLF, LF or CR), a line is a field of the open frame, and a blank line ends it.
+One fast path: a chunk that is one whole ``data:`` frame with nothing open (what Hermes sends, an
+HTTP chunk per event) is decoded without cutting it into lines.
+
+Limits: a frame over ``MAX_SSE_FRAME_BYTES`` (its lines' ends and the closing blank line included)
+is refused as soon as its open part passes the limit, whatever the chunking: the line buffer
+counts the open frame's bytes as they arrive; a stream over ``MAX_STREAM_BYTES`` is refused; one
 UTF-8 byte-order mark at the start of the stream is skipped, as the SSE standard says. How many
 events a stream may have is the aggregate's limit (``max_events``).
 
@@ -25,17 +31,18 @@ without counting it as an event (``idle_timeout`` is not re-armed by keepalives)
 Why not sseclient-py: measured on this code base (docs/performance.md), its ``SSEClient`` grows a
 frame a line at a time (``bytes +=`` per line, and ``str +=`` per data line), which is quadratic in
 a frame's lines: a 320 KB frame of 40,000 short lines took 1.2 s, and a frame the limits accept
-(120,000 lines, just under 1 MiB) 3.8 s, where this parser takes milliseconds. It costs 2.2 us more
-per event than this parser (2.97 vs 0.81 us per Hermes chat chunk over 16 KiB reads, next to a
-5.1 us http.client floor), it does not dispatch a frame without ``data:`` (the connector's
-``event: done``), and it drops comments silently. Its framing could only be changed through its
-private ``_read``.
+(120,000 lines, just under 1 MiB) 3.8 s, where this parser takes milliseconds. It costs over twice
+this parser's CPU time per event (2.5 vs 1.1 us per Hermes chat chunk over 16 KiB reads, 0.75 us
+for a chunk per event; the http.client floor is about 5 us per event), it does not dispatch a
+frame without ``data:`` (the connector's ``event: done``), and it drops comments silently. Its
+framing could only be changed through its private ``_read``.
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Generic, Iterable, Iterator, Optional, Tuple, TypeVar, Union
 
 import requests
 import urllib3.response
@@ -48,8 +55,8 @@ from ._inflate import coding_of, inflate_chunks
 Triple = Tuple[str, Optional[str], str]
 #: What :func:`events` yields for a frame that is no event (a keepalive comment, unknown fields).
 KEEPALIVE = None
+T = TypeVar("T")
 
-_BOUNDARIES = (b"\n\n", b"\r\n\r\n", b"\r\r")
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -78,7 +85,7 @@ def _undecoded_chunks(response: requests.Response) -> Iterator[bytes]:
     if own and _reads_chunks(raw):
         # Each HTTP chunk as it arrives (up to 64 KiB at a time), parsed by urllib3 under one error
         # catcher: read1() costs several times more per call and returns a single chunk anyway.
-        return raw.read_chunked(READ_CHUNK_BYTES, decode_content=False)  # type: ignore[no-any-return]
+        return raw.read_chunked(READ_CHUNK_BYTES, decode_content=False)
     read1 = getattr(raw, "read1", None)
     if read1 is not None:
         if own:
@@ -89,7 +96,7 @@ def _undecoded_chunks(response: requests.Response) -> Iterator[bytes]:
         # urllib3 1.26, a real socket: http.client's read1 returns what has arrived.
         return iter(lambda: reply.read1(READ_CHUNK_BYTES), b"")  # type: ignore[union-attr]
     if own:
-        return raw.stream(READ_CHUNK_BYTES, decode_content=False)  # type: ignore[no-any-return]
+        return raw.stream(READ_CHUNK_BYTES, decode_content=False)
     return response.iter_content(chunk_size=None)
 
 
@@ -106,16 +113,16 @@ def _reads_chunks(raw: Any) -> bool:
         return False
 
 
-def events(source: Iterator[bytes]) -> Iterator[Optional[Triple]]:
+def events(source: Iterable[bytes]) -> Iterator[Optional[Triple]]:
     """``(event, id, data)`` per dispatched frame of a byte stream, :data:`KEEPALIVE` per frame that
     is no event; the same for any chunking of the same bytes. Raises ``InvalidResponseError`` at a
     limit (see the module docstring)."""
-    return _frames(source, parse=True)  # type: ignore[no-any-return]
+    return SSEDecoder().iter_bytes(source)
 
 
-def frames(source: Iterator[bytes]) -> Iterator[bytes]:
-    """The frames of a byte stream, whatever its chunking (a frame may keep its boundary)."""
-    return _frames(source, parse=False)  # type: ignore[no-any-return]
+def frames(source: Iterable[bytes]) -> Iterator[bytes]:
+    """The frames of a byte stream, whatever its chunking, each with its lines' ends."""
+    return _Framer().iter_bytes(source)
 
 
 def _too_large() -> InvalidResponseError:
@@ -124,140 +131,210 @@ def _too_large() -> InvalidResponseError:
                                 uncertain_outcome=True, details={"limit_bytes": MAX_SSE_FRAME_BYTES})
 
 
-def _frame_end(chunk: bytes, start: int) -> int:
-    """Where the first frame boundary at or after ``start`` ends (the smallest end), or -1."""
-    end = -1
-    for boundary in _BOUNDARIES:
-        i = chunk.find(boundary, start)
-        if i >= 0 and (end < 0 or i + len(boundary) < end):
-            end = i + len(boundary)
-    return end
+def _too_long() -> InvalidResponseError:
+    return InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit", uncertain_outcome=True,
+                                details={"limit_bytes": MAX_STREAM_BYTES})
 
 
-def _frames(source: Iterator[bytes], parse: bool = False) -> Iterator[Any]:
-    """Split a byte stream into frames; with ``parse``, yield each frame's ``(event, id, data)`` (or
-    :data:`KEEPALIVE`) instead. Parsing here, not in a generator on top, saves a generator step per
-    event on the hot path.
+class _Pending(enum.Enum):
+    """What :meth:`_LineDecoder.decode` returns for a line that does not end a frame."""
 
-    A frame ends at the first of ``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r`` (the earliest end) in the
-    whole byte stream, so a boundary split across two chunks is seen; the open frame is kept as a
-    list of pieces, joined once (linear, however many lines or chunks make it).
+    LINE = 0
+
+
+PENDING = _Pending.LINE
+_BLANK = (b"\n", b"\r\n", b"\r")
+
+
+class _LineDecoder(Generic[T]):
+    """Bytes to lines to frames, incrementally: the line buffer and the frame bound.
+
+    A line ends at CRLF, LF or CR (an LF that opens the next chunk after a CR is that CR's line
+    end). A blank line ends the open frame, unless it is the frame's first line (so a frame ends at
+    ``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r``, as it always did). The open frame's bytes, its ends and the
+    open line included, are counted as they arrive and bounded by ``MAX_SSE_FRAME_BYTES``.
+    Subclasses say what a line adds to a frame (:meth:`_field`) and what an ended frame is
+    (:meth:`_dispatch`).
     """
-    limit = MAX_SSE_FRAME_BYTES
-    total = 0
-    pieces: list[bytes] = []
-    size = 0  # bytes of the open frame
-    tail = b""  # its last (at most 3) bytes: a boundary may start there
+
+    def __init__(self) -> None:
+        self._open: list[bytes] = []  # the open line's pieces (no line end yet)
+        self._open_size = 0
+        self._size = 0  # bytes of the open frame's complete lines
+        self._lines = 0  # complete lines of the open frame
+        self._crlf = False  # the open frame's last line ended with CRLF
+        self._skip_lf = False  # the last chunk ended with CR: a first LF in the next one ends that line
+
+    def iter_bytes(self, source: Iterable[bytes]) -> Iterator[T]:
+        """What each frame of a byte stream dispatches, whatever its chunking; a stream that ends
+        inside a frame still dispatches it."""
+        total = 0
+        split, decode, whole = self._split, self.decode, self._data_frame
+        for chunk in _without_bom(source):
+            total += len(chunk)
+            if total > MAX_STREAM_BYTES:
+                raise _too_long()
+            if not self._size and not self._open and chunk[:6] == b"data: " and chunk[-2:] == b"\n\n" \
+                    and chunk.find(b"\n") == len(chunk) - 2 and b"\r" not in chunk \
+                    and len(chunk) <= MAX_SSE_FRAME_BYTES:
+                # The hot path: a chunk that is one whole one-line data frame, nothing open (what
+                # Hermes sends, an HTTP chunk per event), is not split into lines.
+                self._skip_lf = False
+                yield whole(chunk)
+                continue
+            for line in split(chunk):
+                item = decode(line)
+                if item is not PENDING:
+                    yield item
+        yield from self._end()
+
+    def decode(self, line: bytes) -> Union[T, _Pending]:
+        """One line, its end kept: a field of the open frame, or the blank line that ends it."""
+        if line in _BLANK and self._lines:
+            if line == b"\r" and self._crlf and self._size + 1 > MAX_SSE_FRAME_BYTES:
+                raise _too_large()  # a CRLF stream's boundary counts the LF a next chunk may bring
+            item = self._dispatch(line)
+            self._size = self._lines = 0
+            self._crlf = False
+            return item
+        self._lines += 1
+        self._crlf = line[-2:] == b"\r\n"
+        self._field(line)
+        return PENDING
+
+    def _split(self, chunk: bytes) -> Iterator[bytes]:
+        """The complete lines a chunk ends (its end kept); the rest is kept as the open line."""
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+                self._grow_lf()
+        lines = chunk.splitlines(keepends=True)
+        if not lines:
+            return
+        end = lines[-1][-1:]
+        rest = lines.pop() if end not in _BLANK else None
+        self._skip_lf = end == b"\r"
+        for line in lines:
+            if self._open:
+                line = b"".join((*self._open, line))
+                self._open, self._open_size = [], 0
+            self._size += len(line)
+            if self._size > MAX_SSE_FRAME_BYTES:
+                raise _too_large()
+            yield line
+        if rest is not None:
+            self._keep_open(rest)
+
+    def _grow_lf(self) -> None:
+        """The LF of a CRLF split across chunks: counted when its line's frame is still open."""
+        if self._size:
+            self._size += 1
+            self._crlf = True
+            if self._size > MAX_SSE_FRAME_BYTES:
+                raise _too_large()
+
+    def _keep_open(self, piece: bytes) -> None:
+        """A line without its end yet (its bytes count towards the frame's bound)."""
+        self._open.append(piece)
+        self._open_size += len(piece)
+        if self._size + self._open_size > MAX_SSE_FRAME_BYTES:
+            raise _too_large()
+
+    def _end(self) -> Iterator[T]:
+        """The stream ended: an open line and an open frame are dispatched as if they had ended."""
+        if self._open:
+            line = b"".join(self._open)
+            self._open, self._open_size = [], 0
+            self._size += len(line)
+            self.decode(line)
+        if self._lines:
+            self._size = self._lines = 0
+            yield self._dispatch(b"")
+
+    def _data_frame(self, chunk: bytes) -> T:
+        """What a whole frame of one ``data: `` line (and its boundary) dispatches."""
+        raise NotImplementedError
+
+    def _field(self, line: bytes) -> None:
+        raise NotImplementedError
+
+    def _dispatch(self, end: bytes) -> T:
+        raise NotImplementedError
+
+
+class SSEDecoder(_LineDecoder[Optional[Triple]]):
+    """``(event, id, data)`` per frame with a ``data``, ``event`` or ``id`` field, :data:`KEEPALIVE`
+    per other frame (comments, unknown fields, blank lines).
+
+    Fields: ``data`` lines are joined with ``\\n``; the last ``event`` and ``id`` win (``event``
+    names ``"message"`` when absent or empty); an ``id`` is the frame's own; one space after the
+    colon is dropped; a line starting with ``:`` is a comment.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._event: Optional[str] = None
+        self._id: Optional[str] = None
+        self._data: Optional[list[str]] = None
+
+    def _data_frame(self, chunk: bytes) -> Optional[Triple]:
+        return "message", None, chunk[6:-2].decode("utf-8")
+
+    def _field(self, line: bytes) -> None:
+        if line[:1] == b":" or line in _BLANK:
+            return
+        name, _, value = line.rstrip(b"\r\n").decode("utf-8").partition(":")
+        if value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            if self._data is None:
+                self._data = [value]
+            else:
+                self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            self._id = value
+
+    def _dispatch(self, end: bytes) -> Optional[Triple]:
+        event, event_id, data = self._event, self._id, self._data
+        if data is None and event is None and event_id is None:
+            return KEEPALIVE  # comments, blank or unknown fields only
+        self._event = self._id = self._data = None
+        return event or "message", event_id, "\n".join(data) if data else ""
+
+
+class _Framer(_LineDecoder[bytes]):
+    """Each frame's bytes (its lines and their ends), for the tests of the framing itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._frame: list[bytes] = []
+
+    def _data_frame(self, chunk: bytes) -> bytes:
+        return chunk
+
+    def _field(self, line: bytes) -> None:
+        self._frame.append(line)
+
+    def _grow_lf(self) -> None:
+        if self._size:  # the rest of a CRLF: part of the open frame
+            self._frame.append(b"\n")
+        super()._grow_lf()
+
+    def _dispatch(self, end: bytes) -> bytes:
+        self._frame.append(end)
+        frame, self._frame = b"".join(self._frame), []
+        return frame
+
+
+def _without_bom(source: Iterable[bytes]) -> Iterator[bytes]:
+    """The stream's chunks, one UTF-8 byte-order mark at its start left out (the SSE standard)."""
     source = iter(source)
-    head = b""  # the stream's first bytes, until a BOM can be told apart
+    head = b""
     for chunk in source:
         head += chunk
         if len(head) >= 3 or not _BOM.startswith(head):
             break
-    for chunk in itertools.chain((head[3:] if head.startswith(_BOM) else head,), source):
-        total += len(chunk)
-        if total > MAX_STREAM_BYTES:
-            raise InvalidResponseError(f"stream exceeds the {MAX_STREAM_BYTES}-byte limit", uncertain_outcome=True,
-                                       details={"limit_bytes": MAX_STREAM_BYTES})
-        if not chunk:
-            continue
-        if parse and not size and chunk[:6] == b"data: " and chunk.find(b"\n") == len(chunk) - 2 \
-                and chunk[-1:] == b"\n" and len(chunk) <= limit and b"\r" not in chunk:
-            # A whole one-line data frame and nothing open: what Hermes sends, a chunk per event.
-            yield "message", None, chunk[6:-2].decode("utf-8")
-            continue
-        pos = 0
-        if size:
-            # A boundary that starts in the open frame's tail and ends in this chunk.
-            probe = tail + chunk[:3]
-            end = _frame_end(probe, 0)
-            if end > 0:
-                cut = end - len(tail)
-                if size + cut > limit:
-                    raise _too_large()
-                pieces.append(chunk[:cut])
-                yield _parse_frame(b"".join(pieces)) if parse else b"".join(pieces)
-                pieces, size, tail, pos = [], 0, b"", cut
-        if b"\r" not in chunk:
-            # The usual case, LF only: split() does it. (A CR in an open frame's tail was handled above.)
-            if pos:
-                chunk = chunk[pos:]
-            found = chunk.split(b"\n\n")
-            rest = found.pop()
-            if found:
-                first = found[0]
-                if pieces:
-                    if size + len(first) + 2 > limit:
-                        raise _too_large()
-                    pieces.append(first)
-                    found[0] = b"".join(pieces)
-                    pieces, size = [], 0
-                tail = b""
-                if len(chunk) > limit - 2 and max(map(len, found)) > limit - 2:
-                    raise _too_large()
-                if not parse:
-                    yield from found
-                else:
-                    for frame in found:
-                        if frame[:6] == b"data: " and b"\n" not in frame:
-                            # The usual frame, one data line: what _parse_frame would make of it.
-                            yield "message", None, frame[6:].decode("utf-8")
-                        else:
-                            yield _parse_frame(frame)
-            if rest:
-                size += len(rest)
-                if size > limit:
-                    raise _too_large()
-                pieces.append(rest)
-                tail = (tail + rest)[-3:] if len(rest) < 3 else rest[-3:]
-            continue
-        end = _frame_end(chunk, pos)
-        while end >= 0:
-            if size + end - pos > limit:
-                raise _too_large()
-            if pieces:
-                pieces.append(chunk[pos:end])
-                frame = b"".join(pieces)
-                pieces, size = [], 0
-            else:
-                frame = chunk[pos:end]
-            tail = b""
-            yield _parse_frame(frame) if parse else frame
-            pos = end
-            end = _frame_end(chunk, pos)
-        if pos < len(chunk):
-            rest = chunk[pos:] if pos else chunk
-            size += len(rest)
-            if size > limit:
-                raise _too_large()
-            pieces.append(rest)
-            tail = (tail + rest)[-3:] if len(rest) < 3 else rest[-3:]
-    if size:  # the stream ended inside a frame: it is still parsed (and counted)
-        yield _parse_frame(b"".join(pieces)) if parse else b"".join(pieces)
-
-
-def _parse_frame(chunk: bytes) -> Optional[Triple]:
-    """``(event, id, data)`` of a frame with a ``data``, ``event`` or ``id`` field, else KEEPALIVE."""
-    if chunk[:6] == b"data: " and b"\n" not in chunk and b"\r" not in chunk:
-        return "message", None, chunk[6:].decode("utf-8")
-    name: Optional[str] = None
-    event_id: Optional[str] = None
-    data: Optional[list[str]] = None
-    for raw in chunk.splitlines():  # bytes: splits on CR, LF and CRLF only
-        if not raw or raw[:1] == b":":
-            continue
-        field, _, value = raw.decode("utf-8").partition(":")
-        if value[:1] == " ":
-            value = value[1:]
-        if field == "data":
-            if data is None:
-                data = [value]
-            else:
-                data.append(value)
-        elif field == "event":
-            name = value
-        elif field == "id":
-            event_id = value
-    if data is None and name is None and event_id is None:
-        return KEEPALIVE  # comments, blank or unknown fields only
-    return name or "message", event_id, "\n".join(data) if data else ""
+    return itertools.chain((head[3:] if head.startswith(_BOM) else head,), source)

@@ -26,7 +26,7 @@ from ._wire import FRAMING_FAULTS, TRANSPORT_FAULTS, WIRE_FAULTS
 from .aggregate import Accumulator, Aggregate, decode_event, event_name  # noqa: F401  (re-exported)
 from .deadline import WATCHDOG, Alarm
 from .models import ActionResult, StreamEvent, StreamResult
-from .sse import body_chunks
+from .sse import Triple, body_chunks
 from .sse import events as sse_events
 from .sse import frames as sse_frames
 from .transport import socket_of
@@ -35,10 +35,9 @@ if TYPE_CHECKING:
     from .stages.streams import StreamSink
 
 _log = logging.getLogger("hermes_sdk")
-_END: Any = object()  # the end of a stream's events
 
 
-def _sse_events(source: Iterator[bytes]) -> Iterator[tuple[str, Optional[str], str]]:
+def _sse_events(source: Iterator[bytes]) -> Iterator[Triple]:
     """``(event, id, data)`` per dispatched frame (keepalives left out): :func:`hermes_sdk._core.sse.events`."""
     return (sse for sse in sse_events(source) if sse is not None)
 
@@ -143,78 +142,102 @@ class HermesStream:
             yield event
 
     def _next(self) -> Optional[StreamEvent]:
-        agg = self._agg
+        """The next event, or None once the stream has settled; a failure settles it and is raised."""
         if self._replay is not None:
-            replayed = next(self._replay, None)
-            if replayed is None:
-                self._result = self._recorded
-                return None
-            self._pending_piece = agg.add(replayed)
-            return replayed
+            return self._next_replayed()
         if self._pid != _fork.PID:
             raise InvalidInputError(
                 "this stream was opened by the parent process before a fork; its connection is the "
                 "parent's, so this process cannot read it (open the stream in the child)",
-                details={"operation": agg.operation, "reason": "stream_of_parent_process"})
-        if agg.done:
+                details={"operation": self._agg.operation, "reason": "stream_of_parent_process"})
+        if self._agg.done:
             self._settle()
             return None
         try:
-            if self._deadline is not None and time.time() > self._deadline:
-                raise DeadlineExceededError("the call's deadline passed during the stream",
-                                            uncertain_outcome=True, details={"operation": agg.operation})
-            sse = next(self._events, _END)
-            while sse is None:  # a frame that is no event (a keepalive): the stream is alive, no event counted
-                if self._deadline is not None and time.time() > self._deadline:
-                    raise DeadlineExceededError("the call's deadline passed during the stream",
-                                                uncertain_outcome=True, details={"operation": agg.operation})
-                sse = next(self._events, _END)
+            sse = self._read()
         except HermesError as exc:
-            if not exc.uncertain_outcome:
-                # A stream refused mid-way (size limits, bad bytes): the agent may have acted already.
-                exc = type(exc)(exc.message, code=exc.code, uncertain_outcome=True, http_status=agg.http_status,
-                                details={"operation": agg.operation, **exc.details})
-            self._fail(exc)
-            raise exc from None
+            error = self._mid_stream(exc)
         except WIRE_FAULTS as exc:
             # Transport failures and undecodable bytes mid-stream are typed, never raw (urllib3's
             # read1 raises its own ProtocolError / ReadTimeoutError, which requests does not wrap here).
-            typed: HermesError
-            cut = self._cut_by_timer()
-            if isinstance(exc, UnicodeDecodeError):
-                typed = InvalidResponseError("the stream is not valid UTF-8", uncertain_outcome=True,
-                                             http_status=agg.http_status, details={"operation": agg.operation})
-            elif cut is not None:
-                typed = cut
-            elif isinstance(exc, FRAMING_FAULTS) and not isinstance(exc, TRANSPORT_FAULTS):
-                # Bytes no HTTP parser accepts (a negative chunk size): a bad reply, status kept.
-                typed = InvalidResponseError(f"the stream has malformed HTTP framing ({type(exc).__name__})",
-                                             uncertain_outcome=True, http_status=agg.http_status,
-                                             details={"operation": agg.operation, "reason": "malformed_framing",
-                                                      "exception": type(exc).__name__})
-            else:
-                typed = TransportError(f"the stream broke ({type(exc).__name__})", uncertain_outcome=True,
-                                       http_status=agg.http_status,
-                                       details={"operation": agg.operation, "exception": type(exc).__name__})
-            self._fail(typed)
-            raise typed from None
-        if sse is _END:
-            cut = self._cut_by_timer()
-            if cut is not None and not agg.terminal:  # the watchdog ended a body that looked complete
-                self._fail(cut)
-                raise cut
-            self._settle()
+            error = self._typed_fault(exc)
+        else:
+            if sse is None:
+                self._ended()
+                return None
+            # The event (inline: this is the per-event path).
+            event = decode_event(sse[0], sse[1], sse[2], self._agg.terminal_names)
+            if self._idle is not None:
+                self._rearm_idle()
+            self._pending_piece = self._agg.add(event)
+            if self._observed:
+                self._sink.event(event)  # type: ignore[union-attr]
+            if self._on_event is not None:
+                self._on_event(event)
+            return event
+        self._fail(error)
+        raise error from None
+
+    def _next_replayed(self) -> Optional[StreamEvent]:
+        assert self._replay is not None
+        replayed = next(self._replay, None)
+        if replayed is None:
+            self._result = self._recorded
             return None
-        name, event_id, raw_data = sse
-        event = decode_event(name, event_id, raw_data, agg.terminal_names)
-        if self._idle is not None:
-            self._rearm_idle()
-        self._pending_piece = agg.add(event)
-        if self._observed:
-            self._sink.event(event)  # type: ignore[union-attr]
-        if self._on_event is not None:
-            self._on_event(event)
-        return event
+        self._pending_piece = self._agg.add(replayed)
+        return replayed
+
+    def _read(self) -> Optional[Triple]:
+        """The next ``(event, id, data)`` off the wire, or None at the body's end; keepalives are
+        read past, the deadline checked before every read."""
+        if self._deadline is not None and time.time() > self._deadline:
+            raise self._deadline_passed()
+        for sse in self._events:
+            if sse is not None:
+                return sse
+            # A frame that is no event (a keepalive): the stream is alive, no event counted.
+            if self._deadline is not None and time.time() > self._deadline:
+                raise self._deadline_passed()
+        return None
+
+    def _deadline_passed(self) -> DeadlineExceededError:
+        return DeadlineExceededError("the call's deadline passed during the stream", uncertain_outcome=True,
+                                     details={"operation": self._agg.operation})
+
+    def _mid_stream(self, exc: HermesError) -> HermesError:
+        """A stream refused mid-way (size limits, bad bytes): the agent may have acted already."""
+        if exc.uncertain_outcome:
+            return exc
+        agg = self._agg
+        return type(exc)(exc.message, code=exc.code, uncertain_outcome=True, http_status=agg.http_status,
+                         details={"operation": agg.operation, **exc.details})
+
+    def _typed_fault(self, exc: BaseException) -> HermesError:
+        """The typed error of a transport failure or undecodable bytes mid-stream."""
+        agg = self._agg
+        cut = self._cut_by_timer()
+        if isinstance(exc, UnicodeDecodeError):
+            return InvalidResponseError("the stream is not valid UTF-8", uncertain_outcome=True,
+                                        http_status=agg.http_status, details={"operation": agg.operation})
+        if cut is not None:
+            return cut
+        if isinstance(exc, FRAMING_FAULTS) and not isinstance(exc, TRANSPORT_FAULTS):
+            # Bytes no HTTP parser accepts (a negative chunk size): a bad reply, status kept.
+            return InvalidResponseError(f"the stream has malformed HTTP framing ({type(exc).__name__})",
+                                        uncertain_outcome=True, http_status=agg.http_status,
+                                        details={"operation": agg.operation, "reason": "malformed_framing",
+                                                 "exception": type(exc).__name__})
+        return TransportError(f"the stream broke ({type(exc).__name__})", uncertain_outcome=True,
+                              http_status=agg.http_status,
+                              details={"operation": agg.operation, "exception": type(exc).__name__})
+
+    def _ended(self) -> None:
+        """The body ended: settled, unless the watchdog ended a body that looked complete."""
+        cut = self._cut_by_timer()
+        if cut is not None and not self._agg.terminal:
+            self._fail(cut)
+            raise cut
+        self._settle()
 
     def _cut_by_timer(self) -> Optional[HermesError]:
         """The deadline or idle error, if one of this stream's alarms fired."""

@@ -39,19 +39,13 @@ from requests.adapters import DEFAULT_POOLBLOCK, DEFAULT_POOLSIZE, HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
 from ..errors import (
-    AgentIncompleteError,
-    AuthenticationError,
-    BadRequestError,
     DeadlineExceededError,
     HermesError,
     InvalidInputError,
     InvalidResponseError,
-    NotFoundError,
-    PayloadTooLargeError,
-    RateLimitedError,
-    RemoteRejectedError,
-    ServerError,
+    RemoteTemporaryError,
     TransportError,
+    status_error_class,
 )
 from . import _fork
 from ._constants import (
@@ -328,7 +322,7 @@ class _PooledAdapter(HTTPAdapter):
         host = url.find("//") + 2
         start = url.find("/", host)
         if proxies or host < 2 or start < 0 or "?" in url[host:start] or "#" in url:
-            return super().request_url(request, proxies)  # type: ignore[arg-type]
+            return super().request_url(request, proxies)
         return url[start:]
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
@@ -394,7 +388,7 @@ class Transport:
             if isinstance(adapter, HTTPAdapter) and all(
                     getattr(type(adapter), name, None) is getattr(HTTPAdapter, name, False)
                     for name in ("__getstate__", "__setstate__")):
-                state = adapter.__getstate__()  # type: ignore[attr-defined]
+                state = adapter.__getstate__()
                 adapter.__setstate__(state)  # type: ignore[attr-defined]
 
     def refuse_unbounded_adapters(self, base_urls: Iterable[str], paths: Iterable[str]) -> None:
@@ -741,55 +735,49 @@ def retry_after_ms(response: requests.Response) -> Optional[int]:
 
 
 def error_for_status(response: requests.Response, contract: Contract) -> HermesError:
-    """Map a non-2xx provider response to a typed error, keeping what the connector drops."""
+    """Map a non-2xx provider response to a typed error, keeping what the connector drops.
+
+    The class comes from the status (:func:`hermes_sdk.errors.status_error_class`); the message and
+    details from the (small, bounded) body.
+    """
     status = response.status_code
+    message, details, code = _error_reply(response, contract)
+    text = f"Hermes returned HTTP {status}" + (f": {message}" if message else "")
+    klass = status_error_class(status, code)
+    if not issubclass(klass, RemoteTemporaryError):
+        if 300 <= status < 400:
+            details["redirect_not_followed"] = True
+        return klass(text, http_status=status, details=details)
+    if status == 429 or (status == 503 and code == "gateway_draining"):
+        # Hermes answers both before any agent work. The protocol fields stay conservative, as the
+        # connector's are, for model calls; the fact itself is kept in details.
+        details["before_agent_work"] = True
+    return DEFAULT_POLICY.classify(contract, klass(text, http_status=status, details=details,
+                                                   retry_after_ms=retry_after_ms(response),
+                                                   uncertain_outcome=not contract.read_only))
+
+
+def _error_reply(response: requests.Response, contract: Contract) -> tuple[str, dict[str, Any], object]:
+    """The message, details and provider ``error.code`` of an error reply's body."""
     try:
         # A small bounded read: an error body adds detail, never megabytes (redirects included).
         payload = decode_json(read_body(response, MAX_ERROR_BODY_BYTES))
     except (HermesError,) + WIRE_FAULTS:
         payload = None  # the status alone decides the error; an unreadable body adds nothing
     err = payload.get("error") if isinstance(payload, dict) else None
-    provider: dict[str, Any] = {}
+    details: dict[str, Any] = {"operation": contract.operation, "remote_status": response.status_code}
     if isinstance(err, dict):
         provider = {k: err.get(k) for k in ("type", "code", "param") if err.get(k) is not None}
-        message = str(err.get("message") or "")
-    elif isinstance(err, str):
-        message = err
-    else:
-        message = (payload.get("text") if isinstance(payload, dict) else None) or response.reason or ""
-    details: dict[str, Any] = {"operation": contract.operation, "remote_status": status}
-    if provider:
-        details["provider_error"] = provider
-    elif isinstance(err, str):  # the jobs routes' {"error": "<text>"} shape
+        if provider:
+            details["provider_error"] = provider
+        if isinstance(err.get("hermes"), dict):
+            details["hermes"] = err["hermes"]
+        return str(err.get("message") or ""), details, provider.get("code")
+    if isinstance(err, str):  # the jobs routes' {"error": "<text>"} shape
         details["provider_message"] = err
-    if isinstance(err, dict) and isinstance(err.get("hermes"), dict):
-        details["hermes"] = err["hermes"]
-    text = f"Hermes returned HTTP {status}" + (f": {message}" if message else "")
-    read_only = contract.read_only
-    kwargs: dict[str, Any] = {"http_status": status, "details": details}
-    if status in (401, 403):
-        return AuthenticationError(text, **kwargs)
-    if 300 <= status < 400:
-        details["redirect_not_followed"] = True
-        return RemoteRejectedError(text, **kwargs)
-    if status == 404:
-        return NotFoundError(text, **kwargs)
-    if status == 413:
-        return PayloadTooLargeError(text, **kwargs)
-    if status == 429 or (status == 503 and provider.get("code") == "gateway_draining"):
-        # Hermes answers both before any agent work. The protocol fields stay conservative, as the
-        # connector's are, for model calls; the fact itself is kept in details.
-        details["before_agent_work"] = True
-        klass = RateLimitedError if status == 429 else ServerError
-        return DEFAULT_POLICY.classify(contract, klass(text, retry_after_ms=retry_after_ms(response),
-                                                       uncertain_outcome=not read_only, **kwargs))
-    if status >= 500:
-        klass = AgentIncompleteError if provider.get("code") == "agent_incomplete" else ServerError
-        return DEFAULT_POLICY.classify(contract, klass(text, retry_after_ms=retry_after_ms(response),
-                                                       uncertain_outcome=not read_only, **kwargs))
-    if status == 400:
-        return BadRequestError(text, **kwargs)
-    return RemoteRejectedError(text, **kwargs)
+        return err, details, None
+    text = payload.get("text") if isinstance(payload, dict) else None
+    return text or response.reason or "", details, None
 
 
 def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit: bool = False,

@@ -1,13 +1,28 @@
 """Test helpers: a Hermes 0.19.0-compatible emulator and a pytest plugin.
 
-Nothing here imports the rest of ``hermes_sdk`` at import time, so the
-emulator can serve on its own (``python -m hermes_sdk.testing``).
+The names below are imported on first use (PEP 562), so the pytest plugin, which pytest loads at
+every start wherever hermes-sdk is installed, costs little until a fixture is used.
 """
 
-from .emulator import TOOLSETS, HermesEmulator, main, serve
-from .faults import FAULTS, Fault, FaultRequest, FaultServer
-from .model import AgentResult, Reply, RequestInfo
-from .state import SeenRequest
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .emulator import TOOLSETS, HermesEmulator, main, serve
+    from .faults import FAULTS, Fault, FaultRequest, FaultServer
+    from .model import AgentResult, Reply, RequestInfo
+    from .state import SeenRequest
+
+#: Where each exported name lives (the imports above, for type checkers, name the same).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "emulator": ("TOOLSETS", "HermesEmulator", "main", "serve"),
+    "faults": ("FAULTS", "Fault", "FaultRequest", "FaultServer"),
+    "model": ("AgentResult", "Reply", "RequestInfo"),
+    "state": ("SeenRequest",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "FAULTS",
@@ -23,3 +38,16 @@ __all__ = [
     "main",
     "serve",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # imported once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

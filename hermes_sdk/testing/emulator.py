@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .jobs import Ticker, tick
 from .model import Reply, ReplyLike, RequestInfo, Responder
@@ -18,6 +18,9 @@ from .state import FAULT_MODES, EmulatorState, Fault, SeenRequest, Settings
 from .store import ResponseStore
 from .tools import DEFAULT_TOOLSETS, TOOLSET_TOOLS
 from .versions import SERVER_VERSIONS, check_version
+
+if TYPE_CHECKING:
+    from .._core.client import HermesClient
 
 APPROVAL_MODES = ("manual", "smart", "off")
 
@@ -171,10 +174,10 @@ class HermesEmulator:
         """The Bearer key the emulator accepts."""
         return self._state.settings.api_key
 
-    def client(self, **kwargs: Any) -> Any:
-        """A ``hermes_sdk.HermesClient`` pointed at this emulator."""
+    def client(self, **kwargs: Any) -> HermesClient:
+        """A :class:`hermes_sdk.HermesClient` pointed at this emulator (``kwargs`` go to it)."""
         # Lazy: serving must never need the SDK (which may not even import yet).
-        client_cls = importlib.import_module("hermes_sdk").HermesClient
+        client_cls: type[HermesClient] = importlib.import_module("hermes_sdk._core.client").HermesClient
 
         kwargs.setdefault("base_url", self.base_url)
         kwargs.setdefault("api_key", self.api_key)

@@ -3,23 +3,29 @@
 ``hermes_emulator`` is function-scoped but backed by one server per session:
 starting sockets per test is slow, and ``reset()`` gives each test a clean
 emulator (scripts, faults, counters, stores and settings restored).
+
+pytest loads this module at every start wherever hermes-sdk is installed, so it imports nothing of
+the emulator (nor of the SDK) until a fixture is used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .emulator import TOOLSETS, HermesEmulator
-from .faults import FaultServer
+if TYPE_CHECKING:
+    from .emulator import HermesEmulator
+    from .faults import FaultServer
 
 RUNS_APPROVAL_TIMEOUT = 5.0
 
 
 @pytest.fixture(scope="session")
 def _hermes_emulator_session() -> Iterator[HermesEmulator]:
+    from .emulator import HermesEmulator
+
     emulator = HermesEmulator().start()
     try:
         yield emulator
@@ -39,6 +45,8 @@ def hermes_emulator(
 
 @pytest.fixture(scope="session")
 def _hermes_runs_emulator_session() -> Iterator[HermesEmulator]:
+    from .emulator import TOOLSETS, HermesEmulator
+
     emulator = HermesEmulator(toolsets=TOOLSETS, approval_timeout=RUNS_APPROVAL_TIMEOUT).start()
     try:
         yield emulator
@@ -60,6 +68,8 @@ def hermes_runs_emulator(
 @pytest.fixture
 def hermes_emulator_factory() -> Iterator[Callable[..., HermesEmulator]]:
     """Start extra emulators with custom options; all are stopped after the test."""
+    from .emulator import HermesEmulator
+
     started: list[HermesEmulator] = []
 
     def make(**options: Any) -> HermesEmulator:
@@ -76,6 +86,8 @@ def hermes_emulator_factory() -> Iterator[Callable[..., HermesEmulator]]:
 def hermes_fault_server() -> Iterator[FaultServer]:
     """A started ``FaultServer`` (default fault ``"ok"``; set ``.fault`` or ``.script(...)``),
     stopped after the test with every connection it still holds."""
+    from .faults import FaultServer
+
     server = FaultServer().start()
     try:
         yield server

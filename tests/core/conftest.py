@@ -13,8 +13,7 @@ from hermes_sdk.testing import HermesEmulator
 # Files whose tests hold a call to a sub-second deadline while pushing tens of MiB through it, or
 # measure memory over thousands of calls: CPU-bound, so they run alone (tox runs the rest with
 # pytest-xdist first, then `-m serial` on its own: CI's time without load on these bounds).
-SERIAL_FILES = {"test_faults.py", "test_memory.py", "test_deadlines.py", "test_decompression.py",
-                "test_reliability_round4.py", "test_cassettes.py"}
+SERIAL_FILES = {"test_faults.py", "test_memory.py", "test_decompression.py"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

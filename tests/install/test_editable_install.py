@@ -21,12 +21,19 @@ README_INSTALL = "python3 -m pip install -e ."
 
 USER_FILE = '''\
 from hermes_sdk import ChatCompletion, HermesClient
+from hermes_sdk.testing import HermesEmulator
 
 
 def summary(client: HermesClient) -> str:
     reply: ChatCompletion = client.chat(prompt="Summarize the incident notes.")
     reveal_type(reply.text)
     return reply.text or ""
+
+
+def with_emulator(emulator: HermesEmulator) -> str:
+    client = emulator.client(timeout=5)
+    reveal_type(client)
+    return summary(client)
 '''
 
 
@@ -61,6 +68,7 @@ def test_readme_install_then_mypy_strict_sees_the_types(tmp_path: Path) -> None:
                          cwd=project, capture_output=True, text=True, timeout=300)
     text = out.stdout + out.stderr
     assert 'Revealed type is "str | None"' in text or 'Revealed type is "Union[builtins.str, None]"' in text, text
+    assert 'Revealed type is "hermes_sdk._core.client.HermesClient"' in text, text  # the emulator's client is typed
     assert "import-not-found" not in text and "error:" not in text, text
     assert out.returncode == 0, text
 

@@ -1,0 +1,76 @@
+"""tools/metrics.py counts what design-review.md counts (CI prints its figures: tox -e metrics)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _metrics() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("hermes_metrics_tool", ROOT / "tools" / "metrics.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # NamedTuple classes need their module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+metrics = _metrics()
+
+
+def test_any_is_counted_in_annotations_only() -> None:
+    source = '''
+import typing
+from typing import Any, Optional, cast
+
+def f(a: Any, *args: Any, b: "Optional[Any]" = None, **kw: typing.Any) -> dict[str, Any]:
+    x: Any = cast(Any, a)        # the AnnAssign counts, the cast does not
+    y = Any                      # not an annotation
+    z: "list[Literal['Any']]" = []  # a string inside a quoted annotation is no name
+    return {}
+
+class C:
+    field: Any
+    other: int
+'''
+    # a, args, b (quoted), kw (attribute), the return, x, field
+    assert metrics.count_any(source) == 7
+
+
+def test_public_modules_are_counted_at_the_top_of_the_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "hermes_sdk"
+    (pkg / "errors").mkdir(parents=True)
+    (pkg / "_impl").mkdir()
+    for name in ("__init__.py", "__main__.py", "client.py", "_private.py", "errors/__init__.py",
+                 "_impl/__init__.py", "_impl/visible.py"):
+        (pkg / name).write_text("")
+    assert metrics.top_public_modules(tmp_path) == ["hermes_sdk.client", "hermes_sdk.errors"]
+    assert not metrics.is_public("hermes_sdk._impl.visible")  # inside a private package
+    assert metrics.is_public("hermes_sdk")
+
+
+def test_imports_are_resolved_to_modules(tmp_path: Path) -> None:
+    pkg = tmp_path / "hermes_sdk"
+    (pkg / "plugins").mkdir(parents=True)
+    for name in ("__init__.py", "plugins/__init__.py", "redaction.py", "plugin.py"):
+        (pkg / name).write_text("")
+    source = ("from hermes_sdk import HermesClient, plugins\nimport hermes_sdk.redaction\n"
+              "from hermes_sdk.plugin import hookimpl\nimport os\nfrom . import local\n")
+    found = sorted(metrics.imported_modules(source, tmp_path))
+    assert found == [(1, "hermes_sdk"), (1, "hermes_sdk.plugins"), (2, "hermes_sdk.redaction"),
+                     (3, "hermes_sdk.plugin")]
+
+
+
+def test_the_core_has_no_function_above_grade_d() -> None:
+    pytest.importorskip("radon")
+    ranked = metrics.complexities(metrics.core_files())
+    assert ranked and ranked[0].complexity >= ranked[-1].complexity
+    above = [c for c in ranked if c.complexity > metrics.MAX_COMPLEXITY]
+    assert not above, above
