@@ -315,15 +315,29 @@ class _TapSession(requests.Session):
 
     def send(self, request: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
         response = super().send(request, **kwargs)
-        read1 = response.raw.read1
+        # Whichever reader the SDK picks for this urllib3 (read1, read_chunked, stream, or on urllib3
+        # 1.26 http.client's read1 on its own connection's sdk_reply), its bytes are recorded.
+        raw = response.raw
+        reply = getattr(getattr(raw, "connection", None), "sdk_reply", None)
+        for target, name in ((raw, "read1"), (reply, "read1"), (raw, "read_chunked"), (raw, "stream")):
+            method = getattr(target, name, None) if target is not None else None
+            if method is not None:
+                setattr(target, name, self._tap(method, generator=name != "read1"))
+        return response
 
-        def tapped(*args: Any, **kw: Any) -> bytes:
-            data: bytes = read1(*args, **kw)
+    def _tap(self, method: Any, generator: bool) -> Any:
+        if generator:
+            def chunks(*args: Any, **kw: Any) -> Any:
+                for data in method(*args, **kw):
+                    self.wire.append(data)
+                    yield data
+            return chunks
+
+        def read(*args: Any, **kw: Any) -> bytes:
+            data: bytes = method(*args, **kw)
             self.wire.append(data)
             return data
-
-        response.raw.read1 = tapped  # type: ignore[method-assign]
-        return response
+        return read
 
 
 @pytest.mark.slow_on_hermes
