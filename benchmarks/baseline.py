@@ -37,9 +37,19 @@ def run_at(rev: str, quick: bool) -> Optional[dict[str, Any]]:
     cmd = [sys.executable, "-m", "benchmarks", "--json", out, "--no-baseline"] + (["--quick"] if quick else [])
     # Run from the extracted copy: `python -m` puts the working directory first on sys.path, and
     # from the repository root that is today's hermes_sdk, whatever PYTHONPATH says.
-    done = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
+    # Output to files, not pipes: a crashed run's benchmark server (its grandchild) would hold a pipe
+    # open and this process would wait on it forever. A bound on the whole run, for the same reason.
+    log_path = os.path.join(tmp, "run.log")
+    with open(log_path, "w") as log:
+        try:
+            done = subprocess.run(cmd, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  timeout=1800 if not quick else 300)
+        except subprocess.TimeoutExpired:
+            sys.stderr.write(f"baseline run at {rev} did not finish\n")
+            return None
     if done.returncode != 0 or not os.path.exists(out):
-        sys.stderr.write(f"baseline run at {rev} failed:\n{done.stderr[-2000:]}\n")
+        with open(log_path) as log:
+            sys.stderr.write(f"baseline run at {rev} failed:\n{log.read()[-2000:]}\n")
         return None
     with open(out) as fh:
         result: dict[str, Any] = json.load(fh)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import http.client
+import importlib
 import json
 import math
 import os
@@ -98,18 +99,30 @@ class Server:
 # ---------------------------------------------------------------------------- the clients
 
 
+def _noop_call(self: Any, call: Any) -> Any:
+    return (yield)
+
+
+def _noop_invocation(self: Any, invocation: Any) -> Any:
+    return (yield)
+
+
 class NoopWrapper:
     """An extra plugin with no-op wrappers around both around-hooks."""
 
     name = "bench-noop"
 
     @hermes_sdk.hookimpl(wrapper=True)
-    def hermes_call(self, call: Any) -> Any:
-        return (yield)
-
-    @hermes_sdk.hookimpl(wrapper=True)
     def hermes_http_attempt(self, attempt: Any) -> Any:
         return (yield)
+
+
+# The call-level around-hook under the name the measured SDK knows: a baseline revision (before 0.2)
+# calls it hermes_invocation, and refuses a plugin with a hook name it does not know.
+if hasattr(importlib.import_module("hermes_sdk.hookspecs"), "hermes_call"):
+    NoopWrapper.hermes_call = hermes_sdk.hookimpl(wrapper=True)(_noop_call)  # type: ignore[attr-defined]
+else:
+    NoopWrapper.hermes_invocation = hermes_sdk.hookimpl(wrapper=True)(_noop_invocation)  # type: ignore[attr-defined]
 
 
 OTEL = "hermes-sdk + OpenTelemetry plugin"

@@ -16,7 +16,7 @@ from ._core import _compat
 __version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
 
 if TYPE_CHECKING:
-    from ._core.approval import (
+    from hermes_sdk._core.approval import (
         ApprovalDecision,
         ApprovalRequest,
         CallbackProvider,
@@ -25,21 +25,21 @@ if TYPE_CHECKING:
         StaticPolicyProvider,
         input_hash,
     )
-    from ._core.builtin import parse_capability_id
-    from ._core.capabilities import capability_id
-    from ._core.client import HermesClient
-    from ._core.deadline import CallTimeout
-    from ._core.discovery import (
+    from hermes_sdk._core.builtin import parse_capability_id
+    from hermes_sdk._core.capabilities import capability_id
+    from hermes_sdk._core.client import HermesClient
+    from hermes_sdk._core.deadline import CallTimeout
+    from hermes_sdk._core.discovery import (
         Health,
         ModelInfo,
         ServerCapabilities,
         Toolset,
     )
-    from ._core.endpoints import (
+    from hermes_sdk._core.endpoints import (
         Endpoint,
         ExecutionContext,
     )
-    from ._core.events import (
+    from hermes_sdk._core.events import (
         ApprovalRequested,
         ApprovalResponded,
         FunctionCall,
@@ -60,19 +60,19 @@ if TYPE_CHECKING:
         ToolProgress,
         ToolStarted,
     )
-    from ._core.idempotency import (
+    from hermes_sdk._core.idempotency import (
         CorruptRecordError,
         IdempotencyRecord,
         IdempotencyStore,
         MemoryStore,
         SQLiteStore,
     )
-    from ._core.jobs import (
+    from hermes_sdk._core.jobs import (
         Job,
         JobDeleted,
         Skill,
     )
-    from ._core.models import (
+    from hermes_sdk._core.models import (
         ActionResult,
         ChatCompletion,
         ChatMessage,
@@ -82,9 +82,9 @@ if TYPE_CHECKING:
         StreamEvent,
         StreamResult,
     )
-    from ._core.operator import OperatorResult
-    from ._core.redaction import Redactor
-    from ._core.runs import (
+    from hermes_sdk._core.operator import OperatorResult
+    from hermes_sdk._core.redaction import Redactor
+    from hermes_sdk._core.runs import (
         ApprovalAnswer,
         Run,
         RunResult,
@@ -92,8 +92,8 @@ if TYPE_CHECKING:
         RunStatus,
         SteerAnswer,
     )
-    from ._core.server_features import ServerFeatures
-    from ._core.sessions import (
+    from hermes_sdk._core.server_features import ServerFeatures
+    from hermes_sdk._core.sessions import (
         HermesSession,
         SessionAssistantCompleted,
         SessionChatStream,
@@ -115,12 +115,12 @@ if TYPE_CHECKING:
         SessionToolStarted,
         SessionTranscript,
     )
-    from ._core.streaming import (
+    from hermes_sdk._core.streaming import (
         ChatStream,
         ResponseStream,
         RunEventStream,
     )
-    from .errors import (
+    from hermes_sdk.errors import (
         AgentIncompleteError,
         ApprovalDeniedError,
         ApprovalNotActiveError,
@@ -154,44 +154,47 @@ if TYPE_CHECKING:
         TransportError,
         UnsupportedByServerError,
     )
-    from .hookspecs import hookimpl
+    from hermes_sdk.hookspecs import hookimpl
 
-#: Where each exported name lives (the imports above, for type checkers, name the same).
+#: Where each exported name lives (the imports above, for type checkers, name the same; absolute, because
+#: sphinx-autodoc-typehints runs that block in the defining module's namespace for a re-homed name).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "_core.approval": ("ApprovalDecision", "ApprovalRequest", "CallbackProvider", "DenyAll", "PolicyRule",
+    "hermes_sdk._core.approval": ("ApprovalDecision", "ApprovalRequest", "CallbackProvider", "DenyAll", "PolicyRule",
         "StaticPolicyProvider", "input_hash"),
-    "_core.builtin": ("parse_capability_id",),
-    "_core.capabilities": ("capability_id",),
-    "_core.client": ("HermesClient",),
-    "_core.deadline": ("CallTimeout",),
-    "_core.discovery": ("Health", "ModelInfo", "ServerCapabilities", "Toolset"),
-    "_core.endpoints": ("Endpoint", "ExecutionContext"),
-    "_core.events": ("ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput",
+    "hermes_sdk._core.builtin": ("parse_capability_id",),
+    "hermes_sdk._core.capabilities": ("capability_id",),
+    "hermes_sdk._core.client": ("HermesClient",),
+    "hermes_sdk._core.deadline": ("CallTimeout",),
+    "hermes_sdk._core.discovery": ("Health", "ModelInfo", "ServerCapabilities", "Toolset"),
+    "hermes_sdk._core.endpoints": ("Endpoint", "ExecutionContext"),
+    "hermes_sdk._core.events": ("ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput",
         "HermesStatus", "MessageDelta", "ReasoningAvailable", "ReasoningDelta", "RunCancelled", "RunCompleted",
         "RunEnded", "RunEvent", "RunFailed", "RunInterrupted", "RunSteered", "SubagentEvent", "ToolCompleted",
         "ToolProgress", "ToolStarted"),
-    "_core.idempotency": ("CorruptRecordError", "IdempotencyRecord", "IdempotencyStore", "MemoryStore",
+    "hermes_sdk._core.idempotency": ("CorruptRecordError", "IdempotencyRecord", "IdempotencyStore", "MemoryStore",
         "SQLiteStore"),
-    "_core.jobs": ("Job", "JobDeleted", "Skill"),
-    "_core.models": ("ActionResult", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt",
+    "hermes_sdk._core.jobs": ("Job", "JobDeleted", "Skill"),
+    "hermes_sdk._core.models": ("ActionResult", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt",
         "HermesResponse", "StreamEvent", "StreamResult"),
-    "_core.operator": ("OperatorResult",),
-    "_core.redaction": ("Redactor",),
-    "_core.runs": ("ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "SteerAnswer"),
-    "_core.server_features": ("ServerFeatures",),
-    "_core.sessions": ("HermesSession", "SessionAssistantCompleted", "SessionChatStream", "SessionDeleted",
+    "hermes_sdk._core.operator": ("OperatorResult",),
+    "hermes_sdk._core.redaction": ("Redactor",),
+    "hermes_sdk._core.runs": ("ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "SteerAnswer"),
+    "hermes_sdk._core.server_features": ("ServerFeatures",),
+    "hermes_sdk._core.sessions": ("HermesSession", "SessionAssistantCompleted", "SessionChatStream", "SessionDeleted",
         "SessionDelta", "SessionDone", "SessionEvent", "SessionMessage", "SessionMessageStarted", "SessionPage",
         "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError", "SessionThinking",
-        "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted", "SessionTranscript"),
-    "_core.streaming": ("ChatStream", "ResponseStream", "RunEventStream"),
-    "errors": ("AgentIncompleteError", "ApprovalDeniedError", "ApprovalNotActiveError", "ApprovalNotPendingError",
+        "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
+        "SessionTranscript"),
+    "hermes_sdk._core.streaming": ("ChatStream", "ResponseStream", "RunEventStream"),
+    "hermes_sdk.errors": ("AgentIncompleteError", "ApprovalDeniedError", "ApprovalNotActiveError",
+        "ApprovalNotPendingError",
         "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "DeadlineExceededError", "HermesError",
         "IdempotencyConflictError", "InvalidApprovalChoiceError", "InvalidInputError", "InvalidResponseError",
         "MissingCredentialError", "NotFoundError", "OperatorRunError", "OutcomeUnknownError",
         "PayloadTooLargeError", "PluginError", "RateLimitedError", "RemoteRejectedError", "RemoteTemporaryError",
         "RunNotFoundError", "RunStoppedError", "ServerError", "StaleApprovalError", "SteerNotAcceptedError",
         "StreamCancelledError", "StreamError", "TenantMismatchError", "TransportError", "UnsupportedByServerError"),
-    "hookspecs": ("hookimpl",),
+    "hermes_sdk.hookspecs": ("hookimpl",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -241,7 +244,7 @@ def __getattr__(name: str) -> object:
 
     module_name = _WHERE.get(name)
     if module_name is not None:
-        value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
+        value = getattr(importlib.import_module(module_name), name)
         _compat.rehome({name: value}, (name,), __name__)
         globals()[name] = value  # imported once: later lookups do not come here
         return value

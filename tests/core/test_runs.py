@@ -84,10 +84,13 @@ def client_for(emu: HermesEmulator, **kwargs: Any) -> HermesClient:
 def stop_until_404(client: HermesClient, run_id: str) -> RunNotFoundError:
     """``/stop`` once the run's task ended (it ends just after its terminal event): 404."""
     deadline = time.time() + 5
+    stops = 0
     while True:
         try:
             client.runs.stop(run_id)
+            stops += 1
         except RunNotFoundError as exc:
+            exc.details["after_stops"] = stops
             return exc
         assert time.time() < deadline
         time.sleep(0.05)
@@ -201,7 +204,10 @@ def test_typed_run_errors(emu: HermesEmulator, client: HermesClient) -> None:
     assert active.value.http_status == 409 and not active.value.uncertain_outcome
     stop = stop_until_404(client, run.id)  # finished: 404 although GET still has it
     assert stop.http_status == 404 and not stop.uncertain_outcome
-    assert client.runs.get(run.id).status == "completed"
+    # A /stop that landed between the terminal event and the end of the run's task (a busy machine
+    # widens that window) is accepted and reads back as "stopping", as Hermes 0.19 does.
+    assert client.runs.get(run.id).status in (("completed", "stopping") if stop.details.get("after_stops")
+                                              else ("completed",))
     with pytest.raises(RunNotFoundError):
         client.runs.get("run_unknown")
 
