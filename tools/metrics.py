@@ -6,7 +6,8 @@ Run from the repository root: ``python tools/metrics.py`` (tox: ``tox -e metrics
   has no leading underscore), and every public module of the core for reference;
 - ``Any`` per kLOC of the core (``hermes_sdk/`` without ``testing/``): ``Name``/``Attribute`` nodes
   named ``Any`` inside argument, return and ``AnnAssign`` annotations, quoted annotations included,
-  over the core's physical lines (``wc -l``) / 1000;
+  over the core's physical lines (``wc -l``) / 1000; a module-level type alias holding ``Any``
+  (``JSONDict = dict[str, Any]``) counts at every annotation that uses it, so an alias hides nothing;
 - radon's cyclomatic complexity: the worst function of the core and every one above grade D (30);
 - the import rule: the project's plugins (``plugins/*``) and ``tests/thirdparty_plugin`` import
   only the modules in :data:`PUBLIC_MODULES`.
@@ -21,7 +22,7 @@ import argparse
 import ast
 import sys
 from pathlib import Path
-from typing import Iterator, NamedTuple, Optional
+from typing import Iterable, Iterator, Mapping, NamedTuple, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "hermes_sdk"
@@ -91,16 +92,50 @@ def _any_in(node: Optional[ast.AST]) -> int:
     return sum(_any_in(child) for child in ast.iter_child_nodes(node))
 
 
-def count_any(source: str) -> int:
-    """``Any`` in the argument, return and ``AnnAssign`` annotations of a module's source."""
+def _alias_uses(node: Optional[ast.AST], aliases: Mapping[str, int]) -> int:
+    """What the type aliases used in an annotation hide: ``JSONDict`` of ``JSONDict = dict[str, Any]``
+    counts as the one ``Any`` it stands for, at every use."""
+    if node is None or not aliases:
+        return 0
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, 0)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return _alias_uses(ast.parse(node.value, mode="eval").body, aliases)
+        except SyntaxError:
+            return 0
+    return sum(_alias_uses(child, aliases) for child in ast.iter_child_nodes(node))
+
+
+def _in_annotation(node: Optional[ast.AST], aliases: Mapping[str, int]) -> int:
+    return _any_in(node) + _alias_uses(node, aliases)
+
+
+def type_aliases(sources: Iterable[str]) -> dict[str, int]:
+    """Module-level aliases whose type expression holds ``Any`` (``X = dict[str, Any]``, ``Y = Callable[...,
+    Any]``), by name, with the ``Any`` each stands for."""
+    out: dict[str, int] = {}
+    for source in sources:
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, (ast.Subscript, ast.Attribute, ast.Name, ast.BinOp)):
+                n = _any_in(node.value)
+                if n:
+                    out[node.targets[0].id] = n
+    return out
+
+
+def count_any(source: str, aliases: Mapping[str, int] = {}) -> int:
+    """``Any`` in the argument, return and ``AnnAssign`` annotations of a module's source, each use of an
+    alias in ``aliases`` counted as the ``Any`` it stands for."""
     count = 0
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = node.args
             every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
-            count += sum(_any_in(a.annotation) for a in every) + _any_in(node.returns)
+            count += sum(_in_annotation(a.annotation, aliases) for a in every) + _in_annotation(node.returns, aliases)
         elif isinstance(node, ast.AnnAssign):
-            count += _any_in(node.annotation)
+            count += _in_annotation(node.annotation, aliases)
     return count
 
 
@@ -115,7 +150,8 @@ class AnyFigure(NamedTuple):
 
 def any_figure(files: list[Path]) -> AnyFigure:
     texts = [f.read_text(encoding="utf-8") for f in files]
-    return AnyFigure(sum(count_any(t) for t in texts), sum(len(t.splitlines()) for t in texts))
+    aliases = type_aliases(texts)
+    return AnyFigure(sum(count_any(t, aliases) for t in texts), sum(len(t.splitlines()) for t in texts))
 
 
 # --- complexity -------------------------------------------------------------------------------------

@@ -43,6 +43,25 @@ class C:
     assert metrics.count_any(source) == 7
 
 
+def test_an_alias_holding_any_counts_at_every_use() -> None:
+    aliases_source = """
+from typing import Any, Callable, Mapping
+JSONDict = dict[str, Any]
+Hook = Callable[[Any], Any]
+Plain = Mapping[str, object]   # no Any: not an alias that hides one
+"""
+    aliases = metrics.type_aliases([aliases_source])
+    assert aliases == {"JSONDict": 1, "Hook": 2}
+    source = """
+def f(a: JSONDict, b: "Optional[Hook]", c: Plain) -> list[JSONDict]:
+    x: JSONDict = {}
+    return []
+"""
+    # a (1), b (2, quoted), the return (1), x (1); Plain hides nothing
+    assert metrics.count_any(source, aliases) == 5
+    assert metrics.count_any(source) == 0
+
+
 def test_public_modules_are_counted_at_the_top_of_the_package(tmp_path: Path) -> None:
     pkg = tmp_path / "hermes_sdk"
     (pkg / "errors").mkdir(parents=True)
