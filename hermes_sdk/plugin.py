@@ -35,7 +35,7 @@ from ._core.operations.common import bad as invalid_input
 from ._core.operations.stored import path_id_value as path_id
 from ._core.options import CallOptions
 from ._core.redaction import REDACTED, Redactor
-from ._core.sqlite_files import private_sqlite_files
+from ._core.sqlite_files import SQLiteConnections, private_sqlite_files
 from ._core.streaming import HermesStream
 from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
@@ -45,8 +45,8 @@ __all__ = [
     "CorruptRecordError", "descriptor", "Family", "FamilyExecutor", "HermesStream", "hookimpl", "hookspec",
     "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "load_record", "OperationSpec",
     "path_id", "PENDING", "private_sqlite_files", "ProviderRequest", "REDACTED", "Redactor", "register",
-    "register_resource", "RequestParts", "store_from_url", "unregister", "unregister_resource", "visible",
-    "visible_value",
+    "register_resource", "RequestParts", "SQLiteConnections", "store_from_url", "unregister", "unregister_resource",
+    "visible", "visible_value",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

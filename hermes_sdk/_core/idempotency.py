@@ -22,7 +22,7 @@ import attrs
 from ..errors import PluginError
 from . import _fork
 from .endpoints import seconds_value
-from .sqlite_files import SQLITE_SIDE_FILES, private_sqlite_files  # noqa: F401  (SQLITE_SIDE_FILES: kept importable here)
+from .sqlite_files import SQLITE_SIDE_FILES, SQLiteConnections, private_sqlite_files  # noqa: F401  (SQLITE_SIDE_FILES: kept importable here)
 
 PENDING = "pending"
 COMPLETED = "completed"
@@ -208,13 +208,10 @@ class SQLiteStore:
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path = path
         self._timeout = seconds_value(timeout, "timeout")
-        self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        _fork.register(self)
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
         private_sqlite_files(path)
+        self._connections = SQLiteConnections(path, self._timeout, ("PRAGMA synchronous=NORMAL",))
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(
@@ -225,25 +222,8 @@ class SQLiteStore:
         conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
         private_sqlite_files(path)  # the -wal and -shm files sqlite created just now
 
-    def _after_fork(self) -> None:
-        """A SQLite connection must not be used across a fork: a forked child opens its own. The
-        parent's are kept referenced, never closed here (closing them could undo the parent's locks)."""
-        _fork.keep((self._local, self._conns))
-        self._local = threading.local()
-        self._conns = []
-        self._lock = threading.Lock()
-
     def _conn(self) -> sqlite3.Connection:
-        conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout=%d" % int(self._timeout * 1000))
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
-            with self._lock:
-                self._conns.append(conn)
-        return conn
+        return self._connections.get()
 
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
         """Insert ``record`` in one ``BEGIN IMMEDIATE`` transaction; None means this caller owns the key.
@@ -320,14 +300,7 @@ class SQLiteStore:
 
     def close(self) -> None:
         """Close every thread's connection; a later call opens a new one."""
-        with self._lock:
-            for conn in self._conns:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._conns.clear()
-        self._local = threading.local()
+        self._connections.close()
 
 
 def store_from_url(url: str) -> Optional[IdempotencyStore]:

@@ -309,3 +309,31 @@ def test_the_child_has_its_own_watchdog_and_deadlines_hold(raw_server: Any) -> N
         assert _reap(pids) == {pid: 0 for pid in pids}
     finally:
         client.close()
+
+
+def test_sqlite_connections_are_per_thread_and_never_cross_a_fork(tmp_path: Any) -> None:
+    """The one connection helper the core store and the inbox queue share (hermes_sdk.plugin)."""
+    from hermes_sdk.plugin import SQLiteConnections
+
+    connections = SQLiteConnections(str(tmp_path / "shared.db"), 5.0)
+    parent = connections.get()
+    parent.execute("CREATE TABLE t (who TEXT)")
+    assert connections.get() is parent  # one per thread
+    other: list[Any] = []
+    thread = threading.Thread(target=lambda: other.append(connections.get()))
+    thread.start()
+    thread.join(5)
+    assert other and other[0] is not parent
+
+    def child() -> None:
+        conn = connections.get()
+        assert conn is not parent, "a forked child used its parent's SQLite connection"
+        conn.execute("INSERT INTO t VALUES ('child')")
+
+    codes = _reap([_fork(child)])
+    assert list(codes.values()) == [0], f"child exit code: {codes}"
+    # The parent's connection was not closed by the child and sees the child's row.
+    assert parent.execute("SELECT who FROM t").fetchall() == [("child",)]
+    connections.close()
+    assert connections.get() is not parent  # close() drops every thread's; the next get opens anew
+    connections.close()

@@ -21,7 +21,7 @@ import threading
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
-from hermes_sdk.plugin import private_sqlite_files
+from hermes_sdk.plugin import SQLiteConnections, private_sqlite_files
 
 
 @runtime_checkable
@@ -174,11 +174,9 @@ class SQLiteQueue:
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path = path
         self._timeout = timeout
-        self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         private_sqlite_files(path)  # entries hold ids and reasons: 0600, with their -wal and -shm
+        self._connections = SQLiteConnections(path, timeout)
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
         private_sqlite_files(path)
@@ -204,15 +202,7 @@ class SQLiteQueue:
             raise
 
     def _conn(self) -> sqlite3.Connection:
-        conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout=%d" % int(self._timeout * 1000))
-            self._local.conn = conn
-            with self._lock:
-                self._conns.append(conn)
-        return conn
+        return self._connections.get()
 
     @staticmethod
     def _row(entry: dict[str, Any]) -> tuple[Any, ...]:
@@ -267,14 +257,7 @@ class SQLiteQueue:
         return fetch(offset, limit) if identifier is None else exact_pages(fetch, identifier, limit, offset)
 
     def close(self) -> None:
-        with self._lock:
-            for conn in self._conns:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._conns.clear()
-        self._local = threading.local()
+        self._connections.close()
 
 
 def queue_from_url(url: str) -> ApprovalQueue:

@@ -107,3 +107,37 @@ def test_the_helper_leaves_memory_and_uri_databases_to_sqlite(tmp_path: Path) ->
     assert set(os.listdir(tmp_path)) == before
     private_sqlite_files(str(tmp_path / "no-such-dir" / "x.db"))  # sqlite reports that one itself
     assert not (tmp_path / "no-such-dir").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+def test_a_queue_opened_before_a_fork_works_in_the_child_and_the_parent(tmp_path: Path) -> None:
+    from hermes_sdk_inbox.queue import SQLiteQueue
+
+    queue = SQLiteQueue(str(tmp_path / "q.db"))
+    assert queue.list() == []  # the parent has its connection open at the fork
+    parent_conn = queue._conn()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            assert queue._conn() is not parent_conn  # a SQLite connection never crosses a fork
+            queue.add({"id": "from-child", "version": 1, "state": "pending", "capability_id": "cap",
+                       "requested_at": time.time(), "expires_at": time.time() + 60})
+            code = 0
+        finally:
+            os._exit(code)
+    until = time.monotonic() + 10
+    while time.monotonic() < until:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child did not finish in 10 s")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    entry = queue.get("from-child")
+    assert entry is not None and entry["state"] == "pending"
+    queue.close()
