@@ -9,7 +9,7 @@ knows no family.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Mapping, Optional
+from typing import ClassVar, Mapping, Optional
 
 from ..errors import STREAM_FAILED, STREAM_INCOMPLETE, STREAM_TRUNCATED, HermesError, StreamCancelledError, StreamError
 from .models import StreamEvent, StreamResult
@@ -18,7 +18,7 @@ _COMPACT_PARTS = 4096  # the aggregate joins its text pieces into one block at t
 _raw_decode = json.JSONDecoder().raw_decode  # json.loads' default decoder configuration
 
 
-def event_name(event: Optional[str], data: Any) -> Optional[str]:
+def event_name(event: Optional[str], data: object) -> Optional[str]:
     """An event's name: its SSE ``event:`` field, else the ``event`` key of its JSON data, else None."""
     if event:
         return event
@@ -46,10 +46,10 @@ class Accumulator:
     #: requested): the stream ends there, failed with this error, whatever came before.
     rejected: Optional[HermesError] = None
 
-    def bind(self, input: Mapping[str, Any]) -> None:
+    def bind(self, input: Mapping[str, object]) -> None:
         """Learn the call's input (the object the stream is about) before the first event."""
 
-    def fold(self, agg: "Aggregate", name: Optional[str], data: dict[str, Any]) -> Optional[str]:
+    def fold(self, agg: "Aggregate", name: Optional[str], data: dict[str, object]) -> Optional[str]:
         """Fold one JSON-object event in; return the text it adds (or None)."""
         return None
 
@@ -57,7 +57,7 @@ class Accumulator:
         """A failure the stream's terminal event does not say by its name, or None."""
         return None
 
-    def typed(self, event: StreamEvent, piece: Optional[str]) -> Any:
+    def typed(self, event: StreamEvent, piece: Optional[str]) -> object:
         """The typed event ``stream.typed()`` yields for ``event`` (``piece``: its text), or None."""
         return None
 
@@ -68,7 +68,7 @@ def decode_event(name: str, event_id: Optional[str], raw_data: str,
 
     ``terminal_names`` are the stream family's terminal event names (``[DONE]`` is always terminal).
     """
-    data: Any
+    data: object
     if raw_data == "[DONE]":
         data = "[DONE]"
     elif not raw_data.strip():
@@ -115,11 +115,11 @@ class Aggregate:
         self.terminal = False
         self.truncated = False
         self.last_name: Optional[str] = None
-        self.last_data: Any = None
+        self.last_data: object = None
         self.finish_reason: Optional[str] = None
-        self.usage: Optional[dict[str, Any]] = None
-        self.final: Optional[dict[str, Any]] = None
-        self.tools: list[Any] = []  # typed tool events
+        self.usage: Optional[dict[str, object]] = None
+        self.final: Optional[dict[str, object]] = None
+        self.tools: list[object] = []  # typed tool events
 
     def add(self, event: StreamEvent) -> Optional[str]:
         """Fold one event in; return the text it adds (or None)."""

@@ -53,6 +53,6 @@ def parse_capability_id(value: str) -> tuple[str, str]:
     return capabilities.parse_capability_id(value, BUILTIN_SPECS)
 
 
-def build_request(operation: str, input: Mapping[str, Any]) -> ProviderRequest:
+def build_request(operation: str, input: Mapping[str, object]) -> ProviderRequest:
     """Validate ``input`` for a built-in ``operation`` and map it; raises InvalidInputError before any I/O."""
     return BUILTIN_SPECS[operation].request(input)

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import attrs
 
 from ..errors import HermesError, NotFoundError, UnsupportedByServerError
 
-JSONDict = dict[str, Any]
+if TYPE_CHECKING:  # the executor imports this module
+    from .call import Call
+    from .executor import Executor
+
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 #: From 0.21 (upstream's September decomposition) ``POST /v1/runs/{id}/approval`` resolves exactly
 #: the ``request_id`` it is given and refuses a stale one with 409; 0.20 ignores it (oldest first).
@@ -47,7 +50,7 @@ class ServerFeatures:
     """
 
     version: Optional[str] = None
-    features: JSONDict = attrs.field(factory=dict)
+    features: dict[str, object] = attrs.field(factory=dict)
 
     @property
     def version_tuple(self) -> Optional[Tuple[int, int, int]]:
@@ -91,7 +94,7 @@ class FeatureCache:
         self._lock = threading.Lock()
         self._by_endpoint: dict[str, ServerFeatures] = {}
 
-    def get(self, executor: Any, endpoint: Optional[str] = None, *, refresh: bool = False) -> ServerFeatures:
+    def get(self, executor: Executor, endpoint: Optional[str] = None, *, refresh: bool = False) -> ServerFeatures:
         """The endpoint's features; asks the server on first use (or with ``refresh``)."""
         key = executor.endpoint(endpoint).id
         with self._lock:
@@ -103,13 +106,13 @@ class FeatureCache:
             self._by_endpoint[key] = found
         return found
 
-    def known(self, executor: Any, endpoint: Optional[str] = None) -> Optional[ServerFeatures]:
+    def known(self, executor: Executor, endpoint: Optional[str] = None) -> Optional[ServerFeatures]:
         """The endpoint's features if already read, without asking."""
         with self._lock:
             return self._by_endpoint.get(executor.endpoint(endpoint).id)
 
 
-def require(executor: Any, call: Any) -> None:
+def require(executor: Executor, call: Call) -> None:
     """Refuse, before sending, a call whose operation the server does not list in ``/v1/capabilities``
     (``OperationSpec.server_feature``): UnsupportedByServerError, bound to the call."""
     feature = call.spec.server_feature
@@ -129,7 +132,7 @@ def require(executor: Any, call: Any) -> None:
         raise error
 
 
-def learn(executor: Any, endpoint: Optional[str] = None) -> ServerFeatures:
+def learn(executor: Executor, endpoint: Optional[str] = None) -> ServerFeatures:
     """Ask the server: ``/health`` for the version, ``/v1/capabilities`` for the features.
 
     A server without ``/v1/capabilities`` (404) has no features; any other failure raises.

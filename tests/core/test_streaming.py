@@ -290,3 +290,18 @@ def test_frames_are_dispatched_as_the_connector_does(raw_server) -> None:
     ]
     assert res.events[1].data is None and res.events[2].data == "line one\nline two"
     assert res.events[-1].terminal and res.terminal and res.status == "completed" and res.text == "A"
+
+
+def test_chat_stream_usage_is_only_a_json_object(raw_server) -> None:
+    # StreamResult.usage is an object or None in every family: a chunk's non-object usage is not taken.
+    usage = {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+    bodies = [chat_chunk("A", usage=usage) + chat_chunk(finish="stop", usage=7) + b"data: [DONE]\n\n",
+              chat_chunk("A", usage="n/a") + chat_chunk(finish="stop", usage=None) + b"data: [DONE]\n\n"]
+    def handler(sock, req, srv) -> None:
+        sock.sendall(sse_head(chunked=False) + bodies.pop(0))
+        sock.close()
+    server = raw_server(handler)
+    with raw_client(server) as c:
+        kept, none = c.chat_stream(prompt="x").result(), c.chat_stream(prompt="x").result()
+    assert kept.usage == usage and kept.status == "completed" and kept.text == "A"
+    assert none.usage is None and none.status == "completed" and none.events[0].data["usage"] == "n/a"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Optional
 
-from ...errors import STREAM_FAILED, StreamError
+from ...errors import STREAM_FAILED, HermesError, StreamError
 from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_SAFE_INTEGER
 from ..aggregate import Accumulator, Aggregate
 from ..events import tool_event, typed_stream_event
@@ -28,7 +28,7 @@ CONTROL_FIELDS = ("session_id", "session_key", "idempotency_key", "max_events", 
 HISTORY_ROLES = ("user", "assistant")
 
 
-def _branch(data: Mapping[str, Any]) -> list[Any]:
+def _branch(data: Mapping[str, object]) -> list[object]:
     given = [name for name in ("prompt", "query", "messages") if data.get(name) is not None]
     if len(given) != 1:
         raise bad("input", "give exactly one of 'prompt', 'query' or 'messages'", given=given)
@@ -55,7 +55,7 @@ def _branch(data: Mapping[str, Any]) -> list[Any]:
     return list(value)
 
 
-def _check_fields(data: Mapping[str, Any]) -> None:
+def _check_fields(data: Mapping[str, object]) -> None:
     model = data.get("model")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise bad("model", "'model' must be a non-empty string")
@@ -130,10 +130,10 @@ class ChatAccumulator(Accumulator):
     failed_names = CHAT_FAILED
 
     def __init__(self) -> None:
-        self.error: Any = None
-        self.hermes: Any = None
+        self.error: object = None
+        self.hermes: object = None
 
-    def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+    def fold(self, agg: Aggregate, name: Optional[str], data: dict[str, object]) -> Optional[str]:
         choices = data.get("choices")
         if isinstance(choices, list):
             first = choices[0] if choices and isinstance(choices[0], dict) else {}
@@ -141,8 +141,9 @@ class ChatAccumulator(Accumulator):
             if first.get("finish_reason"):
                 agg.finish_reason = first["finish_reason"]
                 agg.final = data
-            if data.get("usage") is not None:
-                agg.usage = data["usage"]
+            usage = data.get("usage")
+            if usage is not None and isinstance(usage, dict):  # `is not None` first: most chunks have none
+                agg.usage = usage
             if data.get("error") is not None:
                 self.error = data["error"]
             if data.get("hermes") is not None:
@@ -155,7 +156,7 @@ class ChatAccumulator(Accumulator):
                 agg.tools.append(found)
         return None
 
-    def failure(self, agg: Aggregate) -> Any:
+    def failure(self, agg: Aggregate) -> Optional[HermesError]:
         if agg.finish_reason in ("error", "length") or self.error is not None:
             return StreamError(f"the chat stream finished with finish_reason {agg.finish_reason!r}",
                                code=STREAM_FAILED, uncertain_outcome=True,
@@ -163,5 +164,5 @@ class ChatAccumulator(Accumulator):
                                         "error": self.error, "hermes": self.hermes})
         return None
 
-    def typed(self, event: StreamEvent, piece: Any) -> Any:
+    def typed(self, event: StreamEvent, piece: Optional[str]) -> object:
         return typed_stream_event(event, piece)

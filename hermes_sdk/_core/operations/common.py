@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
-from typing import Any, Collection, Optional
+from collections.abc import Iterable, Mapping
+from typing import Collection, Optional
 
 import attrs
 
@@ -48,7 +48,7 @@ class ProviderRequest:
     path_params: Mapping[str, str] = attrs.field(factory=dict, eq=False)
 
 
-def bad(field: str, message: str, **details: Any) -> InvalidInputError:
+def bad(field: str, message: str, **details: object) -> InvalidInputError:
     """An :class:`~hermes_sdk.InvalidInputError` naming the offending ``field``, for the caller to raise."""
     return InvalidInputError(message, details={"field": field, **details})
 
@@ -76,14 +76,14 @@ def path_id(field: str, value: object) -> str:
     return value
 
 
-def require_mapping(value: object, field: str = "input") -> Mapping[str, Any]:
+def require_mapping(value: object, field: str = "input") -> Mapping[str, object]:
     """``value`` if it is a JSON object (a mapping), else an InvalidInputError naming ``field``."""
     if not isinstance(value, Mapping):
         raise bad(field, f"{field} must be a JSON object")
     return value
 
 
-def require_input(value: object) -> Mapping[str, Any]:
+def require_input(value: object) -> Mapping[str, object]:
     """The whole input: a JSON object whose tree JSON, hashing and redaction can all walk."""
     data = require_mapping(value)
     check_tree(data)
@@ -133,8 +133,9 @@ def tree_error(value: object, field: str = "input") -> Optional[InvalidInputErro
     stack: list[tuple[object, str, int]] = [(value, field, 0)]
     while stack:
         node, path, depth = stack.pop()
+        children: Iterable[tuple[object, object]]
         if isinstance(node, Mapping):
-            children: Any = node.items()
+            children = node.items()
         elif isinstance(node, (list, tuple)):
             children = ((f"[{i}]", v) for i, v in enumerate(node))
         else:
@@ -151,7 +152,7 @@ def tree_error(value: object, field: str = "input") -> Optional[InvalidInputErro
                     return bad(path, f"{path} has a key that is not valid Unicode (a lone surrogate)")
                 sub = f"{path}.{_label(key)}" if len(path) < 200 else path
             else:
-                sub = path + key if len(path) < 200 else path
+                sub = f"{path}{key}" if len(path) < 200 else path  # key: the "[i]" made above
             if isinstance(child, (Mapping, list, tuple)):
                 stack.append((child, sub, depth + 1))
     return None
@@ -183,7 +184,7 @@ def is_number(value: object) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
-def check_numbers(body: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> None:
+def check_numbers(body: Mapping[str, object], prefix: str = "", skip: Collection[str] = ()) -> None:
     """Top-level numbers of a provider body (sampling controls: temperature, top_p, max_tokens,
     penalties, seed...) must be finite and at most 2**53 in size: Hermes' decoder and the model
     provider behind it would overflow or refuse them after the key was spent."""
@@ -213,7 +214,7 @@ def idempotency_value(value: object) -> Optional[str]:
     return validate_header_value("idempotency_key", value)
 
 
-def control_headers(fields: Mapping[str, Any], with_session_id: bool = False) -> dict[str, str]:
+def control_headers(fields: Mapping[str, object], with_session_id: bool = False) -> dict[str, str]:
     """Validate the control fields that travel as headers and map them (never into the JSON body)."""
     headers: dict[str, str] = {}
     pairs = (("session_id", "X-Hermes-Session-Id"),) if with_session_id else ()
@@ -236,7 +237,7 @@ def max_events_value(value: object, default: int) -> int:
     return value
 
 
-def encode_body(body: Mapping[str, Any]) -> bytes:
+def encode_body(body: Mapping[str, object]) -> bytes:
     """Encode once; refuse locally what Hermes would refuse with 413, so nothing is sent."""
     try:
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
@@ -272,7 +273,7 @@ def visible_text(content: object) -> bool:
     return False
 
 
-def check_message(field: str, message: object) -> Mapping[str, Any]:
+def check_message(field: str, message: object) -> Mapping[str, object]:
     """Check one ``role``/``content`` message object and return it; InvalidInputError names ``field``."""
     if not isinstance(message, Mapping):
         raise bad(field, f"{field} must be an object with 'role' and 'content'")

@@ -7,8 +7,8 @@ provider fields the SDK does not model travel in ``extra_body=``.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
-from typing import Any, Optional
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Optional
 
 from ...errors import InvalidInputError
 
@@ -31,7 +31,7 @@ def close_match(name: str, known: Iterable[str]) -> Optional[str]:
     return found[0] if found else None
 
 
-def check_known(fields: Mapping[str, Any], known: frozenset[str], method: str) -> None:
+def check_known(fields: Mapping[str, object], known: frozenset[str], method: str) -> None:
     """Refuse a keyword the method does not model, before anything is sent, suggesting the close match."""
     for name in fields:
         if name in known:
@@ -44,7 +44,7 @@ def check_known(fields: Mapping[str, Any], known: frozenset[str], method: str) -
             details={"field": name, **({"suggestion": close} if close else {})})
 
 
-def merge_extra(fields: dict[str, Any], extra_body: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+def merge_extra(fields: dict[str, object], extra_body: Optional[Mapping[str, object]]) -> dict[str, object]:
     """``fields`` over ``extra_body``; a field given in both with different values is refused."""
     if extra_body is None:
         return fields
@@ -57,12 +57,12 @@ def merge_extra(fields: dict[str, Any], extra_body: Optional[Mapping[str, Any]])
     return {**extra_body, **fields}
 
 
-def chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[list[Any]], model: str,
-                session_id: Optional[str], session_key: Optional[str], provider_fields: Mapping[str, Any],
-                extra_body: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+def chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[Sequence[object]], model: str,
+                session_id: Optional[str], session_key: Optional[str], provider_fields: Mapping[str, object],
+                extra_body: Optional[Mapping[str, object]] = None) -> dict[str, object]:
     """The chat capability input from ``chat()``'s keywords."""
     check_known(provider_fields, CHAT_FIELDS, "chat")
-    data: dict[str, Any] = merge_extra(dict(provider_fields), extra_body)
+    data = merge_extra(dict(provider_fields), extra_body)
     for name, value in (("prompt", prompt), ("query", query), ("messages", messages), ("model", model),
                         ("session_id", session_id), ("session_key", session_key)):
         if value is not None:
@@ -70,8 +70,9 @@ def chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[l
     return data
 
 
-def responses_input(body: Optional[Mapping[str, Any]], session_key: Optional[str],
-                     body_fields: Mapping[str, Any], extra_body: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+def responses_input(body: Optional[Mapping[str, object]], session_key: Optional[str],
+                     body_fields: Mapping[str, object],
+                     extra_body: Optional[Mapping[str, object]] = None) -> dict[str, object]:
     """The responses capability input: ``body`` and the body keywords merged, under ``body``."""
     if isinstance(body, str):  # the openai habit, client.responses("hello")
         raise InvalidInputError('the first argument of responses() is the request body (a dict), not the text: '
@@ -86,15 +87,15 @@ def responses_input(body: Optional[Mapping[str, Any]], session_key: Optional[str
         raise InvalidInputError(f"{clash[0]!r} is given in body and as a keyword with different values",
                                 details={"field": clash[0]})
     merged = merge_extra({**(body or {}), **body_fields}, extra_body)
-    data: dict[str, Any] = {"body": merged}
+    data: dict[str, object] = {"body": merged}
     if session_key is not None:
         data["session_key"] = session_key
     return data
 
 
-def stored_input(response_id: str, session_key: Optional[str]) -> dict[str, Any]:
+def stored_input(response_id: str, session_key: Optional[str]) -> dict[str, object]:
     """The response_get / response_delete capability input."""
-    data: dict[str, Any] = {"response_id": response_id}
+    data: dict[str, object] = {"response_id": response_id}
     if session_key is not None:
         data["session_key"] = session_key
     return data

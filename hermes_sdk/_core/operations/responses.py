@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Optional
 
 from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
 from ..aggregate import Accumulator, Aggregate
@@ -24,7 +24,7 @@ from .common import (
 CONTROL_FIELDS = ("session_key", "idempotency_key", "max_events", "_aip")
 
 
-def _split(data: Mapping[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any]]:
+def _split(data: Mapping[str, object]) -> tuple[dict[str, object], Mapping[str, object]]:
     """Return (provider body, control fields). Without ``body``, the non-control fields are the body."""
     if "body" in data:
         extra = sorted(k for k in data if k != "body" and k not in CONTROL_FIELDS)
@@ -59,7 +59,7 @@ def _check_input(value: object) -> None:
         raise bad("body.input", "the last input item must be a user message with visible content")
 
 
-def _check_body(body: Mapping[str, Any]) -> None:
+def _check_body(body: Mapping[str, object]) -> None:
     _check_input(body.get("input"))
     if body.get("conversation") is not None and body.get("previous_response_id") is not None:
         raise bad("body.conversation", "'conversation' and 'previous_response_id' cannot be used together")
@@ -114,7 +114,7 @@ class ResponsesAccumulator(Accumulator):
     terminal_names = RESPONSES_TERMINAL
     failed_names = RESPONSES_FAILED
 
-    def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+    def fold(self, agg: Aggregate, name: Optional[str], data: dict[str, object]) -> Optional[str]:
         if name == "response.output_text.delta":
             piece = data.get("delta")
             return piece if isinstance(piece, str) and piece else None
@@ -130,5 +130,5 @@ class ResponsesAccumulator(Accumulator):
                     agg.usage = envelope["usage"]
         return None
 
-    def typed(self, event: StreamEvent, piece: Any) -> Any:
+    def typed(self, event: StreamEvent, piece: Optional[str]) -> object:
         return typed_stream_event(event, piece)

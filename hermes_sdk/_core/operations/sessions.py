@@ -14,7 +14,7 @@ import re
 import unicodedata
 from typing import Any, Mapping, Optional
 
-from ...errors import STREAM_FAILED, STREAM_INCOMPLETE, StreamError
+from ...errors import STREAM_FAILED, STREAM_INCOMPLETE, HermesError, StreamError
 from .. import convert
 from .._constants import DEFAULT_MAX_EVENTS
 from ..aggregate import Accumulator, Aggregate
@@ -24,6 +24,7 @@ from ..sessions import (
     Session,
     SessionChatStream,
     SessionDeleted,
+    SessionEvent,
     SessionPage,
     SessionReply,
     SessionTranscript,
@@ -271,11 +272,11 @@ class SessionChatAccumulator(Accumulator):
     terminal_names = frozenset({"done"})
 
     def __init__(self) -> None:
-        self.error: Any = None
+        self.error: Optional[dict[str, object]] = None
         self.run_completed = False
-        self.completed: Optional[dict[str, Any]] = None
+        self.completed: Optional[dict[str, object]] = None
 
-    def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+    def fold(self, agg: Aggregate, name: Optional[str], data: dict[str, object]) -> Optional[str]:
         if name == "assistant.delta":
             piece = data.get("delta")
             return piece if isinstance(piece, str) and piece else None
@@ -286,13 +287,14 @@ class SessionChatAccumulator(Accumulator):
             agg.final = data
         elif name == "run.completed":
             self.run_completed = True
-            if isinstance(data.get("usage"), dict):
-                agg.usage = data["usage"]
+            usage = data.get("usage")
+            if isinstance(usage, dict):
+                agg.usage = usage
         elif name == "error":
             self.error = data
         return None
 
-    def failure(self, agg: Aggregate) -> Any:
+    def failure(self, agg: Aggregate) -> Optional[HermesError]:
         op = {"operation": agg.operation}
         if self.error is not None:
             return StreamError("the session stream sent an error event", code=STREAM_FAILED, uncertain_outcome=True,
@@ -304,7 +306,7 @@ class SessionChatAccumulator(Accumulator):
             return no_text_error(agg.session_id, agg.usage, "session_chat_stream")
         return None
 
-    def typed(self, event: StreamEvent, piece: Any) -> Any:
+    def typed(self, event: StreamEvent, piece: Optional[str]) -> Optional[SessionEvent]:
         return parse_session_event(event.event, event.data) if isinstance(event.data, dict) else None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from .common import RequestParts, control_headers, path_id, require_input
 
@@ -20,10 +20,11 @@ def path_id_value(field: str, value: object) -> str:
     return path_id(field, value)
 
 
-def _requested(data: Mapping[str, Any]) -> Any:
+def _requested(data: Mapping[str, object]) -> object:
     value = data.get("response_id")
-    if value is None and isinstance(data.get("body"), dict):
-        value = data["body"].get("response_id")
+    body = data.get("body")
+    if value is None and isinstance(body, dict):
+        value = body.get("response_id")
     return value
 
 
