@@ -224,7 +224,8 @@ def _options(args: argparse.Namespace, own: dict[str, str], known: Iterable[str]
 
 def _chat_session(args: argparse.Namespace) -> Optional[str]:
     if not args.continue_:
-        return args.session_id  # type: ignore[no-any-return]
+        given: Optional[str] = args.session_id
+        return given
     if args.session_id:
         raise _Usage("give --session-id or -c/--continue, not both")
     found = last_session(_base_url(args))
@@ -236,8 +237,12 @@ def _chat_session(args: argparse.Namespace) -> Optional[str]:
 def _chat_turn(client: HermesClient, args: argparse.Namespace, text: str, session_id: Optional[str],
                stream: bool) -> tuple[int, Optional[str]]:
     """One chat turn printed; returns the exit code and the session id Hermes answered with."""
-    prompt, messages = (None, [{"role": "system", "content": args.system}, {"role": "user", "content": text}]) \
-        if args.system else (text, None)
+    prompt: Optional[str] = None
+    messages: Optional[list[dict[str, str]]] = None
+    if args.system:
+        messages = [{"role": "system", "content": args.system}, {"role": "user", "content": text}]
+    else:
+        prompt = text
     model = args.model or _DEFAULT_MODEL
     options = _options(args, _CHAT_FLAGS, CHAT_FIELDS) or None
     if stream:
