@@ -10,12 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from .cli import EXIT_OK, _as_json, _client, _operator_approval, _print_json, _stream_out, _text_arg
 
+if TYPE_CHECKING:
+    from .cli import Subcommands
+    from .jobs import Job
+    from .sessions import Session
 
-def _when(value: Any) -> str:
+
+def _when(value: object) -> str:
     """An epoch-seconds or ISO time as printed in a table (``-`` when absent)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         import datetime
@@ -27,7 +32,7 @@ def _when(value: Any) -> str:
 # ---------------------------------------------------------------- sessions
 
 
-def _session_line(session: Any) -> str:
+def _session_line(session: Session) -> str:
     title = session.title or "(untitled)"
     ended = f"\tended: {session.end_reason}" if session.end_reason else ""
     return (f"{session.id}\t{title}\t{session.message_count} messages\t"
@@ -110,13 +115,13 @@ def cmd_sessions_chat(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- jobs
 
 
-def _job_line(job: Any) -> str:
+def _job_line(job: Job) -> str:
     schedule = job.schedule_display or (job.schedule or {}).get("display") or "-"
     state = job.state or ("enabled" if job.enabled else "disabled")
     return f"{job.id}\t{job.name}\t{schedule}\t{state}\tnext: {_when(job.next_run_at)}"
 
 
-def _print_job(args: argparse.Namespace, job: Any) -> None:
+def _print_job(args: argparse.Namespace, job: Job) -> None:
     if args.json:
         _print_json(job.raw)
     else:
@@ -203,7 +208,7 @@ def _approval_options(parser: argparse.ArgumentParser, what: str) -> None:
                              "default: a new key")
 
 
-def add_sessions_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+def add_sessions_commands(sub: Subcommands, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
     """``hermes-sdk sessions list|get|messages|chat`` (the sessions family's ``commands``)."""
     sessions = sub.add_parser("sessions", help="list and read Hermes sessions, chat in one",
                               description="Hermes' stored sessions (/api/sessions): list, get, messages, chat.")
@@ -237,7 +242,7 @@ def add_sessions_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argp
     chat.set_defaults(func=cmd_sessions_chat)
 
 
-def add_jobs_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+def add_jobs_commands(sub: Subcommands, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
     """``hermes-sdk jobs list|get|create|pause|resume|run|delete`` (the jobs family's ``commands``)."""
     jobs = sub.add_parser("jobs", help="list and manage cron jobs (changes ask for approval)",
                           description="Hermes' cron jobs (/api/jobs). Every change asks you to approve it, "

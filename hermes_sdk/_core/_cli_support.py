@@ -9,11 +9,16 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import IO, Any, Iterable, Mapping, Optional, Sequence
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Iterable, Mapping, Optional, Sequence, Union
 
 from ..errors import HermesError
 from .display import visible
 from .redaction import scrub
+
+if TYPE_CHECKING:
+    from .events import RunEvent
+    from .idempotency import SQLiteStore
 
 # ---------------------------------------------------------------- the terminal
 
@@ -124,7 +129,7 @@ def history_file() -> Path:
     return state_dir() / "chat_history"
 
 
-def durable_store(needed: bool) -> Any:
+def durable_store(needed: bool) -> Union[SQLiteStore, str, None]:
     """The CLI's idempotency store when ``HERMES_SDK_IDEMPOTENCY_STORE`` is unset: SQLite in the state
     directory (file 0600, directory 0700), so a repeated ``--idempotency-key`` is recognised by the
     next invocation. None when the variable is set (the client reads it). When the file cannot be
@@ -171,7 +176,7 @@ def server_key(base_url: str) -> str:
     return f"{scheme}://{host}{parts.path.rstrip('/')}"
 
 
-def _read_state() -> dict[str, Any]:
+def _read_state() -> dict[str, object]:
     try:
         data = json.loads(state_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -231,10 +236,10 @@ class LineEditor:
     LENGTH = 1000
 
     def __init__(self) -> None:
+        self._readline: Optional[ModuleType] = None
         try:
             import readline
         except ImportError:
-            self._readline: Any = None
             return
         self._readline = readline
         if "libedit" not in (readline.__doc__ or ""):  # the arrows, whatever TERM says (as llm binds them)
@@ -250,17 +255,18 @@ class LineEditor:
     def read(self, prompt: str) -> str:
         line = input(prompt)
         if self._readline is not None and line.strip():
-            self._save()
+            self._save(self._readline)
         return line
 
-    def _save(self) -> None:
+    @staticmethod
+    def _save(readline: ModuleType) -> None:
         """Write the history now (a killed loop keeps what was typed), private to the user."""
         path = history_file()
         try:
             private_state_dir()
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
             os.chmod(path, 0o600)
-            self._readline.write_history_file(str(path))
+            readline.write_history_file(str(path))
         except OSError:
             pass  # a read-only home: editing still works, the history is not kept
 
@@ -268,7 +274,7 @@ class LineEditor:
 # ---------------------------------------------------------------- -o NAME VALUE
 
 
-def option_value(text: str) -> Any:
+def option_value(text: str) -> object:
     """``-o`` values are JSON when they parse (``0.2``, ``true``, ``["a"]``, ``{"k": 1}``), else the text."""
     try:
         return json.loads(text)
@@ -277,13 +283,13 @@ def option_value(text: str) -> Any:
 
 
 def provider_options(pairs: Optional[Sequence[Sequence[str]]], own_flags: Mapping[str, str],
-                     known: Iterable[str]) -> dict[str, Any]:
+                     known: Iterable[str]) -> dict[str, object]:
     """The ``-o NAME VALUE`` pairs as provider fields. A usage error (ValueError): a name with its own
     flag, or a name the command does not know (with the close match, as the Python API suggests)."""
     from .operations.keywords import close_match
 
     names = sorted(set(known) - set(own_flags))
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, value in pairs or ():
         if name in own_flags:
             raise ValueError(f"-o {name}: use {own_flags[name]} for that")
@@ -300,30 +306,34 @@ def provider_options(pairs: Optional[Sequence[Sequence[str]]], own_flags: Mappin
 # ---------------------------------------------------------------- errors on stderr
 
 
-def _scrubbed(value: Any) -> Any:
+def _scrubbed(value: object) -> object:
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, Mapping):
-        return {str(k): _scrubbed(v) for k, v in value.items()}
+        return _scrubbed_fields(value)
     if isinstance(value, (list, tuple)):
         return [_scrubbed(v) for v in value]
     return value
 
 
-def error_object(err: Optional[HermesError], code: str, message: str, **extra: Any) -> dict[str, Any]:
+def _scrubbed_fields(fields: Mapping[str, object]) -> dict[str, object]:
+    return {str(k): _scrubbed(v) for k, v in fields.items()}
+
+
+def error_object(err: Optional[HermesError], code: str, message: str, **extra: object) -> dict[str, object]:
     """The one JSON object ``--json`` prints on stderr for a failure: scrubbed of ids and credentials."""
     if err is None:
-        return {"code": code, "message": scrub(message), **_scrubbed(extra)}
+        return {"code": code, "message": scrub(message), **_scrubbed_fields(extra)}
     doc = err.to_dict()
     return {"code": doc["code"], "message": scrub(err.message), "category": doc["category"],
             "retryable": doc["retryable"], "uncertain_outcome": doc["uncertain_outcome"],
             "http_status": doc["http_status"], "retry_after_ms": doc["retry_after_ms"],
             "details": _scrubbed(doc["details"]), "action_id": doc["action_id"],
-            "capability_id": doc["capability_id"], "type": doc["type"], **_scrubbed(extra)}
+            "capability_id": doc["capability_id"], "type": doc["type"], **_scrubbed_fields(extra)}
 
 
 def print_error(as_json: bool, err: Optional[HermesError], code: str = "", message: str = "", *,
-                plain: Optional[str] = None, **extra: Any) -> None:
+                plain: Optional[str] = None, **extra: object) -> None:
     """A failure on stderr: ``str(err)`` or ``plain`` (default ``code: message``), or under ``--json``
     one JSON object (``code``, ``message``, and for a HermesError its protocol fields)."""
     if as_json:
@@ -338,7 +348,7 @@ def print_error(as_json: bool, err: Optional[HermesError], code: str = "", messa
 # ---------------------------------------------------------------- a run's approvals
 
 
-def unapproved_commands(events: Iterable[Any]) -> list[str]:
+def unapproved_commands(events: Iterable[RunEvent]) -> list[str]:
     """The commands the agent asked to run and did not get approved: denied, or never answered
     (Hermes' approval timeout, a stop). Hermes answers a run's approvals oldest first."""
     from .events import ApprovalRequested, ApprovalResponded

@@ -15,7 +15,7 @@ import json
 import os
 import shlex
 import sys
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
 
 from ..errors import HermesError, MissingCredentialError
 from ._cli_support import (
@@ -32,6 +32,18 @@ from ._signals import interrupt_on_signals
 from .display import visible
 from .operations.keywords import CHAT_FIELDS, RESPONSES_FIELDS
 
+if TYPE_CHECKING:
+    from .approval import ApprovalDecision, ApprovalProvider, ApprovalRequest
+    from .client import HermesClient
+    from .events import RunEvent
+    from .models import StreamResult
+    from .streaming import HermesStream
+
+    #: What ``add_subparsers()`` returns: where each command (and each family's) adds its parser.
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
+    #: An approval provider the operator at the terminal answers.
+    TerminalApprover = Callable[[ApprovalRequest], Optional[ApprovalDecision]]
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 _DEFAULT_MODEL = "hermes-agent"
 
@@ -44,7 +56,8 @@ def _base_url(args: argparse.Namespace) -> str:
     return getattr(args, "base_url", None) or os.environ.get("HERMES_BASE_URL") or ""
 
 
-def _client(args: argparse.Namespace, *, needs_key: bool = True, **kwargs: Any) -> Any:
+def _client(args: argparse.Namespace, *, needs_key: bool = True,
+            approval_provider: Optional[ApprovalProvider] = None) -> HermesClient:
     """The client for a command; without a key (and the command needs one) the fix is named first."""
     from .client import HermesClient
 
@@ -57,18 +70,21 @@ def _client(args: argparse.Namespace, *, needs_key: bool = True, **kwargs: Any) 
 
         raise InvalidInputError("no Hermes URL: pass --base-url URL or set HERMES_BASE_URL "
                                 "(e.g. http://127.0.0.1:8642)", details={"field": "base_url"})
-    if "idempotency_store" not in kwargs:
-        store = durable_store(needed=bool(getattr(args, "idempotency_key", None)))
-        if store is not None:
-            kwargs["idempotency_store"] = store
+    store = durable_store(needed=bool(getattr(args, "idempotency_key", None)))
     given = getattr(args, "api_key", None)
-    if given:  # a refused key's message names the flag it came from
-        from .endpoints import Endpoint
 
-        kwargs["endpoints"] = [Endpoint(os.environ.get("HERMES_ENDPOINT_ID") or "default", _base_url(args), given,
-                                        key_source="--api-key")]
+    def build() -> HermesClient:
+        if given:  # a refused key's message names the flag it came from
+            from .endpoints import Endpoint
+
+            endpoint = Endpoint(os.environ.get("HERMES_ENDPOINT_ID") or "default", _base_url(args), given,
+                                key_source="--api-key")
+            return HermesClient(endpoints=[endpoint], idempotency_store=store, approval_provider=approval_provider)
+        return HermesClient(getattr(args, "base_url", None), None, idempotency_store=store,
+                            approval_provider=approval_provider)
+
     if needs_key:
-        return HermesClient(**kwargs) if given else HermesClient(getattr(args, "base_url", None), None, **kwargs)
+        return build()
     import logging
 
     class _NoKeyWarning(logging.Filter):  # true of calls that need a key, not of this one
@@ -79,17 +95,17 @@ def _client(args: argparse.Namespace, *, needs_key: bool = True, **kwargs: Any) 
     log = logging.getLogger("hermes_sdk")
     log.addFilter(quiet)
     try:
-        return HermesClient(**kwargs) if given else HermesClient(getattr(args, "base_url", None), None, **kwargs)
+        return build()
     finally:
         log.removeFilter(quiet)
 
 
-def _print_json(value: Any) -> None:
+def _print_json(value: object) -> None:
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
 
 
-def _print_json_line(value: Any) -> None:
+def _print_json_line(value: object) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
@@ -106,7 +122,7 @@ def _piped() -> Optional[str]:
     return stdin.read()
 
 
-def _text_arg(value: Any, what: str) -> str:
+def _text_arg(value: Union[str, Sequence[str], None], what: str) -> str:
     """TEXT as given (several words are one text: ``chat hello world``), after what is piped in, as
     llm does (``cat notes.txt | hermes-sdk chat summarize``: the notes, a blank line, ``summarize``);
     ``-`` reads stdin only."""
@@ -135,18 +151,18 @@ def _typed_stdin(what: str) -> str:
     return text
 
 
-def _as_json(args: Any) -> bool:
+def _as_json(args: Optional[argparse.Namespace]) -> bool:
     return bool(getattr(args, "json", False))
 
 
-def _failure(args: Any, err: Optional[HermesError], code: str = "", message: str = "", *,
-             plain: Optional[str] = None, **extra: Any) -> int:
+def _failure(args: Optional[argparse.Namespace], err: Optional[HermesError], code: str = "", message: str = "", *,
+             plain: Optional[str] = None, **extra: object) -> int:
     """Print a failure (``code: message`` or ``plain``; one JSON object under ``--json``); exit 1."""
     print_error(_as_json(args), err, code, message, plain=plain, **extra)
     return EXIT_FAILED
 
 
-def _response_id(result: Any) -> Optional[str]:
+def _response_id(result: StreamResult) -> Optional[str]:
     final = result.final if isinstance(result.final, dict) else {}
     rid = final.get("id")
     if isinstance(rid, str):
@@ -160,7 +176,7 @@ def _response_id(result: Any) -> Optional[str]:
     return None
 
 
-def _stream_out(stream: Any, args: Any, *, print_response_id: bool = False) -> int:
+def _stream_out(stream: HermesStream, args: Optional[argparse.Namespace], *, print_response_id: bool = False) -> int:
     """Print a stream as it arrives: text deltas, or one JSON line per event then a result line."""
     from .convert import stream_result_to_json
 
@@ -199,28 +215,17 @@ _RESPONSES_FLAGS = {"model": "-m/--model", "input": "INPUT", "instructions": "-s
                     "stream": "--stream"}
 
 
-def _options(args: argparse.Namespace, own: dict[str, str], known: Iterable[str]) -> dict[str, Any]:
+def _options(args: argparse.Namespace, own: dict[str, str], known: Iterable[str]) -> dict[str, object]:
     try:
         return provider_options(getattr(args, "option", None), own, known)
     except ValueError as exc:
         raise _Usage(str(exc)) from None
 
 
-def _chat_fields(args: argparse.Namespace, text: str, session_id: Optional[str]) -> dict[str, Any]:
-    fields: dict[str, Any] = {"session_id": session_id, "model": args.model or _DEFAULT_MODEL}
-    if args.system:
-        fields["messages"] = [{"role": "system", "content": args.system}, {"role": "user", "content": text}]
-    else:
-        fields["prompt"] = text
-    options = _options(args, _CHAT_FLAGS, CHAT_FIELDS)
-    if options:
-        fields["extra_body"] = options
-    return fields
-
-
 def _chat_session(args: argparse.Namespace) -> Optional[str]:
     if not args.continue_:
-        return args.session_id  # type: ignore[no-any-return]
+        given: Optional[str] = args.session_id
+        return given
     if args.session_id:
         raise _Usage("give --session-id or -c/--continue, not both")
     found = last_session(_base_url(args))
@@ -229,15 +234,23 @@ def _chat_session(args: argparse.Namespace) -> Optional[str]:
     return found
 
 
-def _chat_turn(client: Any, args: argparse.Namespace, text: str, session_id: Optional[str],
+def _chat_turn(client: HermesClient, args: argparse.Namespace, text: str, session_id: Optional[str],
                stream: bool) -> tuple[int, Optional[str]]:
     """One chat turn printed; returns the exit code and the session id Hermes answered with."""
-    fields = _chat_fields(args, text, session_id)
+    prompt: Optional[str] = None
+    messages: Optional[list[dict[str, str]]] = None
+    if args.system:
+        messages = [{"role": "system", "content": args.system}, {"role": "user", "content": text}]
+    else:
+        prompt = text
+    model = args.model or _DEFAULT_MODEL
+    options = _options(args, _CHAT_FLAGS, CHAT_FIELDS) or None
     if stream:
-        chat_stream = client.chat_stream(**fields)
+        chat_stream = client.chat_stream(prompt=prompt, messages=messages, model=model, session_id=session_id,
+                                         extra_body=options)
         code = _stream_out(chat_stream, args)
         return code, chat_stream.result().session_id or session_id
-    result = client.chat(**fields)
+    result = client.chat(prompt=prompt, messages=messages, model=model, session_id=session_id, extra_body=options)
     if _as_json(args):
         _print_json({**result.raw, "session_id": result.session_id})
     else:
@@ -304,7 +317,7 @@ def _prompt_on_stderr() -> str:
 
 
 def cmd_responses_create(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"input": _text_arg(args.input, "input")}
+    body: dict[str, object] = {"input": _text_arg(args.input, "input")}
     if args.previous_response_id:
         body["previous_response_id"] = args.previous_response_id
     if args.conversation:
@@ -341,7 +354,7 @@ def cmd_responses_get(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _operator_approval(args: argparse.Namespace, question: str) -> Callable[[Any], Any]:
+def _operator_approval(args: argparse.Namespace, question: str) -> TerminalApprover:
     """The approval provider of a destructive command: the operator at the terminal approves.
 
     ``--yes`` records that they confirmed up front; otherwise they are asked on the terminal (stdin,
@@ -350,7 +363,7 @@ def _operator_approval(args: argparse.Namespace, question: str) -> Callable[[Any
     """
     terminal = Terminal()
 
-    def approve(request: Any) -> Any:
+    def approve(request: ApprovalRequest) -> Optional[ApprovalDecision]:
         user = getpass.getuser()
         if request.operation == "run_approval":  # only this command's own action is confirmed here
             return request.deny(approver=user, reason="not asked at this prompt")
@@ -493,7 +506,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         with HermesClient(emulator.base_url, emulator.api_key, load_entrypoints=False) as client:
             print("> chat_stream: Tell me a short story about a lighthouse keeper")
             stream = client.chat_stream(prompt="Tell me a short story about a lighthouse keeper")
-            code = _stream_out(stream, False)
+            code = _stream_out(stream, None)
             result = stream.result()
             print(f"  status={result.status} events={result.event_count} session_id={result.session_id}")
             response = client.responses(input="Summarize the incident notes", store=True)
@@ -510,14 +523,14 @@ _RUN_CHOICES = {"o": "once", "once": "once", "s": "session", "session": "session
                 "": "deny"}
 
 
-def _run_approver(mode: str, terminal: Terminal) -> Callable[[Any], Any]:
+def _run_approver(mode: str, terminal: Terminal) -> TerminalApprover:
     """The approval provider of ``hermes-sdk run --approve MODE`` (the operator is the approver).
 
     ``ask`` prompts on the terminal: stdin when it is one, else /dev/tty (``cat task.txt | hermes-sdk
     run``); with neither, the command is denied and the line says why.
     """
 
-    def provide(request: Any) -> Any:
+    def provide(request: ApprovalRequest) -> Optional[ApprovalDecision]:
         user = getpass.getuser()
         if request.operation != "run_approval":  # this command answers the agent's commands only
             return None
@@ -551,7 +564,7 @@ def _run_approver(mode: str, terminal: Terminal) -> Callable[[Any], Any]:
     return provide
 
 
-def _run_line(event: Any) -> Optional[str]:
+def _run_line(event: RunEvent) -> Optional[str]:
     """The stderr line of one run event (None: not shown there)."""
     from .events import ApprovalResponded, RunCancelled, RunFailed, ToolCompleted, ToolStarted
 
@@ -569,7 +582,7 @@ def _run_line(event: Any) -> Optional[str]:
     return None
 
 
-def _run_event_line(event: Any) -> dict[str, Any]:
+def _run_event_line(event: RunEvent) -> dict[str, object]:
     return {"type": "event", "event": event.event, "run_id": event.run_id, "timestamp": event.timestamp,
             "data": event.raw}
 
@@ -654,7 +667,7 @@ def cmd_steer(args: argparse.Namespace) -> int:
     return EXIT_OK if answer.accepted else EXIT_FAILED
 
 
-def add_run_parser(sub: Any, conn: argparse.ArgumentParser) -> None:
+def add_run_parser(sub: Subcommands, conn: argparse.ArgumentParser) -> None:
     """``hermes-sdk run TEXT [--approve ask|deny|once] [--idempotency-key KEY] [--json]``."""
     run = sub.add_parser("run", parents=[conn], help="start a durable run and follow it (tools, approvals)",
                          description="Start a durable run, print its text and tool lines as they arrive, and "
@@ -794,7 +807,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_family_commands(sub: Any, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
+def add_family_commands(sub: Subcommands, conn: argparse.ArgumentParser, as_json: argparse.ArgumentParser) -> None:
     """Each family's own subcommands (``Family.commands``), for the families of the installed plugins."""
     import importlib
 

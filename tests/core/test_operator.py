@@ -201,3 +201,19 @@ def test_invoke_runs_the_lifecycle(emu: HermesEmulator) -> None:
                                  "collision_behavior": "return_original_result"}
     assert op["sla"]["timeout_ms"] == 900_000 and op["execution"]["supports_streaming"]
     assert op["execution"]["async_expected"] and not op["retry"]["supports_retry"]
+
+
+@pytest.mark.parametrize("key", [5, "", "bad\nkey", ["k"]])
+def test_invoke_checks_the_operator_key_before_anything_is_recorded(emu: HermesEmulator, key: object) -> None:
+    """A key in the input is checked as every call's is: nothing sent, no operator state left to resume."""
+    with emu.client(load_entrypoints=False, approval_provider=approve_all) as client:
+        bad = client.invoke("cap:hermes_agent:default:operator", {"objective": "x", "idempotency_key": key})
+        assert bad.status == "failed" and isinstance(bad.error, InvalidInputError)
+        assert bad.error.details["field"] == "idempotency_key"
+        with pytest.raises(InvalidInputError) as found:
+            client.operate(resume=bad.action_id)
+        assert found.value.details["reason"] == "not_found"
+        key = uniq("k")
+        good = client.invoke("cap:hermes_agent:default:operator", {"objective": "via input", "idempotency_key": key})
+        assert good.status == "completed" and good.idempotency_key == key
+    assert len(run_posts(emu)) == 1

@@ -4,34 +4,46 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, Optional, TypeVar, cast
 
 from ..families import legacy_resources
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from ...errors import HermesError
+    from ..approval import ApprovalRequest
+    from ..deadline import TimeoutLike
+    from ..endpoints import Deadline, ExecutionContext
+    from ..executor import Executor
+    from ..idempotency import IdempotencyRecord
+    from ..models import ActionResult
+    from ..runs import ApprovalAnswer, RunStatus
+    from .records import Records
+    from .runs import Runs
+
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def _moved(new: str) -> Callable[[F], F]:
     def wrap(method: F) -> F:
         @functools.wraps(method)
-        def alias(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def alias(self: object, *args: object, **kwargs: object) -> object:
             warnings.warn(f"HermesClient.{method.__name__}() is deprecated: use client.{new}()",
                           DeprecationWarning, stacklevel=2)
             return method(self, *args, **kwargs)
         alias.__doc__ = f"Deprecated alias of ``client.{new}()``."
-        return alias  # type: ignore[return-value]
+        return cast(F, alias)  # the same signature: it passes every argument on
     return wrap
 
 
 class DeprecatedAliases:
     """``run_get``, ``run_stop``, ``run_approval``, ``run_approval_request`` and the recovery tools."""
 
-    runs: Any
-    records: Any
-    _executor: Any
+    runs: Runs
+    records: Records
+    _executor: Executor
 
     if not TYPE_CHECKING:  # resources registered process-wide (deprecated); type checkers see no such attributes
-        def __getattr__(self, name: str) -> Any:
+        def __getattr__(self, name: str) -> object:
             factory = legacy_resources().get(name)
             if factory is None or name.startswith("_"):
                 raise AttributeError(f"'HermesClient' object has no attribute {name!r}")
@@ -41,29 +53,44 @@ class DeprecatedAliases:
             return extra[name]
 
     @_moved("runs.get")
-    def run_get(self, run_id: str, **kwargs: Any) -> Any:
-        return self.runs.get(run_id, **kwargs)
+    def run_get(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+                timeout: TimeoutLike = None) -> RunStatus:
+        return self.runs.get(run_id, endpoint=endpoint, action_id=action_id, context=context, deadline=deadline,
+                             timeout=timeout)
 
     @_moved("runs.stop")
-    def run_stop(self, run_id: str, **kwargs: Any) -> Any:
-        return self.runs.stop(run_id, **kwargs)
+    def run_stop(self, run_id: str, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                 context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+                 timeout: TimeoutLike = None) -> RunStatus:
+        return self.runs.stop(run_id, endpoint=endpoint, action_id=action_id, context=context, deadline=deadline,
+                              timeout=timeout)
 
     @_moved("runs.approve")
-    def run_approval(self, run_id: str, choice: str, **kwargs: Any) -> Any:
-        return self.runs.approve(run_id, choice, **kwargs)
+    def run_approval(self, run_id: str, choice: str, *, resolve_all: bool = False, request_id: Optional[str] = None,
+                     endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                     context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+                     timeout: TimeoutLike = None) -> ApprovalAnswer:
+        return self.runs.approve(run_id, choice, resolve_all=resolve_all, request_id=request_id, endpoint=endpoint,
+                                 action_id=action_id, context=context, deadline=deadline, timeout=timeout)
 
     @_moved("runs.approval_request")
-    def run_approval_request(self, run_id: str, command: str, **kwargs: Any) -> Any:
-        return self.runs.approval_request(run_id, command, **kwargs)
+    def run_approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
+                             endpoint: Optional[str] = None, pattern_key: Optional[str] = None,
+                             session_id: Optional[str] = None, objective: Optional[str] = None,
+                             context: Optional[ExecutionContext] = None) -> ApprovalRequest:
+        return self.runs.approval_request(run_id, command, reason=reason, endpoint=endpoint, pattern_key=pattern_key,
+                                          session_id=session_id, objective=objective, context=context)
 
     @_moved("records.get")
-    def idempotency_record(self, capability_id: str, key: str) -> Any:
+    def idempotency_record(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
         return self.records.get(capability_id, key)
 
     @_moved("records.resolve_pending")
-    def resolve_pending(self, capability_id: str, key: str, **kwargs: Any) -> Any:
-        return self.records.resolve_pending(capability_id, key, **kwargs)
+    def resolve_pending(self, capability_id: str, key: str, *, status: str, output: object = None,
+                        error: Optional[HermesError] = None) -> ActionResult:
+        return self.records.resolve_pending(capability_id, key, status=status, output=output, error=error)
 
     @_moved("records.forget")
-    def forget_idempotency_key(self, capability_id: str, key: str) -> Any:
+    def forget_idempotency_key(self, capability_id: str, key: str) -> bool:
         return self.records.forget(capability_id, key)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from ..deadline import TimeoutLike
 from ..discovery import Health, ModelInfo, ServerCapabilities, Toolset
@@ -44,7 +44,7 @@ class DiscoveryMethods:
                                                                 timeout=timeout))
 
     def health_detailed(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
-                        timeout: TimeoutLike = None) -> dict[str, Any]:
+                        timeout: TimeoutLike = None) -> dict[str, object]:
         """``GET /health/detailed`` (authenticated, unlike ``/health``): readiness checks, gateway
         state, platforms, ``active_agents``, ``pid``..., as Hermes sends them.
 
@@ -55,7 +55,7 @@ class DiscoveryMethods:
                                                                        timeout=timeout))
 
     def model_options(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
-                      timeout: TimeoutLike = None) -> dict[str, Any]:
+                      timeout: TimeoutLike = None) -> dict[str, object]:
         """``GET /api/model/options`` (Hermes 0.20+): the providers and models the server offers, as
         Hermes sends them. UnsupportedByServerError (nothing sent) on a server without it (0.19)."""
         return self._executor.request(MODEL_OPTIONS, {}, CallOptions(endpoint=endpoint, deadline=deadline,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any, Optional, TypeVar
+from typing import Optional, TypeVar
 
 import attrs
 
@@ -92,7 +92,7 @@ class Jobs:
         """
         values = dict(zip(("name", "schedule", "prompt", "deliver", "skills", "repeat", "enabled"),
                           (name, schedule, prompt, deliver, skills, repeat, enabled)))
-        data: dict[str, Any] = {"job_id": job_id}
+        data: dict[str, object] = {"job_id": job_id}
         data.update({k: v for k, v in values.items() if v is not UNCHANGED and k in UPDATE_FIELDS})
         return self._mutate(JOB_UPDATE, data, idempotency_key, approval, reason, endpoint, action_id, context,
                             deadline, timeout)
@@ -137,7 +137,7 @@ class Jobs:
         return self._mutate(JOB_RUN, {"job_id": job_id}, idempotency_key, approval, reason, endpoint, action_id,
                             context, deadline, timeout)
 
-    def _mutate(self, spec: OperationSpec[T], data: dict[str, Any], key: Any, approval: Any,
+    def _mutate(self, spec: OperationSpec[T], data: dict[str, object], key: str, approval: Optional[ApprovalDecision],
                 reason: Optional[str], endpoint: Optional[str], action_id: Optional[str],
                 context: Optional[ExecutionContext], deadline: Deadline, timeout: TimeoutLike) -> T:
         return self._executor.request(spec, data, CallOptions(

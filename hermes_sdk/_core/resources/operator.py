@@ -11,8 +11,8 @@ recorded run id is never sent again.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any, Optional
+from collections.abc import Mapping, Sequence
+from typing import Optional, cast
 
 import attrs
 
@@ -32,7 +32,7 @@ from ...errors import (
 from .. import convert
 from .._constants import DELETE_KEY_TTL_SECONDS
 from .._sentinels import REQUIRED
-from ..approval import ApprovalDecision, ApprovalRequest, ask
+from ..approval import ApprovalDecision, ApprovalProvider, ApprovalRequest, ask
 from ..capabilities import capability_id
 from ..deadline import TimeoutLike, as_timeout
 from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
@@ -40,6 +40,7 @@ from ..events import ApprovalRequested
 from ..executor import Executor, new_action_id
 from ..idempotency import COMPLETED, IdempotencyRecord
 from ..models import ActionResult
+from ..operations.common import idempotency_value
 from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START
 from ..operations.runs import RUN_APPROVAL_OF_OPERATOR
 from ..operator import STATE_NAMESPACE, OperatorResult, mark_operator_run, scope_digest
@@ -81,7 +82,7 @@ class Operator:
 
     # ------------------------------------------------------------ state in the store
 
-    def load(self, endpoint: Endpoint, action_id: str) -> Optional[dict[str, Any]]:
+    def load(self, endpoint: Endpoint, action_id: str) -> Optional[dict[str, object]]:
         """The saved state of an operator action in this scope, or None."""
         try:
             record = self._ex.runtime.store.get(self._state_key(endpoint), action_id)
@@ -107,7 +108,8 @@ class Operator:
 
     # ------------------------------------------------------------ start
 
-    def start(self, data: dict[str, Any], options: CallOptions, provider: Any, until: float) -> OperatorResult:
+    def start(self, data: Mapping[str, object], options: CallOptions, provider: Optional[ApprovalProvider],
+              until: float) -> OperatorResult:
         endpoint = self._ex.endpoint(options.endpoint)
         action_id = options.action_id or new_action_id()
         options = attrs.evolve(options, action_id=action_id)
@@ -147,8 +149,9 @@ class Operator:
             return self.poll(endpoint, known, until, options.context)
         state = OperatorResult("running", original, run_id=started.run_id, session_id=f"aip-operator-{original}")
         self.save(endpoint, state)
+        objective = data.get("objective")  # a non-empty string (checked when the start was built)
         run = Run(self._runs, started, endpoint=endpoint.id, approval_provider=_OperatorProvider.of(provider, original),
-                  deadline=until, context=options.context, objective=data.get("objective"),
+                  deadline=until, context=options.context, objective=objective if isinstance(objective, str) else None,
                   session_id=state.session_id)
         run._subscribe()
         try:
@@ -272,12 +275,12 @@ class _OperatorProvider:
     (``identifiers["operator_action_id"]``), so a provider that leaves one undecided can have a
     person's later decision resume the action (``operate(resume=...)``, e.g. hermes-sdk-inbox)."""
 
-    def __init__(self, provider: Any, action_id: str) -> None:
+    def __init__(self, provider: ApprovalProvider, action_id: str) -> None:
         self._provider = provider
         self._action_id = action_id
 
     @classmethod
-    def of(cls, provider: Any, action_id: str) -> Any:
+    def of(cls, provider: Optional[ApprovalProvider], action_id: str) -> Optional[_OperatorProvider]:
         return None if provider is None else cls(provider, action_id)
 
     def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
@@ -285,7 +288,7 @@ class _OperatorProvider:
         return ask(self._provider, tagged)
 
 
-def _pending_of(event: ApprovalRequested) -> dict[str, Any]:
+def _pending_of(event: ApprovalRequested) -> dict[str, object]:
     return {"run_id": event.run_id, "command": event.command, "description": event.description,
             "pattern_key": event.pattern_key, "choices": list(event.choices), "event": dict(event.raw)}
 
@@ -300,29 +303,32 @@ def _until(deadline: Deadline, timeout: TimeoutLike, context: Optional[Execution
     return end if limit is None else min(limit, end)
 
 
-def _input(objective: Any, context: Any, constraints: Any, candidates: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {"objective": objective}
+def _input(objective: Optional[str], context: object, constraints: Optional[Mapping[str, object]],
+           candidates: Optional[Sequence[str]]) -> dict[str, object]:
+    data: dict[str, object] = {"objective": objective}
     for name, value in (("context", context), ("constraints", constraints), ("candidate_capabilities", candidates)):
         if value is not None:
             data[name] = value
     return data
 
 
-def invoke_operator(executor: Executor, endpoint: Endpoint, input: Mapping[str, Any],
+def invoke_operator(executor: Executor, endpoint: Endpoint, input: Mapping[str, object],
                     options: CallOptions) -> ActionResult:
     """``invoke("cap:hermes_agent:<ep>:operator", input)``: the whole governed lifecycle, as an ActionResult
     (``requires_human`` and ``outcome_unknown`` are statuses of their own)."""
     operator = Operator(executor, options.context)
     options = attrs.evolve(options, endpoint=endpoint.id)
-    key = options.idempotency_key if options.idempotency_key is not None else input.get("idempotency_key")
+    # Checked here as every call checks it (before anything is read or sent): it names the action's records.
+    key = idempotency_value(options.idempotency_key if options.idempotency_key is not None
+                            else input.get("idempotency_key"))
     options = attrs.evolve(options, idempotency_key=key)
     until = _until(options.deadline, options.timeout, options.context)
     data = {k: v for k, v in input.items() if k not in ("idempotency_key", "_aip")}
     if "resume" in data:
         OPERATOR.build("operator", data)  # validated before anything is read or sent
-        resume = data["resume"]
-        result = operator.resume(resume["source_action_id"], resume["choice"], bool(resume.get("resolve_all")),
-                                 options, until)
+        resume = cast(Mapping[str, object], data["resume"])  # an object whose id and choice are strings (checked)
+        result = operator.resume(str(resume["source_action_id"]), str(resume["choice"]),
+                                 bool(resume.get("resolve_all")), options, until)
     else:
         result = operator.start(data, options, executor.runtime.approval_provider, until)
     return ActionResult(action_id=result.action_id, capability_id=f"cap:hermes_agent:{endpoint.id}:operator",
@@ -336,11 +342,12 @@ class OperatorMethods:
     _executor: Executor
 
     def operate(self, objective: Optional[str] = None, *, resume: Optional[str] = None, choice: Optional[str] = None,
-                context: Any = None, constraints: Optional[Mapping[str, Any]] = None,
+                context: object = None, constraints: Optional[Mapping[str, object]] = None,
                 candidate_capabilities: Optional[list[str]] = None, resolve_all: bool = False,
                 idempotency_key: str = REQUIRED, approval: Optional[ApprovalDecision] = None,
-                reason: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
-                action_id: Optional[str] = None, execution_context: Optional[ExecutionContext] = None,
+                reason: Optional[str] = None, approval_provider: Optional[ApprovalProvider] = None,
+                endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                execution_context: Optional[ExecutionContext] = None,
                 deadline: Deadline = None, timeout: TimeoutLike = None) -> OperatorResult:
         """Run a governed operator action on ``/v1/runs`` and follow it (the connector's ``operator``).
 

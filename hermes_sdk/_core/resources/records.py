@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Optional
 
 from ...errors import HermesError, InvalidInputError
 from .. import convert
@@ -32,7 +32,7 @@ class Records:
         """The raw record (pending or completed) for a capability-scoped key, or None."""
         return self._executor.runtime.store.get(capability_id, key)
 
-    def resolve_pending(self, capability_id: str, key: str, *, status: str, output: Any = None,
+    def resolve_pending(self, capability_id: str, key: str, *, status: str, output: object = None,
                         error: Optional[HermesError] = None) -> ActionResult:
         """Operator reconciliation: record the outcome of an interrupted call you verified by hand.
 

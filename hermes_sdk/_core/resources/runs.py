@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from collections.abc import Mapping, Sequence
+from typing import Optional, Union
 
 import attrs
 
 from ...errors import HermesError, OutcomeUnknownError
 from .._sentinels import REQUIRED
-from ..approval import ApprovalRequest
+from ..approval import ApprovalProvider, ApprovalRequest
 from ..capabilities import capability_id
 from ..deadline import Timeout, TimeoutLike
 from ..display import visible
@@ -30,6 +31,8 @@ from ..streaming import RunEventStream
 
 START_FIELDS = ("instructions", "session_id", "session_key", "conversation_history", "previous_response_id",
                 "model")
+#: A run's ``input``: the user message, or a list of ``{role, content}`` messages.
+RunInput = Union[str, Sequence[Mapping[str, object]]]
 
 
 class Runs:
@@ -45,10 +48,11 @@ class Runs:
         """Whether the run approval choice ``always`` may be sent."""
         return self._executor.runtime.allow_permanent_approvals
 
-    def start(self, input: Any = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
-              session_id: Optional[str] = None, session_key: Optional[str] = None,
-              conversation_history: Optional[list[Any]] = None, previous_response_id: Optional[str] = None,
-              model: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
+    def start(self, input: RunInput = REQUIRED, *, idempotency_key: str = REQUIRED,
+              instructions: Optional[str] = None, session_id: Optional[str] = None, session_key: Optional[str] = None,
+              conversation_history: Optional[Sequence[Mapping[str, object]]] = None,
+              previous_response_id: Optional[str] = None, model: Optional[str] = None,
+              approval_provider: Optional[ApprovalProvider] = None, endpoint: Optional[str] = None,
               action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
               deadline: Deadline = None, timeout: TimeoutLike = None) -> Run:
         """Start a durable run (``POST /v1/runs``) and subscribe to its events at once.
@@ -78,7 +82,7 @@ class Runs:
                 (the context's deadline when not given).
             timeout: bounds the start call only (seconds or a :class:`CallTimeout`).
         """
-        data: dict[str, Any] = {"input": None if input is REQUIRED else input}
+        data: dict[str, object] = {"input": None if input is REQUIRED else input}
         given = dict(zip(START_FIELDS, (instructions, session_id, session_key, conversation_history,
                                         previous_response_id, model)))
         data.update({name: value for name, value in given.items() if value is not None})
@@ -179,7 +183,7 @@ class Runs:
             StaleApprovalError: 409 for a ``request_id`` that is no longer pending (0.21+); its
                 ``request_id`` names it.
         """
-        data: dict[str, Any] = {"run_id": run_id, "choice": choice}
+        data: dict[str, object] = {"run_id": run_id, "choice": choice}
         if resolve_all:
             data["all"] = True
         if request_id is not None:
@@ -234,7 +238,7 @@ class Runs:
         most ``RUN_EVENTS_READ_TIMEOUT`` seconds, well above Hermes' 30 s keepalive, so a silent
         connection is found broken and the run is polled instead.
         """
-        data: dict[str, Any] = {"run_id": run_id}
+        data: dict[str, object] = {"run_id": run_id}
         if last_event_id is not None:
             data["last_event_id"] = last_event_id  # 0.21+: resume after this event
         return self._executor.request(RUN_EVENTS, data, CallOptions(

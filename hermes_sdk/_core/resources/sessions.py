@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Optional, Union
 
 import attrs
 
@@ -30,8 +31,11 @@ from ..operations.sessions import (
 from ..options import CallOptions
 from ..sessions import Session, SessionChatStream, SessionDeleted, SessionPage, SessionReply, SessionTranscript
 
+#: A chat turn's ``message``: a string, or a list of content parts (objects, or strings).
+ChatMessage = Union[str, Sequence[Union[str, Mapping[str, object]]]]
 
-def _key(value: Any) -> Optional[str]:
+
+def _key(value: str) -> Optional[str]:
     return None if value is REQUIRED else value
 
 
@@ -48,9 +52,11 @@ class Sessions:
 
     def _options(self, endpoint: Optional[str], key: Optional[str], action_id: Optional[str],
                  context: Optional[ExecutionContext], deadline: Deadline, timeout: TimeoutLike,
-                 **more: Any) -> CallOptions:
+                 approval: Optional[ApprovalDecision] = None, reason: Optional[str] = None,
+                 idle_timeout: Optional[float] = None, keep_events: bool = True) -> CallOptions:
         return CallOptions(endpoint=endpoint, idempotency_key=key, action_id=action_id, context=context,
-                           deadline=deadline, timeout=timeout, **more)
+                           deadline=deadline, timeout=timeout, approval=approval, reason=reason,
+                           idle_timeout=idle_timeout, keep_events=keep_events)
 
     def create(self, session_id: Optional[str] = None, *, title: Optional[str] = None,
                system_prompt: Optional[str] = None, model: Optional[str] = None, idempotency_key: str = REQUIRED,
@@ -66,7 +72,7 @@ class Sessions:
         characters once cleaned. Hermes stores ``system_prompt`` but does not use it for later
         turns, and the first turn overwrites ``model``.
         """
-        data: dict[str, Any] = {"session_id": session_id, "title": title, "system_prompt": system_prompt,
+        data: dict[str, object] = {"session_id": session_id, "title": title, "system_prompt": system_prompt,
                                 "model": model}
         return self._executor.request(SESSION_CREATE, {k: v for k, v in data.items() if v is not None},
                                       self._options(endpoint, _key(idempotency_key), action_id, context, deadline,
@@ -89,7 +95,7 @@ class Sessions:
         ``include_children`` also lists forks Hermes hides by default. Hermes' ``has_more`` is only
         ``len(data) == limit`` (True on an exact last page): use :meth:`iter` to read them all.
         """
-        data: dict[str, Any] = {"limit": limit, "offset": offset, "include_children": include_children}
+        data: dict[str, object] = {"limit": limit, "offset": offset, "include_children": include_children}
         if source is not None:
             data["source"] = source
         return self._executor.request(SESSIONS_LIST, data,
@@ -149,7 +155,7 @@ class Sessions:
         ends the session (sets ``ended_at``); the first end reason wins, later ones change nothing,
         and an ended session cannot be re-opened (it still accepts chat turns).
         """
-        data: dict[str, Any] = {"session_id": session_id}
+        data: dict[str, object] = {"session_id": session_id}
         if title is not UNCHANGED:
             data["title"] = title
         if end_reason is not UNCHANGED:
@@ -185,12 +191,13 @@ class Sessions:
         """
         options = self._options(endpoint, None, action_id, context, deadline, timeout)
         page = MESSAGES_PAGE_MAX
-        data: dict[str, Any] = {"session_id": session_id, "limit": page, "offset": 0, "order": "oldest"}
+        data: dict[str, object] = {"session_id": session_id, "limit": page, "offset": 0, "order": "oldest"}
         found: SessionTranscript = self._executor.request(SESSION_MESSAGES, data, options)
-        messages, pages = list(found.messages), 1
+        messages, pages, offset = list(found.messages), 1, 0
         # 0.20+ says how it paged; a server without "pagination" (0.19) sent everything.
         while found.pagination is not None and len(found.messages) >= page:
-            data["offset"] += len(found.messages)
+            offset += len(found.messages)
+            data["offset"] = offset
             found = self._executor.request(SESSION_MESSAGES, data, options)
             messages.extend(found.messages)
             pages += 1
@@ -215,7 +222,7 @@ class Sessions:
         ``title`` or the lineage title (``"Alpha #2"``, ``"fork"``). Not atomic at Hermes: a title
         in use fails with 400 *after* the fork was created and the source ended.
         """
-        data: dict[str, Any] = {"session_id": session_id}
+        data: dict[str, object] = {"session_id": session_id}
         if new_session_id is not None:
             data["id"] = new_session_id
         if title is not None:
@@ -223,7 +230,7 @@ class Sessions:
         return self._executor.request(SESSION_FORK, data, self._options(
             endpoint, _key(idempotency_key), action_id, context, deadline, timeout))
 
-    def chat(self, session_id: str, message: Any, *, system_message: Optional[str] = None,
+    def chat(self, session_id: str, message: ChatMessage, *, system_message: Optional[str] = None,
              session_key: Optional[str] = None, idempotency_key: Optional[str] = None,
              endpoint: Optional[str] = None, action_id: Optional[str] = None,
              context: Optional[ExecutionContext] = None, deadline: Deadline = None,
@@ -240,7 +247,7 @@ class Sessions:
         return self._executor.request(SESSION_CHAT, data, self._options(
             endpoint, idempotency_key, action_id, context, deadline, timeout))
 
-    def chat_stream(self, session_id: str, message: Any, *, system_message: Optional[str] = None,
+    def chat_stream(self, session_id: str, message: ChatMessage, *, system_message: Optional[str] = None,
                     session_key: Optional[str] = None, idempotency_key: Optional[str] = None,
                     max_events: int = DEFAULT_MAX_EVENTS, keep_events: bool = True,
                     endpoint: Optional[str] = None, action_id: Optional[str] = None,
@@ -259,9 +266,9 @@ class Sessions:
             keep_events=keep_events))
 
 
-def _chat_input(session_id: str, message: Any, system_message: Optional[str],
-                session_key: Optional[str]) -> dict[str, Any]:
-    data: dict[str, Any] = {"session_id": session_id, "message": message}
+def _chat_input(session_id: str, message: ChatMessage, system_message: Optional[str],
+                session_key: Optional[str]) -> dict[str, object]:
+    data: dict[str, object] = {"session_id": session_id, "message": message}
     if system_message is not None:
         data["system_message"] = system_message
     if session_key is not None:
