@@ -8,7 +8,7 @@ import attrs
 
 from ...errors import HermesError, OutcomeUnknownError
 from .._sentinels import REQUIRED
-from ..approval import ApprovalRequest
+from ..approval import ApprovalProvider, ApprovalRequest
 from ..capabilities import capability_id
 from ..deadline import Timeout, TimeoutLike
 from ..display import visible
@@ -48,9 +48,10 @@ class Runs:
     def start(self, input: Any = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
               session_id: Optional[str] = None, session_key: Optional[str] = None,
               conversation_history: Optional[list[Any]] = None, previous_response_id: Optional[str] = None,
-              model: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
-              action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
-              deadline: Deadline = None, timeout: TimeoutLike = None) -> Run:
+              model: Optional[str] = None, approval_provider: Optional[ApprovalProvider] = None,
+              endpoint: Optional[str] = None, action_id: Optional[str] = None,
+              context: Optional[ExecutionContext] = None, deadline: Deadline = None,
+              timeout: TimeoutLike = None) -> Run:
         """Start a durable run (``POST /v1/runs``) and subscribe to its events at once.
 
         The key is required and the SDK's own store makes it one run per key: a replay returns the
