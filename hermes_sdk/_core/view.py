@@ -59,7 +59,7 @@ class CallView(_Sealed):
     _settle_callbacks: list[SettleCallback]
 
     def __init__(self, operation: str, capability_id: str, action_id: str, contract: Contract,
-                 attributes: dict[str, Any]) -> None:
+                 attributes: dict[str, object]) -> None:
         self._init(_operation=operation, _capability_id=capability_id, _action_id=action_id, _contract=contract,
                    _attributes=attributes, _started_at=time.time(), _executed=False, _stream_settled=False,
                    _headers={}, _settle_callbacks=[])
