@@ -42,9 +42,10 @@ class Plugin(Protocol):
     """A plugin: any object or module whose ``hermes_*`` attributes are ``@hookimpl``-marked hook
     implementations (pluggy finds them by their mark, not by a base class, so any object has this type).
 
-    Registration checks the rest: an object given to ``HermesClient(plugins=[...])`` that implements
-    no hook, a ``hermes_*`` name that is no hook of :mod:`hermes_sdk.hookspecs`, an unmarked one or a
-    signature that does not fit its hook is a :class:`~hermes_sdk.PluginError` at construction.
+    Registration checks the rest: an object given to ``HermesClient(plugins=[...])`` or named by an
+    entry point that implements no hook, a ``hermes_*`` name that is no hook of :mod:`hermes_sdk.hookspecs`,
+    an unmarked one or a signature that does not fit its hook is a :class:`~hermes_sdk.PluginError` at
+    construction.
     """
 
 
@@ -175,14 +176,13 @@ def build_manager(plugins: Iterable[Plugin] = (), load_entrypoints: bool = True)
             obj = _load(ep)
             candidates.append((ep.name, obj() if isinstance(obj, type) else obj))
     taken = {name for name, _ in candidates}
-    given = len(candidates)  # the client's own plugins come after this index
     for plugin in plugins:
         candidates.append((_unique(_plugin_name(plugin), taken), plugin))
     known = {n for n in dir(hookspecs) if n.startswith(HOOK_PREFIX)} | set(RENAMED_HOOKS)
     for index, (name, plugin) in enumerate(candidates):
         if pm.is_blocked(name):
             continue
-        if not _check_names(name, plugin, known) and index >= given:
+        if not _check_names(name, plugin, known) and index >= len(BUILTINS):  # an entry point's or the client's
             raise PluginError(f"plugin {name!r} implements no hook: a plugin is an object or module with "
                               "@hookimpl-marked hermes_* methods (see hermes_sdk.hookspecs)",
                               details={"plugin": name})

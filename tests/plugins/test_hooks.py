@@ -337,6 +337,21 @@ def test_a_broken_entry_point_names_itself_and_can_be_disabled(monkeypatch: pyte
     plugins_mod.build_manager()  # the escape hatch
 
 
+def test_an_entry_point_to_an_object_without_hooks_names_itself_and_can_be_disabled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Unmarked:  # the entry point names the wrong object, or its marks were left off
+        def call_result(self, call: Any, result: Any) -> None:
+            pass
+
+    monkeypatch.setattr(plugins_mod, "_entry_points", lambda: ((_fake_entry_point("bare-ep", Unmarked), None),))
+    monkeypatch.setattr(plugins_mod, "_loaded", {})
+    monkeypatch.delenv("HERMES_SDK_PLUGINS", raising=False)
+    with pytest.raises(PluginError, match="'bare-ep' implements no hook"):
+        plugins_mod.build_manager()
+    monkeypatch.setenv("HERMES_SDK_DISABLE_PLUGINS", "bare-ep")
+    assert "bare-ep" not in _names(plugins_mod.build_manager())
+
+
 def test_describe_lists_plugins_and_hooks(fake_entry_points: Any) -> None:
     described = plugins_mod.describe(plugins_mod.build_manager())
     by_name = {d["name"]: d for d in described}
