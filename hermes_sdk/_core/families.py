@@ -96,7 +96,7 @@ class Registry:
 # Deprecated since 0.2: process-wide registration (hermes_sdk.plugin.register / register_resource). What
 # is registered here joins every client built afterwards, as the family "legacy".
 _LEGACY_SPECS: dict[str, OperationSpec[Any]] = {}
-_LEGACY_RESOURCES: dict[str, Callable[["Executor"], object]] = {}
+_LEGACY_RESOURCES: dict[str, Callable[[FamilyExecutor], object]] = {}
 
 
 def _warn(old: str) -> None:
@@ -117,7 +117,7 @@ def unregister(name: str) -> None:
     _LEGACY_SPECS.pop(name, None)
 
 
-def register_resource(name: str, factory: Callable[["Executor"], object]) -> None:
+def register_resource(name: str, factory: Callable[[FamilyExecutor], object]) -> None:
     """Deprecated: make ``client.<name>`` a resource on every client built afterwards (use a :class:`Family`)."""
     _warn("register_resource")
     if not name.isidentifier() or name.startswith("_"):
@@ -137,6 +137,6 @@ def legacy_family() -> Optional[Family[object]]:
     return Family("legacy", tuple(_LEGACY_SPECS.values()))
 
 
-def legacy_resources() -> Mapping[str, Callable[["Executor"], object]]:
+def legacy_resources() -> Mapping[str, Callable[[FamilyExecutor], object]]:
     """Resources registered with the deprecated :func:`register_resource`, by attribute name."""
     return dict(_LEGACY_RESOURCES)
