@@ -18,6 +18,7 @@ __version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
 if TYPE_CHECKING:
     from hermes_sdk._core.approval import (
         ApprovalDecision,
+        ApprovalProvider,
         ApprovalRequest,
         CallbackProvider,
         DenyAll,
@@ -159,7 +160,8 @@ if TYPE_CHECKING:
 #: Where each exported name lives (the imports above, for type checkers, name the same; absolute, because
 #: sphinx-autodoc-typehints runs that block in the defining module's namespace for a re-homed name).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "hermes_sdk._core.approval": ("ApprovalDecision", "ApprovalRequest", "CallbackProvider", "DenyAll", "PolicyRule",
+    "hermes_sdk._core.approval": ("ApprovalDecision", "ApprovalProvider", "ApprovalRequest", "CallbackProvider",
+        "DenyAll", "PolicyRule",
         "StaticPolicyProvider", "input_hash"),
     "hermes_sdk._core.builtin": ("parse_capability_id",),
     "hermes_sdk._core.capabilities": ("capability_id",),
@@ -199,7 +201,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
-    "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalRequest",
+    "ActionResult", "AgentIncompleteError", "ApprovalDecision", "ApprovalDeniedError", "ApprovalProvider",
+    "ApprovalRequest",
     "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "CallbackProvider",
     "ChatCompletion", "ChatMessage", "ChatStream", "Choice", "CorruptRecordError", "DeadlineExceededError",
     "DeletionReceipt", "DenyAll", "Endpoint", "ExecutionContext", "HermesClient", "HermesError",

@@ -65,7 +65,7 @@ class HermesError(Exception):
         retry_after_ms: Optional[int] = None,
         uncertain_outcome: bool = False,
         http_status: Optional[int] = None,
-        details: Optional[Mapping[str, Any]] = None,
+        details: Optional[Mapping[str, object]] = None,
         action_id: Optional[str] = None,
         capability_id: Optional[str] = None,
     ) -> None:
@@ -90,7 +90,7 @@ class HermesError(Exception):
         return (f"{type(self).__name__}(code={self.code!r}, message={scrub(self.message)!r}, "
                 f"http_status={self.http_status!r})")
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (type(self), self.to_dict()))
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,7 +123,7 @@ class HermesError(Exception):
         )
 
 
-def _rebuild(klass: type, data: Mapping[str, Any]) -> HermesError:
+def _rebuild(klass: type, data: Mapping[str, object]) -> HermesError:
     return HermesError.from_dict({**data, "type": klass.__name__})
 
 
@@ -415,9 +415,10 @@ class StaleApprovalError(ApprovalNotPendingError):
     ``details["request_id"]``) names the stale request."""
 
     @property
-    def request_id(self) -> Any:
+    def request_id(self) -> Optional[str]:
         """The request the answer named."""
-        return self.details.get("request_id")
+        value = self.details.get("request_id")
+        return value if isinstance(value, str) else None
 
 
 class SteerNotAcceptedError(RemoteRejectedError):

@@ -23,7 +23,7 @@ result)``, and an ``invocation`` argument is ``call``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import pluggy
 
@@ -60,7 +60,7 @@ def hermes_approval_provider(client: "ClientView") -> "Optional[ApprovalProvider
 
 
 @hookspec
-def hermes_families(client: "ClientView") -> "Optional[Sequence[Family[Any]]]":
+def hermes_families(client: "ClientView") -> "Optional[Sequence[Family[object]]]":
     """Return the families (operations and resource) this plugin adds to the client being built.
 
     Every plugin's families are registered, the built-in ones first; an operation or family name
@@ -100,11 +100,11 @@ def hermes_http_attempt(attempt: "Attempt") -> "Optional[HttpReply]":
 
 
 @hookspec
-def hermes_stream_event(call: "CallView", event: dict[str, Any]) -> None:
+def hermes_stream_event(call: "CallView", event: dict[str, object]) -> None:
     """Observe each stream event as it arrives (``event`` is redacted: names and numbers only)."""
 
 
 @hookspec
-def hermes_call_result(call: "CallView", result: dict[str, Any]) -> None:
+def hermes_call_result(call: "CallView", result: dict[str, object]) -> None:
     """Observe each call's final result (the redacted ActionResult JSON), executed or replayed.
     Formerly ``hermes_action_result(invocation, result)``."""

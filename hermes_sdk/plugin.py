@@ -1,4 +1,5 @@
-"""What plugin authors use: the hook marker, the objects hooks receive, the store protocol, and
+"""What plugin authors use: the hook marker, the :class:`Plugin` type, the objects hooks receive, the
+store and approval-provider protocols (:data:`ApprovalProvider`), and
 everything a third-party family needs (:class:`Family`, :class:`OperationSpec`, :class:`Contract`,
 :class:`HermesStream`, :class:`Accumulator`, :func:`invalid_input`, :func:`path_id`).
 
@@ -15,7 +16,9 @@ manager now, and the old path imports with a DeprecationWarning.)
 
 from __future__ import annotations
 
+from ._core._plugin_manager import Plugin
 from ._core.aggregate import Accumulator
+from ._core.approval import ApprovalCallback, ApprovalProvider, HasRequestApproval, ProviderAnswer
 from ._core.capabilities import Contract, descriptor
 from ._core.display import visible, visible_value
 from ._core.exchange import Attempt, HttpReply
@@ -41,12 +44,14 @@ from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
 
 __all__ = [
-    "Accumulator", "ActionResult", "Attempt", "CallOptions", "CallView", "ClientView", "COMPLETED", "Contract",
-    "CorruptRecordError", "descriptor", "Family", "FamilyExecutor", "HermesStream", "hookimpl", "hookspec",
-    "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "load_record", "OperationSpec",
-    "path_id", "PENDING", "private_sqlite_files", "ProviderRequest", "REDACTED", "Redactor", "register",
-    "register_resource", "RequestParts", "SQLiteConnections", "store_from_url", "unregister", "unregister_resource",
-    "visible", "visible_value",
+    "Accumulator", "ActionResult", "ApprovalCallback", "ApprovalProvider", "Attempt", "CallOptions", "CallView",
+    "ClientView", "COMPLETED", "Contract", "CorruptRecordError", "descriptor", "Family", "FamilyExecutor",
+    "HasRequestApproval", "HermesStream", "hookimpl", "hookspec", "HttpReply", "IdempotencyRecord",
+    "IdempotencyStore", "invalid_input", "load_record", "OperationSpec", "path_id", "PENDING", "Plugin",
+    "private_sqlite_files", "ProviderAnswer", "ProviderRequest", "REDACTED", "Redactor", "register",
+    "register_resource", "RequestParts", "SQLiteConnections",
+    "store_from_url", "unregister", "unregister_resource", "visible",
+    "visible_value",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

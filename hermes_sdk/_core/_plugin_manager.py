@@ -22,18 +22,35 @@ import sys
 import time
 import traceback
 import warnings
-from typing import Any, Callable, Iterable, Optional
+from importlib.metadata import Distribution, EntryPoint
+from types import CodeType
+from typing import Callable, Generator, Iterable, Mapping, Optional, Protocol, TypeVar, cast
 
 import pluggy
 
 from .. import hookspecs
 from ..errors import HermesError, PluginError
 from ..hookspecs import hookimpl
-from .exchange import Attempt, HttpReply
+from .exchange import Attempt
 from .idempotency import IdempotencyStore, store_from_url
 from .view import CallView
 
 log = logging.getLogger("hermes_sdk")
+
+
+class Plugin(Protocol):
+    """A plugin: any object or module whose ``hermes_*`` attributes are ``@hookimpl``-marked hook
+    implementations (pluggy finds them by their mark, not by a base class, so any object has this type).
+
+    Registration checks the rest: an object given to ``HermesClient(plugins=[...])`` or named by an
+    entry point that implements no hook, a ``hermes_*`` name that is no hook of :mod:`hermes_sdk.hookspecs`,
+    an unmarked one or a signature that does not fit its hook is a :class:`~hermes_sdk.PluginError` at
+    construction.
+    """
+
+
+#: What an around-hook wrapper is (``@hookimpl(wrapper=True)``): a generator that yields once and is sent the result.
+Wrapper = Generator[None, object, object]
 ENTRY_POINT_GROUP = "hermes_sdk"
 HOOK_PREFIX = "hermes_"
 #: The around-hooks and the name of their one argument.
@@ -44,20 +61,21 @@ OBSERVER_HOOKS = ("hermes_stream_event", "hermes_call_result")
 #: DeprecationWarning when the plugin is registered.
 RENAMED_HOOKS = {"hermes_invocation": "hermes_call", "hermes_action_result": "hermes_call_result"}
 RENAMED_ARGS = {"invocation": "call"}
+R = TypeVar("R")
 
 
 class CorePlugin:
     """The innermost implementations: actually execute invocations and attempts; built-in stores."""
 
     @hookimpl(trylast=True)
-    def hermes_call(self, call: CallView) -> Any:
+    def hermes_call(self, call: CallView) -> object:
         """Execute the call, or return its recorded outcome: the innermost implementation."""
         return _proceed(call)
 
     @hookimpl(trylast=True)
-    def hermes_http_attempt(self, attempt: Attempt) -> HttpReply:
-        """Send the attempt: the innermost implementation."""
-        return _proceed(attempt)  # type: ignore[no-any-return]
+    def hermes_http_attempt(self, attempt: Attempt) -> object:
+        """Send the attempt: the innermost implementation (the core checks it got its own reply back)."""
+        return _proceed(attempt)
 
     @hookimpl(trylast=True)
     def hermes_idempotency_store(self, url: str) -> Optional[IdempotencyStore]:
@@ -69,7 +87,7 @@ class LoggingPlugin:
     """One redacted DEBUG line per HTTP attempt and per action result on the ``hermes_sdk`` logger."""
 
     @hookimpl(wrapper=True)
-    def hermes_http_attempt(self, attempt: Attempt) -> Any:
+    def hermes_http_attempt(self, attempt: Attempt) -> Wrapper:
         """Log the attempt's attributes, outcome and duration at DEBUG (nothing when DEBUG is off)."""
         if not log.isEnabledFor(logging.DEBUG):
             return (yield)
@@ -86,13 +104,14 @@ class LoggingPlugin:
         return result
 
     @hookimpl
-    def hermes_call_result(self, call: CallView, result: dict[str, Any]) -> None:
+    def hermes_call_result(self, call: CallView, result: Mapping[str, object]) -> None:
         """Log the call's attributes, status, error code and duration at DEBUG."""
         if log.isEnabledFor(logging.DEBUG):
-            error = result.get("error") or {}
+            error = result.get("error")
             log.debug("hermes_sdk.action %s", json.dumps({
                 **call.attributes, "status": result.get("status"), "replayed": result.get("replayed"),
-                "code": error.get("code"), "http_status": result.get("http_status"),
+                "code": error.get("code") if isinstance(error, Mapping) else None,
+                "http_status": result.get("http_status"),
                 "duration_ms": round((time.time() - call.started_at) * 1000, 3)}))
 
 
@@ -112,13 +131,13 @@ def _names(var: str) -> Optional[set[str]]:
 
 
 @functools.lru_cache(maxsize=1)
-def _entry_points() -> tuple[tuple[Any, Any], ...]:
+def _entry_points() -> tuple[tuple[EntryPoint, Distribution], ...]:
     """(entry point, distribution) pairs, discovered once per process: scanning is slow.
 
     Walks distributions rather than ``entry_points()`` because Python 3.9's entry points do not
     know their distribution; the first distribution on sys.path wins a duplicated name.
     """
-    found: list[tuple[Any, Any]] = []
+    found: list[tuple[EntryPoint, Distribution]] = []
     seen: set[str] = set()
     for dist in importlib.metadata.distributions():
         for ep in dist.entry_points:
@@ -128,10 +147,10 @@ def _entry_points() -> tuple[tuple[Any, Any], ...]:
     return tuple(found)
 
 
-_loaded: dict[str, Any] = {}
+_loaded: dict[str, object] = {}
 
 
-def _load(ep: Any) -> Any:
+def _load(ep: EntryPoint) -> object:
     if ep.name not in _loaded:
         try:
             _loaded[ep.name] = ep.load()
@@ -141,14 +160,14 @@ def _load(ep: Any) -> Any:
     return _loaded[ep.name]
 
 
-def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) -> pluggy.PluginManager:
+def build_manager(plugins: Iterable[Plugin] = (), load_entrypoints: bool = True) -> pluggy.PluginManager:
     """A plugin manager for one client. A misspelt hook or bad signature fails here, naming the plugin."""
     pm = _Manager("hermes_sdk")
     pm.add_hookspecs(hookspecs)
     blocked = _names("HERMES_SDK_DISABLE_PLUGINS") or set()
     for name in blocked:
         pm.set_blocked(name)
-    candidates: list[tuple[str, Any]] = [(name, klass()) for name, klass in BUILTINS]
+    candidates: list[tuple[str, object]] = [(name, klass()) for name, klass in BUILTINS]
     if load_entrypoints:
         only = _names("HERMES_SDK_PLUGINS")
         for ep, _ in _entry_points():
@@ -160,10 +179,13 @@ def build_manager(plugins: Iterable[Any] = (), load_entrypoints: bool = True) ->
     for plugin in plugins:
         candidates.append((_unique(_plugin_name(plugin), taken), plugin))
     known = {n for n in dir(hookspecs) if n.startswith(HOOK_PREFIX)} | set(RENAMED_HOOKS)
-    for name, plugin in candidates:
+    for index, (name, plugin) in enumerate(candidates):
         if pm.is_blocked(name):
             continue
-        _check_names(name, plugin, known)
+        if not _check_names(name, plugin, known) and index >= len(BUILTINS):  # an entry point's or the client's
+            raise PluginError(f"plugin {name!r} implements no hook: a plugin is an object or module with "
+                              "@hookimpl-marked hermes_* methods (see hermes_sdk.hookspecs)",
+                              details={"plugin": name})
         try:
             pm.register(plugin, name=name)
         except (pluggy.PluginValidationError, ValueError) as exc:
@@ -183,10 +205,10 @@ class _Companion:
     one failing observer cannot stop the others, and its hooks under former names or argument names.
     pluggy calls these in its own order (``tryfirst`` first), with its tracing and monitoring."""
 
-    def __init__(self, owner_name: str, owner: Any) -> None:
+    def __init__(self, owner_name: str, owner: object) -> None:
         self.owner_name = owner_name
         self.owner = owner
-        self.codes: list[Any] = []  # the adapted functions' code, so a failure still names the owner
+        self.codes: list[Optional[CodeType]] = []  # the adapted functions' code, so a failure still names the owner
 
 
 class _Manager(pluggy.PluginManager):
@@ -196,13 +218,13 @@ class _Manager(pluggy.PluginManager):
         super().__init__(project_name)
         self._companions: dict[str, _Companion] = {}
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> Optional[pluggy.HookimplOpts]:
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None or isinstance(plugin, _Companion) or not _adapted(self, plugin, name, opts):
             return opts
         return None  # registered through the plugin's companion instead
 
-    def register(self, plugin: Any, name: Optional[str] = None) -> Optional[str]:
+    def register(self, plugin: object, name: Optional[str] = None) -> Optional[str]:
         plugin_name = super().register(plugin, name)
         if plugin_name is None or isinstance(plugin, _Companion):
             return plugin_name
@@ -217,7 +239,7 @@ class _Manager(pluggy.PluginManager):
             self._companions[plugin_name] = companion
         return plugin_name
 
-    def unregister(self, plugin: Any = None, name: Optional[str] = None) -> Any:
+    def unregister(self, plugin: Optional[object] = None, name: Optional[str] = None) -> object:
         removed = super().unregister(plugin, name)
         for key, companion in list(self._companions.items()):
             if companion.owner is removed:
@@ -226,7 +248,7 @@ class _Manager(pluggy.PluginManager):
         return removed
 
 
-def _adapted(pm: pluggy.PluginManager, plugin: Any, name: str, opts: pluggy.HookimplOpts) -> bool:
+def _adapted(pm: pluggy.PluginManager, plugin: object, name: str, opts: pluggy.HookimplOpts) -> bool:
     """Whether this implementation is registered through the companion: an observer, or a former
     hook or argument name (only ``hermes_call`` and the observers had one)."""
     if name in OBSERVER_HOOKS or name in RENAMED_HOOKS:
@@ -234,11 +256,11 @@ def _adapted(pm: pluggy.PluginManager, plugin: Any, name: str, opts: pluggy.Hook
     return name == "hermes_call" and bool(set(_argnames(plugin, name, opts)) & set(RENAMED_ARGS))
 
 
-def _argnames(plugin: Any, name: str, opts: pluggy.HookimplOpts) -> tuple[str, ...]:
+def _argnames(plugin: object, name: str, opts: pluggy.HookimplOpts) -> tuple[str, ...]:
     return tuple(pluggy.HookImpl(plugin, "", getattr(plugin, name), opts).argnames)
 
 
-def _companion_for(pm: _Manager, plugin: Any, plugin_name: str) -> Optional[_Companion]:
+def _companion_for(pm: _Manager, plugin: object, plugin_name: str) -> Optional[_Companion]:
     companion = _Companion(plugin_name, plugin)
     for attr in dir(plugin):
         if not attr.startswith(HOOK_PREFIX):
@@ -269,14 +291,14 @@ def _companion_for(pm: _Manager, plugin: Any, plugin_name: str) -> Optional[_Com
     return companion if companion.codes else None
 
 
-def _adapter(function: Callable[..., Any], args: tuple[str, ...], opts: pluggy.HookimplOpts, owner: str,
-             hook: str) -> Callable[..., Any]:
+def _adapter(function: Callable[..., object], args: tuple[str, ...], opts: pluggy.HookimplOpts, owner: str,
+             hook: str) -> Callable[..., object]:
     """``function`` under the hook's current argument names (pluggy reads them from the code, so one
     adapter per hook); an observer's failure is logged and swallowed."""
     names = ("call", "result" if hook == "hermes_call_result" else "event")
     picks = tuple(names.index(a) for a in args)
 
-    def observe(call: Any, second: Any) -> None:
+    def observe(call: CallView, second: object) -> None:
         try:
             if picks == (0, 1):  # the usual shape: no reordering on the per-event path
                 function(call, second)
@@ -286,24 +308,26 @@ def _adapter(function: Callable[..., Any], args: tuple[str, ...], opts: pluggy.H
         except Exception as exc:
             log.warning("hermes_sdk plugin %r failed in %s: %s", owner, hook, type(exc).__name__)
 
-    adapter: Callable[..., Any]
+    adapter: Callable[..., object]
     if hook == "hermes_stream_event":
-        def adapter(call: Any, event: Any) -> None:
+        def adapter(call: CallView, event: object) -> None:
             observe(call, event)
     elif hook == "hermes_call_result":
-        def adapter(call: Any, result: Any) -> None:
+        def adapter(call: CallView, result: object) -> None:
             observe(call, result)
     elif opts.get("wrapper") or opts.get("hookwrapper"):
-        def adapter(call: Any) -> Any:
-            return (yield from function(*[call for _ in picks]))
+        wrapper = cast("Callable[..., Wrapper]", function)  # marked a wrapper: a generator function
+
+        def adapter(call: CallView) -> Wrapper:
+            return (yield from wrapper(*[call for _ in picks]))
     else:
-        def adapter(call: Any) -> Any:
+        def adapter(call: CallView) -> object:
             return function(*[call for _ in picks])
     adapter.__dict__["hermes_sdk_impl"] = dict(opts)  # the marker pluggy looks for
     return adapter
 
 
-def _owner(plugin: Any) -> Any:
+def _owner(plugin: object) -> object:
     return plugin.owner if isinstance(plugin, _Companion) else plugin
 
 
@@ -315,7 +339,7 @@ def _refuse_wrappers(pm: pluggy.PluginManager, hook: str) -> None:
                               "implementations", details={"plugin": impl.plugin_name, "hook": hook})
 
 
-def _plugin_name(plugin: Any) -> str:
+def _plugin_name(plugin: object) -> str:
     """A client plugin's name: its ``name`` or ``__name__`` string, else its class name."""
     for attr in ("name", "__name__"):
         value = getattr(plugin, attr, None)
@@ -333,12 +357,14 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _check_names(name: str, plugin: Any, known: set[str]) -> None:
-    """Fail loudly on a ``hermes_*`` attribute that is not a hook, or a hook left unmarked.
+def _check_names(name: str, plugin: object, known: set[str]) -> int:
+    """Fail loudly on a ``hermes_*`` attribute that is not a hook, or a hook left unmarked; return how
+    many hooks the plugin implements.
 
     pluggy only sees marked functions, so a misspelt or unmarked implementation would otherwise
     be silently ignored (a tracer that never traces, a store that is never asked).
     """
+    implemented = 0
     for attr in dir(plugin):
         if not attr.startswith(HOOK_PREFIX):
             continue
@@ -354,11 +380,13 @@ def _check_names(name: str, plugin: Any, known: set[str]) -> None:
         if not hasattr(value, "hermes_sdk_impl"):
             raise PluginError(f"plugin {name!r} defines {attr!r} without the hermes_sdk.hookimpl marker",
                               details={"plugin": name, "hook": attr})
+        implemented += 1
+    return implemented
 
 
 def plugin_name_for(pm: pluggy.PluginManager, exc: BaseException) -> str:
     """Find which plugin's code raised, from the traceback (only on the failure path)."""
-    codes: dict[Any, str] = {}
+    codes: dict[Optional[CodeType], str] = {}
     for name, plugin in pm.list_name_plugin():
         if isinstance(plugin, _Companion):
             codes.update((code, plugin.owner_name) for code in plugin.codes)
@@ -377,7 +405,8 @@ def _unsent() -> bool:
     return False
 
 
-def call_pipeline(pm: pluggy.PluginManager, hook: str, sent: Callable[[], bool] = _unsent, **kwargs: Any) -> Any:
+def call_pipeline(pm: pluggy.PluginManager, hook: str, sent: Callable[[], bool] = _unsent,
+                  **kwargs: object) -> object:
     """Call a pipeline hook; a plugin's own failure becomes a PluginError that names it.
 
     ``sent()`` tells, from the SDK's own record (never from what hooks were given), whether the
@@ -399,7 +428,7 @@ class _Step:
 
     __slots__ = ("value", "run", "ran")
 
-    def __init__(self, value: Any, run: Callable[[], Any]) -> None:
+    def __init__(self, value: object, run: Callable[[], object]) -> None:
         self.value = value
         self.run = run
         self.ran = False
@@ -410,7 +439,7 @@ class _Step:
 _STEP: "contextvars.ContextVar[Optional[_Step]]" = contextvars.ContextVar("hermes_sdk_innermost", default=None)
 
 
-def _proceed(value: Any) -> Any:
+def _proceed(value: object) -> object:
     """Run the innermost step of the around-hook ``value`` was given to (the core plugin calls this),
     once: a wrapper that calls it again, or outside its call, is refused."""
     step = _STEP.get()
@@ -430,8 +459,8 @@ def _only_builtins(pm: pluggy.PluginManager, hook: str) -> bool:
         and not log.isEnabledFor(logging.DEBUG)
 
 
-def around(pm: pluggy.PluginManager, hook: str, value: Any, inner: Callable[[], Any],
-           sent: Callable[[], bool], present: Optional[Callable[[Any], Any]] = None) -> Any:
+def around(pm: pluggy.PluginManager, hook: str, value: object, inner: Callable[[], R],
+           sent: Callable[[], bool], present: Optional[Callable[[R], object]] = None) -> object:
     """Call around-hook ``hook`` with ``value`` (its one argument) whose innermost step is ``inner()``,
     run at most once; skip pluggy when only built-ins would act. ``sent()`` is the SDK's own record of
     whether the request may have left (a failure's ``uncertain_outcome``); hooks get ``present(result)``
@@ -472,7 +501,7 @@ def outsiders(pm: pluggy.PluginManager) -> bool:
                for _, plugin in pm.list_name_plugin())
 
 
-def notify(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> None:
+def notify(pm: pluggy.PluginManager, hook: str, **kwargs: object) -> None:
     """Call an observer hook through pluggy, in its order; each observer is guarded (its failure is
     logged and the next one runs: see :class:`_Companion`)."""
     try:
@@ -481,7 +510,7 @@ def notify(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> None:
         log.warning("hermes_sdk plugin %r failed in %s: %s", plugin_name_for(pm, exc), hook, type(exc).__name__)
 
 
-def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
+def describe(pm: pluggy.PluginManager) -> list[dict[str, object]]:
     """The loaded plugins and their hooks, for ``hermes-sdk plugins``."""
     dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
     adapted: dict[str, set[str]] = {}
@@ -494,7 +523,7 @@ def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
         if plugin is None or isinstance(plugin, _Companion):
             continue
         hooks = sorted({h.name for h in pm.get_hookcallers(plugin) or ()} | adapted.get(name, set()))
-        entry: dict[str, Any] = {"name": name, "hooks": hooks}
+        entry: dict[str, object] = {"name": name, "hooks": hooks}
         dist = dists.get(id(plugin))
         if dist is not None:
             entry["distribution"] = getattr(dist, "project_name", None)

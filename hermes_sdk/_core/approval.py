@@ -7,7 +7,7 @@ import json
 import math
 import time
 import uuid
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Union
+from typing import Iterable, Mapping, Optional, Protocol, Union
 
 import attrs
 
@@ -24,18 +24,18 @@ SCOPES = ("once", "session", "always")
 IDENTIFIER_FIELDS = ("response_id", "run_id", "session_id", "new_session_id", "job_id")
 
 
-def identifiers_of(input: Mapping[str, Any]) -> dict[str, str]:
+def identifiers_of(input: Mapping[str, object]) -> dict[str, str]:
     """The ids an input acts on (``IDENTIFIER_FIELDS`` given as non-empty strings), in clear."""
-    return {name: input[name] for name in IDENTIFIER_FIELDS
-            if isinstance(input.get(name), str) and input[name]}
+    found = {name: input.get(name) for name in IDENTIFIER_FIELDS}
+    return {name: value for name, value in found.items() if isinstance(value, str) and value}
 
 
-def canonical_input(input: Mapping[str, Any]) -> dict[str, Any]:
+def canonical_input(input: Mapping[str, object]) -> dict[str, object]:
     """The input as approved: control values that are not part of the intent are left out."""
     return {k: v for k, v in input.items() if k not in ("idempotency_key", "_aip")}
 
 
-def input_hash(capability_id: str, input: Mapping[str, Any]) -> str:
+def input_hash(capability_id: str, input: Mapping[str, object]) -> str:
     """Canonical SHA-256 over the capability id and input (sorted keys, compact, UTF-8).
 
     Raises InvalidInputError for an input JSON cannot encode (a part that never reaches the
@@ -60,7 +60,7 @@ def _timestamp(value: object) -> bool:
     return abs(value) < 1e12 if isinstance(value, int) else math.isfinite(value) and abs(value) < 1e12
 
 
-def _check_timestamp(_: Any, attribute: Any, value: Any) -> None:
+def _check_timestamp(_: object, attribute: "attrs.Attribute[float]", value: object) -> None:
     if not _timestamp(value):
         raise InvalidInputError(f"approval {attribute.name} must be finite epoch seconds, not {value!r}",
                                 details={"field": f"approval.{attribute.name}"})
@@ -96,13 +96,13 @@ class ApprovalDecision:
     reason: Optional[str] = None
     policy_decision_id: Optional[str] = None
     # Evidence from the request it answers (filled by ``ApprovalRequest.approve/deny`` and ``check``).
-    input_snapshot: Optional[dict[str, Any]] = None
+    input_snapshot: Optional[dict[str, object]] = None
     approval_request_id: Optional[str] = None
     #: For a run's approval request: ``once`` (None means once), ``session`` or ``always`` (see SCOPES).
     scope: Optional[str] = attrs.field(default=None, validator=attrs.validators.optional(
         attrs.validators.in_(SCOPES)))
 
-    def evidence(self) -> dict[str, Any]:
+    def evidence(self) -> dict[str, object]:
         """The decision and its evidence as kept with the recorded result (the audit record)."""
         return attrs.asdict(self)
 
@@ -144,7 +144,7 @@ class ApprovalRequest:
     id: str
     action_id: str
     capability_id: str
-    input_snapshot: dict[str, Any]
+    input_snapshot: dict[str, object]
     input_hash: str
     reason: Optional[str]
     requested_at: float
@@ -191,26 +191,44 @@ class ApprovalRequest:
         )
 
 
-ProviderFn = Callable[[ApprovalRequest], Optional[ApprovalDecision]]
+#: What an approval provider answers: a decision, its AIP JSON shape (a mapping ``as_decision`` reads),
+#: or None to leave the request undecided (an approval-gated call is then refused).
+ProviderAnswer = Union[ApprovalDecision, Mapping[str, object], None]
+
+
+class ApprovalCallback(Protocol):
+    """An approval provider given as a function: ``provider(request) -> ApprovalDecision | None``."""
+
+    def __call__(self, request: ApprovalRequest, /) -> ProviderAnswer:
+        """Return a decision for ``request``, or None to leave it undecided."""
+
+
+#: The former name of :class:`ApprovalCallback`.
+ProviderFn = ApprovalCallback
 
 
 class HasRequestApproval(Protocol):
     """An approval provider given as an object: anything with a ``request_approval`` method."""
 
-    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+    def request_approval(self, request: ApprovalRequest) -> ProviderAnswer:
         """Return a decision for ``request``, or None to leave it undecided (the call is then refused)."""
 
 
-ApprovalProvider = Union[ProviderFn, HasRequestApproval]
+#: What ``HermesClient(approval_provider=...)``, ``chat_stream``, ``run``, ``client.runs.start`` and the
+#: ``hermes_approval_provider`` hook take: a function of the :class:`ApprovalRequest` (an
+#: :class:`ApprovalCallback`) or an object with ``request_approval(request)`` (:class:`HasRequestApproval`),
+#: answering an :class:`ApprovalDecision`, its JSON shape, or None.
+ApprovalProvider = Union[ApprovalCallback, HasRequestApproval]
 
 
-def ask(provider: Any, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+def ask(provider: ApprovalProvider, request: ApprovalRequest) -> ProviderAnswer:
     """Call a provider given as a callable or as an object with ``request_approval``."""
     method = getattr(provider, "request_approval", None)
     if callable(method):
-        return method(request)  # type: ignore[no-any-return]
+        answer: ProviderAnswer = method(request)
+        return answer
     if callable(provider):
-        return provider(request)  # type: ignore[no-any-return]
+        return provider(request)
     raise TypeError("an approval provider must be callable or have request_approval()")
 
 
@@ -252,7 +270,7 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
                         approval_request_id=decision.approval_request_id or request.id)
 
 
-def denied_error(decision: ApprovalDecision, details: Mapping[str, Any]) -> ApprovalDeniedError:
+def denied_error(decision: ApprovalDecision, details: Mapping[str, object]) -> ApprovalDeniedError:
     """The ApprovalDeniedError of a decision that is not ``approved``: who decided, and their reason."""
     by = f" by {decision.approver}" if decision.approver else ""
     why = f": {decision.reason}" if decision.reason else " (no reason given)"
@@ -285,10 +303,10 @@ class CallbackProvider:
         callback: ``callback(request) -> ApprovalDecision | None``.
     """
 
-    def __init__(self, callback: ProviderFn) -> None:
+    def __init__(self, callback: ApprovalCallback) -> None:
         self._callback = callback
 
-    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+    def request_approval(self, request: ApprovalRequest) -> ProviderAnswer:
         """Return what the callback decides for ``request`` (None leaves it undecided)."""
         return self._callback(request)
 

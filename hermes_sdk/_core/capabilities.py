@@ -32,7 +32,7 @@ class Contract:
     retry_safe: bool
     streaming: bool
     side_effects: Tuple[str, ...]
-    data: dict[str, Any]
+    data: dict[str, object]
     expected_latency_ms: int
     timeout_ms: int
     max_queue_delay_ms: int = 10_000

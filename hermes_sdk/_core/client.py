@@ -6,15 +6,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union, cast
 
 import attrs
 import requests
 
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
+from ._plugin_manager import Plugin
 from ._sentinels import REQUIRED, UNCHANGED
-from .approval import ApprovalDecision, ApprovalRequest
+from .approval import ApprovalDecision, ApprovalProvider, ApprovalRequest
 from .capabilities import descriptor
 from .config import ClientSettings, build_endpoints, build_runtime, max_attempts_value
 from .deadline import TimeoutLike, as_timeout
@@ -30,7 +31,7 @@ from .resources.discovery import DiscoveryMethods
 from .resources.jobs import Jobs
 from .resources.operator import OperatorMethods
 from .resources.records import Records
-from .resources.runs import Runs
+from .resources.runs import RunInput, Runs
 from .resources.sessions import Sessions
 from .retry import RetryPolicy
 from .runs import Run
@@ -55,8 +56,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         idempotency_store: an :class:`IdempotencyStore`, or a URL (``memory:``, ``sqlite:///path.db``,
             or a scheme a plugin claims such as ``redis://``); default ``HERMES_SDK_IDEMPOTENCY_STORE``,
             else in memory, per client.
-        approval_provider: decides approval-gated calls and a run's commands (docs/approvals.md).
-        plugins: extra pluggy plugin objects for this client only.
+        approval_provider: decides approval-gated calls and a run's commands (an :data:`ApprovalProvider`).
+        plugins: extra plugins for this client only (:class:`~hermes_sdk.plugin.Plugin`: ``@hookimpl`` methods).
         load_entrypoints: load installed plugins from the ``hermes_sdk`` entry-point group.
         session: a ``requests.Session`` to reuse (its headers, proxies, verify and cert apply).
         strict_idempotency: refuse a key reused with another input (default); False replays the first result.
@@ -84,8 +85,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         endpoints: Iterable[Endpoint] = (),
         context: Optional[ExecutionContext] = None,
         idempotency_store: Union[IdempotencyStore, str, None] = None,
-        approval_provider: Any = None,
-        plugins: Sequence[Any] = (),
+        approval_provider: Optional[ApprovalProvider] = None,
+        plugins: Sequence[Plugin] = (),
         load_entrypoints: bool = True,
         session: Optional[requests.Session] = None,
         strict_idempotency: bool = True,
@@ -112,7 +113,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         self.runs = Runs(executor)
         self.records = Records(executor)
         self.sessions, self.jobs = Sessions(executor), Jobs(executor)
-        self._extra: dict[Any, Any] = {}
+        self._extra: dict[str, object] = {}
 
     def resource(self, resource: Callable[..., R]) -> R:
         """The resource of a family this client knows, built once: ``client.resource(Memory).recall(...)``.
@@ -124,8 +125,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         with self._lock:
             if family.name not in self._extra:
                 self._extra[family.name] = resource(self._executor)
-            built: R = self._extra[family.name]
-        return built
+            return cast(R, self._extra[family.name])  # made by resource() above
 
     @property
     def context(self) -> Optional[ExecutionContext]:
@@ -180,7 +180,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         """The durable result recorded for ``action_id`` (the recovery rule's first step), or None."""
         return self.records.action_result(action_id)
 
-    def approval_request(self, operation_or_capability: str, input: Mapping[str, Any], *,
+    def approval_request(self, operation_or_capability: str, input: Mapping[str, object], *,
                          reason: Optional[str] = None, action_id: Optional[str] = None,
                          endpoint: Optional[str] = None) -> ApprovalRequest:
         """Build the ApprovalRequest for an input, to obtain an ``approval=`` decision up front.
@@ -198,8 +198,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
              session_key: Optional[str] = None, idempotency_key: Optional[str] = None,
              endpoint: Optional[str] = None, action_id: Optional[str] = None,
              context: Optional[ExecutionContext] = None, deadline: Deadline = None,
-             timeout: TimeoutLike = None, extra_body: Optional[Mapping[str, Any]] = None,
-             **provider_fields: Any) -> ChatCompletion:
+             timeout: TimeoutLike = None, extra_body: Optional[Mapping[str, object]] = None,
+             **provider_fields: object) -> ChatCompletion:
         """One chat turn (``POST /v1/chat/completions``); give exactly one of prompt, query or messages.
 
         ``session_id`` continues a Hermes session (``X-Hermes-Session-Id``); ``session_key`` scopes
@@ -218,8 +218,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
                     keep_events: bool = True, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                     context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                     timeout: TimeoutLike = None, idle_timeout: Optional[float] = None,
-                    extra_body: Optional[Mapping[str, Any]] = None, approval_provider: Any = None,
-                    **provider_fields: Any) -> ChatStream:
+                    extra_body: Optional[Mapping[str, object]] = None,
+                    approval_provider: Optional[ApprovalProvider] = None, **provider_fields: object) -> ChatStream:
         """A streamed chat turn: returns once the headers arrived; iterate the ChatStream for events.
 
         ``max_events`` stops collection before a terminal event (``stream_truncated``);
@@ -233,11 +233,11 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
             endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
         return answer_approvals(stream, self.runs, approval_provider, endpoint, context, deadline)
 
-    def responses(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
+    def responses(self, body: Optional[Mapping[str, object]] = None, *, session_key: Optional[str] = None,
                   idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
                   action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
                   deadline: Deadline = None, timeout: TimeoutLike = None,
-                  extra_body: Optional[Mapping[str, Any]] = None, **body_fields: Any) -> Response:
+                  extra_body: Optional[Mapping[str, object]] = None, **body_fields: object) -> Response:
         """Create a response (``POST /v1/responses``) from ``body`` and/or keyword body fields.
 
         ``input`` is required; ``previous_response_id`` or ``conversation`` continue earlier turns
@@ -248,13 +248,13 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         return self._executor.request(RESPONSES, data, CallOptions(endpoint, idempotency_key, action_id, context,
                                                                    deadline, timeout))
 
-    def responses_stream(self, body: Optional[Mapping[str, Any]] = None, *, session_key: Optional[str] = None,
+    def responses_stream(self, body: Optional[Mapping[str, object]] = None, *, session_key: Optional[str] = None,
                          idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
                          keep_events: bool = True, endpoint: Optional[str] = None,
                          action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
                          deadline: Deadline = None, timeout: TimeoutLike = None,
-                         idle_timeout: Optional[float] = None, extra_body: Optional[Mapping[str, Any]] = None,
-                         **body_fields: Any) -> ResponseStream:
+                         idle_timeout: Optional[float] = None, extra_body: Optional[Mapping[str, object]] = None,
+                         **body_fields: object) -> ResponseStream:
         """A streamed response: iterate the ResponseStream; ``result().final`` is the terminal envelope."""
         data = keywords.responses_input(body, session_key, body_fields, extra_body)
         data["max_events"] = max_events
@@ -290,11 +290,12 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         return self._executor.request(RESPONSE_DELETE, data, CallOptions(
             endpoint, key, action_id, context, deadline, timeout, approval=approval, reason=reason))
 
-    def run(self, input: Any = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
+    def run(self, input: RunInput = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
             session_id: Optional[str] = None, session_key: Optional[str] = None,
-            conversation_history: Optional[list[Any]] = None, previous_response_id: Optional[str] = None,
-            model: Optional[str] = None, approval_provider: Any = None, endpoint: Optional[str] = None,
-            action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
+            conversation_history: Optional[Sequence[Mapping[str, object]]] = None,
+            previous_response_id: Optional[str] = None,
+            model: Optional[str] = None, approval_provider: Optional[ApprovalProvider] = None,
+            endpoint: Optional[str] = None, action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
             deadline: Deadline = None, timeout: TimeoutLike = None) -> Run:
         """Start a durable run: the shortcut of :meth:`client.runs.start <hermes_sdk.types.Runs.start>`."""
         return self.runs.start(input, idempotency_key=idempotency_key, instructions=instructions,
@@ -305,7 +306,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
 
     # ---------------------------------------------------------------- the generic AIP path
 
-    def invoke(self, capability_id: str, input: Mapping[str, Any], *, idempotency_key: Optional[str] = None,
+    def invoke(self, capability_id: str, input: Mapping[str, object], *, idempotency_key: Optional[str] = None,
                action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
                approval: Optional[ApprovalDecision] = None, deadline: Deadline = None,
                reason: Optional[str] = None, timeout: TimeoutLike = None) -> ActionResult:

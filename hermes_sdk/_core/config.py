@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union, cast
 
 import pluggy
 import requests
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, PluginError
 from ._constants import DEFAULT_ENDPOINT_ID
 from ._logging import configure_from_env
-from ._plugin_manager import build_manager, call_pipeline
+from ._plugin_manager import Plugin, build_manager, call_pipeline
+from .approval import ApprovalProvider
 from .builtin import BuiltinFamilies
 from .deadline import TimeoutLike, as_timeout
 from .endpoints import Endpoint
 from .families import Family, Registry, legacy_family
 from .idempotency import IdempotencyStore
-from .redaction import Redactor, install_log_filters, register_secret
+from .redaction import FilterFn, Redactor, install_log_filters, register_secret
 from .retry import RetryPolicy
 from .runtime import Runtime
 from .transport import Transport
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from .executor import Executor
 
 
-def max_attempts_value(value: Any) -> int:
+def max_attempts_value(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError("max_attempts must be a positive integer", details={"field": "max_attempts"})
     return value
@@ -61,7 +62,11 @@ def build_endpoints(base_url: Optional[str], api_key: Optional[str], endpoint_id
     return out
 
 
-def resolve_store(pm: Any, client: Any, value: Union[IdempotencyStore, str, None]) -> IdempotencyStore:
+_STORE_METHODS = ("reserve", "complete", "get", "get_by_action", "forget")
+
+
+def resolve_store(pm: pluggy.PluginManager, client: ClientView,
+                  value: Union[IdempotencyStore, str, None]) -> IdempotencyStore:
     """A store object as given, or the one a plugin (the built-ins included) makes for a URL."""
     if value is None:
         value = os.environ.get("HERMES_SDK_IDEMPOTENCY_STORE") or "memory:"
@@ -70,16 +75,49 @@ def resolve_store(pm: Any, client: Any, value: Union[IdempotencyStore, str, None
         if store is None:
             raise InvalidInputError(f"no plugin claims the idempotency store URL scheme of {value.split(':')[0]!r}",
                                     details={"field": "idempotency_store"})
-        return store  # type: ignore[no-any-return]
-    for method in ("reserve", "complete", "get", "get_by_action", "forget"):
-        if not callable(getattr(value, method, None)):
-            raise InvalidInputError(f"idempotency_store lacks {method}()", details={"field": "idempotency_store"})
+        lacking = _lacking(store, _STORE_METHODS)
+        if lacking:
+            raise PluginError(f"hermes_idempotency_store returned a store that lacks {lacking}()",
+                              details={"hook": "hermes_idempotency_store"})
+        return cast(IdempotencyStore, store)  # it has every method a store needs
+    lacking = _lacking(value, _STORE_METHODS)
+    if lacking:
+        raise InvalidInputError(f"idempotency_store lacks {lacking}()", details={"field": "idempotency_store"})
     return value
 
 
-def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_entrypoints: bool,
+def _lacking(value: object, methods: Sequence[str]) -> Optional[str]:
+    """The first of ``methods`` that ``value`` does not have as a callable, or None."""
+    return next((m for m in methods if not callable(getattr(value, m, None))), None)
+
+
+def plugin_filters(pm: pluggy.PluginManager, client: ClientView) -> list[FilterFn]:
+    """Every plugin's redaction filters (a plugin answers one filter or a list of them)."""
+    filters: list[FilterFn] = []
+    for group in cast("list[object]", call_pipeline(pm, "hermes_redaction_filters", client=client) or []):
+        for fn in group if isinstance(group, (list, tuple)) else [group]:
+            if not callable(fn):  # refused now: it would otherwise redact every text it is given
+                raise PluginError(f"hermes_redaction_filters returned {type(fn).__name__}, not a filter "
+                                  "fn(key, text) -> text", details={"hook": "hermes_redaction_filters"})
+            filters.append(fn)
+    return filters
+
+
+def plugin_provider(pm: pluggy.PluginManager, client: ClientView) -> Optional[ApprovalProvider]:
+    """The approval provider the first plugin answering ``hermes_approval_provider`` gives, or None."""
+    provider = call_pipeline(pm, "hermes_approval_provider", client=client)
+    if provider is None or callable(provider):
+        return provider
+    if _lacking(provider, ("request_approval",)):
+        raise PluginError(f"hermes_approval_provider returned {type(provider).__name__}: an approval provider is "
+                          "a callable or has request_approval()", details={"hook": "hermes_approval_provider"})
+    return cast(ApprovalProvider, provider)  # it has request_approval()
+
+
+def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Plugin], load_entrypoints: bool,
                   session: Optional[requests.Session], idempotency_store: Union[IdempotencyStore, str, None],
-                  approval_provider: Any, strict_idempotency: bool, key_retention: float, max_attempts: int,
+                  approval_provider: Optional[ApprovalProvider], strict_idempotency: bool, key_retention: float,
+                  max_attempts: int,
                   redaction_patterns: Iterable[str], timeout: TimeoutLike,
                   allow_permanent_approvals: bool) -> Runtime:
     """Load the plugins and ask them for the redaction filters, the store and the approval provider;
@@ -98,12 +136,9 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Any], load_en
     registry = build_registry(pm, seen)
     transport.refuse_unbounded_adapters((ep.base_url for ep in found.values()),
                                         (spec.contract.path for spec in registry.specs.values()))
-    filters: list[Any] = []
-    for group in call_pipeline(pm, "hermes_redaction_filters", client=seen) or ():
-        filters.extend(group if isinstance(group, (list, tuple)) else [group])
+    filters = plugin_filters(pm, seen)
     store = resolve_store(pm, seen, idempotency_store)
-    provider = approval_provider if approval_provider is not None else call_pipeline(
-        pm, "hermes_approval_provider", client=seen)
+    provider = approval_provider if approval_provider is not None else plugin_provider(pm, seen)
     runtime = Runtime(pm=pm, store=store, transport=transport, registry=registry,
                       redactor=Redactor(filters=filters, patterns=redaction_patterns),
                       approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
@@ -116,7 +151,7 @@ def build_registry(pm: pluggy.PluginManager, client: ClientView) -> Registry:
     """The client's families: the built-in plugin's, then every other plugin's, then deprecated registrations."""
     if not pm.has_plugin("hermes_sdk._core.families"):
         pm.register(BuiltinFamilies(), "hermes_sdk._core.families")
-    families: list[Family[Any]] = []
+    families: list[Family[object]] = []
     for group in pm.hook.hermes_families(client=client):
         families.extend(group or ())
     legacy = legacy_family()
@@ -139,7 +174,7 @@ class ClientSettings:
         return self._executor.runtime.store
 
     @property
-    def plugin_manager(self) -> Any:
+    def plugin_manager(self) -> pluggy.PluginManager:
         """This client's pluggy ``PluginManager``."""
         return self._executor.runtime.pm
 

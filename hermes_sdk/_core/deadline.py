@@ -15,15 +15,18 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Optional, Union
+from typing import Callable, Optional, Protocol, Union
 
 import attrs
 
 from ..errors import InvalidInputError
 
+#: An attrs validator of an optional number of seconds.
+SecondsCheck = Callable[[object, "attrs.Attribute[Optional[float]]", Optional[float]], None]
 
-def _seconds(field: str) -> Any:
-    def check(_: Any, attribute: Any, value: Optional[float]) -> None:
+
+def _seconds(field: str) -> SecondsCheck:
+    def check(_: object, attribute: "attrs.Attribute[Optional[float]]", value: Optional[float]) -> None:
         if value is None:
             return
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
@@ -31,6 +34,13 @@ def _seconds(field: str) -> Any:
             raise InvalidInputError(f"timeout.{field} must be a positive number of seconds",
                                     details={"field": f"timeout.{field}"})
     return check
+
+
+class Shuttable(Protocol):
+    """What an alarm shuts down when it fires: a socket, or anything with its ``shutdown(how)``."""
+
+    def shutdown(self, how: int, /) -> None:
+        """Shut the connection down (``socket.SHUT_RDWR``): a blocked read returns at once."""
 
 
 @attrs.frozen
@@ -83,12 +93,12 @@ class Alarm:
     def __init__(self, when: float, owner: Optional["Watchdog"] = None) -> None:
         self.when = when
         self.fired = False
-        self._sockets: list[Any] = []
+        self._sockets: list[Shuttable] = []
         self._lock = threading.Lock()
         self._done = False
         self._owner = owner
 
-    def attach(self, sock: Optional[Any]) -> None:
+    def attach(self, sock: Optional[Shuttable]) -> None:
         """Watch ``sock`` too (a call's connection, once known): a socket, or anything with its
         ``shutdown(how)``."""
         if sock is None:
@@ -119,7 +129,7 @@ class Alarm:
             self._owner.dropped += 1  # approximate (no lock): it only says when to sweep
 
 
-def _shutdown(sock: Any) -> None:
+def _shutdown(sock: Shuttable) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:

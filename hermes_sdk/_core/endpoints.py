@@ -6,7 +6,7 @@ import datetime as _dt
 import json
 import math
 import re
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Callable, Optional, Sequence, Tuple, Union
 from urllib.parse import urlsplit
 
 import attrs
@@ -212,14 +212,14 @@ def deadline_epoch(value: Deadline) -> Optional[float]:
     return epoch
 
 
-def _optional_header(field: str):  # type: ignore[no-untyped-def]
-    def check(_: Any, attribute: Any, value: Optional[str]) -> None:
+def _optional_header(field: str) -> Callable[[object, "attrs.Attribute[Optional[str]]", Optional[str]], None]:
+    def check(_: object, attribute: "attrs.Attribute[Optional[str]]", value: Optional[str]) -> None:
         if value is not None:
             validate_header_value(field, value)
     return check
 
 
-def _chain(_: Any, attribute: Any, value: Tuple[Any, ...]) -> None:
+def _chain(_: object, attribute: "attrs.Attribute[Tuple[str, ...]]", value: Tuple[object, ...]) -> None:
     """Each delegate is a string; the chain travels as one JSON header, checked here, not at send."""
     if not all(isinstance(item, str) for item in value):
         raise _bad("delegation_chain", "delegation_chain must be a sequence of strings")

@@ -8,7 +8,7 @@ owns the resulting :class:`Registry`; nothing is registered process-wide.
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Mapping, Optional, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Mapping, Optional, Protocol, TypeVar, cast
 
 import attrs
 
@@ -23,18 +23,20 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 T = TypeVar("T")
+#: A family's resource type: covariant, so a registry holds families of every resource as ``Family[object]``.
+R_co = TypeVar("R_co", covariant=True)
 
 
 class FamilyExecutor(Protocol):
     """What a family's resource is given: one typed call per operation, through every stage."""
 
-    def request(self, spec: OperationSpec[T], data: Mapping[str, Any], options: CallOptions = ...) -> T:
+    def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = ...) -> T:
         """Run one call of ``spec``: validation, policy, idempotency, approval, the HTTP exchange."""
         ...
 
 
 @attrs.frozen
-class Family(Generic[R]):
+class Family(Generic[R_co]):
     """A family of operations: ``specs`` (invoke(), capabilities()) and a resource built once per client.
 
     ``resource`` is the resource class (or any factory ``(executor) -> R``); reach it with
@@ -44,7 +46,7 @@ class Family(Generic[R]):
     name: str
     specs: tuple[OperationSpec[Any], ...]
     #: Takes the client's executor (a :class:`FamilyExecutor`: a resource written against that protocol fits).
-    resource: Optional[Callable[["Executor"], R]] = None
+    resource: Optional[Callable[["Executor"], R_co]] = None
     #: ``"module:function"`` adding this family's ``hermes-sdk`` subcommands: ``function(subparsers,
     #: connection_parent, json_parent)``. Named, not imported, so the library never loads the CLI.
     commands: Optional[str] = None
@@ -59,8 +61,8 @@ class Family(Generic[R]):
 class Registry:
     """The families one client knows: its operations by name, in registration order, and its resources."""
 
-    def __init__(self, families: Iterable[Family[Any]]) -> None:
-        self.families: dict[str, Family[Any]] = {}
+    def __init__(self, families: Iterable[Family[object]]) -> None:
+        self.families: dict[str, Family[object]] = {}
         self.specs: dict[str, OperationSpec[Any]] = {}
         for family in families:
             if not isinstance(family, Family):
@@ -87,14 +89,14 @@ class Registry:
         """The family whose resource is ``resource``."""
         for family in self.families.values():
             if family.resource is resource:
-                return family
+                return cast("Family[R]", family)  # its resource is ``resource``, which makes an R
         raise KeyError(resource)
 
 
 # Deprecated since 0.2: process-wide registration (hermes_sdk.plugin.register / register_resource). What
 # is registered here joins every client built afterwards, as the family "legacy".
 _LEGACY_SPECS: dict[str, OperationSpec[Any]] = {}
-_LEGACY_RESOURCES: dict[str, Callable[[Any], Any]] = {}
+_LEGACY_RESOURCES: dict[str, Callable[[FamilyExecutor], object]] = {}
 
 
 def _warn(old: str) -> None:
@@ -102,7 +104,7 @@ def _warn(old: str) -> None:
                   "hermes_sdk.plugin.Family from the hermes_families hook instead", DeprecationWarning, stacklevel=3)
 
 
-def register(spec: OperationSpec[Any]) -> OperationSpec[Any]:
+def register(spec: OperationSpec[T]) -> OperationSpec[T]:
     """Deprecated: add an operation to every client built afterwards (use a :class:`Family`)."""
     _warn("register")
     check_spec(spec)
@@ -115,7 +117,7 @@ def unregister(name: str) -> None:
     _LEGACY_SPECS.pop(name, None)
 
 
-def register_resource(name: str, factory: Callable[[Any], Any]) -> None:
+def register_resource(name: str, factory: Callable[[FamilyExecutor], object]) -> None:
     """Deprecated: make ``client.<name>`` a resource on every client built afterwards (use a :class:`Family`)."""
     _warn("register_resource")
     if not name.isidentifier() or name.startswith("_"):
@@ -128,13 +130,13 @@ def unregister_resource(name: str) -> None:
     _LEGACY_RESOURCES.pop(name, None)
 
 
-def legacy_family() -> Optional[Family[Any]]:
+def legacy_family() -> Optional[Family[object]]:
     """What the deprecated process-wide functions registered, as one family (None when nothing)."""
     if not _LEGACY_SPECS:
         return None
     return Family("legacy", tuple(_LEGACY_SPECS.values()))
 
 
-def legacy_resources() -> Mapping[str, Callable[[Any], Any]]:
+def legacy_resources() -> Mapping[str, Callable[[FamilyExecutor], object]]:
     """Resources registered with the deprecated :func:`register_resource`, by attribute name."""
     return dict(_LEGACY_RESOURCES)

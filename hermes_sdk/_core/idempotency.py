@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Mapping, Optional, Protocol, runtime_checkable
+from typing import Mapping, Optional, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 import attrs
@@ -52,7 +52,7 @@ class IdempotencyRecord:
     state: str  # pending | completed
     created_at: float
     expires_at: Optional[float]
-    result: Optional[dict[str, Any]] = None  # the ActionResult as JSON
+    result: Optional[dict[str, object]] = None  # the ActionResult as JSON
     completed_at: Optional[float] = None
 
     def expired(self, now: Optional[float] = None) -> bool:
@@ -70,7 +70,7 @@ class IdempotencyStore(Protocol):
         Return None when this caller now owns the key, else the existing record.
         """
 
-    def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+    def complete(self, capability_id: str, key: str, result: Mapping[str, object]) -> None:
         """Store the ActionResult JSON and mark the record completed."""
 
     def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
@@ -95,9 +95,11 @@ class CorruptRecordError(PluginError):
     (``details["reason"] == "corrupt_record"``), never a guess; the call that read it sends nothing."""
 
 
-def load_record(text: Any, store: str) -> IdempotencyRecord:
+def load_record(text: object, store: str) -> IdempotencyRecord:
     """A record from its stored JSON; anything else is a :class:`CorruptRecordError`."""
     try:
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise TypeError("a record is stored as JSON text")
         record = IdempotencyRecord(**json.loads(text))
         if not all(isinstance(v, str) for v in (record.capability_id, record.key, record.action_id,
                                                 record.input_hash)) or record.state not in (PENDING, COMPLETED):
@@ -165,7 +167,7 @@ class MemoryStore:
                 del self._by_action[held.action_id]
         self._sweep_at = max(self.SWEEP_MIN, 2 * len(self._records))
 
-    def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+    def complete(self, capability_id: str, key: str, result: Mapping[str, object]) -> None:
         """Store the ActionResult JSON and mark the record completed (no-op if the record is gone)."""
         with self._lock:
             existing = self._records.get((capability_id, key))
@@ -253,7 +255,7 @@ class SQLiteStore:
             raise
         return _rec_load(row[0]) if row else None
 
-    def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
+    def complete(self, capability_id: str, key: str, result: Mapping[str, object]) -> None:
         """Store the ActionResult JSON and mark the record completed, atomically (no-op if the record is gone)."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
@@ -270,7 +272,7 @@ class SQLiteStore:
             conn.execute("ROLLBACK")
             raise
 
-    def _one(self, sql: str, args: tuple[Any, ...]) -> Optional[IdempotencyRecord]:
+    def _one(self, sql: str, args: tuple[object, ...]) -> Optional[IdempotencyRecord]:
         row = self._conn().execute(sql, args).fetchone()
         if row is None:
             return None

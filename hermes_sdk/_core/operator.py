@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 import attrs
 
 from ..errors import HermesError, PluginError
+
+if TYPE_CHECKING:
+    from .idempotency import IdempotencyStore
 
 #: The statuses an operator action ends in.
 OPERATOR_STATUSES = ("completed", "failed", "cancelled", "requires_human", "outcome_unknown")
@@ -50,14 +53,14 @@ class OperatorResult:
         """Whether the run completed."""
         return self.status == "completed"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The result as JSON (an ``invoke()`` output and the durable operator state)."""
         return {"status": self.status, "action_id": self.action_id, "run_id": self.run_id, "output": self.output,
                 "pending_approval": self.pending_approval, "session_id": self.session_id,
                 "error": self.error.to_dict() if self.error is not None else None}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], replayed: bool = False) -> "OperatorResult":
+    def from_json(cls, data: Mapping[str, Any], replayed: bool = False) -> "OperatorResult":
         """Rebuild a result from :meth:`to_json`."""
         error = data.get("error")
         return cls(status=str(data.get("status")), action_id=str(data.get("action_id")), run_id=data.get("run_id"),
@@ -86,7 +89,7 @@ def _run_index_key(base_url: str, run_id: str) -> tuple[str, str]:
     return RUN_INDEX_NAMESPACE, f"{scope_digest(base_url)}:{run_id}"
 
 
-def mark_operator_run(store: Any, base_url: str, run_id: str) -> None:
+def mark_operator_run(store: IdempotencyStore, base_url: str, run_id: str) -> None:
     """Note in the shared store that ``run_id`` (on the Hermes at ``base_url``) is an operator's run."""
     from .idempotency import IdempotencyRecord
 
@@ -101,7 +104,7 @@ def mark_operator_run(store: Any, base_url: str, run_id: str) -> None:
                           details={"hook": "idempotency_store"}) from exc
 
 
-def is_operator_run(store: Any, base_url: str, run_id: str) -> bool:
+def is_operator_run(store: IdempotencyStore, base_url: str, run_id: str) -> bool:
     """Whether an operator action started ``run_id`` (as far as the store shared with it knows)."""
     try:
         return store.get(*_run_index_key(base_url, run_id)) is not None

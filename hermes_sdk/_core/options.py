@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import attrs
 
+from .approval import ProviderAnswer
 from .deadline import TimeoutLike
 from .endpoints import Deadline, ExecutionContext
 
@@ -34,6 +35,6 @@ class CallOptions:
     deadline: Deadline = None
     timeout: TimeoutLike = None
     idle_timeout: Optional[float] = None
-    approval: Any = None
+    approval: ProviderAnswer = None  #: a decision or its JSON shape (checked before anything is sent)
     reason: Optional[str] = None
     keep_events: bool = True

@@ -6,7 +6,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import attrs
 import pluggy
@@ -19,6 +19,12 @@ from .redaction import Redactor
 from .retry import RetryPolicy
 from .server_features import FeatureCache
 from .transport import Transport
+
+if TYPE_CHECKING:
+    from .approval import ApprovalProvider
+    from .deadline import CallTimeout
+    from .runs import Run
+    from .streaming import HermesStream
 
 #: How long a client remembers that it stopped a run: a stopped run is cancelled within about a
 #: second, and Hermes drops a finished run's status an hour after it ended; a day is ample.
@@ -84,22 +90,22 @@ class Runtime:
     store: IdempotencyStore
     transport: Transport
     redactor: Redactor
-    approval_provider: Any = None
+    approval_provider: Optional[ApprovalProvider] = None
     #: The families this client knows (the ``hermes_families`` hook of its plugins).
     registry: Registry = attrs.field(kw_only=True, eq=False, repr=False)
     retry: RetryPolicy = RetryPolicy()  #: what is retried, and how often
     strict_idempotency: bool = True  #: a key reused with a different input is refused
     #: Seconds a keyed call's record is kept (a finite number >= 0: NaN would never expire).
     key_retention: float = attrs.field(default=86_400.0, converter=_retention)
-    timeout: Optional[Any] = None  #: the client's default Timeout (None: each contract's own)
+    timeout: Optional[CallTimeout] = None  #: the client's default Timeout (None: each contract's own)
     #: Streams not yet settled; ``close()`` cancels them (shared with ``with_options`` copies).
-    open_streams: "weakref.WeakSet[Any]" = attrs.field(factory=weakref.WeakSet, eq=False, repr=False)
+    open_streams: "weakref.WeakSet[HermesStream]" = attrs.field(factory=weakref.WeakSet, eq=False, repr=False)
     allow_permanent_approvals: bool = False  #: whether ``always`` may be sent to a run's approval
     #: Runs this client asked to stop: no approval is ever sent to them afterwards.
     stopped_runs: StoppedRuns = attrs.field(factory=StoppedRuns, eq=False)
     #: The :class:`~hermes_sdk._core.runs.Run` handles of this client by run id (weakly: dropped with them),
     #: so ``invoke(...run_events)`` never opens a second subscription on a run one of them follows.
-    followed_runs: "weakref.WeakValueDictionary[str, Any]" = attrs.field(
+    followed_runs: "weakref.WeakValueDictionary[str, Run]" = attrs.field(
         factory=weakref.WeakValueDictionary, eq=False, repr=False)
     #: What each endpoint's server supports (read once from the server; shared with copies).
     server_features: FeatureCache = attrs.field(factory=FeatureCache, eq=False, repr=False)

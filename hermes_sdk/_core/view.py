@@ -15,7 +15,7 @@ from .capabilities import Contract
 
 log = logging.getLogger("hermes_sdk")
 
-SettleCallback = Callable[[dict[str, Any]], None]
+SettleCallback = Callable[[dict[str, object]], None]
 
 
 class _Sealed:
@@ -24,13 +24,13 @@ class _Sealed:
 
     __slots__ = ()
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only (hooks may add attributes with set_attribute)")
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only")
 
-    def _init(self, **values: Any) -> None:
+    def _init(self, **values: object) -> None:
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -59,7 +59,7 @@ class CallView(_Sealed):
     _settle_callbacks: list[SettleCallback]
 
     def __init__(self, operation: str, capability_id: str, action_id: str, contract: Contract,
-                 attributes: dict[str, Any]) -> None:
+                 attributes: dict[str, object]) -> None:
         self._init(_operation=operation, _capability_id=capability_id, _action_id=action_id, _contract=contract,
                    _attributes=attributes, _started_at=time.time(), _executed=False, _stream_settled=False,
                    _headers={}, _settle_callbacks=[])
@@ -120,7 +120,7 @@ class CallView(_Sealed):
         when a plugin other than the built-ins is loaded)."""
         return self._headers
 
-    def set_attribute(self, key: str, value: Any) -> None:
+    def set_attribute(self, key: str, value: object) -> None:
         """Add a (non-secret) attribute for later hooks and observers."""
         self.attributes[key] = value
 
@@ -133,7 +133,7 @@ class CallView(_Sealed):
         """Register ``callback(redacted_result)`` for when a stream ends (tracing spans end there)."""
         self._settle_callbacks.append(callback)
 
-def settle(view: CallView, redacted: dict[str, Any]) -> None:
+def settle(view: CallView, redacted: dict[str, object]) -> None:
     """The SDK marks the stream settled and runs the view's callbacks once; a failing one is logged."""
     if view._stream_settled:
         return
@@ -157,7 +157,7 @@ def show_headers(view: "CallView", headers: Mapping[str, str]) -> None:
     object.__setattr__(view, "_headers", headers)
 
 
-def _origin(callback: Callable[..., Any]) -> tuple[str, str]:
+def _origin(callback: Callable[..., object]) -> tuple[str, str]:
     """Which plugin class and hook registered a callback, read from its qualified name."""
     qualname = str(getattr(callback, "__qualname__", "") or type(callback).__qualname__)
     parts = qualname.rsplit(".<locals>.", 1)[0].split(".")  # "Plugin.hook.<locals>.<lambda>" -> Plugin, hook

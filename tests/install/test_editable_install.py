@@ -98,3 +98,63 @@ def f(client: HermesClient) -> None:
     reveal_type(client.resource(Toys).get("t1"))
 """
 
+
+
+PROVIDER_FILE = """\
+from typing import Optional
+
+from hermes_sdk import ApprovalDecision, ApprovalProvider, ApprovalRequest, HermesClient, hookimpl
+from hermes_sdk.plugin import CallView, Plugin
+
+
+def allowlisted(request: ApprovalRequest) -> Optional[ApprovalDecision]:
+    return request.approve(approver="retention-job", policy_decision_id="RET-1")
+
+
+class Desk:
+    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+        return None
+
+
+class Tracer:
+    @hookimpl
+    def hermes_call_result(self, call: CallView, result: dict[str, object]) -> None:
+        pass
+
+
+def by_text(request: str) -> Optional[ApprovalDecision]:
+    return None
+
+
+def says_yes(request: ApprovalRequest) -> bool:
+    return True
+
+
+def build(plugins: list[Plugin], provider: ApprovalProvider) -> HermesClient:
+    client = HermesClient("http://127.0.0.1:1", "k", approval_provider=allowlisted, plugins=[Tracer()])
+    client.run("x", idempotency_key="k", approval_provider=Desk())
+    client.runs.start("x", idempotency_key="k", approval_provider=lambda request: request.deny(approver="p"))
+    client.chat_stream(prompt="x", approval_provider=provider)
+    HermesClient(approval_provider=by_text)
+    HermesClient(approval_provider=says_yes)
+    return HermesClient(plugins=plugins)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_mypy_strict_takes_approval_providers_and_plugins_and_flags_a_wrong_provider(tmp_path: Path) -> None:
+    """A user's provider function, provider object and plugin object type-check under ``mypy --strict``;
+    a provider of another shape (taking a string, or answering a bool) is an error at the call."""
+    pytest.importorskip("mypy", reason="runs where mypy is installed (the tox envs 'install' and 'mypy')")
+    (tmp_path / "approvals.py").write_text(PROVIDER_FILE)
+    out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
+                          "--python-executable", sys.executable, "approvals.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=500)
+    text = out.stdout + out.stderr
+    errors = [line for line in text.splitlines() if ": error:" in line]
+    lines = PROVIDER_FILE.splitlines()
+    wrong = {lines.index("    HermesClient(approval_provider=by_text)") + 1,
+             lines.index("    HermesClient(approval_provider=says_yes)") + 1}
+    assert {int(line.split(":")[1]) for line in errors} == wrong, text
+    assert all('"approval_provider"' in line for line in errors), text

@@ -225,6 +225,50 @@ def test_a_bad_hook_signature_fails_at_construction(make_client: Any) -> None:
         make_client(plugins=[BadArgs()])
 
 
+def test_an_object_that_implements_no_hook_is_not_a_plugin(make_client: Any) -> None:
+    class Forgotten:  # the marks were left off: nothing named hermes_* at all
+        name = "forgotten"
+
+        def call_result(self, call: Any, result: Any) -> None:
+            pass
+
+    for given, name in ((Forgotten(), "forgotten"), ("hermes_sdk_redis", "str"), (object(), "object")):
+        with pytest.raises(PluginError, match="implements no hook") as info:
+            make_client(plugins=[given])
+        assert info.value.details == {"plugin": name}
+
+
+def test_what_a_construction_hook_returns_is_checked_when_the_client_is_built(make_client: Any) -> None:
+    class Answers:
+        name = "answers"
+
+        def __init__(self, hook: str, value: Any) -> None:
+            self.hook, self.value = hook, value
+
+        @hookimpl
+        def hermes_approval_provider(self, client: Any) -> Any:
+            return self.value if self.hook == "approval" else None
+
+        @hookimpl
+        def hermes_redaction_filters(self, client: Any) -> Any:
+            return self.value if self.hook == "filters" else None
+
+        @hookimpl
+        def hermes_idempotency_store(self, url: str, client: Any) -> Any:
+            return self.value if self.hook == "store" and url.startswith("odd:") else None
+
+    cases = (("approval", "approve everything", {}), ("filters", ["not a filter"], {}),
+             ("store", object(), {"idempotency_store": "odd://x"}))
+    for hook, value, extra in cases:
+        with pytest.raises(PluginError) as info:
+            make_client(plugins=[Answers(hook, value)], **extra)
+        assert info.value.details["hook"].startswith("hermes_"), (hook, info.value.details)
+    # what the hooks may answer still works: a callable or request_approval object, a filter or a list of them
+    client = make_client(plugins=[Answers("approval", lambda request: None)])
+    assert client._executor.runtime.approval_provider is not None
+    assert make_client(plugins=[Answers("filters", lambda key, text: text)]).redactor.filters
+
+
 def test_module_plugins_work(make_client: Any) -> None:
     seen: list[str] = []
 
@@ -291,6 +335,21 @@ def test_a_broken_entry_point_names_itself_and_can_be_disabled(monkeypatch: pyte
         plugins_mod.build_manager()
     monkeypatch.setenv("HERMES_SDK_DISABLE_PLUGINS", "broken-ep")
     plugins_mod.build_manager()  # the escape hatch
+
+
+def test_an_entry_point_to_an_object_without_hooks_names_itself_and_can_be_disabled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Unmarked:  # the entry point names the wrong object, or its marks were left off
+        def call_result(self, call: Any, result: Any) -> None:
+            pass
+
+    monkeypatch.setattr(plugins_mod, "_entry_points", lambda: ((_fake_entry_point("bare-ep", Unmarked), None),))
+    monkeypatch.setattr(plugins_mod, "_loaded", {})
+    monkeypatch.delenv("HERMES_SDK_PLUGINS", raising=False)
+    with pytest.raises(PluginError, match="'bare-ep' implements no hook"):
+        plugins_mod.build_manager()
+    monkeypatch.setenv("HERMES_SDK_DISABLE_PLUGINS", "bare-ep")
+    assert "bare-ep" not in _names(plugins_mod.build_manager())
 
 
 def test_describe_lists_plugins_and_hooks(fake_entry_points: Any) -> None:

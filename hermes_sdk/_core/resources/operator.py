@@ -32,7 +32,7 @@ from ...errors import (
 from .. import convert
 from .._constants import DELETE_KEY_TTL_SECONDS
 from .._sentinels import REQUIRED
-from ..approval import ApprovalDecision, ApprovalProvider, ApprovalRequest, ask
+from ..approval import ApprovalDecision, ApprovalProvider, ApprovalRequest, ProviderAnswer, ask
 from ..capabilities import capability_id
 from ..deadline import TimeoutLike, as_timeout
 from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
@@ -283,7 +283,7 @@ class _OperatorProvider:
     def of(cls, provider: Optional[ApprovalProvider], action_id: str) -> Optional[_OperatorProvider]:
         return None if provider is None else cls(provider, action_id)
 
-    def request_approval(self, request: ApprovalRequest) -> Optional[ApprovalDecision]:
+    def request_approval(self, request: ApprovalRequest) -> ProviderAnswer:
         tagged = attrs.evolve(request, identifiers={**request.identifiers, "operator_action_id": self._action_id})
         return ask(self._provider, tagged)
 

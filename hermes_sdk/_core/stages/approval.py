@@ -5,13 +5,15 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Optional
 
 from ...errors import ApprovalRequiredError, HermesError, InvalidInputError, PluginError
 from .._constants import APPROVAL_TTL_SECONDS
 from ..approval import (
     ApprovalDecision,
+    ApprovalProvider,
     ApprovalRequest,
+    ProviderAnswer,
     approval_required_message,
     ask,
     check,
@@ -23,7 +25,7 @@ from ..endpoints import ExecutionContext
 from ..redaction import Redactor
 
 
-def request_for(capability_id: str, input: Mapping[str, Any], reason: Optional[str], action_id: str,
+def request_for(capability_id: str, input: Mapping[str, object], reason: Optional[str], action_id: str,
                 context: Optional[ExecutionContext], redactor: Redactor,
                 identifiers: Optional[Mapping[str, str]] = None) -> ApprovalRequest:
     """The ApprovalRequest for an input: bound by its canonical hash, with a redacted snapshot.
@@ -41,7 +43,7 @@ def request_for(capability_id: str, input: Mapping[str, Any], reason: Optional[s
     )
 
 
-def ask_provider(provider: Any, request: ApprovalRequest) -> Any:
+def ask_provider(provider: ApprovalProvider, request: ApprovalRequest) -> ProviderAnswer:
     """Ask an approval provider; a provider that raises something other than a HermesError is a PluginError."""
     try:
         return ask(provider, request)
@@ -52,7 +54,7 @@ def ask_provider(provider: Any, request: ApprovalRequest) -> Any:
                           details={"hook": "approval_provider"}) from exc
 
 
-def as_decision(value: Any) -> ApprovalDecision:
+def as_decision(value: object) -> ApprovalDecision:
     """An ApprovalDecision, or its AIP JSON shape as one; InvalidInputError for anything else."""
     if isinstance(value, Mapping):
         try:

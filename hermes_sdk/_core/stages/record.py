@@ -6,9 +6,12 @@ idempotency key is given back and whether an attempt is retried from this record
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from ...errors import HermesError, PluginError
+
+R = TypeVar("R")
+S = TypeVar("S")
 
 
 class StepRecord:
@@ -23,24 +26,24 @@ class StepRecord:
         self.error: Optional[HermesError] = None
         self.uncertain = False
 
-    def run(self, step: Callable[[], Any]) -> Any:
+    def run(self, step: Callable[[], R]) -> R:
         """Run ``step`` (once: a second run is refused, however it was reached)."""
         if self.ran:
             raise PluginError("the innermost hook step already ran: a call is sent once",
                               details={"plugin": "hermes_sdk.core"})
         self.ran = True
         try:
-            self.result = step()
+            result = self.result = step()
         except HermesError as exc:
             self.error, self.uncertain = exc, exc.uncertain_outcome
             raise
-        return self.result
+        return result
 
-    def show(self, present: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def show(self, present: Callable[[R], S]) -> Callable[[R], S]:
         """A ``present`` that remembers what it showed, so the core knows its own reply when it comes back."""
-        def shown(result: Any) -> Any:
-            self.shown = present(result)
-            return self.shown
+        def shown(result: R) -> S:
+            self.shown = view = present(result)
+            return view
         return shown
 
     def truthful(self, exc: HermesError, may_have_left: bool) -> HermesError:
