@@ -291,10 +291,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
             endpoint, key, action_id, context, deadline, timeout, approval=approval, reason=reason))
 
     def run(self, input: RunInput = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
-            session_id: Optional[str] = None, session_key: Optional[str] = None,
+            session_id: Optional[str] = None, session_key: Optional[str] = None, model: Optional[str] = None,
             conversation_history: Optional[Sequence[Mapping[str, object]]] = None,
-            previous_response_id: Optional[str] = None,
-            model: Optional[str] = None, approval_provider: Optional[ApprovalProvider] = None,
+            previous_response_id: Optional[str] = None, approval_provider: Optional[ApprovalProvider] = None,
             endpoint: Optional[str] = None, action_id: Optional[str] = None, context: Optional[ExecutionContext] = None,
             deadline: Deadline = None, timeout: TimeoutLike = None) -> Run:
         """Start a durable run: the shortcut of :meth:`client.runs.start <hermes_sdk.types.Runs.start>`."""

@@ -106,13 +106,15 @@ def inbox_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 def _wait(predicate: Any, timeout: float = 20.0) -> Any:
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
     deadline = time.monotonic() + timeout
     while True:
         try:
             value = predicate()
-        except StaleElementReferenceException:  # the page navigated between the find and the read
+        # The page navigated between the find and the read, or the next page (a form's answer, a
+        # reload) is not there yet: on a busy machine that takes a while, and it is no failure.
+        except (StaleElementReferenceException, NoSuchElementException, IndexError):
             value = None
         if value:
             return value
