@@ -47,6 +47,10 @@ class StreamApprovals:
         self._completion_id: Optional[str] = None
         self.answered: list[tuple[ApprovalRequested, str]] = []
 
+    #: Whether the stream shows this every event: only until the completion id is known, then
+    #: only named ones (an approval request is ``event: approval.request``).
+    every = True
+
     def __call__(self, event: StreamEvent) -> None:
         data = event.data
         if not isinstance(data, dict):
@@ -54,6 +58,7 @@ class StreamApprovals:
         if event.event != "approval.request":
             if self._completion_id is None and isinstance(data.get("id"), str):
                 self._completion_id = data["id"]  # the chunks' id: the turn's run id at Hermes
+                self.every = False
             return
         self._answer(parse_run_event({**data, "event": "approval.request"}))
 
