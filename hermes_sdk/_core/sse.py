@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import enum
 import itertools
-from typing import Any, Generic, Iterable, Iterator, Optional, Tuple, TypeVar, Union
+from typing import Generic, Iterable, Iterator, Optional, Tuple, TypeVar, Union
 
 import requests
 import urllib3.response
@@ -100,7 +100,7 @@ def _undecoded_chunks(response: requests.Response) -> Iterator[bytes]:
     return response.iter_content(chunk_size=None)
 
 
-def _reads_chunks(raw: Any) -> bool:
+def _reads_chunks(raw: urllib3.response.HTTPResponse) -> bool:
     """A chunked urllib3 body that ``read_chunked`` can parse (its errors are read1's: urllib3's).
 
     A ``read1`` a caller set on this response (a session that taps the bytes) is honoured: read1

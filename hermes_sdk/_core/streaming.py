@@ -10,7 +10,7 @@ import logging
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional, Protocol
 
 import requests
 
@@ -284,7 +284,7 @@ class HermesStream:
             if self._pending_piece:
                 yield self._pending_piece
 
-    def typed(self) -> Iterator[Any]:
+    def typed(self) -> Iterator[object]:
         """Yield typed events as they arrive: ``MessageDelta`` per visible text piece, and the tool
         events (``ToolProgress`` on chat streams, ``FunctionCall`` / ``FunctionCallOutput`` on
         Responses streams). Other events are skipped; iterate the stream itself for every event.
