@@ -19,25 +19,33 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Any
+from typing import Protocol
 
 #: The pid of this process, updated in a forked child (compare it with the pid an object was made in).
 PID = os.getpid()
 
-_registry: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+class ForkAware(Protocol):
+    """What :func:`register` takes: an object that drops its parent's state in a forked child."""
+
+    def _after_fork(self) -> None: ...
+
+
+_registry: "weakref.WeakSet[ForkAware]" = weakref.WeakSet()
 _registry_lock = threading.Lock()
 #: What a child let go of but must not close (the parent's SQLite connections): kept referenced so
 #: the garbage collector does not close them in the child.
-_inherited: list[Any] = []
+_inherited: list[object] = []
 
 
-def register(obj: Any) -> None:
+def register(obj: ForkAware) -> None:
     """Call ``obj._after_fork()`` in every forked child while ``obj`` lives."""
     with _registry_lock:
         _registry.add(obj)
 
 
-def keep(obj: Any) -> None:
+def keep(obj: object) -> None:
     """Hold ``obj`` for the life of this process (a parent's object the child must not close)."""
     _inherited.append(obj)
 

@@ -11,7 +11,7 @@ a stack of codings) is refused: the SDK cannot read it, and it did not ask for i
 from __future__ import annotations
 
 import zlib
-from typing import Any, Iterator, Optional
+from typing import Iterator, Mapping, Optional
 
 from ..errors import InvalidResponseError
 
@@ -22,7 +22,7 @@ _GZIP_WBITS = 16 + zlib.MAX_WBITS
 _CODINGS = {"gzip": _GZIP_WBITS, "x-gzip": _GZIP_WBITS, "deflate": zlib.MAX_WBITS}
 
 
-def coding_of(headers: Any, *, uncertain: bool = False) -> Optional[str]:
+def coding_of(headers: Mapping[str, str], *, uncertain: bool = False) -> Optional[str]:
     """The one content coding a reply's ``Content-Encoding`` names (``gzip``, ``x-gzip``, ``deflate``),
     or None for an identity body; anything else is ``invalid_response``."""
     value = headers.get("Content-Encoding")
@@ -49,7 +49,7 @@ class Inflater:
         self._wbits = _CODINGS[coding]
         self._gzip = self._wbits == _GZIP_WBITS
         self._uncertain = uncertain
-        self._decoder: Any = zlib.decompressobj(self._wbits)
+        self._decoder = zlib.decompressobj(self._wbits)
         self._tail = b""  # input not decoded yet (the last call's room was used up)
         self._full = False  # the last call filled its room: zlib may hold more output
         self._head: Optional[bytes] = b""  # deflate: input until the zlib header is known good

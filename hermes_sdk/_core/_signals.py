@@ -12,12 +12,17 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from typing import Any, Iterator
+from types import FrameType
+from typing import Callable, Iterator, Optional, Union
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
 
 
-def _interrupt(signum: int, frame: Any) -> None:
+#: What ``signal.signal`` returns and takes: a handler, ``SIG_DFL`` / ``SIG_IGN``, or None (set from C).
+_Handler = Union[Callable[[int, Optional[FrameType]], object], int, signal.Handlers, None]
+
+
+def _interrupt(signum: int, frame: Optional[FrameType]) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
@@ -28,7 +33,7 @@ def interrupt_on_signals() -> Iterator[None]:
     Only the main thread can set handlers: elsewhere (an emulator served from a test's thread)
     this changes nothing.
     """
-    previous: dict[int, Any] = {}
+    previous: dict[int, _Handler] = {}
     if threading.current_thread() is threading.main_thread():
         for signum in STOP_SIGNALS:
             try:

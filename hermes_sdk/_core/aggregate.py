@@ -128,20 +128,24 @@ class Aggregate:
             self.events.append(event)
         data = event.data
         name = event.event
-        if name is None and isinstance(data, dict):  # event_name(), inline: this runs once per event
-            named = data.get("event")
-            name = named if isinstance(named, str) else None
-        if name is not None:
-            self.last_name = name
-            self.last_data = data
         piece = None
-        if isinstance(data, dict):
+        if isinstance(data, dict):  # one check per event: event_name() and the fold, inline
+            if name is None:
+                named = data.get("event")
+                name = named if isinstance(named, str) else None
+            if name is not None:
+                self.last_name = name
+                self.last_data = data
             piece = self.accumulator.fold(self, name, data)
             if piece:
-                self.parts.append(piece)
-        if len(self.parts) >= _COMPACT_PARTS:
-            # Thousands of tiny str objects cost ~60 bytes each; joined text costs only itself.
-            self._compact()
+                parts = self.parts
+                parts.append(piece)
+                if len(parts) >= _COMPACT_PARTS:
+                    # Thousands of tiny str objects cost ~60 bytes each; joined text costs only itself.
+                    self._compact()
+        elif name is not None:
+            self.last_name = name
+            self.last_data = data
         if self.accumulator.rejected is not None:
             pass  # done: neither a terminal event nor one more counted toward max_events
         elif event.terminal:

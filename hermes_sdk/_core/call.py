@@ -19,6 +19,7 @@ from .view import CallView
 
 if TYPE_CHECKING:
     from .approval import ApprovalDecision
+    from .deadline import Alarm
     from .operations import OperationSpec, ProviderRequest
     from .runtime import Runtime
 
@@ -33,7 +34,7 @@ class Call:
 
     endpoint: Endpoint = attrs.field(repr=False)
     spec: "OperationSpec[Any]" = attrs.field(repr=False)
-    input: dict[str, Any] = attrs.field(repr=False)
+    input: dict[str, object] = attrs.field(repr=False)
     request: "ProviderRequest" = attrs.field(repr=False)
     action_id: str
     capability_id: str
@@ -46,8 +47,9 @@ class Call:
     read_timeout: Optional[float] = None  #: the longest wait for bytes (default: the published timeout)
     connect_timeout: Optional[float] = None
     idle_timeout: Optional[float] = None  #: streams: the longest wait for an event (keepalives not counted)
-    alarm: Any = attrs.field(default=None, repr=False)  #: the watchdog alarm that cuts the connection at ``ends_at``
-    approval: Any = attrs.field(default=None, repr=False)  #: the caller's ``approval=`` (or its JSON shape)
+    #: The watchdog alarm that cuts the connection at ``ends_at``.
+    alarm: Optional["Alarm"] = attrs.field(default=None, repr=False)
+    approval: object = attrs.field(default=None, repr=False)  #: the caller's ``approval=`` (or its JSON shape)
     reason: Optional[str] = attrs.field(default=None, repr=False)
     keep_events: bool = True
     decision: Optional["ApprovalDecision"] = attrs.field(default=None, repr=False)
@@ -81,7 +83,7 @@ class Call:
         return self.spec.contract
 
     @property
-    def attributes(self) -> dict[str, Any]:
+    def attributes(self) -> dict[str, object]:
         """The redacted attributes hooks see (the view's)."""
         return self.view.attributes
 
@@ -107,6 +109,6 @@ class Call:
             exc.args = (scrub(exc.message),)
         return exc
 
-    def set_attribute(self, key: str, value: Any) -> None:
+    def set_attribute(self, key: str, value: object) -> None:
         """Add a (non-secret) attribute for later hooks and observers."""
         self.view.attributes[key] = value

@@ -9,25 +9,23 @@ id on runs (``spec/hermes-runs.md`` section 3).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Optional, Union
+from typing import ClassVar, Mapping, Optional, TypedDict, Union
 
 import attrs
 
 from .aggregate import event_name
 from .models import StreamEvent
 
-JSONDict = dict[str, Any]
 
-
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: object) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _strings(value: Any) -> tuple[str, ...]:
+def _strings(value: object) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
@@ -43,7 +41,7 @@ class RunEvent:
     run_id: Optional[str] = None
     timestamp: Optional[float] = None
     seq: Optional[int] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, object] = attrs.field(factory=dict, repr=False, eq=False)
     #: Whether this event ends the run (``run.completed``, ``run.failed``, ``run.cancelled``).
     terminal: ClassVar[bool] = False
 
@@ -121,12 +119,12 @@ class RunEnded(RunEvent):
     (``{provider, model, route_source, ...}``), ``completed``, ``partial``, ``interrupted``,
     ``turn_exit_reason`` and ``pending_steer``."""
 
-    runtime: Optional[JSONDict] = None
+    runtime: Optional[dict[str, object]] = None
     completed: Optional[bool] = None
     partial: Optional[bool] = None
     interrupted: Optional[bool] = None
     turn_exit_reason: Optional[str] = None
-    pending_steer: Any = None
+    pending_steer: object = None
     terminal: ClassVar[bool] = True
 
 
@@ -135,7 +133,7 @@ class RunCompleted(RunEnded):
     """The run ended ``completed``; ``output`` may be None, and a denied command still completes."""
 
     output: Optional[str] = None
-    usage: Optional[JSONDict] = None
+    usage: Optional[dict[str, object]] = None
 
 
 @attrs.frozen(kw_only=True)
@@ -193,14 +191,35 @@ class ReasoningDelta(RunEvent):
     delta: str = ""
 
 
-def parse_run_event(data: Mapping[str, Any]) -> RunEvent:
+class _EventFields(TypedDict):
+    """What every :class:`RunEvent` is built with."""
+
+    event: str
+    run_id: Optional[str]
+    timestamp: Optional[float]
+    raw: dict[str, object]
+    seq: Optional[int]
+
+
+class _EndedFields(_EventFields):
+    """What every :class:`RunEnded` is built with."""
+
+    runtime: Optional[dict[str, object]]
+    completed: Optional[bool]
+    partial: Optional[bool]
+    interrupted: Optional[bool]
+    turn_exit_reason: Optional[str]
+    pending_steer: object
+
+
+def parse_run_event(data: Mapping[str, object]) -> RunEvent:
     """The typed event for one decoded ``/v1/runs/{id}/events`` payload."""
     raw = dict(data)
     name = _text(raw.get("event"))
     seq = raw.get("seq")
-    base: JSONDict = {"event": name, "run_id": raw.get("run_id") if isinstance(raw.get("run_id"), str) else None,
-                      "timestamp": _number(raw.get("timestamp")), "raw": raw,
-                      "seq": seq if isinstance(seq, int) and not isinstance(seq, bool) else None}
+    base: _EventFields = {"event": name, "run_id": _opt_text(raw.get("run_id")),
+                     "timestamp": _number(raw.get("timestamp")), "raw": raw,
+                     "seq": seq if isinstance(seq, int) and not isinstance(seq, bool) else None}
     if name == "message.delta":
         return MessageDelta(delta=_text(raw.get("delta")), **base)
     if name == "tool.started":
@@ -227,7 +246,7 @@ def parse_run_event(data: Mapping[str, Any]) -> RunEvent:
                                  resolved=resolved if isinstance(resolved, int) and not isinstance(resolved, bool)
                                  else 0, **base)
     if name in _ENDED:
-        ended = {**base, **_ended_fields(raw)}
+        ended = _ended_fields(base)
         if name == "run.completed":
             usage = raw.get("usage")
             return RunCompleted(output=_opt_text(raw.get("output")), usage=usage if isinstance(usage, dict) else None,
@@ -249,18 +268,20 @@ def parse_run_event(data: Mapping[str, Any]) -> RunEvent:
 _ENDED = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted"})
 
 
-def _opt_text(value: Any) -> Optional[str]:
+def _opt_text(value: object) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
-def _opt_bool(value: Any) -> Optional[bool]:
+def _opt_bool(value: object) -> Optional[bool]:
     return value if isinstance(value, bool) else None
 
 
-def _ended_fields(raw: Mapping[str, Any]) -> JSONDict:
+def _ended_fields(base: _EventFields) -> _EndedFields:
+    raw = base["raw"]
     runtime = raw.get("runtime")
-    return {"runtime": runtime if isinstance(runtime, dict) else None, "completed": _opt_bool(raw.get("completed")),
-            "partial": _opt_bool(raw.get("partial")), "interrupted": _opt_bool(raw.get("interrupted")),
+    return {**base, "runtime": runtime if isinstance(runtime, dict) else None,
+            "completed": _opt_bool(raw.get("completed")), "partial": _opt_bool(raw.get("partial")),
+            "interrupted": _opt_bool(raw.get("interrupted")),
             "turn_exit_reason": _opt_text(raw.get("turn_exit_reason")), "pending_steer": raw.get("pending_steer")}
 
 
@@ -278,7 +299,7 @@ class ToolProgress:
     tool_call_id: Optional[str] = None
     status: Optional[str] = None
     label: Optional[str] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, object] = attrs.field(factory=dict, repr=False, eq=False)
     kind: ClassVar[str] = "tool_progress"
 
 
@@ -296,7 +317,7 @@ class FunctionCall:
     id: Optional[str] = None
     status: Optional[str] = None
     output_index: Optional[int] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, object] = attrs.field(factory=dict, repr=False, eq=False)
     kind: ClassVar[str] = "function_call"
 
 
@@ -313,7 +334,7 @@ class FunctionCallOutput:
     id: Optional[str] = None
     status: Optional[str] = None
     output_index: Optional[int] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, object] = attrs.field(factory=dict, repr=False, eq=False)
     kind: ClassVar[str] = "function_call_output"
 
 
@@ -321,7 +342,7 @@ ToolEvent = Union[ToolProgress, FunctionCall, FunctionCallOutput]
 TOOL_EVENT_CLASSES: dict[str, type] = {c.kind: c for c in (ToolProgress, FunctionCall, FunctionCallOutput)}
 
 
-def _output_text(value: Any) -> str:
+def _output_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -329,21 +350,21 @@ def _output_text(value: Any) -> str:
     return ""
 
 
-def tool_item(item: Mapping[str, Any], output_index: Optional[int] = None) -> Optional[ToolEvent]:
+def tool_item(item: Mapping[str, object], output_index: Optional[int] = None) -> Optional[ToolEvent]:
     """The typed form of a Responses output item, when it is a tool item (else None)."""
     kind = item.get("type")
     raw = dict(item)
-    opt = {k: item.get(k) if isinstance(item.get(k), str) else None for k in ("call_id", "id", "status")}
+    call_id, item_id, status = (_opt_text(item.get(k)) for k in ("call_id", "id", "status"))
     if kind == "function_call":
-        arguments = item.get("arguments")
-        return FunctionCall(name=_text(item.get("name")), arguments=arguments if isinstance(arguments, str) else None,
-                            output_index=output_index, raw=raw, **opt)
+        return FunctionCall(name=_text(item.get("name")), arguments=_opt_text(item.get("arguments")),
+                            output_index=output_index, raw=raw, call_id=call_id, id=item_id, status=status)
     if kind == "function_call_output":
-        return FunctionCallOutput(output=_output_text(item.get("output")), output_index=output_index, raw=raw, **opt)
+        return FunctionCallOutput(output=_output_text(item.get("output")), output_index=output_index, raw=raw,
+                                  call_id=call_id, id=item_id, status=status)
     return None
 
 
-def tool_event(name: Optional[str], data: Any) -> Optional[ToolEvent]:
+def tool_event(name: Optional[str], data: object) -> Optional[ToolEvent]:
     """The tool event a chat or Responses SSE event carries, or None.
 
     Chat: the named event ``hermes.tool.progress``. Responses: ``response.output_item.done`` of a
@@ -352,17 +373,16 @@ def tool_event(name: Optional[str], data: Any) -> Optional[ToolEvent]:
     if not isinstance(data, dict):
         return None
     if name == "hermes.tool.progress":
-        call_id, status, label = data.get("toolCallId"), data.get("status"), data.get("label")
-        return ToolProgress(tool=_text(data.get("tool")), tool_call_id=call_id if isinstance(call_id, str) else None,
-                            status=status if isinstance(status, str) else None,
-                            label=label if isinstance(label, str) else None, raw=dict(data))
-    if name == "response.output_item.done" and isinstance(data.get("item"), dict):
+        return ToolProgress(tool=_text(data.get("tool")), tool_call_id=_opt_text(data.get("toolCallId")),
+                            status=_opt_text(data.get("status")), label=_opt_text(data.get("label")), raw=dict(data))
+    item = data.get("item")
+    if name == "response.output_item.done" and isinstance(item, dict):
         index = data.get("output_index")
-        return tool_item(data["item"], index if isinstance(index, int) and not isinstance(index, bool) else None)
+        return tool_item(item, index if isinstance(index, int) and not isinstance(index, bool) else None)
     return None
 
 
-def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Any:
+def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Union[ToolEvent, RunEvent, None]:
     """What ``HermesStream.typed()`` yields for one chat or Responses event: its text piece as a
     :class:`MessageDelta`, its tool event, an :class:`ApprovalRequested` (``approval.request``,
     0.21+), a :class:`HermesStatus` (``hermes.status``), a :class:`ReasoningDelta`
@@ -385,30 +405,32 @@ def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Any:
     return None
 
 
-def reasoning_piece(data: Any) -> Optional[str]:
+def reasoning_piece(data: object) -> Optional[str]:
     """The ``delta.reasoning_content`` of a chat completion chunk, if any."""
-    if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices:
         return None
-    choice = data["choices"][0]
+    choice = choices[0]
     delta = choice.get("delta") if isinstance(choice, dict) else None
     piece = delta.get("reasoning_content") if isinstance(delta, dict) else None
     return piece if isinstance(piece, str) and piece else None
 
 
-def tool_event_to_json(value: ToolEvent) -> JSONDict:
+def tool_event_to_json(value: ToolEvent) -> dict[str, object]:
     """A tool event as JSON for a durable record (its ``kind`` names the class)."""
     out = attrs.asdict(value)
     out["kind"] = value.kind
     return out
 
 
-def tool_event_from_json(data: Mapping[str, Any]) -> Any:
+def tool_event_from_json(data: Mapping[str, object]) -> Union[ToolEvent, dict[str, object]]:
     """Rebuild a recorded tool event (an unknown kind stays a dict)."""
     klass = TOOL_EVENT_CLASSES.get(str(data.get("kind")))
     if klass is None:
         return dict(data)
     names = {f.name for f in attrs.fields(klass)}
-    return klass(**{k: v for k, v in data.items() if k in names})
+    event: ToolEvent = klass(**{k: v for k, v in data.items() if k in names})  # one of ToolEvent's classes
+    return event
 
 
 __all__ = [

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import attrs
 
 from .view import _Sealed, redacted_headers
 
 if TYPE_CHECKING:
+    import requests
+
     from .view import CallView
 
 
@@ -41,7 +43,7 @@ class Received:
     status: int
     headers: Mapping[str, str]
     body: Optional[bytes] = None
-    stream: Any = attrs.field(default=None, repr=False, eq=False)
+    stream: Optional["requests.Response"] = attrs.field(default=None, repr=False, eq=False)  #: a stream's, unread
 
     def view(self, redact: Callable[[str, str], str]) -> HttpReply:
         """The sealed reply hooks are given."""
@@ -58,7 +60,7 @@ class Attempt(_Sealed):
     __slots__ = ("_call", "_number", "_attributes", "_executed", "__weakref__")
     _call: Optional["CallView"]
     _number: int
-    _attributes: dict[str, Any]
+    _attributes: dict[str, object]
     _executed: bool
 
     def __init__(self, call: Optional["CallView"], number: int, method: str, path_template: str) -> None:
@@ -85,7 +87,7 @@ class Attempt(_Sealed):
         return self._number
 
     @property
-    def attributes(self) -> dict[str, Any]:
+    def attributes(self) -> dict[str, object]:
         """``method``, ``path`` (template), ``attempt`` and what hooks added."""
         return self._attributes
 
@@ -94,7 +96,7 @@ class Attempt(_Sealed):
         """Whether this attempt was handed to the transport (told to hooks, never read back)."""
         return self._executed
 
-    def set_attribute(self, key: str, value: Any) -> None:
+    def set_attribute(self, key: str, value: object) -> None:
         """Add a (non-secret) attribute."""
         self._attributes[key] = value
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import enum
 import itertools
-from typing import Any, Generic, Iterable, Iterator, Optional, Tuple, TypeVar, Union
+from typing import Generic, Iterable, Iterator, Optional, Tuple, TypeVar, Union
 
 import requests
 import urllib3.response
@@ -100,7 +100,7 @@ def _undecoded_chunks(response: requests.Response) -> Iterator[bytes]:
     return response.iter_content(chunk_size=None)
 
 
-def _reads_chunks(raw: Any) -> bool:
+def _reads_chunks(raw: urllib3.response.HTTPResponse) -> bool:
     """A chunked urllib3 body that ``read_chunked`` can parse (its errors are read1's: urllib3's).
 
     A ``read1`` a caller set on this response (a session that taps the bytes) is honoured: read1
@@ -170,22 +170,24 @@ class _LineDecoder(Generic[T]):
         inside a frame still dispatches it."""
         total = 0
         split, decode, whole = self._split, self.decode, self._data_frame
+        idle = True  # nothing open: no line, no frame, no CR whose LF may start the next chunk
         for chunk in _without_bom(source):
-            total += len(chunk)
+            size = len(chunk)
+            total += size
             if total > MAX_STREAM_BYTES:
                 raise _too_long()
-            if not self._size and not self._open and chunk[:6] == b"data: " and chunk[-2:] == b"\n\n" \
-                    and chunk.find(b"\n") == len(chunk) - 2 and b"\r" not in chunk \
-                    and len(chunk) <= MAX_SSE_FRAME_BYTES:
-                # The hot path: a chunk that is one whole one-line data frame, nothing open (what
-                # Hermes sends, an HTTP chunk per event), is not split into lines.
-                self._skip_lf = False
+            # The hot path: a chunk that is one whole one-line data frame, nothing open (what
+            # Hermes sends, an HTTP chunk per event), is not split into lines. Its only LFs are the
+            # last two bytes, it has no CR (13: an int is looked for without bytes' slower path).
+            if idle and chunk.find(b"\n") == size - 2 and chunk[-1] == 10 and chunk[:6] == b"data: " \
+                    and 13 not in chunk and size <= MAX_SSE_FRAME_BYTES:
                 yield whole(chunk)
                 continue
             for line in split(chunk):
                 item = decode(line)
                 if item is not PENDING:
                     yield item
+            idle = not (self._size or self._open or self._skip_lf)
         yield from self._end()
 
     def decode(self, line: bytes) -> Union[T, _Pending]:

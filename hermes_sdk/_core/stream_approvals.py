@@ -11,11 +11,12 @@ and 0.20 never send it (their streamed turn returns a ``pending_approval`` tool 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Optional, TypeVar
 
 from ..errors import ApprovalNotActiveError, ApprovalNotPendingError
-from .endpoints import ExecutionContext, deadline_epoch
-from .events import ApprovalRequested, parse_run_event
+from .approval import ApprovalProvider
+from .endpoints import Deadline, ExecutionContext, deadline_epoch
+from .events import ApprovalRequested, RunEvent, parse_run_event
 from .models import StreamEvent
 from .runs import choice_for
 from .stages.approval import ask_provider
@@ -37,7 +38,7 @@ class StreamApprovals:
     answered request shows in :attr:`answered` as ``(request, choice)``.
     """
 
-    def __init__(self, runs: "Runs", provider: Any, endpoint: Optional[str],
+    def __init__(self, runs: "Runs", provider: Optional[ApprovalProvider], endpoint: Optional[str],
                  context: Optional[ExecutionContext], deadline: Optional[float]) -> None:
         self._runs = runs
         self._provider = provider
@@ -47,6 +48,10 @@ class StreamApprovals:
         self._completion_id: Optional[str] = None
         self.answered: list[tuple[ApprovalRequested, str]] = []
 
+    #: Whether the stream shows this every event: only until the completion id is known, then
+    #: only named ones (an approval request is ``event: approval.request``).
+    every = True
+
     def __call__(self, event: StreamEvent) -> None:
         data = event.data
         if not isinstance(data, dict):
@@ -54,10 +59,11 @@ class StreamApprovals:
         if event.event != "approval.request":
             if self._completion_id is None and isinstance(data.get("id"), str):
                 self._completion_id = data["id"]  # the chunks' id: the turn's run id at Hermes
+                self.every = False
             return
         self._answer(parse_run_event({**data, "event": "approval.request"}))
 
-    def _answer(self, request: Any) -> None:
+    def _answer(self, request: RunEvent) -> None:
         if not isinstance(request, ApprovalRequested) or not request.run_id or self._provider is None:
             return
         if self._completion_id is not None and request.run_id != self._completion_id:
@@ -80,8 +86,8 @@ class StreamApprovals:
         self.answered.append((request, choice))
 
 
-def answer_approvals(stream: S, runs: "Runs", provider: Any, endpoint: Optional[str],
-                     context: Optional[ExecutionContext], deadline: Any) -> S:
+def answer_approvals(stream: S, runs: "Runs", provider: Optional[ApprovalProvider], endpoint: Optional[str],
+                     context: Optional[ExecutionContext], deadline: Deadline) -> S:
     """Attach a :class:`StreamApprovals` to a live chat stream (``provider`` None: the client's)."""
     if not stream.replayed:
         chosen = provider if provider is not None else runs._executor.runtime.approval_provider

@@ -10,7 +10,7 @@ import logging
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional, Protocol
 
 import requests
 
@@ -45,6 +45,15 @@ def _sse_events(source: Iterator[bytes]) -> Iterator[Triple]:
 _sse_frames = sse_frames  # the framer, under the name tests know it by
 
 
+class EventHook(Protocol):
+    """Sees a live stream's events on the reader's thread: each one while ``every`` is true, then
+    only those with an SSE ``event:`` name (the per-event path calls nothing for the rest)."""
+
+    every: bool
+
+    def __call__(self, event: StreamEvent) -> None: ...
+
+
 class HermesStream:
     """A live stream: iterate for events, ``text_deltas()`` for text, ``result()`` for the aggregate.
 
@@ -59,8 +68,8 @@ class HermesStream:
 
     replayed = False
     action_id: Optional[str] = None  # the AIP action (the original one when replayed)
-    #: Sees each live event on the reader's thread (a chat stream's approval requests, 0.21+).
-    _on_event: Optional[Callable[[StreamEvent], None]] = None
+    #: Sees live events on the reader's thread (a chat stream's approval requests, 0.21+).
+    _on_event: Optional[EventHook] = None
     #: The settled ActionResult (after the stream ended), as recorded and observed.
     action_result: Optional[ActionResult] = None
 
@@ -150,11 +159,24 @@ class HermesStream:
                 "this stream was opened by the parent process before a fork; its connection is the "
                 "parent's, so this process cannot read it (open the stream in the child)",
                 details={"operation": self._agg.operation, "reason": "stream_of_parent_process"})
-        if self._agg.done:
+        agg = self._agg
+        if agg.terminal or agg.truncated or agg.accumulator.rejected is not None:  # agg.done, inline
             self._settle()
             return None
+        deadline = self._deadline
         try:
-            sse = self._read()
+            # The next (event, id, data) off the wire; keepalives are read past, the deadline is
+            # checked before every read.
+            if deadline is not None and time.time() > deadline:
+                raise self._deadline_passed()
+            for sse in self._events:
+                if sse is not None:
+                    break
+                # A frame that is no event (a keepalive): the stream is alive, no event counted.
+                if deadline is not None and time.time() > deadline:
+                    raise self._deadline_passed()
+            else:
+                sse = None  # the body's end
         except HermesError as exc:
             error = self._mid_stream(exc)
         except WIRE_FAULTS as exc:
@@ -166,14 +188,16 @@ class HermesStream:
                 self._ended()
                 return None
             # The event (inline: this is the per-event path).
-            event = decode_event(sse[0], sse[1], sse[2], self._agg.terminal_names)
+            name, event_id, data = sse
+            event = decode_event(name, event_id, data, agg.terminal_names)
             if self._idle is not None:
                 self._rearm_idle()
-            self._pending_piece = self._agg.add(event)
+            self._pending_piece = agg.add(event)
             if self._observed:
                 self._sink.event(event)  # type: ignore[union-attr]
-            if self._on_event is not None:
-                self._on_event(event)
+            hook = self._on_event
+            if hook is not None and (hook.every or event.event is not None):
+                hook(event)
             return event
         self._fail(error)
         raise error from None
@@ -186,19 +210,6 @@ class HermesStream:
             return None
         self._pending_piece = self._agg.add(replayed)
         return replayed
-
-    def _read(self) -> Optional[Triple]:
-        """The next ``(event, id, data)`` off the wire, or None at the body's end; keepalives are
-        read past, the deadline checked before every read."""
-        if self._deadline is not None and time.time() > self._deadline:
-            raise self._deadline_passed()
-        for sse in self._events:
-            if sse is not None:
-                return sse
-            # A frame that is no event (a keepalive): the stream is alive, no event counted.
-            if self._deadline is not None and time.time() > self._deadline:
-                raise self._deadline_passed()
-        return None
 
     def _deadline_passed(self) -> DeadlineExceededError:
         return DeadlineExceededError("the call's deadline passed during the stream", uncertain_outcome=True,
@@ -273,7 +284,7 @@ class HermesStream:
             if self._pending_piece:
                 yield self._pending_piece
 
-    def typed(self) -> Iterator[Any]:
+    def typed(self) -> Iterator[object]:
         """Yield typed events as they arrive: ``MessageDelta`` per visible text piece, and the tool
         events (``ToolProgress`` on chat streams, ``FunctionCall`` / ``FunctionCallOutput`` on
         Responses streams). Other events are skipped; iterate the stream itself for every event.

@@ -29,14 +29,16 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Iterable, Mapping, Optional, Tuple
+from typing import Any, Iterable, Mapping, MutableMapping, Optional, Protocol, Tuple, Union
 
 import requests
 import urllib3
 import urllib3.connection
+import urllib3.connectionpool
 import urllib3.exceptions
-from requests.adapters import DEFAULT_POOLBLOCK, DEFAULT_POOLSIZE, HTTPAdapter
+from requests.adapters import DEFAULT_POOLBLOCK, DEFAULT_POOLSIZE, BaseAdapter, HTTPAdapter
 from requests.structures import CaseInsensitiveDict
+from urllib3.util.retry import Retry
 
 from ..errors import (
     DeadlineExceededError,
@@ -63,6 +65,15 @@ from .deadline import current_alarm
 from .endpoints import Endpoint
 from .retry import DEFAULT_POLICY
 
+#: An origin's proxies, CA verification (``verify=``) and client certificate (``cert=``).
+_OriginSettings = Tuple[dict[str, str], Union[bool, str, None], Union[str, Tuple[str, str], None]]
+
+
+class Shutdownable(Protocol):
+    """What the deadline watchdog cuts: a socket, or a recorder's stand-in for one."""
+
+    def shutdown(self, how: int, /) -> None: ...
+
 
 class _NoRedirectSession(requests.Session):
     """Even with ``allow_redirects=False``, ``Session.send`` walks a 3xx's Location to build
@@ -86,19 +97,19 @@ class _Watched:
     ``CONNECT`` reply is read, before the TLS handshake, before any byte of the request.
     """
 
-    _sdk_sock: Any = None
+    _sdk_sock: object = None  # a socket, or a recorder's stand-in for one
     _held: Optional[bytes] = None  # b"": hold the next send (the header block); else what is held
     #: urllib3 1.26 only: http.client's reply, whose ``read1`` reads a close-delimited stream live
     #: (urllib3 1.26's HTTPResponse has no read1; 2.x returns its own reply, which has).
-    sdk_reply: Any = None
+    sdk_reply: Optional[http.client.HTTPResponse] = None
 
     @property
-    def sock(self) -> Any:
+    def sock(self) -> Any:  # as http.client types it (socket | Any): a recorder's class hands over a stand-in
         theirs = _class_sock(type(self))  # a recorder's class (vcrpy) answers with its real connection's
         return theirs.__get__(self, type(self)) if theirs is not None else self._sdk_sock
 
     @sock.setter
-    def sock(self, value: Any) -> None:
+    def sock(self, value: object) -> None:
         theirs = _class_sock(type(self))
         if theirs is not None and theirs.fset is not None:
             theirs.fset(self, value)
@@ -109,7 +120,8 @@ class _Watched:
             if alarm is not None and isinstance(value, socket.socket):  # a recorder's stand-in is not one
                 alarm.attach(value)
 
-    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
+    def request(self, method: str, url: str, body: object = None, headers: Optional[Mapping[str, object]] = None,
+                **kwargs: object) -> None:
         _socket_used.value = True  # a pooled connection's socket: bytes may leave from here on
         self.sdk_reply = None
         alarm = current_alarm()
@@ -127,7 +139,7 @@ class _Watched:
         if held:  # no body followed the header block (not expected): it still goes out
             self.send(held)
 
-    def send(self, data: Any) -> None:
+    def send(self, data: object) -> None:
         held = self._held
         if held is not None and isinstance(data, bytes):
             if not held:
@@ -137,7 +149,8 @@ class _Watched:
             data = held + data
         super().send(data)  # type: ignore[misc]
 
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+    # Any: urllib3's reply (2.x) or http.client's (1.26), the two bases' getresponse() disagree.
+    def getresponse(self, *args: object, **kwargs: object) -> Any:
         reply = super().getresponse(*args, **kwargs)  # type: ignore[misc]
         if isinstance(reply, http.client.HTTPResponse):
             self.sdk_reply = reply
@@ -165,7 +178,7 @@ def _find_class_sock(klass: type) -> Optional[property]:
     return None
 
 
-def _socket(connection: Any) -> Optional[socket.socket]:
+def _socket(connection: object) -> Optional[socket.socket]:
     """The connection's socket, if it has a real one yet (a recorder's stand-in is none)."""
     sock = getattr(connection, "sock", None)
     return sock if isinstance(sock, socket.socket) else None
@@ -177,7 +190,7 @@ class _LateSocket:
 
     __slots__ = ("connection",)
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: object) -> None:
         self.connection = connection
 
     def __eq__(self, other: object) -> bool:
@@ -225,15 +238,15 @@ def _watched_class(base: type) -> type:
     return type(f"_Watched{base.__name__}", (_Watched, base), {"__module__": __name__})
 
 
-class _Pool:
+class _Pool(urllib3.connectionpool.ConnectionPool):
     """Remembers that it was closed (the pool manager closes a pool it evicts), so the adapter's
-    lookup cache never hands out a closed pool."""
+    lookup cache never hands out a closed pool. Mixed in before a pool class of urllib3's."""
 
     sdk_closed = False
 
     def close(self) -> None:
         self.sdk_closed = True
-        super().close()  # type: ignore[misc]
+        super().close()
 
 
 class _WatchedPool(_Pool, urllib3.HTTPConnectionPool):
@@ -249,7 +262,7 @@ class _WatchedHTTPSPool(_Pool, urllib3.HTTPSConnectionPool):
         return _watched_class(urllib3.HTTPSConnectionPool.ConnectionCls)
 
 
-def _watched_pools(manager: Any) -> dict[str, Any]:
+def _watched_pools(manager: urllib3.PoolManager) -> dict[str, type[urllib3.HTTPConnectionPool]]:
     """The watched pool classes for a pool manager: plain and HTTP(S)-proxy pools, or SOCKS ones."""
     socks = sys.modules.get("urllib3.contrib.socks")  # imported by requests once a socks:// proxy is used
     if socks is not None and isinstance(manager, socks.SOCKSProxyManager):
@@ -258,7 +271,7 @@ def _watched_pools(manager: Any) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def _socks_pool(https: bool) -> Any:
+def _socks_pool(https: bool) -> type[urllib3.HTTPConnectionPool]:
     """A watched SOCKS pool class (PySocks negotiates inside the connect, so the socket is watched
     from the end of the SOCKS handshake on; the connect timeout bounds the handshake itself)."""
     from urllib3.contrib import socks
@@ -273,7 +286,7 @@ class _NoCookies(requests.cookies.RequestsCookieJar):
     """The jar of the SDK's own session: ``Session.send`` offers it every response's cookies, and
     the SDK keeps none (it sends no Cookie header either)."""
 
-    def extract_cookies(self, response: Any, request: Any) -> None:
+    def extract_cookies(self, response: object, request: object) -> None:
         return None
 
 
@@ -283,24 +296,28 @@ class _PooledAdapter(HTTPAdapter):
     the request path without requests' two URL parses, and a response without the header copy and
     cookie jar the SDK never reads. Only methods requests documents for subclasses are overridden."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._pools: dict[Any, Any] = {}
+    def __init__(self, pool_connections: int = DEFAULT_POOLSIZE, pool_maxsize: int = DEFAULT_POOLSIZE,
+                 max_retries: Union[Retry, int, None] = 0, pool_block: bool = DEFAULT_POOLBLOCK) -> None:
+        super().__init__(pool_connections, pool_maxsize, max_retries, pool_block)
+        self._pools: dict[tuple[str, object, object], _Pool] = {}
 
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
+    def init_poolmanager(self, connections: int, maxsize: int, block: bool = DEFAULT_POOLBLOCK,
+                         **pool_kwargs: object) -> None:
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
         # Connections that tell the deadline watchdog their socket (see deadline.py).
         self.poolmanager.pool_classes_by_scheme = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
 
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: object) -> urllib3.PoolManager:
         # A proxy's pools are the SDK's watched ones too: a proxy that drips its reply, or its
-        # CONNECT answer, is cut at the deadline like a server.
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        # CONNECT answer, is cut at the deadline like a server. (A ProxyManager, or PySocks' manager.)
+        manager: urllib3.PoolManager = super().proxy_manager_for(proxy, **proxy_kwargs)
         manager.pool_classes_by_scheme = _watched_pools(manager)
         return manager
 
-    def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Any,
-                                        proxies: Optional[Mapping[str, str]] = None, cert: Any = None) -> Any:
+    def get_connection_with_tls_context(self, request: requests.PreparedRequest, verify: Union[bool, str, None],
+                                        proxies: Optional[Mapping[str, str]] = None,
+                                        cert: Union[Tuple[str, str], str, None] = None,
+                                        ) -> urllib3.connectionpool.ConnectionPool:
         # requests >= 2.32.2 calls this per request; older ones call get_connection (not cached).
         if proxies:
             return super().get_connection_with_tls_context(request, verify, proxies, cert)
@@ -309,10 +326,10 @@ class _PooledAdapter(HTTPAdapter):
                cert if isinstance(cert, (str, tuple, type(None))) else id(cert))
         pool = self._pools.get(key)
         if pool is None or pool.sdk_closed:  # a pool the pool manager evicted is looked up again
-            pool = super().get_connection_with_tls_context(request, verify, proxies, cert)
-            if not isinstance(pool, _Pool):
-                return pool
-            self._pools[key] = pool
+            found = super().get_connection_with_tls_context(request, verify, proxies, cert)
+            if not isinstance(found, _Pool):
+                return found
+            self._pools[key] = pool = found
         return pool
 
     def request_url(self, request: requests.PreparedRequest, proxies: Optional[Mapping[str, str]]) -> str:
@@ -325,16 +342,18 @@ class _PooledAdapter(HTTPAdapter):
             return super().request_url(request, proxies)
         return url[start:]
 
-    def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
+    def build_response(self, req: requests.PreparedRequest, resp: urllib3.BaseHTTPResponse) -> requests.Response:
         # requests' own builds a CaseInsensitiveDict copy of the headers and fills the response's
         # cookie jar; urllib3's headers are already case-insensitive, and the SDK keeps no cookies.
         response = requests.Response()
         response.status_code = resp.status
         # A reply that is not urllib3's (a recorder's stand-in) gets requests' own header mapping.
         headers = resp.headers
-        response.headers = headers if isinstance(resp, urllib3.response.HTTPResponse) else CaseInsensitiveDict(headers)
+        # urllib3's HTTPHeaderDict is a case-insensitive mapping too (requests' stub names only its own).
+        response.headers = headers if isinstance(resp, urllib3.response.HTTPResponse) \
+            else CaseInsensitiveDict(headers)  # type: ignore[assignment]
         response.raw = resp
-        response.reason = resp.reason
+        response.reason = resp.reason  # type: ignore[assignment]  # None as requests' own leaves it
         response.url = req.url or ""
         response.request = req
         response.connection = self
@@ -358,7 +377,7 @@ class Transport:
             session.cookies = _NoCookies()
             self._mount_own_adapter(session)
         self.session = session
-        self._settings: dict[str, Tuple[dict[str, str], Any, Any]] = {}
+        self._settings: dict[str, _OriginSettings] = {}
         self._lock = threading.Lock()
         # A caller's plain HTTPAdapter, by id: the watched adapter used in its place.
         self._watched: dict[int, Tuple[HTTPAdapter, _PooledAdapter]] = {}
@@ -406,7 +425,7 @@ class Transport:
                     continue  # no URL the SDK sends starts with it
                 self._refuse_retries(self.session.get_adapter(prefix), base_url)
 
-    def _refuse_retries(self, adapter: Any, base_url: str) -> None:
+    def _refuse_retries(self, adapter: object, base_url: str) -> None:
         retries = getattr(adapter, "max_retries", None)
         if retries is not None and _retries(retries):
             raise InvalidInputError(
@@ -417,7 +436,7 @@ class Transport:
                 "(HermesClient(max_attempts=)) within the deadline",
                 details={"reason": "adapter_retries", "origin": base_url})
 
-    def _adapter_for(self, url: str) -> Any:
+    def _adapter_for(self, url: str) -> BaseAdapter:
         """The adapter that sends to ``url``: a caller's plain ``HTTPAdapter`` is replaced by a watched
         one with its pool sizes, whose sockets the deadline alarm gets at connect time (before the
         headers), as it does with the SDK's own session; any other adapter is the caller's."""
@@ -439,7 +458,7 @@ class Transport:
                     self._watched[id(adapter)] = entry
         return entry[1]
 
-    def _origin_settings(self, base_url: str) -> Tuple[dict[str, str], Any, Any]:
+    def _origin_settings(self, base_url: str) -> _OriginSettings:
         """Proxies, CA verification and client cert for an origin, resolved once.
 
         Our own session reads the environment here; a caller's session contributes its own
@@ -478,13 +497,14 @@ class Transport:
             framing = {"Content-Type": "application/json", "Content-Length": str(len(body))}
         elif method in ("POST", "PUT", "PATCH", "DELETE"):
             framing = {"Content-Length": "0"}
-        merged: Any = {"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING, **headers, **framing}
+        merged: MutableMapping[str, str] = {"User-Agent": USER_AGENT, "Accept-Encoding": ACCEPT_ENCODING,
+                                            **headers, **framing}
         if not self._own_session or len({name.lower() for name in merged}) != len(merged):
             # Names that may differ only in case (a caller's session, a plugin's header): merged
             # case-insensitively, later ones winning. The SDK's own names are distinct, and a plain
             # dict is copied by urllib3 for a fraction of what a CaseInsensitiveDict costs.
             merged = self._merge_case_insensitively(headers, framing)
-        prepared.headers = merged
+        prepared.headers = merged  # type: ignore[assignment]  # any mapping is sent (the stub names one class)
         prepared.body = body
         # Runs inside Session.send before it looks for a redirect: see _unredirect.
         prepared.hooks = {"response": [_unredirect]}
@@ -503,7 +523,9 @@ class Transport:
         watched = isinstance(adapter, _PooledAdapter) and _is_adapter_send(type(adapter).send)
         _socket_used.value = False
         try:
-            return adapter.send(prepared, stream=True, proxies=proxies, verify=verify, cert=cert, timeout=timeouts)
+            # verify=None (a session's own) is passed on as Session.send passes it; the stub says bool | str.
+            return adapter.send(prepared, stream=True, proxies=proxies, verify=verify,  # type: ignore[arg-type]
+                                cert=cert, timeout=timeouts)
         except WIRE_FAULTS as exc:
             if _is_connect_failure(exc) or not (
                     (watched and not _socket_used.value) or isinstance(exc, _BEFORE_ANY_SOCKET)):
@@ -553,7 +575,7 @@ def _may_start(path: str, route: str) -> bool:
     return i >= len(path)
 
 
-def _retries(retry: Any) -> bool:
+def _retries(retry: object) -> bool:
     """Whether a urllib3 ``Retry`` (or a count) retries anything: ``total`` decides when it is set."""
     if retry is None or retry is False:
         return False
@@ -568,27 +590,27 @@ def _retries(retry: Any) -> bool:
     return any(count is None or (count is not False and count > 0) for count in counts)
 
 
-def _is_requests_send(send: Any) -> bool:
+def _is_requests_send(send: object) -> bool:
     """Whether ``send`` is requests' own ``Session.send``, not a patch or an override (told by its
     name, so a mock started before or after this module was imported is seen either way)."""
     return getattr(send, "__module__", None) == "requests.sessions" and \
         getattr(send, "__qualname__", None) == "Session.send"
 
 
-def _is_adapter_send(send: Any) -> bool:
+def _is_adapter_send(send: object) -> bool:
     """Whether ``send`` is requests' own ``HTTPAdapter.send`` (not a mocking library's patch)."""
     return getattr(send, "__module__", None) == "requests.adapters" and \
         getattr(send, "__qualname__", None) == "HTTPAdapter.send"
 
 
-def socket_of(response: requests.Response) -> Any:
+def socket_of(response: requests.Response) -> Optional[Shutdownable]:
     """The socket under a response (urllib3's ``HTTPResponse.connection``), so the deadline watchdog
     can cut it; None when unknown (a mocked body, or a connection already back in the pool)."""
     connection = getattr(response.raw, "connection", None)
     return getattr(connection, "sock", None)
 
 
-def _unredirect(response: requests.Response, **_: Any) -> requests.Response:
+def _unredirect(response: requests.Response, **_: object) -> requests.Response:
     """Hide a 3xx's ``Location`` from ``Session.send``, which otherwise reads the whole (unbounded)
     body of a redirect to build ``Response.next``, even with ``allow_redirects=False``. Our session
     never does (``_NoRedirectSession``); a caller's session would. The SDK never follows redirects;
@@ -657,7 +679,7 @@ def read_body(response: requests.Response, limit: int = MAX_JSON_RESPONSE_BYTES)
     return data
 
 
-def _read_inflated(raw: Any, coding: str, limit: int) -> bytes:
+def _read_inflated(raw: urllib3.response.HTTPResponse, coding: str, limit: int) -> bytes:
     """A compressed body decoded to at most ``limit`` bytes (a bomb costs the limit, never what it
     inflates to), from at most ``limit`` compressed bytes."""
     inflater = Inflater(coding)
@@ -685,7 +707,7 @@ def _read_inflated(raw: Any, coding: str, limit: int) -> bytes:
             return b"".join(out)
 
 
-def decode_json(data: bytes) -> Any:
+def decode_json(data: bytes) -> object:
     """The connector's decoding: blank is None, non-JSON becomes ``{"text": raw}``; JSON nested too
     deep for the decoder is an invalid response (never a raw RecursionError)."""
     if not data.strip():
@@ -702,7 +724,7 @@ def decode_json(data: bytes) -> Any:
             raise InvalidResponseError("response body is neither JSON nor UTF-8 text") from None
 
 
-def decode_reply(data: bytes) -> Any:
+def decode_reply(data: bytes) -> object:
     """A 2xx body: strict JSON. Anything else is ``invalid_response``, never an empty success."""
     try:
         return json.loads(data)
@@ -759,7 +781,7 @@ def error_for_status(response: requests.Response, contract: Contract) -> HermesE
                                                    uncertain_outcome=not contract.read_only))
 
 
-def _error_reply(response: requests.Response, contract: Contract) -> tuple[str, dict[str, Any], object]:
+def _error_reply(response: requests.Response, contract: Contract) -> tuple[str, dict[str, object], object]:
     """The message, details and provider ``error.code`` of an error reply's body."""
     try:
         # A small bounded read: an error body adds detail, never megabytes (redirects included).
@@ -767,7 +789,7 @@ def _error_reply(response: requests.Response, contract: Contract) -> tuple[str, 
     except (HermesError,) + WIRE_FAULTS:
         payload = None  # the status alone decides the error; an unreadable body adds nothing
     err = payload.get("error") if isinstance(payload, dict) else None
-    details: dict[str, Any] = {"operation": contract.operation, "remote_status": response.status_code}
+    details: dict[str, object] = {"operation": contract.operation, "remote_status": response.status_code}
     if isinstance(err, dict):
         provider = {k: err.get(k) for k in ("type", "code", "param") if err.get(k) is not None}
         if provider:
@@ -804,7 +826,7 @@ def error_for_exception(exc: BaseException, contract: Contract, *, deadline_hit:
     where = origin or _origin_of(exc)
     at = f" at {where}" if where else ""
     cause = _redacted_cause(exc)
-    details: dict[str, Any] = {"operation": contract.operation, "exception": type(exc).__name__,
+    details: dict[str, object] = {"operation": contract.operation, "exception": type(exc).__name__,
                                "connect_failure": connect, "cause": f"{type(cause).__name__}: {cause}"}
     if where:
         details["origin"] = where

@@ -151,6 +151,44 @@ def test_a_streamed_chat_approval_about_another_completion_is_not_answered() -> 
     assert calls == []
 
 
+def test_a_streamed_chat_approval_after_many_chunks_reaches_the_provider(raw_server: Any) -> None:
+    # The stream shows its approval hook every event only until the completion id is known, then only
+    # named ones: a request late in a long turn is still asked, one about another completion is not,
+    # and a data-only chunk that merely says "approval.request" in its JSON is not a request.
+    import json
+
+    from core_support import chunk, raw_client, sse_head
+
+    def event(data: dict[str, Any], name: str = "") -> bytes:
+        head = f"event: {name}\n".encode() if name else b""
+        return chunk(head + b"data: " + json.dumps(data).encode() + b"\n\n")
+
+    def request(run_id: str, request_id: str) -> dict[str, Any]:
+        return {"run_id": run_id, "request_id": request_id, "command": f"rm -rf /{request_id}"}
+
+    def handler(sock: Any, req: Any, srv: Any) -> None:
+        delta = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]}
+        sock.sendall(sse_head() + event({"id": "chatcmpl-mine", **delta}) + b"".join(
+            event({"id": "chatcmpl-mine", **delta}) for _ in range(50))
+            + event({**request("chatcmpl-mine", "r0"), "event": "approval.request"})
+            + event(request("chatcmpl-mine", "r1"), "approval.request")
+            + event(request("chatcmpl-other", "r2"), "approval.request")
+            + event({"id": "chatcmpl-mine", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    asked: list[Any] = []
+
+    def undecided(approval: Any) -> None:
+        asked.append(approval)
+        return None  # left to Hermes' timeout: nothing is sent back
+
+    server = raw_server(handler)
+    with raw_client(server, approval_provider=undecided) as client:
+        result = client.chat_stream(prompt="x").result()
+    assert result.status == "completed" and result.text == "x" * 51
+    assert [a.input_snapshot["command"] for a in asked] == ["rm -rf /r1"]
+
+
 # ------------------------------------------------------------------ run approvals: request_id, stale answers
 
 
