@@ -1,6 +1,6 @@
 """What plugin authors use: the hook marker, the objects hooks receive, the store protocol, and
 everything a third-party family needs (:class:`Family`, :class:`OperationSpec`, :class:`Contract`,
-:class:`HermesStream`, :class:`Accumulator`, :func:`invalid_input`, :func:`path_id`).
+:class:`DecodeContext`, :class:`HermesStream`, :class:`Accumulator`, :func:`invalid_input`, :func:`path_id`).
 
 Applications import from :mod:`hermes_sdk`; plugins (stores, approval providers, redaction
 filters, tracers, families) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ._core.aggregate import Accumulator
 from ._core.capabilities import Contract, descriptor
+from ._core.convert import DecodeContext
 from ._core.display import visible, visible_value
 from ._core.exchange import Attempt, HttpReply
 from ._core.families import Family, FamilyExecutor, register, register_resource, unregister, unregister_resource
@@ -42,7 +43,7 @@ from .hookspecs import hookimpl, hookspec
 
 __all__ = [
     "Accumulator", "ActionResult", "Attempt", "CallOptions", "CallView", "ClientView", "COMPLETED", "Contract",
-    "CorruptRecordError", "descriptor", "Family", "FamilyExecutor", "HermesStream", "hookimpl", "hookspec",
+    "CorruptRecordError", "DecodeContext", "descriptor", "Family", "FamilyExecutor", "HermesStream", "hookimpl", "hookspec",
     "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "load_record", "OperationSpec",
     "path_id", "PENDING", "private_sqlite_files", "ProviderRequest", "REDACTED", "Redactor", "register",
     "register_resource", "RequestParts", "store_from_url", "unregister", "unregister_resource", "visible",

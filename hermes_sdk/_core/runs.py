@@ -40,6 +40,7 @@ from ..errors import (
     TransportError,
 )
 from .approval import ApprovalRequest, check
+from .convert import NO_CONTEXT, DecodeContext, json_object, one, opt_str, read, shape
 from .endpoints import ExecutionContext, seconds_value
 from .events import (
     ApprovalRequested,
@@ -118,14 +119,8 @@ class _Pending:
     choice: Optional[str] = None
 
 
-def _opt_str(value: Any) -> Optional[str]:
-    return value if isinstance(value, str) else None
-
-
-def _opt_float(value: Any) -> Optional[float]:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
+@shape("a run start reply", required=("run_id",), malformed="the run start reply has no run_id",
+       keys={"server_replayed": "replayed"})
 @attrs.frozen
 class RunStarted:
     """The 202 of ``run_start``: the run id (``status`` is ``started``, a value seen only here).
@@ -148,6 +143,7 @@ class RunStarted:
         return self.run_id
 
 
+@shape("a run object", required=("run_id", "status"), malformed="the run object has no run_id or status")
 @attrs.frozen
 class RunStatus:
     """The run object of ``GET /v1/runs/{id}`` (or the 200 of ``/stop``).
@@ -186,6 +182,7 @@ class RunStatus:
         return self.status in TERMINAL_STATUSES
 
 
+@shape("an approval reply", required=("run_id",), malformed="the approval reply has no run_id")
 @attrs.frozen
 class ApprovalAnswer:
     """The 200 of ``run_approval``: the choice as Hermes normalised it and how many it resolved."""
@@ -195,6 +192,7 @@ class ApprovalAnswer:
     resolved: int
 
 
+@shape("a steer reply")
 @attrs.frozen
 class SteerAnswer:
     """The 200 of ``run_steer``: whether Hermes took the message into the running agent."""
@@ -249,53 +247,22 @@ class RunResult:
         return [e for e in self.events if isinstance(e, (ToolStarted, ToolCompleted))]
 
 
-def run_started(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStarted:
-    """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
+def run_started(data: object, ctx: DecodeContext = NO_CONTEXT) -> RunStarted:
+    """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed); the session key is the
+    reply's, else its ``X-Hermes-Session-Key`` header."""
+    obj = json_object(data, "a run start reply")
+    if not obj.get("run_id"):
         raise InvalidResponseError("the run start reply has no run_id")
-    session_key = _opt_str(data.get("session_key")) or (headers.get("X-Hermes-Session-Key") if headers else None)
-    return RunStarted(run_id=data["run_id"], status=str(data.get("status") or "started"),
-                      session_key=session_key, action_id=action_id, replayed=replayed,
-                      server_replayed=data.get("replayed") is True)
+    return read(RunStarted, obj, ctx, session_key=opt_str(obj.get("session_key")) or ctx.headers.get(
+        "X-Hermes-Session-Key"))
 
 
-def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-               replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStatus:
-    """Decode a run object (fields Hermes leaves out stay None)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) \
-            or not isinstance(data.get("status"), str):
-        raise InvalidResponseError("the run object has no run_id or status")
-    usage = data.get("usage")
-    return RunStatus(run_id=data["run_id"], status=data["status"], created_at=_opt_float(data.get("created_at")),
-                     updated_at=_opt_float(data.get("updated_at")), session_id=_opt_str(data.get("session_id")),
-                     model=_opt_str(data.get("model")), last_event=_opt_str(data.get("last_event")),
-                     output=_opt_str(data.get("output")), usage=usage if isinstance(usage, dict) else None,
-                     error=_opt_str(data.get("error")), raw=dict(data),
-                     approval=data["approval"] if isinstance(data.get("approval"), dict) else None,
-                     runtime=data["runtime"] if isinstance(data.get("runtime"), dict) else None,
-                     **{k: data[k] if isinstance(data.get(k), bool) else None
-                        for k in ("completed", "partial", "interrupted")})
-
-
-def approval_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                    replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> ApprovalAnswer:
-    """Decode the 200 of ``POST /v1/runs/{id}/approval``."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str):
-        raise InvalidResponseError("the approval reply has no run_id")
-    resolved = data.get("resolved")
-    return ApprovalAnswer(run_id=data["run_id"], choice=str(data.get("choice", "")),
-                          resolved=resolved if isinstance(resolved, int) and not isinstance(resolved, bool) else 0)
-
-
-def steer_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                 replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> SteerAnswer:
-    """Decode the 200 of ``POST /v1/runs/{id}/steer`` (its run id is the one asked about)."""
-    if not isinstance(data, Mapping):
-        raise InvalidResponseError("the steer reply is not an object")
-    run_id = data.get("run_id")
-    return SteerAnswer(run_id=run_id if isinstance(run_id, str) else "", accepted=data.get("accepted") is True,
-                       raw=dict(data))
+#: A run object (fields Hermes leaves out stay None).
+run_status = one(RunStatus)
+#: The 200 of ``POST /v1/runs/{id}/approval``.
+approval_answer = one(ApprovalAnswer)
+#: The 200 of ``POST /v1/runs/{id}/steer`` (its run id is the one asked about).
+steer_answer = one(SteerAnswer)
 
 
 class Run:

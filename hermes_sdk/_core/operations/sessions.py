@@ -308,13 +308,6 @@ class SessionChatAccumulator(Accumulator):
         return parse_session_event(event.event, event.data) if isinstance(event.data, dict) else None
 
 
-def _stream_replay(output: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                   replayed: bool = True) -> SessionChatStream:
-    stream = SessionChatStream.replay(convert.stream_result_from_json(output), SessionChatAccumulator())
-    stream.action_id = action_id
-    return stream  # type: ignore[return-value]
-
-
 # ------------------------------------------------------------------ contracts
 
 _READ = ("read", "external_network")
@@ -367,7 +360,7 @@ SESSION_CHAT_STREAM: OperationSpec[SessionChatStream] = OperationSpec(
     contract("session_chat_stream", "POST", _S + "/chat/stream", read_only=False, streaming=True,
              side_effects=MODEL_SIDE_EFFECTS, data=dict(CONFIDENTIAL), expected_latency_ms=30_000,
              timeout_ms=300_000, supports_cancel=True, kind="agent"),
-    build_chat, stream_class=SessionChatStream, accumulator=SessionChatAccumulator, from_record=_stream_replay)
+    build_chat, stream_class=SessionChatStream, accumulator=SessionChatAccumulator)
 
 SPECS = (SESSIONS_LIST, SESSION_CREATE, SESSION_GET, SESSION_PATCH, SESSION_DELETE, SESSION_MESSAGES,
          SESSION_FORK, SESSION_CHAT, SESSION_CHAT_STREAM)
