@@ -43,8 +43,8 @@ from .hookspecs import hookimpl, hookspec
 
 __all__ = [
     "Accumulator", "ActionResult", "Attempt", "CallOptions", "CallView", "ClientView", "COMPLETED", "Contract",
-    "CorruptRecordError", "DecodeContext", "descriptor", "Family", "FamilyExecutor", "HermesStream", "hookimpl", "hookspec",
-    "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "load_record", "OperationSpec",
+    "CorruptRecordError", "DecodeContext", "descriptor", "Family", "FamilyExecutor", "HermesStream", "hookimpl",
+    "hookspec", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "load_record", "OperationSpec",
     "path_id", "PENDING", "private_sqlite_files", "ProviderRequest", "REDACTED", "Redactor", "register",
     "register_resource", "RequestParts", "store_from_url", "unregister", "unregister_resource", "visible",
     "visible_value",

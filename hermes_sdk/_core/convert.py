@@ -47,7 +47,7 @@ converter.register_structure_hook(HermesError, lambda d, _: HermesError.from_dic
 converter.register_structure_hook_func(lambda t: t == Mapping[str, str], lambda value, _: value)
 
 
-def _json_object(value: Any, _: Any) -> dict[str, Any]:
+def _json_object(value: object, _: object) -> dict[str, object]:
     # A shallow copy, as cattrs' own mapping hook makes, without structuring each key and value
     # again: JSON objects have string keys, and the values are Any.
     if type(value) is not dict and not isinstance(value, abc.Mapping):
@@ -58,8 +58,12 @@ def _json_object(value: Any, _: Any) -> dict[str, Any]:
 converter.register_structure_hook_func(lambda t: t == dict[str, Any], _json_object)
 
 
-def _optional_error(value: Any, _: Any) -> Optional[HermesError]:
-    return None if value is None else HermesError.from_dict(value)
+def _optional_error(value: object, _: object) -> Optional[HermesError]:
+    if value is None:
+        return None
+    if not isinstance(value, abc.Mapping):
+        raise TypeError(f"expected an error object, got {type(value).__name__}")
+    return HermesError.from_dict(value)
 
 
 converter.register_structure_hook(Optional[HermesError], _optional_error)
@@ -83,7 +87,7 @@ def opt_int(value: object) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def opt_object(value: object) -> Optional[dict[str, Any]]:
+def opt_object(value: object) -> Optional[dict[str, object]]:
     """A JSON object as sent; anything else None."""
     return value if isinstance(value, dict) else None
 
@@ -269,7 +273,7 @@ def many(cls: type[T], key: str, what: str, *, skip_non_objects: bool = False) -
     return decode
 
 
-def as_dict(data: object, what: str) -> dict[str, Any]:
+def as_dict(data: object, what: str) -> dict[str, object]:
     """A JSON object as a dict (the one received when it is one)."""
     return data if type(data) is dict else dict(json_object(data, what))
 
@@ -331,36 +335,35 @@ def deletion_receipt(data: object, ctx: DecodeContext = NO_CONTEXT) -> DeletionR
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
-def _json_copy(value: Any) -> Any:
+def _json_copy(value: object) -> object:
     """What ``converter.unstructure`` returns for parsed JSON (a deep copy), without its dispatch."""
-    kind = type(value)
-    if kind is dict:
+    if type(value) is dict:
         out = {}
         for k, v in value.items():
             if type(k) is not str:
                 k = converter.unstructure(k)
             out[k] = v if type(v) in _LEAVES else _json_copy(v)
         return out
-    if kind is list:
+    if type(value) is list:
         return [v if type(v) in _LEAVES else _json_copy(v) for v in value]
-    if kind in _LEAVES:
+    if type(value) in _LEAVES:
         return value
     return converter.unstructure(value)
 
 
-def _event_json(event: StreamEvent) -> dict[str, Any]:
+def _event_json(event: StreamEvent) -> dict[str, object]:
     return {"event": event.event, "id": event.id, "data": _json_copy(event.data), "raw_data": event.raw_data,
             "terminal": event.terminal}
 
 
-def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
+def stream_result_to_json(result: StreamResult) -> dict[str, object]:
     """A StreamResult as JSON: the output of a stream's ActionResult and its durable record."""
     # The events dominate (one per SSE event): unstructure them by hand, the rest with cattrs.
     events, tools = result.events, result.tools
     if tools:
         result = attrs.evolve(result, tools=[])
     if type(events) is not list or any(type(e) is not StreamEvent for e in events):
-        out: dict[str, Any] = converter.unstructure(result)
+        out: dict[str, object] = converter.unstructure(result)
     else:
         out = converter.unstructure(attrs.evolve(result, events=[]))
         out["events"] = [_event_json(e) for e in events]
@@ -368,32 +371,35 @@ def stream_result_to_json(result: StreamResult) -> dict[str, Any]:
     return out
 
 
-def stream_result_from_json(data: Mapping[str, Any]) -> StreamResult:
+def stream_result_from_json(data: Mapping[str, object]) -> StreamResult:
     """Rebuild a StreamResult from its JSON (a replayed stream's record)."""
     fields = dict(data)
-    tools = fields.pop("tools", None) or []
+    tools = fields.pop("tools", None)
     result = converter.structure(fields, StreamResult)
-    result.tools = [tool_event_from_json(t) if isinstance(t, abc.Mapping) else t for t in tools]
+    result.tools = [tool_event_from_json(t) if isinstance(t, abc.Mapping) else t
+                    for t in (tools if isinstance(tools, list) else ())]
     return result
 
 
-def action_result_to_json(result: ActionResult) -> dict[str, Any]:
+def action_result_to_json(result: ActionResult) -> dict[str, object]:
     """An ActionResult as JSON, as the idempotency store keeps it (the error as its ``to_dict()``)."""
-    out: dict[str, Any] = converter.unstructure(result)
+    out: dict[str, object] = converter.unstructure(result)
     return out
 
 
-def action_result_from_json(data: Mapping[str, Any]) -> ActionResult:
+def action_result_from_json(data: Mapping[str, object]) -> ActionResult:
     """Rebuild an ActionResult from its JSON; the error comes back as its most specific HermesError class."""
     return converter.structure(dict(data), ActionResult)
 
 
-def recorded_result(data: Any) -> ActionResult:
+def recorded_result(data: object) -> ActionResult:
     """The ActionResult of a stored record: one that does not rebuild is a ``CorruptRecordError``
     (a typed error, never cattrs' own)."""
     from .idempotency import corrupt
 
     try:
+        if not isinstance(data, abc.Mapping):
+            raise TypeError(f"a record is a JSON object, not a {type(data).__name__}")
         return action_result_from_json(data)
     except Exception as exc:  # cattrs' ClassValidationError, a TypeError, a KeyError...
         raise corrupt("idempotency", f"(its result does not rebuild: {type(exc).__name__})") from None

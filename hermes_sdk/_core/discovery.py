@@ -8,6 +8,7 @@ import attrs
 
 from .convert import many, one, shape
 
+
 @shape("a health object")
 @attrs.frozen
 class Health:

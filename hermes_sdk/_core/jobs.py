@@ -18,6 +18,7 @@ import attrs
 from ..errors import InvalidResponseError
 from .convert import NO_CONTEXT, DecodeContext, as_dict, many, one, shape
 
+
 @shape("a job object", required=("id",), malformed="the job object has no id")
 @attrs.frozen
 class Job:
@@ -89,12 +90,12 @@ job_deleted = one(JobDeleted)
 skills = many(Skill, "data", "a skill list", skip_non_objects=True)
 
 
-def health_detailed(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, Any]:
+def health_detailed(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, object]:
     """``GET /health/detailed`` as Hermes sends it (a dict: readiness checks, gateway state, pid...)."""
     return as_dict(data, "a health object")
 
 
-def model_options(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, Any]:
+def model_options(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, object]:
     """``GET /api/model/options`` as Hermes sends it (``providers``: each with ``slug``, ``models``,
     ``is_current``...)."""
     found = as_dict(data, "a model options object")

@@ -21,8 +21,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
 
 import attrs
 
@@ -39,7 +38,7 @@ from ..errors import (
     StreamError,
     TransportError,
 )
-from .approval import ApprovalRequest, check
+from .approval import ApprovalProvider, ApprovalRequest, check
 from .convert import NO_CONTEXT, DecodeContext, json_object, one, opt_str, read, shape
 from .endpoints import ExecutionContext, seconds_value
 from .events import (
@@ -54,10 +53,16 @@ from .events import (
     ToolStarted,
     parse_run_event,
 )
+from .models import StreamEvent
 from .stages.approval import as_decision, ask_provider
 
 if TYPE_CHECKING:
     from .resources.runs import Runs
+    from .streaming import RunEventStream
+
+#: What the events reader and the approval thread hand a Run's consumer: ``("event", event)``,
+#: ``("end", None)``, ``("broken", error)`` or ``("decided", None)``.
+_Item = tuple[str, Union[StreamEvent, HermesError, None]]
 
 log = logging.getLogger("hermes_sdk")
 
@@ -85,16 +90,16 @@ class _Asking:
     """One request being decided by the approval provider, on a daemon thread of its own; when it
     decides it puts ``("decided", None)`` on the run's queue, which wakes a waiting consumer."""
 
-    def __init__(self, provider: Any, request: ApprovalRequest, wake: "queue.Queue[tuple[str, Any]]") -> None:
+    def __init__(self, provider: ApprovalProvider, request: ApprovalRequest, wake: "queue.Queue[_Item]") -> None:
         self.request = request
         self.done = threading.Event()
-        self._decision: Any = None
+        self._decision: object = None
         self._error: Optional[BaseException] = None
         self._wake = wake
         thread = threading.Thread(target=self._ask, args=(provider,), daemon=True, name="hermes-sdk-approval")
         thread.start()
 
-    def _ask(self, provider: Any) -> None:
+    def _ask(self, provider: ApprovalProvider) -> None:
         try:
             self._decision = ask_provider(provider, self.request)
         except BaseException as exc:  # handed to the consumer's thread by outcome()
@@ -102,7 +107,7 @@ class _Asking:
         self.done.set()
         self._wake.put(("decided", None))
 
-    def outcome(self) -> Any:
+    def outcome(self) -> object:
         """The provider's decision (None: undecided), or what it raised."""
         if self._error is not None:
             error, self._error = self._error, None
@@ -287,8 +292,8 @@ class Run:
         """The run id: the same as ``run_id``."""
         return self.run_id
 
-    def __init__(self, runs: Any, started: RunStarted, *, endpoint: Optional[str] = None,
-                 approval_provider: Any = None, deadline: Optional[float] = None,
+    def __init__(self, runs: "Runs", started: RunStarted, *, endpoint: Optional[str] = None,
+                 approval_provider: Optional[ApprovalProvider] = None, deadline: Optional[float] = None,
                  context: Optional[ExecutionContext] = None, objective: Optional[str] = None,
                  session_id: Optional[str] = None) -> None:
         self.run_id = started.run_id
@@ -302,10 +307,10 @@ class Run:
         self._context = context
         self._objective = objective  # shown to the approval provider (through the redactor)
         self._session_id = session_id or started.run_id  # Hermes' default session is the run id
-        self._queue: "queue.Queue[tuple[str, Any]]" = queue.Queue()
-        self._ahead: deque[tuple[str, Any]] = deque()  # received, not consumed yet (see _moved_on)
+        self._queue: "queue.Queue[_Item]" = queue.Queue()
+        self._ahead: deque[_Item] = deque()  # received, not consumed yet (see _moved_on)
         self._until = deadline  # the bound of the wait()/events() in progress
-        self._stream: Any = None
+        self._stream: Optional[RunEventStream] = None
         self._subscribed = False
         self._released = False  # the caller closed the subscription, or it was not believed
         self._polling = started.replayed
@@ -466,7 +471,7 @@ class Run:
         stream = self._stream
         return stream is not None and not stream.closed and not self._released
 
-    def _read(self, stream: Any) -> None:
+    def _read(self, stream: RunEventStream) -> None:
         """Read the subscription into the queue. Where the server numbers its events (``id:``,
         0.21+), a broken stream is re-subscribed with ``Last-Event-ID``: the server sends what
         came after, and an event at or before the last id seen is dropped (never delivered twice)."""
@@ -535,7 +540,7 @@ class Run:
                     kind, payload = self._queue.get(timeout=remaining)
                 except queue.Empty:
                     return None
-            if kind == "event":
+            if isinstance(payload, StreamEvent):  # kind "event"
                 data = payload.data
                 if not isinstance(data, dict):
                     continue
@@ -677,8 +682,8 @@ class Run:
                 self._ahead.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-        for kind, payload in self._ahead:
-            if kind != "event":
+        for _, payload in self._ahead:
+            if not isinstance(payload, StreamEvent):  # not an event
                 continue
             data = payload.data
             if isinstance(data, dict) and (data.get("event") in _MOVED_ON or (
@@ -728,7 +733,7 @@ class Run:
         return RunResult(run_id=self.id, status=status, events=list(self._events), events_complete=False)
 
 
-def objective_of(input: Any) -> Optional[str]:
+def objective_of(input: object) -> Optional[str]:
     """What a run was asked to do: its input text, or the last user message's text."""
     if isinstance(input, str):
         return input
@@ -753,7 +758,7 @@ def _resumable(error: Optional[HermesError]) -> bool:
                              and not isinstance(error, (DeadlineExceededError, StreamCancelledError)))
 
 
-def choice_for(decision: Any, request: ApprovalRequest, event: ApprovalRequested, allow_permanent: bool) -> str:
+def choice_for(decision: object, request: ApprovalRequest, event: ApprovalRequested, allow_permanent: bool) -> str:
     """The run approval choice an approval decision stands for.
 
     approved → ``once`` (``session`` / ``always`` when ``decision.scope`` says so; ``session`` not

@@ -13,9 +13,9 @@ from urllib.parse import quote
 import attrs
 
 from ...errors import HermesError
+from .. import convert
 from ..aggregate import Accumulator
 from ..capabilities import Contract
-from .. import convert
 from ..convert import DecodeContext
 from ..streaming import HermesStream
 from .common import ProviderRequest, RequestParts, path_id
