@@ -58,6 +58,17 @@ def _json_object(value: object, _: object) -> dict[str, object]:
 converter.register_structure_hook_func(lambda t: t == dict[str, Any], _json_object)
 
 
+def _optional(make: Callable[..., object]) -> Callable[[object, object], object]:
+    return lambda value, _: None if value is None else make(value)
+
+
+# Optional leaves as cattrs structures them (None, else the type called on the value), without its
+# dispatch per value: chat and Responses results have seven of them, on every call.
+for _leaf in (str, int, float, bool):
+    converter.register_structure_hook(Optional[_leaf], _optional(_leaf))
+converter.register_structure_hook(Optional[dict[str, Any]], _optional(lambda value: _json_object(value, None)))
+
+
 def _optional_error(value: object, _: object) -> Optional[HermesError]:
     if value is None:
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import warnings
-from typing import Optional
+from typing import Any, Optional
 
 import attrs
 import pytest
@@ -161,3 +161,21 @@ def test_a_replay_returns_what_the_first_call_returned(operation: str, body: dic
     first = spec.decode(body, DecodeContext(operation, None, "act_1", False, {"X-Request-Id": "r"}))
     again = spec.typed_from_record(body, None, "act_1")
     assert again == first and getattr(again, "replayed", True) is True
+
+
+def test_the_optional_leaf_hooks_structure_as_cattrs_does() -> None:
+    import cattrs
+
+    plain = cattrs.Converter()  # cattrs' own Optional handling, with the SDK's JSON object hook
+    plain.register_structure_hook_func(lambda t: t == dict[str, Any], convert._json_object)
+    values: list[object] = [None, "", "x", 0, 1, -2, 2.5, float("inf"), True, False, "12", "1.5", [], {}, {"a": 1},
+                            [1], b"b", object()]
+    for kind in (Optional[str], Optional[int], Optional[float], Optional[bool], Optional[dict[str, Any]]):
+        for value in values:
+            outcomes = []
+            for converter in (plain, convert.converter):
+                try:
+                    outcomes.append(("value", converter.structure(value, kind)))
+                except Exception as exc:  # the same failure class as cattrs' own
+                    outcomes.append(("error", type(exc).__name__))
+            assert outcomes[0] == outcomes[1], (kind, value, outcomes)
