@@ -1,7 +1,7 @@
 """What plugin authors use: the hook marker, the :class:`Plugin` type, the objects hooks receive, the
 store and approval-provider protocols (:data:`ApprovalProvider`), and
 everything a third-party family needs (:class:`Family`, :class:`OperationSpec`, :class:`Contract`,
-:class:`HermesStream`, :class:`Accumulator`, :func:`invalid_input`, :func:`path_id`).
+:class:`DecodeContext`, :class:`HermesStream`, :class:`Accumulator`, :func:`invalid_input`, :func:`path_id`).
 
 Applications import from :mod:`hermes_sdk`; plugins (stores, approval providers, redaction
 filters, tracers, families) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
@@ -20,6 +20,7 @@ from ._core._plugin_manager import Plugin
 from ._core.aggregate import Accumulator
 from ._core.approval import ApprovalCallback, ApprovalProvider, HasRequestApproval, ProviderAnswer
 from ._core.capabilities import Contract, descriptor
+from ._core.convert import DecodeContext
 from ._core.display import visible, visible_value
 from ._core.exchange import Attempt, HttpReply
 from ._core.families import Family, FamilyExecutor, register, register_resource, unregister, unregister_resource
@@ -45,13 +46,12 @@ from .hookspecs import hookimpl, hookspec
 
 __all__ = [
     "Accumulator", "ActionResult", "ApprovalCallback", "ApprovalProvider", "Attempt", "CallOptions", "CallView",
-    "ClientView", "COMPLETED", "Contract", "CorruptRecordError", "descriptor", "Family", "FamilyExecutor",
-    "HasRequestApproval", "HermesStream", "hookimpl", "hookspec", "HttpReply", "IdempotencyRecord",
+    "ClientView", "COMPLETED", "Contract", "CorruptRecordError", "DecodeContext", "descriptor", "Family",
+    "FamilyExecutor", "HasRequestApproval", "HermesStream", "hookimpl", "hookspec", "HttpReply", "IdempotencyRecord",
     "IdempotencyStore", "invalid_input", "load_record", "OperationSpec", "path_id", "PENDING", "Plugin",
     "private_sqlite_files", "ProviderAnswer", "ProviderRequest", "REDACTED", "Redactor", "register",
-    "register_resource", "RequestParts", "SQLiteConnections",
-    "store_from_url", "unregister", "unregister_resource", "visible",
-    "visible_value",
+    "register_resource", "RequestParts", "SQLiteConnections", "store_from_url", "unregister", "unregister_resource",
+    "visible", "visible_value",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

@@ -6,7 +6,7 @@ sessions, cron jobs, server facts, the operator.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 import attrs
 
@@ -32,9 +32,9 @@ SERVER: Family[None] = Family("server", jobs.SERVER_SPECS)
 OPERATOR: Family[None] = Family("operator", (attrs.evolve(operator.OPERATOR, composite=invoke_operator),))
 SESSIONS: Family[Sessions] = Family("sessions", sessions.SPECS, Sessions, commands=_CLI + "add_sessions_commands")
 
-FAMILIES: tuple[Family[Any], ...] = (CHAT, RUNS, DISCOVERY, SESSIONS, JOBS, SERVER, OPERATOR)
+FAMILIES: tuple[Family[object], ...] = (CHAT, RUNS, DISCOVERY, SESSIONS, JOBS, SERVER, OPERATOR)
 #: The built-in operations by name (what ``parse_capability_id`` knows without a client).
-BUILTIN_SPECS: dict[str, OperationSpec[Any]] = {s.name: s for f in FAMILIES for s in f.specs}
+BUILTIN_SPECS: dict[str, OperationSpec[object]] = {s.name: s for f in FAMILIES for s in f.specs}
 for _spec in BUILTIN_SPECS.values():  # log lines are scrubbed of their ids before any client exists
     register_route(_spec.contract.path)
 
@@ -43,7 +43,7 @@ class BuiltinFamilies:
     """The default plugin that registers the built-in families (``hermes-sdk plugins`` lists it)."""
 
     @hookimpl(tryfirst=True)
-    def hermes_families(self, client: ClientView) -> tuple[Family[Any], ...]:
+    def hermes_families(self, client: ClientView) -> tuple[Family[object], ...]:
         return FAMILIES
 
 

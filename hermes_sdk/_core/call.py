@@ -33,7 +33,7 @@ class Call:
     """
 
     endpoint: Endpoint = attrs.field(repr=False)
-    spec: "OperationSpec[Any]" = attrs.field(repr=False)
+    spec: "OperationSpec[object]" = attrs.field(repr=False)
     input: dict[str, object] = attrs.field(repr=False)
     request: "ProviderRequest" = attrs.field(repr=False)
     action_id: str

@@ -10,7 +10,7 @@ import os
 import random
 import time
 from collections.abc import Mapping
-from typing import Any, Optional, TypeVar
+from typing import Optional, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -51,7 +51,7 @@ class Executor:
         """The same endpoints and context over another runtime (``with_options``)."""
         return Executor(self.endpoints, self.context, runtime)
 
-    def request(self, spec: OperationSpec[T], data: Mapping[str, Any], options: CallOptions = DEFAULT_OPTIONS) -> T:
+    def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = DEFAULT_OPTIONS) -> T:
         """Run one typed call: the typed value, or the recorded one when replayed (its failure raised)."""
         call = self.build(spec, self.endpoint(options.endpoint), data, options)
         server_features.require(self, call)
@@ -64,7 +64,7 @@ class Executor:
             raise result.error
         return spec.typed_from_record(result.output, result.session_id, result.action_id)
 
-    def invoke(self, capability: str, input: Mapping[str, Any], options: CallOptions) -> ActionResult:
+    def invoke(self, capability: str, input: Mapping[str, object], options: CallOptions) -> ActionResult:
         """The generic AIP path: failures come back as ``status="failed"`` results, not exceptions."""
         action_id = options.action_id or new_action_id()
         try:
@@ -98,7 +98,7 @@ class Executor:
             return settled
         return result
 
-    def build(self, spec: OperationSpec[Any], endpoint: Endpoint, input: object, options: CallOptions) -> Call:
+    def build(self, spec: OperationSpec[T], endpoint: Endpoint, input: object, options: CallOptions) -> Call:
         """Validate everything the caller gave and build the Call; nothing is sent here."""
         action_id = options.action_id or new_action_id()
         cap = capability_id(endpoint.id, spec.name)
@@ -117,7 +117,7 @@ class Executor:
             exc.action_id, exc.capability_id = action_id, cap
             raise
         contract = spec.contract
-        attributes: dict[str, Any] = {
+        attributes: dict[str, object] = {
             "capability_id": cap, "endpoint_id": endpoint.id, "operation": contract.operation,
             "streaming": contract.streaming, "idempotency": key is not None, **server_attributes(endpoint)}
         if spec.describe is not None:
@@ -144,7 +144,7 @@ class Executor:
             raise InvalidInputError(f"unknown endpoint {key!r}", details={"field": "endpoint"})
         return found
 
-    def approval_request(self, operation_or_capability: str, input: Mapping[str, Any], *,
+    def approval_request(self, operation_or_capability: str, input: Mapping[str, object], *,
                          reason: Optional[str] = None, action_id: Optional[str] = None,
                          endpoint: Optional[str] = None) -> ApprovalRequest:
         """The ApprovalRequest an approval-gated call with this input would ask for."""

@@ -8,7 +8,7 @@ owns the resulting :class:`Registry`; nothing is registered process-wide.
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Mapping, Optional, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, Generic, Iterable, Mapping, Optional, Protocol, TypeVar, cast
 
 import attrs
 
@@ -21,7 +21,7 @@ from .redaction import register_route
 if TYPE_CHECKING:
     from .executor import Executor
 
-R = TypeVar("R")
+R = TypeVar("R", covariant=True)  # a family of a resource subclass is a family of its base
 T = TypeVar("T")
 #: A family's resource type: covariant, so a registry holds families of every resource as ``Family[object]``.
 R_co = TypeVar("R_co", covariant=True)
@@ -44,7 +44,7 @@ class Family(Generic[R_co]):
     """
 
     name: str
-    specs: tuple[OperationSpec[Any], ...]
+    specs: tuple[OperationSpec[object], ...]
     #: Takes the client's executor (a :class:`FamilyExecutor`: a resource written against that protocol fits).
     resource: Optional[Callable[["Executor"], R_co]] = None
     #: ``"module:function"`` adding this family's ``hermes-sdk`` subcommands: ``function(subparsers,
@@ -63,7 +63,7 @@ class Registry:
 
     def __init__(self, families: Iterable[Family[object]]) -> None:
         self.families: dict[str, Family[object]] = {}
-        self.specs: dict[str, OperationSpec[Any]] = {}
+        self.specs: dict[str, OperationSpec[object]] = {}
         for family in families:
             if not isinstance(family, Family):
                 raise PluginError(f"hermes_families returned {type(family).__name__}, not a hermes_sdk.plugin.Family")
@@ -81,7 +81,7 @@ class Registry:
         """Every operation's published contract, in registration order."""
         return {name: spec.contract for name, spec in self.specs.items()}
 
-    def spec(self, operation: str) -> OperationSpec[Any]:
+    def spec(self, operation: str) -> OperationSpec[object]:
         """The spec of ``operation`` (KeyError when no family of this client has it)."""
         return self.specs[operation]
 
@@ -95,7 +95,7 @@ class Registry:
 
 # Deprecated since 0.2: process-wide registration (hermes_sdk.plugin.register / register_resource). What
 # is registered here joins every client built afterwards, as the family "legacy".
-_LEGACY_SPECS: dict[str, OperationSpec[Any]] = {}
+_LEGACY_SPECS: dict[str, OperationSpec[object]] = {}
 _LEGACY_RESOURCES: dict[str, Callable[[FamilyExecutor], object]] = {}
 
 

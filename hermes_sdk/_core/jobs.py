@@ -11,25 +11,15 @@ What Hermes 0.19.0 does and the SDK relies on (``spec/hermes-sessions-jobs.md`` 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import attrs
 
 from ..errors import InvalidResponseError
-
-JSONDict = dict[str, Any]
-
-
-def _opt_str(value: Any) -> Optional[str]:
-    return value if isinstance(value, str) else None
+from .convert import NO_CONTEXT, DecodeContext, as_dict, many, one, shape
 
 
-def _object(data: Any, what: str) -> JSONDict:
-    if not isinstance(data, dict):
-        raise InvalidResponseError(f"Hermes returned a {type(data).__name__} where {what} was expected")
-    return data
-
-
+@shape("a job object", required=("id",), malformed="the job object has no id")
 @attrs.frozen
 class Job:
     """One cron job as Hermes returns it (every field is in ``raw``).
@@ -42,7 +32,7 @@ class Job:
 
     id: str
     name: str
-    schedule: Optional[JSONDict] = None
+    schedule: Optional[dict[str, Any]] = None
     prompt: Optional[str] = None
     enabled: bool = True
     next_run_at: Optional[str] = None
@@ -56,7 +46,7 @@ class Job:
     last_error: Optional[str] = None
     created_at: Optional[str] = None
     paused_at: Optional[str] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
 
     @property
     def paused(self) -> bool:
@@ -64,6 +54,11 @@ class Job:
         return self.state == "paused"
 
 
+def _is_true(value: object) -> bool:
+    return value is True
+
+
+@shape("a delete receipt", keys={"deleted": "ok"}, rules={"deleted": _is_true})
 @attrs.frozen
 class JobDeleted:
     """The 200 ``{"ok": true}`` of ``DELETE /api/jobs/{id}`` (its output directory is removed too)."""
@@ -74,6 +69,7 @@ class JobDeleted:
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
 
+@shape("a skill object")
 @attrs.frozen
 class Skill:
     """One entry of ``GET /v1/skills`` (``category`` is None for a skill directly under ``skills/``)."""
@@ -81,71 +77,28 @@ class Skill:
     name: str
     description: Optional[str] = None
     category: Optional[str] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
 
 
-def job_of(data: Any) -> Job:
-    """A Job from one job object."""
-    obj = _object(data, "a job object")
-    if not isinstance(obj.get("id"), str):
-        raise InvalidResponseError("the job object has no id")
-    schedule = obj.get("schedule")
-    skills = obj.get("skills")
-    return Job(
-        id=obj["id"], name=str(obj.get("name") or ""), schedule=schedule if isinstance(schedule, dict) else None,
-        prompt=_opt_str(obj.get("prompt")), enabled=obj.get("enabled") is not False,
-        next_run_at=_opt_str(obj.get("next_run_at")), last_run_at=_opt_str(obj.get("last_run_at")),
-        state=_opt_str(obj.get("state")), schedule_display=_opt_str(obj.get("schedule_display")),
-        skills=tuple(s for s in skills if isinstance(s, str)) if isinstance(skills, list) else (),
-        deliver=_opt_str(obj.get("deliver")), repeat=obj.get("repeat"), last_status=_opt_str(obj.get("last_status")),
-        last_error=_opt_str(obj.get("last_error")), created_at=_opt_str(obj.get("created_at")),
-        paused_at=_opt_str(obj.get("paused_at")), raw=obj)
+#: ``{"job": {...}}``.
+job = one(Job, envelope="job", what="a job envelope")
+#: ``{"jobs": [...]}`` (creation order).
+jobs = many(Job, "jobs", "a job list")
+#: ``{"ok": true}``; the resource fills in the id it deleted.
+job_deleted = one(JobDeleted)
+#: ``{"object": "list", "data": [{name, description, category}...]}``.
+skills = many(Skill, "data", "a skill list", skip_non_objects=True)
 
 
-def job(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-        replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> Job:
-    """Decode ``{"job": {...}}``."""
-    return job_of(_object(data, "a job envelope").get("job"))
-
-
-def jobs(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-         replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> list[Job]:
-    """Decode ``{"jobs": [...]}`` (creation order)."""
-    rows = _object(data, "a job list").get("jobs")
-    if not isinstance(rows, list):
-        raise InvalidResponseError("the job list has no 'jobs' array")
-    return [job_of(row) for row in rows]
-
-
-def job_deleted(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> JobDeleted:
-    """Decode ``{"ok": true}``; the resource fills in the id it deleted."""
-    obj = _object(data, "a delete receipt")
-    return JobDeleted(id=str(obj.get("id") or ""), deleted=obj.get("ok") is True, action_id=action_id,
-                      replayed=replayed)
-
-
-def skills(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-           replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> list[Skill]:
-    """Decode ``{"object": "list", "data": [{name, description, category}...]}``."""
-    rows = _object(data, "a skill list").get("data")
-    if not isinstance(rows, list):
-        raise InvalidResponseError("the skill list has no 'data' array")
-    return [Skill(name=str(row.get("name") or ""), description=_opt_str(row.get("description")),
-                  category=_opt_str(row.get("category")), raw=row) for row in rows if isinstance(row, dict)]
-
-
-def health_detailed(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                    replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> JSONDict:
+def health_detailed(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, object]:
     """``GET /health/detailed`` as Hermes sends it (a dict: readiness checks, gateway state, pid...)."""
-    return _object(data, "a health object")
+    return as_dict(data, "a health object")
 
 
-def model_options(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                  replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> JSONDict:
+def model_options(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, object]:
     """``GET /api/model/options`` as Hermes sends it (``providers``: each with ``slug``, ``models``,
     ``is_current``...)."""
-    found = _object(data, "a model options object")
+    found = as_dict(data, "a model options object")
     if not isinstance(found.get("providers"), list):
         raise InvalidResponseError("the model options have no 'providers' array")
     return found

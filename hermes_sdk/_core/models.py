@@ -140,7 +140,7 @@ class HermesResponse:
 Response = HermesResponse  # the former name (it collides with requests'); hermes_sdk.Response warns
 
 
-def output_text(output: Any) -> str:
+def output_text(output: object) -> str:
     """Join the ``output_text`` parts of every assistant message item."""
     parts: list[str] = []
     for item in output if isinstance(output, list) else ():

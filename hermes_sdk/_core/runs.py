@@ -21,8 +21,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
 
 import attrs
 
@@ -39,7 +38,8 @@ from ..errors import (
     StreamError,
     TransportError,
 )
-from .approval import ApprovalRequest, check
+from .approval import ApprovalProvider, ApprovalRequest, check
+from .convert import NO_CONTEXT, DecodeContext, json_object, one, opt_str, read, shape
 from .endpoints import ExecutionContext, seconds_value
 from .events import (
     ApprovalRequested,
@@ -53,10 +53,16 @@ from .events import (
     ToolStarted,
     parse_run_event,
 )
+from .models import StreamEvent
 from .stages.approval import as_decision, ask_provider
 
 if TYPE_CHECKING:
     from .resources.runs import Runs
+    from .streaming import RunEventStream
+
+#: What the events reader and the approval thread hand a Run's consumer: ``("event", event)``,
+#: ``("end", None)``, ``("broken", error)`` or ``("decided", None)``.
+_Item = tuple[str, Union[StreamEvent, HermesError, None]]
 
 log = logging.getLogger("hermes_sdk")
 
@@ -84,16 +90,16 @@ class _Asking:
     """One request being decided by the approval provider, on a daemon thread of its own; when it
     decides it puts ``("decided", None)`` on the run's queue, which wakes a waiting consumer."""
 
-    def __init__(self, provider: Any, request: ApprovalRequest, wake: "queue.Queue[tuple[str, Any]]") -> None:
+    def __init__(self, provider: ApprovalProvider, request: ApprovalRequest, wake: "queue.Queue[_Item]") -> None:
         self.request = request
         self.done = threading.Event()
-        self._decision: Any = None
+        self._decision: object = None
         self._error: Optional[BaseException] = None
         self._wake = wake
         thread = threading.Thread(target=self._ask, args=(provider,), daemon=True, name="hermes-sdk-approval")
         thread.start()
 
-    def _ask(self, provider: Any) -> None:
+    def _ask(self, provider: ApprovalProvider) -> None:
         try:
             self._decision = ask_provider(provider, self.request)
         except BaseException as exc:  # handed to the consumer's thread by outcome()
@@ -101,7 +107,7 @@ class _Asking:
         self.done.set()
         self._wake.put(("decided", None))
 
-    def outcome(self) -> Any:
+    def outcome(self) -> object:
         """The provider's decision (None: undecided), or what it raised."""
         if self._error is not None:
             error, self._error = self._error, None
@@ -118,14 +124,8 @@ class _Pending:
     choice: Optional[str] = None
 
 
-def _opt_str(value: Any) -> Optional[str]:
-    return value if isinstance(value, str) else None
-
-
-def _opt_float(value: Any) -> Optional[float]:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
+@shape("a run start reply", required=("run_id",), malformed="the run start reply has no run_id",
+       keys={"server_replayed": "replayed"})
 @attrs.frozen
 class RunStarted:
     """The 202 of ``run_start``: the run id (``status`` is ``started``, a value seen only here).
@@ -148,6 +148,7 @@ class RunStarted:
         return self.run_id
 
 
+@shape("a run object", required=("run_id", "status"), malformed="the run object has no run_id or status")
 @attrs.frozen
 class RunStatus:
     """The run object of ``GET /v1/runs/{id}`` (or the 200 of ``/stop``).
@@ -186,6 +187,7 @@ class RunStatus:
         return self.status in TERMINAL_STATUSES
 
 
+@shape("an approval reply", required=("run_id",), malformed="the approval reply has no run_id")
 @attrs.frozen
 class ApprovalAnswer:
     """The 200 of ``run_approval``: the choice as Hermes normalised it and how many it resolved."""
@@ -195,6 +197,7 @@ class ApprovalAnswer:
     resolved: int
 
 
+@shape("a steer reply")
 @attrs.frozen
 class SteerAnswer:
     """The 200 of ``run_steer``: whether Hermes took the message into the running agent."""
@@ -249,53 +252,22 @@ class RunResult:
         return [e for e in self.events if isinstance(e, (ToolStarted, ToolCompleted))]
 
 
-def run_started(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStarted:
-    """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) or not data["run_id"]:
+def run_started(data: object, ctx: DecodeContext = NO_CONTEXT) -> RunStarted:
+    """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed); the session key is the
+    reply's, else its ``X-Hermes-Session-Key`` header."""
+    obj = json_object(data, "a run start reply")
+    if not obj.get("run_id"):
         raise InvalidResponseError("the run start reply has no run_id")
-    session_key = _opt_str(data.get("session_key")) or (headers.get("X-Hermes-Session-Key") if headers else None)
-    return RunStarted(run_id=data["run_id"], status=str(data.get("status") or "started"),
-                      session_key=session_key, action_id=action_id, replayed=replayed,
-                      server_replayed=data.get("replayed") is True)
+    return read(RunStarted, obj, ctx, session_key=opt_str(obj.get("session_key")) or ctx.headers.get(
+        "X-Hermes-Session-Key"))
 
 
-def run_status(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-               replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> RunStatus:
-    """Decode a run object (fields Hermes leaves out stay None)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str) \
-            or not isinstance(data.get("status"), str):
-        raise InvalidResponseError("the run object has no run_id or status")
-    usage = data.get("usage")
-    return RunStatus(run_id=data["run_id"], status=data["status"], created_at=_opt_float(data.get("created_at")),
-                     updated_at=_opt_float(data.get("updated_at")), session_id=_opt_str(data.get("session_id")),
-                     model=_opt_str(data.get("model")), last_event=_opt_str(data.get("last_event")),
-                     output=_opt_str(data.get("output")), usage=usage if isinstance(usage, dict) else None,
-                     error=_opt_str(data.get("error")), raw=dict(data),
-                     approval=data["approval"] if isinstance(data.get("approval"), dict) else None,
-                     runtime=data["runtime"] if isinstance(data.get("runtime"), dict) else None,
-                     **{k: data[k] if isinstance(data.get(k), bool) else None
-                        for k in ("completed", "partial", "interrupted")})
-
-
-def approval_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                    replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> ApprovalAnswer:
-    """Decode the 200 of ``POST /v1/runs/{id}/approval``."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("run_id"), str):
-        raise InvalidResponseError("the approval reply has no run_id")
-    resolved = data.get("resolved")
-    return ApprovalAnswer(run_id=data["run_id"], choice=str(data.get("choice", "")),
-                          resolved=resolved if isinstance(resolved, int) and not isinstance(resolved, bool) else 0)
-
-
-def steer_answer(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                 replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> SteerAnswer:
-    """Decode the 200 of ``POST /v1/runs/{id}/steer`` (its run id is the one asked about)."""
-    if not isinstance(data, Mapping):
-        raise InvalidResponseError("the steer reply is not an object")
-    run_id = data.get("run_id")
-    return SteerAnswer(run_id=run_id if isinstance(run_id, str) else "", accepted=data.get("accepted") is True,
-                       raw=dict(data))
+#: A run object (fields Hermes leaves out stay None).
+run_status = one(RunStatus)
+#: The 200 of ``POST /v1/runs/{id}/approval``.
+approval_answer = one(ApprovalAnswer)
+#: The 200 of ``POST /v1/runs/{id}/steer`` (its run id is the one asked about).
+steer_answer = one(SteerAnswer)
 
 
 class Run:
@@ -320,8 +292,8 @@ class Run:
         """The run id: the same as ``run_id``."""
         return self.run_id
 
-    def __init__(self, runs: Any, started: RunStarted, *, endpoint: Optional[str] = None,
-                 approval_provider: Any = None, deadline: Optional[float] = None,
+    def __init__(self, runs: "Runs", started: RunStarted, *, endpoint: Optional[str] = None,
+                 approval_provider: Optional[ApprovalProvider] = None, deadline: Optional[float] = None,
                  context: Optional[ExecutionContext] = None, objective: Optional[str] = None,
                  session_id: Optional[str] = None) -> None:
         self.run_id = started.run_id
@@ -335,10 +307,10 @@ class Run:
         self._context = context
         self._objective = objective  # shown to the approval provider (through the redactor)
         self._session_id = session_id or started.run_id  # Hermes' default session is the run id
-        self._queue: "queue.Queue[tuple[str, Any]]" = queue.Queue()
-        self._ahead: deque[tuple[str, Any]] = deque()  # received, not consumed yet (see _moved_on)
+        self._queue: "queue.Queue[_Item]" = queue.Queue()
+        self._ahead: deque[_Item] = deque()  # received, not consumed yet (see _moved_on)
         self._until = deadline  # the bound of the wait()/events() in progress
-        self._stream: Any = None
+        self._stream: Optional[RunEventStream] = None
         self._subscribed = False
         self._released = False  # the caller closed the subscription, or it was not believed
         self._polling = started.replayed
@@ -499,7 +471,7 @@ class Run:
         stream = self._stream
         return stream is not None and not stream.closed and not self._released
 
-    def _read(self, stream: Any) -> None:
+    def _read(self, stream: RunEventStream) -> None:
         """Read the subscription into the queue. Where the server numbers its events (``id:``,
         0.21+), a broken stream is re-subscribed with ``Last-Event-ID``: the server sends what
         came after, and an event at or before the last id seen is dropped (never delivered twice)."""
@@ -568,7 +540,7 @@ class Run:
                     kind, payload = self._queue.get(timeout=remaining)
                 except queue.Empty:
                     return None
-            if kind == "event":
+            if isinstance(payload, StreamEvent):  # kind "event"
                 data = payload.data
                 if not isinstance(data, dict):
                     continue
@@ -710,8 +682,8 @@ class Run:
                 self._ahead.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-        for kind, payload in self._ahead:
-            if kind != "event":
+        for _, payload in self._ahead:
+            if not isinstance(payload, StreamEvent):  # not an event
                 continue
             data = payload.data
             if isinstance(data, dict) and (data.get("event") in _MOVED_ON or (
@@ -761,7 +733,7 @@ class Run:
         return RunResult(run_id=self.id, status=status, events=list(self._events), events_complete=False)
 
 
-def objective_of(input: Any) -> Optional[str]:
+def objective_of(input: object) -> Optional[str]:
     """What a run was asked to do: its input text, or the last user message's text."""
     if isinstance(input, str):
         return input
@@ -786,7 +758,7 @@ def _resumable(error: Optional[HermesError]) -> bool:
                              and not isinstance(error, (DeadlineExceededError, StreamCancelledError)))
 
 
-def choice_for(decision: Any, request: ApprovalRequest, event: ApprovalRequested, allow_permanent: bool) -> str:
+def choice_for(decision: object, request: ApprovalRequest, event: ApprovalRequested, allow_permanent: bool) -> str:
     """The run approval choice an approval decision stands for.
 
     approved → ``once`` (``session`` / ``always`` when ``decision.scope`` says so; ``session`` not

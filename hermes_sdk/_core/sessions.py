@@ -19,33 +19,14 @@ from typing import Any, ClassVar, Iterator, Mapping, Optional
 import attrs
 
 from ..errors import AgentIncompleteError, InvalidResponseError
+from .convert import NO_CONTEXT, DecodeContext, json_object, one, opt_object, opt_str, read, shape
 from .events import TOOL_EVENT_CLASSES
 from .streaming import HermesStream
-
-JSONDict = dict[str, Any]
-
-
-def _opt_str(value: Any) -> Optional[str]:
-    return value if isinstance(value, str) else None
-
-
-def _opt_float(value: Any) -> Optional[float]:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _object(data: Any, what: str) -> JSONDict:
-    if not isinstance(data, dict):
-        raise InvalidResponseError(f"Hermes returned a {type(data).__name__} where {what} was expected")
-    return data
-
 
 # ------------------------------------------------------------------ results
 
 
+@shape("a session object", required=("id",), malformed="the session object has no id")
 @attrs.frozen
 class HermesSession:
     """One Hermes session (a state.db row).
@@ -67,7 +48,7 @@ class HermesSession:
     parent_session_id: Optional[str] = None
     last_active: Optional[float] = None
     preview: Optional[str] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
     pinned: Optional[bool] = None
     archived: Optional[bool] = None
     hidden: Optional[bool] = None
@@ -81,6 +62,7 @@ class HermesSession:
 Session = HermesSession  # the former name (it collides with requests'); hermes_sdk.Session warns
 
 
+@shape("a session list", required=("data",), malformed="the session list has no 'data' array")
 @attrs.frozen
 class SessionPage:
     """One page of ``GET /api/sessions``; iterable over its sessions.
@@ -94,7 +76,7 @@ class SessionPage:
     has_more: bool
     limit: int
     offset: int
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
 
     def __iter__(self) -> Iterator[Session]:
         return iter(self.data)
@@ -103,6 +85,7 @@ class SessionPage:
         return len(self.data)
 
 
+@shape("a delete receipt", required=("id",), malformed="the session delete receipt has no id")
 @attrs.frozen
 class SessionDeleted:
     """The 200 of ``DELETE /api/sessions/{id}``. Forks of the session are not deleted: they lose
@@ -114,6 +97,7 @@ class SessionDeleted:
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
 
+@shape("a message object")
 @attrs.frozen
 class SessionMessage:
     """One stored message of a transcript. ``id`` is a global counter across all sessions."""
@@ -128,9 +112,12 @@ class SessionMessage:
     timestamp: Optional[float] = None
     finish_reason: Optional[str] = None
     reasoning: Optional[str] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
 
 
+@shape("a transcript", required=("session_id", "data"), keys={"messages": "data"},
+       malformed="the transcript has no session_id or no 'data' array",
+       given=("requested_id", "fork_redirect", "pages"))
 @attrs.frozen
 class SessionTranscript:
     """``GET /api/sessions/{id}/messages``: the messages of the session **Hermes resolved**.
@@ -145,7 +132,7 @@ class SessionTranscript:
     session_id: str
     messages: list[SessionMessage]
     requested_id: Optional[str] = None
-    pagination: Optional[JSONDict] = attrs.field(default=None, repr=False, eq=False)
+    pagination: Optional[dict[str, Any]] = attrs.field(default=None, repr=False, eq=False)
     fork_redirect: Optional[bool] = attrs.field(default=None, eq=False)
     pages: int = attrs.field(default=1, eq=False)
 
@@ -161,6 +148,7 @@ class SessionTranscript:
         return len(self.messages)
 
 
+@shape("a session chat reply", given=("text", "session_id"))
 @attrs.frozen
 class SessionReply:
     """The 200 of ``POST /api/sessions/{id}/chat``: one agent turn on the stored history.
@@ -173,80 +161,22 @@ class SessionReply:
     text: str
     session_id: str
     usage: Optional[dict[str, Any]] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
     action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
 
-def session_of(data: Any) -> Session:
-    """A Session from a session object (not its envelope)."""
-    obj = _object(data, "a session object")
-    if not isinstance(obj.get("id"), str):
-        raise InvalidResponseError("the session object has no id")
-    return Session(
-        id=obj["id"], title=_opt_str(obj.get("title")), source=_opt_str(obj.get("source")),
-        model=_opt_str(obj.get("model")), started_at=_opt_float(obj.get("started_at")),
-        ended_at=_opt_float(obj.get("ended_at")), end_reason=_opt_str(obj.get("end_reason")),
-        message_count=_int(obj.get("message_count")), parent_session_id=_opt_str(obj.get("parent_session_id")),
-        last_active=_opt_float(obj.get("last_active")), preview=_opt_str(obj.get("preview")), raw=obj,
-        **{k: obj[k] if isinstance(obj.get(k), bool) else None for k in ("pinned", "archived", "hidden")})
+#: ``{"object": "hermes.session", "session": {...}}`` (create, get, patch, fork).
+session = one(Session, envelope="session", what="a session envelope")
+#: The list ``{"object": "list", "data": [...], "limit", "offset", "has_more"}``.
+session_page = one(SessionPage)
+#: ``{"object": "hermes.session.deleted", "id", "deleted": true}``.
+session_deleted = one(SessionDeleted)
+#: ``{"object": "list", "session_id": <resolved id>, "data": [...]}``.
+transcript = one(SessionTranscript)
 
 
-def session(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-            replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> Session:
-    """Decode ``{"object": "hermes.session", "session": {...}}`` (create, get, patch, fork)."""
-    return session_of(_object(data, "a session envelope").get("session"))
-
-
-def session_page(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                 replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> SessionPage:
-    """Decode the list ``{"object": "list", "data": [...], "limit", "offset", "has_more"}``."""
-    obj = _object(data, "a session list")
-    rows = obj.get("data")
-    if not isinstance(rows, list):
-        raise InvalidResponseError("the session list has no 'data' array")
-    return SessionPage(data=[session_of(row) for row in rows], has_more=obj.get("has_more") is True,
-                       limit=_int(obj.get("limit")), offset=_int(obj.get("offset")), raw=obj)
-
-
-def session_deleted(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                    replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> SessionDeleted:
-    """Decode ``{"object": "hermes.session.deleted", "id", "deleted": true}``."""
-    obj = _object(data, "a delete receipt")
-    if not isinstance(obj.get("id"), str):
-        raise InvalidResponseError("the session delete receipt has no id")
-    return SessionDeleted(id=obj["id"], deleted=obj.get("deleted") is not False, action_id=action_id,
-                          replayed=replayed)
-
-
-def message_of(data: Any) -> SessionMessage:
-    """A SessionMessage from one message object."""
-    obj = _object(data, "a message object")
-    tool_calls = obj.get("tool_calls")
-    msg_id = obj.get("id")
-    return SessionMessage(
-        id=msg_id if isinstance(msg_id, int) and not isinstance(msg_id, bool) else None,
-        role=str(obj.get("role") or ""), content=_opt_str(obj.get("content")),
-        session_id=_opt_str(obj.get("session_id")), tool_call_id=_opt_str(obj.get("tool_call_id")),
-        tool_calls=tool_calls if isinstance(tool_calls, list) else None, tool_name=_opt_str(obj.get("tool_name")),
-        timestamp=_opt_float(obj.get("timestamp")), finish_reason=_opt_str(obj.get("finish_reason")),
-        reasoning=_opt_str(obj.get("reasoning")), raw=obj)
-
-
-def transcript(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-               replayed: bool = False, headers: Optional[Mapping[str, str]] = None,
-               requested_id: Optional[str] = None) -> SessionTranscript:
-    """Decode ``{"object": "list", "session_id": <resolved id>, "data": [...]}``."""
-    obj = _object(data, "a transcript")
-    rows = obj.get("data")
-    if not isinstance(obj.get("session_id"), str) or not isinstance(rows, list):
-        raise InvalidResponseError("the transcript has no session_id or no 'data' array")
-    pagination = obj.get("pagination")
-    return SessionTranscript(session_id=obj["session_id"], messages=[message_of(row) for row in rows],
-                             requested_id=requested_id, pagination=pagination if isinstance(pagination, dict) else None)
-
-
-def no_text_error(session_id: Optional[str], usage: Any, where: str) -> AgentIncompleteError:
+def no_text_error(session_id: Optional[str], usage: object, where: str) -> AgentIncompleteError:
     """The error for a session turn Hermes answered with ``content: null``."""
     return AgentIncompleteError(
         "Hermes answered the session turn without any text (content: null): the agent did not finish. "
@@ -256,21 +186,19 @@ def no_text_error(session_id: Optional[str], usage: Any, where: str) -> AgentInc
                  "user_message_stored": True})
 
 
-def session_reply(data: Any, session_id: Optional[str] = None, action_id: Optional[str] = None,
-                  replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> SessionReply:
+def session_reply(data: object, ctx: DecodeContext = NO_CONTEXT) -> SessionReply:
     """Decode ``{"object": "hermes.session.chat.completion", "session_id", "message", "usage"}``."""
-    obj = _object(data, "a session chat reply")
+    obj = json_object(data, "a session chat reply")
     message = obj.get("message")
-    sid = _opt_str(obj.get("session_id")) or session_id
+    sid = opt_str(obj.get("session_id")) or ctx.session_id
     if not isinstance(message, dict) or sid is None:
         raise InvalidResponseError("the session chat reply has no message or session_id")
-    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
     content = message.get("content")
     if content is None:
-        raise no_text_error(sid, usage, "session_chat")
+        raise no_text_error(sid, opt_object(obj.get("usage")), "session_chat")
     if not isinstance(content, str):
         raise InvalidResponseError("the session chat reply's content is not a string")
-    return SessionReply(text=content, session_id=sid, usage=usage, raw=obj, action_id=action_id, replayed=replayed)
+    return read(SessionReply, obj, ctx, text=content, session_id=sid)
 
 
 # ------------------------------------------------------------------ the stream's typed events
@@ -286,14 +214,14 @@ class SessionEvent:
     run_id: Optional[str] = None
     seq: Optional[int] = None
     ts: Optional[float] = None
-    raw: JSONDict = attrs.field(factory=dict, repr=False, eq=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
 
 
 @attrs.frozen(kw_only=True)
 class SessionRunStarted(SessionEvent):
     """``run.started``: the user message of this turn."""
 
-    user_message: Optional[JSONDict] = None
+    user_message: Optional[dict[str, Any]] = None
 
 
 @attrs.frozen(kw_only=True)
@@ -370,7 +298,7 @@ class SessionRunCompleted(SessionEvent):
 
     message_id: Optional[str] = None
     messages: list[Any] = attrs.field(factory=list)
-    usage: Optional[JSONDict] = None
+    usage: Optional[dict[str, Any]] = None
 
 
 @attrs.frozen(kw_only=True)
@@ -385,54 +313,25 @@ class SessionDone(SessionEvent):
     """``done``: always the last event."""
 
 
-_EVENT_CLASSES: dict[str, type] = {
+_EVENT_CLASSES: dict[str, type[SessionEvent]] = {
     "run.started": SessionRunStarted, "message.started": SessionMessageStarted, "assistant.delta": SessionDelta,
     "tool.started": SessionToolStarted, "tool.completed": SessionToolCompleted, "tool.failed": SessionToolFailed,
     "tool.progress": SessionThinking, "assistant.completed": SessionAssistantCompleted,
     "run.completed": SessionRunCompleted, "error": SessionStreamError, "done": SessionDone,
 }
-for _klass in (SessionToolStarted, SessionToolCompleted, SessionToolFailed):
-    TOOL_EVENT_CLASSES[_klass.kind] = _klass  # a replayed stream's record rebuilds them
+for _tool in (SessionToolStarted, SessionToolCompleted, SessionToolFailed):
+    TOOL_EVENT_CLASSES[_tool.kind] = _tool  # a replayed stream's record rebuilds them
+_SHAPED: list[type[SessionEvent]] = [SessionEvent, *_EVENT_CLASSES.values()]
+for _klass in _SHAPED:  # the name is the SSE event's, not the JSON's
+    shape("a session event", given=("event",),
+          keys={"message_id": "message.id"} if _klass is SessionMessageStarted else None)(_klass)
 
 
-def parse_session_event(name: Optional[str], data: Mapping[str, Any]) -> SessionEvent:
+def parse_session_event(name: Optional[str], data: Mapping[str, object]) -> SessionEvent:
     """The typed event for one session stream event (an unknown name: a plain SessionEvent)."""
     event = name or ""
-    klass = _EVENT_CLASSES.get(event, SessionEvent)
-    seq = data.get("seq")
-    common: dict[str, Any] = {"event": event, "session_id": _opt_str(data.get("session_id")),
-                              "run_id": _opt_str(data.get("run_id")),
-                              "seq": seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
-                              "ts": _opt_float(data.get("ts")), "raw": dict(data)}
-    if klass is SessionRunStarted:
-        user = data.get("user_message")
-        return SessionRunStarted(user_message=user if isinstance(user, dict) else None, **common)
-    if klass is SessionMessageStarted:
-        message = data.get("message")
-        return SessionMessageStarted(message_id=_opt_str(message.get("id")) if isinstance(message, dict) else None,
-                                     **common)
-    message_id = _opt_str(data.get("message_id"))
-    if klass is SessionDelta:
-        return SessionDelta(message_id=message_id, delta=_opt_str(data.get("delta")) or "", **common)
-    if issubclass(klass, SessionToolEvent):
-        tool = klass(message_id=message_id, tool_name=_opt_str(data.get("tool_name")) or "",
-                                   preview=_opt_str(data.get("preview")), args=data.get("args"), **common)
-        return tool
-    if klass is SessionThinking:
-        return SessionThinking(message_id=message_id, tool_name=_opt_str(data.get("tool_name")),
-                               delta=_opt_str(data.get("delta")) or "", **common)
-    if klass is SessionAssistantCompleted:
-        return SessionAssistantCompleted(message_id=message_id, content=_opt_str(data.get("content")),
-                                         completed=data.get("completed") is not False, **common)
-    if klass is SessionRunCompleted:
-        messages, usage = data.get("messages"), data.get("usage")
-        return SessionRunCompleted(message_id=message_id, messages=messages if isinstance(messages, list) else [],
-                                   usage=usage if isinstance(usage, dict) else None, **common)
-    if klass is SessionStreamError:
-        return SessionStreamError(message=str(data.get("message") or ""), **common)
-    result = klass(**common)
-    assert isinstance(result, SessionEvent)
-    return result
+    klass: type[SessionEvent] = _EVENT_CLASSES.get(event, SessionEvent)
+    return read(klass, data, event=event)
 
 
 class SessionChatStream(HermesStream):

@@ -664,11 +664,14 @@ def test_decoders() -> None:
     from hermes_sdk._core import discovery
     from hermes_sdk._core.runs import approval_answer, run_started, run_status
     from hermes_sdk.errors import InvalidResponseError
+    from hermes_sdk.plugin import DecodeContext
 
-    started = run_started({"run_id": "run_1", "status": "started"}, None, "act_1")
+    started = run_started({"run_id": "run_1", "status": "started"}, DecodeContext("run_start", None, "act_1"))
     assert (started.run_id, started.status, started.action_id, started.replayed) == ("run_1", "started", "act_1",
                                                                                      False)
-    assert run_started({"run_id": "run_1"}, None, "act_1", True).replayed
+    assert run_started({"run_id": "run_1"}, DecodeContext("run_start", None, "act_1", True)).replayed
+    keyed = run_started({"run_id": "run_1"}, DecodeContext(headers={"X-Hermes-Session-Key": "k"}))
+    assert keyed.session_key == "k"  # the reply's own session_key first, else its header
     status = run_status({"object": "hermes.run", "run_id": "run_1", "status": "cancelled", "created_at": 1,
                          "updated_at": 2.5})
     assert status.terminal and status.output is None and status.last_event is None and status.created_at == 1.0
@@ -680,7 +683,7 @@ def test_decoders() -> None:
                             "resolved": 2}).resolved == 2
     for bad in ([], {"status": "x"}, {"run_id": 5, "status": "x"}, {"run_id": ""}):
         with pytest.raises(InvalidResponseError):
-            run_started(bad, None)
+            run_started(bad)
         with pytest.raises(InvalidResponseError):
             run_status(bad)
     with pytest.raises(InvalidResponseError):

@@ -287,7 +287,7 @@ def _probe_spec() -> OperationSpec[dict[str, Any]]:
     contract = attrs.evolve(SPECS["response_get"].contract, operation="health_probe", path="/health",
                             stability="experimental")
     assert isinstance(contract, Contract)
-    return OperationSpec(contract, _health_parts, decode=lambda data, session_id, action_id=None, r=False, **kw: data)
+    return OperationSpec(contract, _health_parts, decode=lambda data, ctx: data)
 
 
 class ProbeFamily:

@@ -20,6 +20,7 @@ from hermes_sdk.plugin import (
     CallOptions,
     ClientView,
     Contract,
+    DecodeContext,
     Family,
     FamilyExecutor,
     HermesStream,
@@ -89,9 +90,9 @@ def build_stream(operation: str, data: Mapping[str, Any]) -> RequestParts:
     return RequestParts({"Content-Type": "application/json"}, json.dumps({"topic": topic}).encode(), 100)
 
 
-def decode_toy(data: Any, session_id: Any, action_id: Any = None, replayed: bool = False) -> Toy:
+def decode_toy(data: object, ctx: DecodeContext) -> Toy:
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-        raise HermesError("not a toy")
+        raise HermesError(f"{ctx.operation}: not a toy")
     return Toy(data["id"], str(data.get("name", "")), data)
 
 

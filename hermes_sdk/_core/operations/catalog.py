@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
 
 from .. import convert
 from .._constants import DEFAULT_MODEL
@@ -24,40 +23,21 @@ def _model_contract(operation: str, path: str, streaming: bool) -> Contract:
     )
 
 
-def _chat_stream_replay(output: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                        replayed: bool = True) -> ChatStream:
-    stream = ChatStream.replay(convert.stream_result_from_json(output), chat.ChatAccumulator())
-    stream.action_id = action_id
-    return stream  # type: ignore[return-value]
-
-
-def _response_stream_replay(output: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                            replayed: bool = True) -> ResponseStream:
-    stream = ResponseStream.replay(convert.stream_result_from_json(output), responses.ResponsesAccumulator())
-    stream.action_id = action_id
-    return stream  # type: ignore[return-value]
-
-
-def _receipt(data: Any, session_id: Optional[str], action_id: Optional[str] = None,
-             replayed: bool = False, headers: Optional[Mapping[str, str]] = None) -> DeletionReceipt:
-    return convert.deletion_receipt(data, action_id, replayed, headers)
-
-
 _SAMPLING = ("max_tokens", "temperature", "top_p")
 
 
-def _describe_chat(input: Mapping[str, Any]) -> dict[str, Any]:
+def _describe_chat(input: Mapping[str, object]) -> dict[str, object]:
     return _described(input)
 
 
-def _describe_responses(input: Mapping[str, Any]) -> dict[str, Any]:
+def _describe_responses(input: Mapping[str, object]) -> dict[str, object]:
     body = input.get("body")
     return _described(body if isinstance(body, Mapping) else {})
 
 
-def _described(fields: Mapping[str, Any]) -> dict[str, Any]:
+def _described(fields: Mapping[str, object]) -> dict[str, object]:
     """The request model and sampling controls a caller gave: names and numbers only."""
-    out: dict[str, Any] = {"request.model": fields.get("model") or DEFAULT_MODEL}
+    out: dict[str, object] = {"request.model": fields.get("model") or DEFAULT_MODEL}
     for name in _SAMPLING:
         value = fields.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -71,8 +51,7 @@ CHAT: OperationSpec[ChatCompletion] = OperationSpec(
 
 CHAT_STREAM: OperationSpec[ChatStream] = OperationSpec(
     _model_contract("chat_stream", "/v1/chat/completions", True), chat.build,
-    stream_class=ChatStream, accumulator=chat.ChatAccumulator, from_record=_chat_stream_replay,
-    describe=_describe_chat)
+    stream_class=ChatStream, accumulator=chat.ChatAccumulator, describe=_describe_chat)
 
 RESPONSES: OperationSpec[Response] = OperationSpec(
     _model_contract("responses", "/v1/responses", False), responses.build,
@@ -80,8 +59,7 @@ RESPONSES: OperationSpec[Response] = OperationSpec(
 
 RESPONSES_STREAM: OperationSpec[ResponseStream] = OperationSpec(
     _model_contract("responses_stream", "/v1/responses", True), responses.build,
-    stream_class=ResponseStream, accumulator=responses.ResponsesAccumulator,
-    from_record=_response_stream_replay, describe=_describe_responses)
+    stream_class=ResponseStream, accumulator=responses.ResponsesAccumulator, describe=_describe_responses)
 
 # The generated contract calls response_get "internal" and PII-free; the seed page says that is too
 # weak for stored model and tool output, so it is published here as confidential.
@@ -102,7 +80,7 @@ RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
         data={"classification": "restricted", "contains_pii": True, "redaction_required": True},
         expected_latency_ms=5_000, timeout_ms=60_000,
     ),
-    stored.build, decode=_receipt, reply_id="id")
+    stored.build, decode=convert.deletion_receipt, reply_id="id")
 
 #: The seed page's six operations, in its order.
 SPECS = (CHAT, CHAT_STREAM, RESPONSES, RESPONSES_STREAM, RESPONSE_GET, RESPONSE_DELETE)

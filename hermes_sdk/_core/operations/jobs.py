@@ -11,10 +11,11 @@ are refined into a permanent refusal (not retryable, not uncertain) with the ser
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Mapping
 
 from ...errors import HermesError, RemoteRejectedError
 from .. import jobs as types
+from ..capabilities import Contract
 from .common import RequestParts, bad, encode_body, path_id, require_input
 from .sessions import contract
 from .spec import OperationSpec
@@ -31,7 +32,7 @@ UPDATE_FIELDS = ("name", "schedule", "prompt", "deliver", "skills", "skill", "re
 _CONTROL_FIELDS = ("idempotency_key", "_aip")
 
 
-def _only(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+def _only(data: Mapping[str, object], allowed: tuple[str, ...]) -> None:
     extra = sorted(k for k in data if k not in allowed and k not in _CONTROL_FIELDS)
     if extra:
         raise bad(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(allowed)}")
@@ -45,7 +46,7 @@ def job_id_value(value: object) -> str:
     return value
 
 
-def _text(data: Mapping[str, Any], name: str, limit: int, *, required: bool = False) -> None:
+def _text(data: Mapping[str, object], name: str, limit: int, *, required: bool = False) -> None:
     value = data.get(name)
     if value is None:
         if required:
@@ -59,17 +60,17 @@ def _text(data: Mapping[str, Any], name: str, limit: int, *, required: bool = Fa
         raise bad(name, f"'{name}' is longer than {limit} characters", limit=limit)
 
 
-def _check_fields(data: Mapping[str, Any], *, create: bool) -> dict[str, Any]:
+def _check_fields(data: Mapping[str, object], *, create: bool) -> dict[str, object]:
     _text(data, "name", MAX_NAME_CHARS, required=create)
     _text(data, "schedule", MAX_SCHEDULE_CHARS, required=create)
     _text(data, "prompt", MAX_PROMPT_CHARS)
     _text(data, "deliver", MAX_DELIVER_CHARS)
     if not create:
         _text(data, "skill", MAX_SKILL_CHARS)
-        if data.get("name") is not None and not data["name"].strip():
-            raise bad("name", "'name' must not be empty")
-        if data.get("schedule") is not None and not data["schedule"].strip():
-            raise bad("schedule", "'schedule' must not be empty")
+        for name in ("name", "schedule"):  # strings by now (_text)
+            value = data.get(name)
+            if isinstance(value, str) and not value.strip():
+                raise bad(name, f"'{name}' must not be empty")
     skills = data.get("skills")
     if skills is not None:
         if not isinstance(skills, list) or len(skills) > MAX_SKILLS:
@@ -145,7 +146,7 @@ _J = "/api/jobs/{job_id}"
 _AGENT_WRITE = ("read", "write", "external_network")
 
 
-def _mutation(operation: str, method: str, path: str, **overrides: Any) -> Any:
+def _mutation(operation: str, method: str, path: str, **overrides: object) -> Contract:
     return contract(operation, method, path, read_only=False, requires_approval=True, key_requirement="required",
                     **overrides)
 
@@ -176,7 +177,7 @@ JOB_RUN: OperationSpec[types.Job] = OperationSpec(
     build_job, decode=types.job, refine_error=refine_job_error, reply_id="job.id")
 
 _PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
-HEALTH_DETAILED: OperationSpec[dict[str, Any]] = OperationSpec(
+HEALTH_DETAILED: OperationSpec[dict[str, object]] = OperationSpec(
     contract("health_detailed", "GET", "/health/detailed", read_only=True, data=dict(_PUBLIC)), build_empty,
     decode=types.health_detailed)
 SKILLS: OperationSpec[list[types.Skill]] = OperationSpec(
@@ -184,7 +185,7 @@ SKILLS: OperationSpec[list[types.Skill]] = OperationSpec(
     build_empty, decode=types.skills)
 
 # Hermes 0.20+: the provider/model inventory; refused before sending on a server without it.
-MODEL_OPTIONS: OperationSpec[dict[str, Any]] = OperationSpec(
+MODEL_OPTIONS: OperationSpec[dict[str, object]] = OperationSpec(
     contract("model_options", "GET", "/api/model/options", read_only=True, stability="experimental",
              data=dict(_PUBLIC)), build_empty, decode=types.model_options, server_feature="model_options")
 

@@ -10,17 +10,21 @@ and the records of a start and of a resume are the operator's.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import attrs
 
 from ...errors import InvalidInputError
 from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
-from ..runs import approval_answer, run_started
+from ..models import ActionResult
+from ..runs import ApprovalAnswer, RunStarted, approval_answer, run_started
 from .common import RequestParts, bad, encode_body, require_input
 from .runs import APPROVAL_CHOICES, refine_run_error, refine_start_error
 from .spec import OperationSpec
 from .stored import path_id_value
+
+if TYPE_CHECKING:
+    from ..call import Call
 
 MAX_INPUT_BYTES = 1024 * 1024
 MAX_CANDIDATES = 256
@@ -38,7 +42,7 @@ OPERATOR_CONTRACT = Contract(
     timeout_ms=900_000, supports_async=True, supports_cancel=True, async_expected=True, kind="agent")
 
 
-def _aip(data: Mapping[str, Any], name: str) -> str:
+def _aip(data: Mapping[str, object], name: str) -> str:
     aip = data.get("_aip")
     value = aip.get(name) if isinstance(aip, Mapping) else None
     if not isinstance(value, str) or not value:
@@ -47,7 +51,7 @@ def _aip(data: Mapping[str, Any], name: str) -> str:
     return value
 
 
-def check_objective(data: Mapping[str, Any]) -> dict[str, Any]:
+def check_objective(data: Mapping[str, object]) -> dict[str, object]:
     """The start input (``objective``, ``context``, ``candidate_capabilities``, ``constraints``)."""
     extra = sorted(k for k in data if k not in ("objective", "context", "candidate_capabilities", "constraints",
                                                  "idempotency_key", "_aip"))
@@ -71,7 +75,7 @@ def check_objective(data: Mapping[str, Any]) -> dict[str, Any]:
                                    "forbid_operator_action_id_reuse": True}}
 
 
-def check_resume(data: Mapping[str, Any]) -> Mapping[str, Any]:
+def check_resume(data: Mapping[str, object]) -> Mapping[str, object]:
     """The resume input ``{"resume": {source_action_id, choice, resolve_all}}``."""
     extra = sorted(k for k in data if k not in ("resume", "idempotency_key", "_aip"))
     if extra:
@@ -112,7 +116,7 @@ def build_resume(operation: str, raw: object) -> RequestParts:
     data = require_input(raw)
     resume = check_resume(data)
     run_id = path_id_value("run_id", _aip(data, "run_id"))
-    body: dict[str, Any] = {"choice": resume["choice"]}
+    body: dict[str, object] = {"choice": resume["choice"]}
     if resume.get("resolve_all"):
         body["all"] = True
     return RequestParts({}, encode_body(body), path_params={"run_id": run_id})
@@ -128,10 +132,11 @@ def build_any(operation: str, raw: object) -> RequestParts:
     return RequestParts({})
 
 
-def admit_resume(call: Any) -> None:
+def admit_resume(call: Call) -> None:
     """``always`` only when the client allows permanent approvals (as for ``run_approval``)."""
-    resume = call.input.get("resume") or {}
-    if resume.get("choice") == "always" and not call.runtime.allow_permanent_approvals:
+    resume = call.input.get("resume")
+    choice = resume.get("choice") if isinstance(resume, Mapping) else None
+    if choice == "always" and not call.runtime.allow_permanent_approvals:
         raise InvalidInputError(
             "'always' makes Hermes allow the pattern process-wide and rewrite its config; build the client "
             "with allow_permanent_approvals=True to send it", details={"field": "resume.choice", "sent": False})
@@ -139,13 +144,13 @@ def admit_resume(call: Any) -> None:
 
 #: The operator's capability. Its lifecycle (``composite``) is the resource's: the built-in family
 #: (``_core/builtin.py``) joins the two, so operations never import a resource.
-OPERATOR: OperationSpec[Any] = OperationSpec(OPERATOR_CONTRACT, build_any)
+OPERATOR: OperationSpec[ActionResult] = OperationSpec(OPERATOR_CONTRACT, build_any)
 #: The start call: the operator's contract, bounded like the connector's start call (60 s).
-OPERATOR_START: OperationSpec[Any] = OperationSpec(
+OPERATOR_START: OperationSpec[RunStarted] = OperationSpec(
     attrs.evolve(OPERATOR_CONTRACT, streaming=False, timeout_ms=60_000), build_start, decode=run_started,
     refine_error=refine_start_error)
 #: The approval a resume sends, under the operator's capability (its key and approval binding).
-OPERATOR_RESUME: OperationSpec[Any] = OperationSpec(
+OPERATOR_RESUME: OperationSpec[ApprovalAnswer] = OperationSpec(
     attrs.evolve(OPERATOR_CONTRACT, path="/v1/runs/{run_id}/approval", streaming=False, timeout_ms=60_000),
     build_resume, decode=approval_answer, admit=admit_resume, refine_error=refine_run_error)
 

@@ -7,7 +7,7 @@ is not an object) are refused here, before anything is sent; so are the ones it 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 import attrs
 
@@ -27,7 +27,7 @@ from ...errors import (
 from .. import discovery
 from ..aggregate import Accumulator, Aggregate
 from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
-from ..events import parse_run_event
+from ..events import RunEvent, parse_run_event
 from ..models import StreamEvent
 from ..operator import is_operator_run
 from ..runs import (
@@ -54,6 +54,9 @@ from .common import (
 from .spec import OperationSpec
 from .stored import path_id_value
 
+if TYPE_CHECKING:
+    from ..call import Call
+
 START_FIELDS = ("input", "instructions", "session_id", "session_key", "conversation_history",
                 "previous_response_id", "model", "_aip")
 APPROVAL_CHOICES = ("once", "session", "always", "deny")
@@ -62,7 +65,7 @@ RUN_EVENTS_MAX = 100_000
 RUN_EVENTS_READ_TIMEOUT = 120.0
 
 
-def _only(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+def _only(data: Mapping[str, object], allowed: tuple[str, ...]) -> None:
     extra = sorted(k for k in data if k not in allowed)
     if extra:
         raise bad(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(a for a in allowed if a != '_aip')}")
@@ -82,7 +85,7 @@ def _check_input(value: object) -> None:
         raise bad("input", "the last input message has no visible content")
 
 
-def _optional_text(data: Mapping[str, Any], name: str) -> None:
+def _optional_text(data: Mapping[str, object], name: str) -> None:
     value = data.get(name)
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise bad(name, f"'{name}' must be a non-empty string")
@@ -109,7 +112,7 @@ def build_start(operation: str, raw: object) -> RequestParts:
     return RequestParts(headers, encode_body(body))
 
 
-def _run_id(data: Mapping[str, Any]) -> str:
+def _run_id(data: Mapping[str, object]) -> str:
     return path_id_value("run_id", data.get("run_id"))
 
 
@@ -157,7 +160,7 @@ def build_approval(operation: str, raw: object) -> RequestParts:
     choice = data.get("choice")
     if choice not in APPROVAL_CHOICES:
         raise bad("choice", f"'choice' must be one of {', '.join(APPROVAL_CHOICES)}", choice=str(choice)[:32])
-    body: dict[str, Any] = {"choice": choice}
+    body: dict[str, object] = {"choice": choice}
     if data.get("all") is not None:
         if not isinstance(data["all"], bool):
             raise bad("all", "'all' must be a boolean")
@@ -193,19 +196,19 @@ def build_discovery(operation: str, raw: object) -> RequestParts:
 # ------------------------------------------------------------------ local admission rules
 
 
-def admit_approval(call: Any) -> None:
+def admit_approval(call: Call) -> None:
     """Never an approval after this client asked to stop the run; ``always`` only when allowed;
     never for a run an operator action started (its commands are answered only through
     ``operate(resume=..., choice=..., approval=...)``, the operator's approval gate)."""
     admit_answer(call)
-    if is_operator_run(call.runtime.store, call.endpoint.base_url, call.input.get("run_id")):
+    if is_operator_run(call.runtime.store, call.endpoint.base_url, _run_id(call.input)):
         raise OperatorRunError(
             "this run was started by client.operate(): its commands are answered only through the operator's "
             "approval gate, operate(resume=<operator action id>, choice=..., approval=...); nothing was sent",
             details={"field": "run_id", "reason": "operator_run", "sent": False})
 
 
-def admit_answer(call: Any) -> None:
+def admit_answer(call: Call) -> None:
     """Never an approval after this client asked to stop the run; ``always`` only when allowed."""
     rt = call.runtime
     if call.input.get("run_id") in rt.stopped_runs:
@@ -217,11 +220,11 @@ def admit_answer(call: Any) -> None:
             "with allow_permanent_approvals=True to send it", details={"field": "choice", "sent": False})
 
 
-def admit_events(call: Any) -> None:
+def admit_events(call: Call) -> None:
     """Never a second subscription on a run a ``Run`` of this client is following: Hermes splits a
     run's events between its subscribers, so the ``Run`` would miss some (its approval requests,
     its end) and the second subscriber would see the rest."""
-    run = call.runtime.followed_runs.get(call.input.get("run_id"))
+    run = call.runtime.followed_runs.get(_run_id(call.input))
     if run is not None and run._following():
         raise InvalidInputError(
             "a Run of this client is following this run's events, and Hermes splits a run's events between "
@@ -229,9 +232,9 @@ def admit_events(call: Any) -> None:
             details={"field": "run_id", "reason": "already_subscribed", "sent": False})
 
 
-def admit_stop(call: Any) -> None:
+def admit_stop(call: Call) -> None:
     """Mark the run stopped before ``/stop`` is sent, so no approval can race behind it."""
-    call.runtime.stopped_runs.add(call.input["run_id"])
+    call.runtime.stopped_runs.add(_run_id(call.input))
 
 
 # ------------------------------------------------------------------ the events stream's accumulator
@@ -247,12 +250,12 @@ class RunEventsAccumulator(Accumulator):
     terminal_names = RUN_TERMINAL
     failed_names = RUN_FAILED
     cancelled_names = frozenset({"run.cancelled"})
-    run_id: Any = None
+    run_id: object = None
 
-    def bind(self, input: Mapping[str, Any]) -> None:
+    def bind(self, input: Mapping[str, object]) -> None:
         self.run_id = input.get("run_id")
 
-    def fold(self, agg: Aggregate, name: Any, data: dict[str, Any]) -> Any:
+    def fold(self, agg: Aggregate, name: Optional[str], data: dict[str, object]) -> Optional[str]:
         named = data.get("run_id")
         if named is not None and self.run_id is not None and named != self.run_id:
             # Above all a terminal event about another run: never taken as this run's end.
@@ -264,28 +267,26 @@ class RunEventsAccumulator(Accumulator):
             piece = data.get("delta")
             return piece if isinstance(piece, str) and piece else None
         if name == "run.completed":
-            agg.final = data
-            if isinstance(data.get("usage"), dict):
-                agg.usage = data["usage"]
+            agg.final = dict(data)
+            usage = data.get("usage")
+            if isinstance(usage, dict):
+                agg.usage = usage
         return None
 
-    def typed(self, event: StreamEvent, piece: Any) -> Any:
+    def typed(self, event: StreamEvent, piece: Optional[str]) -> Optional[RunEvent]:
         return parse_run_event(event.data) if isinstance(event.data, dict) else None
 
 
 # ------------------------------------------------------------------ typed errors
 
 
-def _retype(error: HermesError, klass: type, **changes: Any) -> HermesError:
-    fields = {"code": error.code, "category": error.category, "retryable": error.retryable,
-              "retry_after_ms": error.retry_after_ms, "uncertain_outcome": error.uncertain_outcome,
-              "http_status": error.http_status, "details": error.details}
-    fields.update(changes)
-    typed: HermesError = klass(error.message, **fields)
-    return typed
+def _retype(error: HermesError, klass: type[HermesError], uncertain_outcome: Optional[bool] = None) -> HermesError:
+    return klass(error.message, code=error.code, category=error.category, retryable=error.retryable,
+                 retry_after_ms=error.retry_after_ms, http_status=error.http_status, details=error.details,
+                 uncertain_outcome=error.uncertain_outcome if uncertain_outcome is None else uncertain_outcome)
 
 
-def _provider_code(error: HermesError) -> Any:
+def _provider_code(error: HermesError) -> object:
     provider = error.details.get("provider_error")
     return provider.get("code") if isinstance(provider, dict) else None
 
@@ -323,14 +324,13 @@ def refine_start_error(error: HermesError) -> HermesError:
 
 
 def _contract(operation: str, method: str, path: str, **overrides: Any) -> Contract:
-    fields: dict[str, Any] = dict(
+    base = Contract(
         operation=operation, method=method, path=path, risk="low", stability="experimental",
         requires_approval=False, key_requirement="optional", key_ttl_ms=None, retry_safe=True, streaming=False,
         side_effects=("read", "external_network"), data=dict(CONFIDENTIAL), expected_latency_ms=1_000,
         timeout_ms=30_000,
     )
-    fields.update(overrides)
-    return Contract(**fields)
+    return attrs.evolve(base, **overrides)
 
 
 RUN_START: OperationSpec[RunStarted] = OperationSpec(

@@ -14,8 +14,9 @@ import re
 import unicodedata
 from typing import Any, Mapping, Optional
 
+import attrs
+
 from ...errors import STREAM_FAILED, STREAM_INCOMPLETE, HermesError, StreamError
-from .. import convert
 from .._constants import DEFAULT_MAX_EVENTS
 from ..aggregate import Accumulator, Aggregate
 from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
@@ -57,7 +58,7 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL_FIELDS = ("idempotency_key", "_aip")
 
 
-def _only(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+def _only(data: Mapping[str, object], allowed: tuple[str, ...]) -> None:
     extra = sorted(k for k in data if k not in allowed and k not in _CONTROL_FIELDS)
     if extra:
         raise bad(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(allowed)}")
@@ -68,7 +69,7 @@ def path_segment_id(field: str, value: object) -> str:
     return path_id(field, value)
 
 
-def _session_id(data: Mapping[str, Any]) -> str:
+def _session_id(data: Mapping[str, object]) -> str:
     return path_segment_id("session_id", data.get("session_id"))
 
 
@@ -142,7 +143,7 @@ def build_create(operation: str, raw: object) -> RequestParts:
     _only(data, ("id", "session_id", "title", "system_prompt", "model"))
     if data.get("id") is not None and data.get("session_id") is not None and data["id"] != data["session_id"]:
         raise bad("session_id", "give 'id' or 'session_id', not both")
-    body: dict[str, Any] = {}
+    body: dict[str, object] = {}
     new_id = create_id(data["id"], "id") if data.get("id") is not None else create_id(data.get("session_id"),
                                                                                         "session_id")
     if new_id is not None:
@@ -197,7 +198,7 @@ def build_patch(operation: str, raw: object) -> RequestParts:
     data = require_input(raw)
     _only(data, ("session_id", "title", "end_reason"))
     sid = _session_id(data)
-    body: dict[str, Any] = {}
+    body: dict[str, object] = {}
     if "title" in data:
         body["title"] = _title(data["title"])
     if "end_reason" in data:
@@ -213,7 +214,7 @@ def build_fork(operation: str, raw: object) -> RequestParts:
     data = require_input(raw)
     _only(data, ("session_id", "id", "title"))
     sid = _session_id(data)
-    body: dict[str, Any] = {}
+    body: dict[str, object] = {}
     if data.get("id") is not None:
         if not isinstance(data["id"], str) or not data["id"].strip():
             raise bad("id", "'id' must be a non-empty string (leave it out to let Hermes generate one)")
@@ -246,7 +247,7 @@ def build_chat(operation: str, raw: object) -> RequestParts:
         raise bad(name, f"'{name}' must be a string or a list of content parts")
     if not visible_text(message):
         raise bad(name, f"'{name}' has no visible content")
-    body: dict[str, Any] = {"message": message}
+    body: dict[str, object] = {"message": message}
     given = [n for n in ("system_message", "instructions") if data.get(n) is not None]
     if len(given) == 2 and data["system_message"] != data["instructions"]:
         raise bad("instructions", "give 'system_message' or 'instructions', not both")
@@ -310,13 +311,6 @@ class SessionChatAccumulator(Accumulator):
         return parse_session_event(event.event, event.data) if isinstance(event.data, dict) else None
 
 
-def _stream_replay(output: Any, session_id: Optional[str], action_id: Optional[str] = None,
-                   replayed: bool = True) -> SessionChatStream:
-    stream = SessionChatStream.replay(convert.stream_result_from_json(output), SessionChatAccumulator())
-    stream.action_id = action_id
-    return stream  # type: ignore[return-value]
-
-
 # ------------------------------------------------------------------ contracts
 
 _READ = ("read", "external_network")
@@ -329,15 +323,13 @@ RESTRICTED = {"classification": "restricted", "contains_pii": True, "redaction_r
 def contract(operation: str, method: str, path: str, *, read_only: bool, **overrides: Any) -> Contract:
     """A contract of the sessions and jobs families (spec section 9.1): read-only operations are
     low risk, retry-safe, key optional; the others unsafe, and key-required ones keep it 24 h."""
-    fields: dict[str, Any] = dict(
+    base = Contract(
         operation=operation, method=method, path=path, risk="low" if read_only else "medium", stability="stable",
         requires_approval=False, key_requirement="optional", key_ttl_ms=None, retry_safe=read_only,
         streaming=False, side_effects=_READ if read_only else _WRITE, kind="tool",
         data=dict(INTERNAL if read_only else WRITTEN), expected_latency_ms=5_000, timeout_ms=60_000)
-    fields.update(overrides)
-    if fields["key_requirement"] == "required":
-        fields["key_ttl_ms"] = 86_400_000
-    return Contract(**fields)
+    found = attrs.evolve(base, **overrides)
+    return attrs.evolve(found, key_ttl_ms=86_400_000) if found.key_requirement == "required" else found
 
 
 _S = "/api/sessions/{session_id}"
@@ -369,7 +361,7 @@ SESSION_CHAT_STREAM: OperationSpec[SessionChatStream] = OperationSpec(
     contract("session_chat_stream", "POST", _S + "/chat/stream", read_only=False, streaming=True,
              side_effects=MODEL_SIDE_EFFECTS, data=dict(CONFIDENTIAL), expected_latency_ms=30_000,
              timeout_ms=300_000, supports_cancel=True, kind="agent"),
-    build_chat, stream_class=SessionChatStream, accumulator=SessionChatAccumulator, from_record=_stream_replay)
+    build_chat, stream_class=SessionChatStream, accumulator=SessionChatAccumulator)
 
 SPECS = (SESSIONS_LIST, SESSION_CREATE, SESSION_GET, SESSION_PATCH, SESSION_DELETE, SESSION_MESSAGES,
          SESSION_FORK, SESSION_CHAT, SESSION_CHAT_STREAM)

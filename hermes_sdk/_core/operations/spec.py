@@ -5,46 +5,64 @@ A new capability is a new spec in a :class:`~hermes_sdk.plugin.Family`; no stage
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, Mapping, Optional, TypeVar
+import inspect
+import warnings
+from typing import TYPE_CHECKING, Callable, Generic, Mapping, Optional, TypeVar, cast
 from urllib.parse import quote
 
 import attrs
 
+from ...errors import HermesError
+from .. import convert
 from ..aggregate import Accumulator
 from ..capabilities import Contract
+from ..convert import DecodeContext
+from ..streaming import HermesStream
 from .common import ProviderRequest, RequestParts, path_id
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from ..call import Call
+    from ..endpoints import Endpoint
+    from ..executor import Executor
+    from ..models import ActionResult
+    from ..options import CallOptions
+
+T = TypeVar("T", covariant=True)  # a spec of a subclass is a spec of its base (a Family holds any)
 
 #: Build the request parts from a validated input; raises InvalidInputError before any I/O.
-Builder = Callable[[str, Mapping[str, Any]], RequestParts]
+Builder = Callable[[str, Mapping[str, object]], RequestParts]
+#: A composite operation's whole lifecycle: ``(executor, endpoint, input, options) -> ActionResult``.
+Composite = Callable[["Executor", "Endpoint", Mapping[str, object], "CallOptions"], "ActionResult"]
 
 
 @attrs.frozen
 class OperationSpec(Generic[T]):
     """One operation: its published contract, request builder, and how its reply becomes ``T``.
 
-    ``decode(json, session_id, action_id, headers=...)`` turns a 2xx JSON body into the typed value; a
-    streaming spec has ``stream_class`` instead. ``from_record(output, session_id, action_id,
-    replayed)`` rebuilds the typed value from a durable record's output, so a replay returns what
-    the first call returned (``decode`` when not given).
+    ``decode(json, ctx)`` turns a 2xx JSON body into the typed value, with a
+    :class:`~hermes_sdk.plugin.DecodeContext` (the operation, the session id header, the action id,
+    ``replayed`` and the reply's headers); a streaming spec has ``stream_class`` instead.
+    ``from_record(output, ctx)`` rebuilds the typed value from a durable record's output (``ctx.replayed``
+    is True), so a replay returns what the first call returned (``decode`` when not given).
+    A decoder written for the former positional protocol ``(json, session_id, action_id, replayed,
+    headers=)`` still works this release, with a DeprecationWarning when the spec is built.
     """
 
     contract: Contract
     build: Builder
-    decode: Optional[Callable[..., T]] = None
+    decode: Optional[Callable[[object, DecodeContext], T]] = None
     stream_class: Optional[Callable[..., T]] = None
     #: A streaming spec's accumulator class: how its events fold into text, tools and the final
     #: envelope, and which events end it (one instance per stream).
     accumulator: Callable[[], Accumulator] = Accumulator
-    from_record: Optional[Callable[..., T]] = None
+    from_record: Optional[Callable[[object, DecodeContext], T]] = None
     #: Non-secret facts of an input for hooks and tracers (``request.model``, ``request.max_tokens``...).
-    describe: Optional[Callable[[Mapping[str, Any]], dict[str, Any]]] = None
+    describe: Optional[Callable[[Mapping[str, object]], dict[str, object]]] = None
     #: A local admission rule run by the policy stage before anything is reserved or sent
     #: (``run_approval`` refuses a stopped run; ``run_stop`` marks the run stopped first).
-    admit: Optional[Callable[[Any], None]] = None
+    admit: Optional[Callable[["Call"], None]] = None
     #: Refines the typed error of a non-2xx reply with what this operation's codes mean.
-    refine_error: Optional[Callable[[Any], Any]] = None
+    refine_error: Optional[Callable[[HermesError], HermesError]] = None
     #: Keys of this stream's events whose string values its observers may see beyond the
     #: redaction allowlist (``run_events``: the tool name, the pattern key, the approval choice).
     observed_keys: tuple[str, ...] = ()
@@ -53,11 +71,11 @@ class OperationSpec(Generic[T]):
     public: bool = False
     #: A composite operation (``operator``): several HTTP calls under one capability. ``invoke()``
     #: hands it the executor, the input and the options, and it returns the ActionResult.
-    composite: Optional[Callable[..., Any]] = None
+    composite: Optional[Composite] = None
     #: Whether a 2xx reply is about another object than the one the request named:
     #: ``(input, reply JSON) -> bool``. Such a reply (a delete receipt or a run status naming
     #: another id) is ``invalid_response``, uncertain where the request changed something.
-    names_another: Optional[Callable[[Mapping[str, Any], Any], bool]] = None
+    names_another: Optional[Callable[[Mapping[str, object], object], bool]] = None
     #: Where a 2xx reply names the object it is about, as a dotted path into its JSON (``"id"``,
     #: ``"job.id"``, ``"run_id"``): a reply naming another id than the request's path id is
     #: ``invalid_response``, uncertain where the request changed something. The one declaration of
@@ -65,13 +83,13 @@ class OperationSpec(Generic[T]):
     #: transcript Hermes resolved to the newest child).
     reply_id: Optional[str] = None
 
-    def about_another(self, path_params: Mapping[str, str], input: Mapping[str, Any], reply: Any) -> bool:
+    def about_another(self, path_params: Mapping[str, str], input: Mapping[str, object], reply: object) -> bool:
         """Whether a 2xx ``reply`` is about another object than the one the request named."""
         if self.names_another is not None and self.names_another(input, reply):
             return True
         if self.reply_id is None or len(path_params) != 1:
             return False
-        named: Any = reply
+        named: object = reply
         for part in self.reply_id.split("."):
             named = named.get(part) if isinstance(named, Mapping) else None
         return named is not None and named != next(iter(path_params.values()))
@@ -84,11 +102,30 @@ class OperationSpec(Generic[T]):
     #: Input keys (ids, never content) a failure's ``details`` names (``run_approval``: ``request_id``).
     error_input_keys: tuple[str, ...] = ()
 
-    def typed_from_record(self, output: Any, session_id: Optional[str], action_id: Optional[str]) -> T:
-        """The typed value of a replayed call, from its record."""
-        rebuild = self.from_record or self.decode
-        assert rebuild is not None
-        return rebuild(output, session_id, action_id, True)
+    def __attrs_post_init__(self) -> None:
+        # A decoder of the former positional protocol is adapted once, here, not per call.
+        for name in ("decode", "from_record"):
+            given = getattr(self, name)
+            if given is not None and _positional(given):
+                warnings.warn(
+                    f"OperationSpec({self.contract.operation!r}): a {name} taking (data, session_id, action_id, "
+                    "...) is deprecated; take (data, ctx: hermes_sdk.plugin.DecodeContext)",
+                    DeprecationWarning, stacklevel=3)
+                object.__setattr__(self, name, _adapted(given, name == "from_record"))
+
+    def typed_from_record(self, output: object, session_id: Optional[str], action_id: Optional[str]) -> T:
+        """The typed value of a replayed call, from its record (a stream: its class replaying the record)."""
+        ctx = DecodeContext(self.name, session_id, action_id, True)
+        if self.from_record is not None:
+            return self.from_record(output, ctx)
+        klass = self.stream_class
+        if isinstance(klass, type) and issubclass(klass, HermesStream):
+            recorded = convert.stream_result_from_json(convert.json_object(output, "a stream's record"))
+            stream = klass.replay(recorded, self.accumulator())
+            stream.action_id = ctx.action_id
+            return cast(T, stream)  # an instance of stream_class, which makes the T of this spec
+        assert self.decode is not None
+        return self.decode(output, ctx)
 
     @property
     def name(self) -> str:
@@ -110,7 +147,7 @@ class OperationSpec(Generic[T]):
         """The default wall-clock bound of one call, in seconds: the published ``sla.timeout_ms``."""
         return self.contract.timeout_ms / 1000.0
 
-    def request(self, input: Mapping[str, Any]) -> ProviderRequest:
+    def request(self, input: Mapping[str, object]) -> ProviderRequest:
         """Validate ``input`` and map it to the provider request (no I/O)."""
         parts = self.build(self.name, input)
         # One rule for every path id, whoever built it; each is one segment: a space is %20, '/' is %2F.
@@ -121,16 +158,44 @@ class OperationSpec(Generic[T]):
         return ProviderRequest(self.method, path, parts.headers, parts.body, self.streaming, parts.max_events, ids)
 
 
-def reply_names_another(input_key: str, reply_key: str) -> Callable[[Mapping[str, Any], Any], bool]:
+def reply_names_another(input_key: str, reply_key: str) -> Callable[[Mapping[str, object], object], bool]:
     """``names_another`` for a reply whose ``reply_key`` must be the input's ``input_key`` (when given)."""
-    def check(input: Mapping[str, Any], data: Any) -> bool:
+    def check(input: Mapping[str, object], data: object) -> bool:
         named = data.get(reply_key) if isinstance(data, Mapping) else None
         return named is not None and named != input.get(input_key)
     check.__qualname__ = f"reply_names_another({input_key!r}, {reply_key!r})"
     return check
 
 
-def check_spec(spec: OperationSpec[Any]) -> None:
+def _positional(decoder: Callable[..., object]) -> bool:
+    """Whether a decoder is of the former protocol: it names ``session_id``/``action_id`` or takes
+    more than two positional arguments."""
+    try:
+        params = list(inspect.signature(decoder).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: taken as the current protocol
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) > 2 or any(p.name in ("session_id", "action_id") for p in params)
+
+
+def _adapted(legacy: Callable[..., T], record: bool) -> Callable[[object, DecodeContext], T]:
+    """A former positional decoder called as ``(data, ctx)``, the way the call path called it before."""
+    try:
+        params = list(inspect.signature(legacy).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    takes_headers = any(p.name == "headers" or p.kind is p.VAR_KEYWORD for p in params)
+
+    def decode(data: object, ctx: DecodeContext) -> T:
+        if record or ctx.replayed:
+            return legacy(data, ctx.session_id, ctx.action_id, True)
+        if takes_headers:
+            return legacy(data, ctx.session_id, ctx.action_id, headers=ctx.headers)
+        return legacy(data, ctx.session_id, ctx.action_id)
+    return decode
+
+
+def check_spec(spec: OperationSpec[object]) -> None:
     """Refuse a spec the call path cannot run (at registration, not at its first call)."""
     if spec.composite is None and spec.streaming != (spec.stream_class is not None):
         raise ValueError("a streaming spec needs stream_class, and only a streaming spec has one")

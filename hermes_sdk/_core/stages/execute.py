@@ -7,9 +7,8 @@ This is the innermost part of the ``hermes_call`` hook; each attempt runs inside
 from __future__ import annotations
 
 import functools
-import inspect
 import time
-from typing import Any, Callable, Optional
+from typing import Optional
 
 from ...errors import DeadlineExceededError, HermesError, InvalidResponseError, PluginError
 from .. import convert
@@ -18,7 +17,9 @@ from .._plugin_manager import around
 from .._wire import WIRE_FAULTS
 from ..aggregate import Aggregate
 from ..call import Call
+from ..convert import DecodeContext
 from ..deadline import WATCHDOG, set_current_alarm
+from ..endpoints import Endpoint
 from ..exchange import Attempt, Received, mark_sent
 from ..models import ActionResult
 from ..transport import (
@@ -56,10 +57,7 @@ def execute(call: Call) -> ActionResult:
     assert spec.decode is not None and reply.body is not None
     try:
         data = decode_reply(reply.body)
-        if _takes_headers(spec.decode):
-            call.value = spec.decode(data, session_id, call.action_id, headers=reply.headers)
-        else:
-            call.value = spec.decode(data, session_id, call.action_id)
+        call.value = spec.decode(data, DecodeContext(spec.name, session_id, call.action_id, False, reply.headers))
         if spec.about_another(call.request.path_params, call.input, data):
             raise InvalidResponseError(f"the {spec.name} reply is about another object than the one requested",
                                        details={"reason": "another_object"})
@@ -203,7 +201,7 @@ def masked_key(key: str) -> str:
     return key[:min(5, len(key) // 4)] + "\u2026"
 
 
-def explain_refused_key(failure: HermesError, endpoint: Any) -> HermesError:
+def explain_refused_key(failure: HermesError, endpoint: Endpoint) -> HermesError:
     """A 401 names the key it refused: where it was read and its masked prefix, never the key."""
     key = endpoint.api_key or ""
     source = endpoint.key_source or "the Endpoint's api_key"
@@ -218,16 +216,6 @@ def _typed_invalid(exc: InvalidResponseError, call: Call, status: int) -> Invali
     """The same failure, with the flags of this call: a model call's bad reply leaves its outcome uncertain."""
     return InvalidResponseError(exc.message, uncertain_outcome=not call.contract.read_only, http_status=status,
                                 details={"operation": call.operation, **exc.details})
-
-
-@functools.lru_cache(maxsize=None)
-def _takes_headers(decode: Callable[..., Any]) -> bool:
-    """Whether a spec's decoder takes the reply headers (``headers=`` or ``**kwargs``); asked once each."""
-    try:
-        params = inspect.signature(decode).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "headers" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _late(call: Call) -> bool:
