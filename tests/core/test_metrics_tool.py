@@ -93,3 +93,20 @@ def test_the_core_has_no_function_above_grade_d() -> None:
     assert ranked and ranked[0].complexity >= ranked[-1].complexity
     above = [c for c in ranked if c.complexity > metrics.MAX_COMPLEXITY]
     assert not above, above
+
+
+def test_the_core_holds_at_most_15_any_per_kloc() -> None:
+    figure = metrics.any_figure(metrics.core_files())
+    assert figure.lines > 10_000  # the core, not an empty glob
+    assert figure.per_kloc <= metrics.MAX_ANY_PER_KLOC == 15.0, figure
+
+
+def test_the_gate_fails_on_too_many_any(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("radon")
+    pkg = tmp_path / "hermes_sdk"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from typing import Any\n\ndef f(a: Any) -> Any:\n    return a\n")
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "tests" / "thirdparty_plugin").mkdir(parents=True)
+    assert metrics.main(["--root", str(tmp_path)]) == 1
+    assert "Any per kLOC of the core is" in capsys.readouterr().err
