@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from .model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
 from .sse import ClientGone
-from .tools import Danger, ToolCall
+from .tools import Danger, ToolCall, ToolRecord
 from .wire import DEFAULT_MODEL, JSONDict, bare_error, openai_error, parse_bool
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ class Run:
             "model": model,
         }
         self.cancel = threading.Event()
+        self.stop_requested = threading.Event()  # POST /stop was answered; cancel lands later
         self.done = threading.Event()  # the agent task has finished
         # The approval session closes when the agent returns, before the terminal status and event:
         # a caller who saw ``run.completed`` must get ``approval_not_active``, never ``not_pending``.
@@ -549,6 +550,7 @@ def handle_stop(ex: Exchange, run_id: str) -> None:
     if run is None or run.done.is_set():
         return not_found(ex, run_id)
     run.set_status("stopping", last_event="run.stopping")
+    run.stop_requested.set()
     delay = ex.state.settings.stop_latency
     if delay > 0:
         # Hermes' interrupt lands a moment later (~0.2 s for an upstream call in flight).
@@ -623,9 +625,7 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
     try:
         hooks = AgentHooks(
             tool_started=lambda call: _tool_started(emit, call),
-            tool_completed=lambda record: emit.event(
-                "tool.completed", tool=record.call.name, duration=round(record.duration, 3), error=record.error
-            ),
+            tool_completed=lambda record: _tool_completed(emit, run, record),
             assistant_message=lambda text: emit.event("reasoning.available", text=text),
             approver=lambda danger: await_approval(state, run, emit, danger),
             session_patterns=run.session_patterns,
@@ -693,6 +693,14 @@ def _ended(state: EmulatorState, run: Run, completed: bool) -> JSONDict:
 
 def _tool_started(emit: _Emitter, call: ToolCall) -> None:
     emit.event("tool.started", tool=call.name, preview=call.preview)
+
+
+def _tool_completed(emit: _Emitter, run: Run, record: ToolRecord) -> None:
+    emit.event("tool.completed", tool=record.call.name, duration=round(record.duration, 3), error=record.error)
+    if run.stop_requested.is_set():
+        # Hermes checks its interrupt flag when a tool returns: a stop lands here at the latest,
+        # however late the stop_latency timer fires on a busy machine.
+        run.cancel.set()
 
 
 def await_approval(state: EmulatorState, run: Run, emit: _Emitter, danger: Danger) -> str:
