@@ -10,7 +10,10 @@ import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
+import attrs
+
 from ...errors import InvalidInputError
+from ..options import CallOptions
 
 #: The provider fields each typed method models; anything else goes through ``extra_body=``.
 CHAT_FIELDS = frozenset({"temperature", "top_p", "max_tokens", "stop", "tools", "tool_choice", "response_format",
@@ -20,9 +23,10 @@ RESPONSES_FIELDS = frozenset({"input", "instructions", "model", "previous_respon
                               "conversation_history", "store", "truncation", "tools", "tool_choice", "metadata",
                               "temperature", "top_p", "max_output_tokens", "user", "parallel_tool_calls",
                               "reasoning", "text"})
-_CALL_KEYWORDS = ("endpoint", "action_id", "context", "deadline", "timeout", "idempotency_key", "session_key",
-                  "session_id", "extra_body", "max_events", "keep_events", "idle_timeout", "model", "prompt",
-                  "query", "messages", "body")
+#: The typed methods' own keywords, for the close-match hint: the per-call ones as CallOptions
+#: declares them (approval and reason only delete takes), and the methods' inputs.
+CALL_KEYWORDS = tuple(f.name for f in attrs.fields(CallOptions) if f.name not in ("approval", "reason")) + (
+    "session_key", "session_id", "extra_body", "max_events", "model", "prompt", "query", "messages", "body")
 
 
 def close_match(name: str, known: Iterable[str]) -> Optional[str]:
@@ -36,7 +40,7 @@ def check_known(fields: Mapping[str, object], known: frozenset[str], method: str
     for name in fields:
         if name in known:
             continue
-        close = close_match(name, sorted(known) + list(_CALL_KEYWORDS))
+        close = close_match(name, sorted(known) + list(CALL_KEYWORDS))
         hint = f" (did you mean {close!r}?)" if close else ""
         raise InvalidInputError(
             f"{method}() got an unknown keyword argument {name!r}{hint}. Provider fields the SDK does not "

@@ -6,7 +6,7 @@ from typing import Optional
 
 from ..deadline import TimeoutLike
 from ..discovery import Health, ModelInfo, ServerCapabilities, Toolset
-from ..endpoints import Deadline
+from ..endpoints import Deadline, ExecutionContext
 from ..executor import Executor
 from ..jobs import Skill
 from ..operations.jobs import HEALTH_DETAILED, MODEL_OPTIONS, SKILLS
@@ -20,30 +20,37 @@ class DiscoveryMethods:
 
     _executor: Executor
 
-    def health(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+    def health(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+               context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> Health:
         """``GET /health``: Hermes serves it without authentication, so a client without an API key
         may call it (a readiness probe); a client with one sends it, as on every route."""
-        return self._executor.request(HEALTH, {}, CallOptions(endpoint=endpoint, deadline=deadline, timeout=timeout))
+        return self._executor.request(HEALTH, {}, CallOptions(endpoint, None, action_id, context, deadline,
+                                      timeout))
 
-    def models(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+    def models(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+               context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> list[ModelInfo]:
         """``GET /v1/models``."""
-        return self._executor.request(MODELS, {}, CallOptions(endpoint=endpoint, deadline=deadline, timeout=timeout))
+        return self._executor.request(MODELS, {}, CallOptions(endpoint, None, action_id, context, deadline,
+                                      timeout))
 
-    def server_capabilities(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+    def server_capabilities(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                            context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                             timeout: TimeoutLike = None) -> ServerCapabilities:
         """``GET /v1/capabilities``: Hermes' static feature flags (not the SDK's ``capabilities()``)."""
-        return self._executor.request(SERVER_CAPABILITIES, {}, CallOptions(
-            endpoint=endpoint, deadline=deadline, timeout=timeout))
+        return self._executor.request(SERVER_CAPABILITIES, {}, CallOptions(endpoint, None, action_id, context, deadline,
+                                      timeout))
 
-    def toolsets(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+    def toolsets(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                 context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                  timeout: TimeoutLike = None) -> list[Toolset]:
         """``GET /v1/toolsets``: which toolsets the API server offers (``enabled``)."""
-        return self._executor.request(TOOLSETS, {}, CallOptions(endpoint=endpoint, deadline=deadline,
-                                                                timeout=timeout))
+        return self._executor.request(TOOLSETS, {}, CallOptions(endpoint, None, action_id, context, deadline,
+                                      timeout))
 
-    def health_detailed(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+    def health_detailed(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                        context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                         timeout: TimeoutLike = None) -> dict[str, object]:
         """``GET /health/detailed`` (authenticated, unlike ``/health``): readiness checks, gateway
         state, platforms, ``active_agents``, ``pid``..., as Hermes sends them.
@@ -51,22 +58,25 @@ class DiscoveryMethods:
         ``readiness.checks.background_queues.active_api_runs`` counts only ``/v1/runs`` runs: a
         running session chat is not counted.
         """
-        return self._executor.request(HEALTH_DETAILED, {}, CallOptions(endpoint=endpoint, deadline=deadline,
-                                                                       timeout=timeout))
+        return self._executor.request(HEALTH_DETAILED, {}, CallOptions(endpoint, None, action_id, context, deadline,
+                                      timeout))
 
-    def model_options(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+    def model_options(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+                      context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                       timeout: TimeoutLike = None) -> dict[str, object]:
         """``GET /api/model/options`` (Hermes 0.20+): the providers and models the server offers, as
         Hermes sends them. UnsupportedByServerError (nothing sent) on a server without it (0.19)."""
-        return self._executor.request(MODEL_OPTIONS, {}, CallOptions(endpoint=endpoint, deadline=deadline,
-                                                                    timeout=timeout))
+        return self._executor.request(MODEL_OPTIONS, {}, CallOptions(endpoint, None, action_id, context, deadline,
+                                      timeout))
 
     def server_features(self, *, endpoint: Optional[str] = None, refresh: bool = False) -> ServerFeatures:
         """What the endpoint's Hermes server supports (its version and ``/v1/capabilities``
         features), read from the server once and kept; ``refresh=True`` reads it again."""
         return self._executor.runtime.server_features.get(self._executor, endpoint, refresh=refresh)
 
-    def skills(self, *, endpoint: Optional[str] = None, deadline: Deadline = None,
+    def skills(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
+               context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> list[Skill]:
         """``GET /v1/skills``: the installed skills, sorted by category then name (experimental)."""
-        return self._executor.request(SKILLS, {}, CallOptions(endpoint=endpoint, deadline=deadline, timeout=timeout))
+        return self._executor.request(SKILLS, {}, CallOptions(endpoint, None, action_id, context, deadline,
+                                      timeout))
