@@ -21,7 +21,7 @@ from .redaction import register_route
 if TYPE_CHECKING:
     from .executor import Executor
 
-R = TypeVar("R", covariant=True)  # a family of a resource subclass is a family of its base
+R = TypeVar("R")
 T = TypeVar("T")
 #: A family's resource type: covariant, so a registry holds families of every resource as ``Family[object]``.
 R_co = TypeVar("R_co", covariant=True)
