@@ -37,11 +37,12 @@ def with_emulator(emulator: HermesEmulator) -> str:
 '''
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_readme_install_then_mypy_strict_sees_the_types(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def readme_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the README's editable install of a copy of this checkout: its python."""
     pytest.importorskip("mypy", reason="runs in the tox env 'install', which has mypy")
     assert README_INSTALL in (ROOT / "README.md").read_text(), "the README's install command changed"
+    tmp_path = tmp_path_factory.mktemp("readme-install")
     # A copy of the checkout, as a fresh clone would be: the install writes nothing into this one.
     checkout = tmp_path / "hermes-sdk"
     shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(
@@ -53,6 +54,13 @@ def test_readme_install_then_mypy_strict_sees_the_types(tmp_path: Path) -> None:
     # The README's command, run with the fresh venv's python as `python3`.
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", "."],
                    cwd=checkout, env=env, check=True, timeout=600)
+    return python
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_readme_install_then_mypy_strict_sees_the_types(readme_venv: Path, tmp_path: Path) -> None:
+    python = readme_venv
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     names = os.listdir(site)
@@ -143,13 +151,14 @@ def build(plugins: list[Plugin], provider: ApprovalProvider) -> HermesClient:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_mypy_strict_takes_approval_providers_and_plugins_and_flags_a_wrong_provider(tmp_path: Path) -> None:
+def test_mypy_strict_takes_approval_providers_and_plugins_and_flags_a_wrong_provider(readme_venv: Path,
+                                                                                    tmp_path: Path) -> None:
     """A user's provider function, provider object and plugin object type-check under ``mypy --strict``;
     a provider of another shape (taking a string, or answering a bool) is an error at the call."""
-    pytest.importorskip("mypy", reason="runs where mypy is installed (the tox envs 'install' and 'mypy')")
     (tmp_path / "approvals.py").write_text(PROVIDER_FILE)
+    # The user's project sees hermes_sdk only through the README-installed venv (as the test above).
     out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
-                          "--python-executable", sys.executable, "approvals.py"],
+                          "--python-executable", str(readme_venv), "approvals.py"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=500)
     text = out.stdout + out.stderr
     errors = [line for line in text.splitlines() if ": error:" in line]
