@@ -216,7 +216,9 @@ def _respond(ex: Exchange, result: AgentResult, model: str, session_id: str, key
             err_type="server_error",
             code="agent_incomplete",
         )
-        err["error"]["hermes"] = {
+        envelope = err["error"]
+        assert isinstance(envelope, dict)  # openai_error() builds it
+        envelope["hermes"] = {
             "completed": result.completed,
             "partial": result.partial,
             "failed": result.failed,

@@ -486,7 +486,7 @@ class HermesEmulator:
 
     def job_ids(self) -> list[str]:
         """Every job id (disabled ones too), in creation order."""
-        return [j["id"] for j in self._state.jobs.listing(include_disabled=True)]
+        return [str(j["id"]) for j in self._state.jobs.listing(include_disabled=True)]
 
     def tick_jobs(self) -> list[str]:
         """Run the cron ticker once now: every enabled job whose ``next_run_at`` is due runs one

@@ -167,7 +167,8 @@ def _prepare(ex: Exchange) -> _Turn:
 
 def _tool_items_of(response: JSONDict) -> list[JSONDict]:
     items: list[JSONDict] = []
-    for item in response.get("output") or []:
+    output = response.get("output")
+    for item in output if isinstance(output, list) else []:  # the emulator's own envelope: a list
         if not isinstance(item, dict) or item.get("type") not in ("function_call", "function_call_output"):
             continue
         item = dict(item)
@@ -281,7 +282,7 @@ def _save(ex: Exchange, turn: _Turn, envelope: JSONDict, result: AgentResult | N
     if result is not None and result.final_response and not result.failed:  # failed: no assistant turn
         history.append({"role": "assistant", "content": result.final_response})
     ex.state.store.put(
-        envelope["id"],
+        str(envelope["id"]),
         StoredResponse(
             response=envelope,
             conversation_history=history,

@@ -200,7 +200,9 @@ class RunRegistry:
                     self.streams_created.pop(run_id, None)
             for run_id, run in list(self.runs.items()):
                 snap = run.snapshot()
-                if snap["status"] in TERMINAL_STATUSES and now - float(snap["updated_at"]) > status_ttl:
+                updated = snap["updated_at"]
+                assert isinstance(updated, float)  # set_status() stores time.time()
+                if snap["status"] in TERMINAL_STATUSES and now - updated > status_ttl:
                     del self.runs[run_id]
 
     def clear_finished(self) -> None:
@@ -297,14 +299,15 @@ def handle_create(ex: Exchange) -> None:
             body=info.body,
             headers=info.headers,
         )
-        run = Run(run_id, session_id, model, time.time())
+        created = time.time()
+        run = Run(run_id, session_id, model, created)
         run.exact_approvals = behaviour.exact_approvals
         run.set_status("running")  # "queued" only lasts until the task's first step: never observed
         queue = RunQueue()
         with state.runs.lock:
             state.runs.runs[run_id] = run
             state.runs.streams[run_id] = queue
-            state.runs.streams_created[run_id] = run.status["created_at"]
+            state.runs.streams_created[run_id] = created
         thread = threading.Thread(
             target=_execute, args=(state, run, queue, info), daemon=True, name=f"hermes-emulator-{run_id}"
         )

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import parse_qs
 
 from .chat import rate_limited
@@ -35,6 +35,18 @@ CONTINUATION_PROMPT = (
     "[System: Your previous response was truncated by the output length limit. Continue "
     "exactly where you left off. Do not restart or repeat prior text. Finish the answer directly.]"
 )
+
+
+class _Row(TypedDict, total=False):
+    """One transcript row a turn writes (``role`` always set)."""
+
+    role: str
+    content: str | None
+    finish_reason: str
+    reasoning: None
+    tool_calls: list[JSONDict]
+    tool_call_id: str
+    tool_name: str
 
 
 class _Reject(Exception):
@@ -331,7 +343,7 @@ def _prepare_turn(ex: Exchange, session_id: str) -> _Turn:
 
 
 def _tool_calls(records: list[ToolRecord]) -> list[JSONDict]:
-    out = []
+    out: list[JSONDict] = []
     for record in records:
         call_id = record.call.call_id
         suffix = call_id[len("call_") :] if call_id.startswith("call_") else call_id
@@ -347,13 +359,13 @@ def _tool_calls(records: list[ToolRecord]) -> list[JSONDict]:
     return out
 
 
-def _turn_rows(result: AgentResult | None) -> list[JSONDict]:
+def _turn_rows(result: AgentResult | None) -> list[_Row]:
     """The rows a turn writes after its user message (also ``run.completed.messages``)."""
     if result is None or result.failed:
         return []
     if result.partial:
         pieces = list(result.streamed) + [""] * _CONTINUATIONS
-        rows: list[JSONDict] = []
+        rows: list[_Row] = []
         for index in range(_CONTINUATIONS):
             if index:
                 rows.append({"role": "user", "content": CONTINUATION_PROMPT})
@@ -385,7 +397,7 @@ def _turn_rows(result: AgentResult | None) -> list[JSONDict]:
     return rows
 
 
-def _persist(db: SessionDB, turn: _Turn, result: AgentResult | None) -> list[JSONDict]:
+def _persist(db: SessionDB, turn: _Turn, result: AgentResult | None) -> list[_Row]:
     rows = _turn_rows(result)
     for row in rows:
         db.add_message(

@@ -43,7 +43,7 @@ _TRUTHY = {"true", "1", "yes", "on"}
 _FALSY = {"false", "0", "no", "off", ""}
 
 Headers = list[tuple[str, str]]
-JSONDict = dict[str, Any]
+JSONDict = dict[str, object]
 
 
 def dumps(obj: Any) -> bytes:
