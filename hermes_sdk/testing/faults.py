@@ -185,7 +185,7 @@ def _usage() -> dict[str, int]:
     return {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
 
 
-def _response_object(response_id: str = "resp_fault0000000000000000000000") -> dict[str, Any]:
+def _response_object(response_id: str = "resp_fault0000000000000000000000") -> dict[str, object]:
     return {"id": response_id, "object": "response", "status": "completed", "created_at": 1700000000,
             "model": "hermes-agent", "output": [
                 {"type": "message", "id": "msg_fault", "role": "assistant", "status": "completed",
@@ -211,7 +211,7 @@ def ok_body(request: FaultRequest) -> bytes:
 def ok_events(request: FaultRequest) -> list[bytes]:
     """The SSE frames (boundaries included) of a healthy stream for this request."""
     if request.path.startswith("/v1/chat/completions"):
-        def chunk(delta: dict[str, Any], finish: Optional[str] = None) -> bytes:
+        def chunk(delta: dict[str, object], finish: Optional[str] = None) -> bytes:
             data = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": 1700000000,
                     "model": "hermes-agent", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
             if finish:
@@ -219,7 +219,7 @@ def ok_events(request: FaultRequest) -> list[bytes]:
             return b"data: " + json.dumps(data).encode() + b"\n\n"
         return [chunk({"role": "assistant"}), chunk({"content": "ok"}), chunk({}, "stop"), b"data: [DONE]\n\n"]
 
-    def event(name: str, data: dict[str, Any]) -> bytes:
+    def event(name: str, data: dict[str, object]) -> bytes:
         return b"event: " + name.encode() + b"\ndata: " + json.dumps({"type": name, **data}).encode() + b"\n\n"
     final = _response_object()
     return [event("response.created", {"response": {**final, "status": "in_progress", "output": []}}),

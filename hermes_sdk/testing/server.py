@@ -69,7 +69,7 @@ class Exchange:
         value = self.headers.get(name)
         return None if value is None else str(value)
 
-    def json_object(self) -> dict[str, Any] | None:
+    def json_object(self) -> dict[str, object] | None:
         """The body as a JSON object, or None (a chunked oversize body ends here too)."""
         if self.oversize:
             return None
@@ -588,7 +588,7 @@ def _headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
     return {key: str(value) for key, value in handler.headers.items()}
 
 
-def _models_payload() -> dict[str, Any]:
+def _models_payload() -> dict[str, object]:
     import time
 
     return {

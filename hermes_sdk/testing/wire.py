@@ -167,7 +167,7 @@ VISION_PROMPT = (
 )
 
 
-def _image_url(part: dict[str, Any]) -> str:
+def _image_url(part: dict[str, object]) -> str:
     """Validate an image part the way Hermes' ``_normalize_multimodal_content`` does."""
     ref = part.get("image_url")
     detail = part.get("detail")
