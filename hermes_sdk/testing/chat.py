@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .model import AgentHooks, AgentResult, RequestInfo
 from .runs import Run, _Emitter, await_approval
@@ -149,7 +149,7 @@ class _BadPart(Exception):
         self.code = code
 
 
-def _split_messages(messages: list[Any]) -> tuple[str, list[dict[str, str]]]:
+def _split_messages(messages: list[object]) -> tuple[str, list[dict[str, str]]]:
     """System text joined by newlines; only user/assistant turns are kept."""
     system: list[str] = []
     conversation: list[dict[str, str]] = []

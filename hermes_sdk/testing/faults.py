@@ -26,7 +26,7 @@ import struct
 import threading
 import time
 import zlib
-from typing import Any, Callable, Optional, Union
+from typing import Callable, Optional, Union
 
 __all__ = ["FAULTS", "Fault", "FaultServer", "FaultRequest"]
 
@@ -52,7 +52,7 @@ class FaultRequest:
         return self.headers.get(name.lower())
 
     @property
-    def json(self) -> Any:
+    def json(self) -> object:
         try:
             return json.loads(self.body) if self.body else None
         except ValueError:
@@ -196,7 +196,7 @@ def _response_object(response_id: str = "resp_fault0000000000000000000000") -> d
 def ok_body(request: FaultRequest) -> bytes:
     """The JSON a healthy Hermes would answer for this (non-streaming) request."""
     if request.path.startswith("/v1/chat/completions"):
-        data: Any = {"id": "chatcmpl-fault", "object": "chat.completion", "created": 1700000000,
+        data: dict[str, object] = {"id": "chatcmpl-fault", "object": "chat.completion", "created": 1700000000,
                      "model": "hermes-agent", "usage": _usage(), "choices": [
                          {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
     elif request.method == "DELETE":

@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -291,8 +292,8 @@ def _send(ex: Exchange, status: int, payload: JSONDict) -> None:
     ex.send_json(status, payload)
 
 
-def _guard(fn: Any) -> Any:
-    def wrapper(ex: Exchange, *args: Any) -> None:
+def _guard(fn: Callable[..., None]) -> Callable[..., None]:
+    def wrapper(ex: Exchange, *args: str) -> None:
         try:
             fn(ex, *args)
         except JobError as exc:
@@ -304,6 +305,8 @@ def _guard(fn: Any) -> Any:
 
 
 def _json(ex: Exchange) -> Any:
+    # Any on purpose: the routes use the body as Hermes' Python does, so a wrong type fails with
+    # Python's own TypeError/AttributeError text in the 500 (``_guard``), as it does in Hermes.
     return json.loads((b"" if ex.oversize else ex.raw_body).decode("utf-8"))  # ValueError -> 500
 
 
@@ -463,7 +466,7 @@ def handle_delete(ex: Exchange, job_id: str) -> None:
     _send(ex, 200, {"ok": True})
 
 
-def _mutate(ex: Exchange, job_id: str, fn: Any) -> None:
+def _mutate(ex: Exchange, job_id: str, fn: Callable[[JSONDict], None]) -> None:
     _existing(ex, job_id)
     store = _store(ex)
     with store.lock:

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Union
 
 from .tools import (
     PREAMBLE_TEXT,
@@ -167,7 +167,7 @@ class Cancelled(Exception):
     """The client went away, the run was stopped, or the emulator is stopping."""
 
 
-def _ignore(*_args: Any) -> None:
+def _ignore(*_args: object) -> None:
     return None
 
 

@@ -6,7 +6,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .chat import refused_before_work
 from .model import AgentHooks, AgentResult, RequestInfo
@@ -184,11 +184,11 @@ def function_call_item(record: ToolRecord) -> JSONDict:
 
 
 def function_call_output_item(record: ToolRecord, streamed: bool) -> JSONDict:
-    output: Any = [{"type": "input_text", "text": record.result}] if streamed else record.result
+    output: object = [{"type": "input_text", "text": record.result}] if streamed else record.result
     return {"type": "function_call_output", "call_id": record.call.call_id, "output": output}
 
 
-def _input_items(raw: Any) -> list[dict[str, str]]:
+def _input_items(raw: object) -> list[dict[str, str]]:
     if isinstance(raw, str):
         items = [{"role": "user", "content": raw}]
     elif isinstance(raw, list):
@@ -213,7 +213,7 @@ def _input_items(raw: Any) -> list[dict[str, str]]:
     return items
 
 
-def _explicit_history(raw: Any) -> list[dict[str, str]] | None:
+def _explicit_history(raw: object) -> list[dict[str, str]] | None:
     if raw is None:
         return None
     if not isinstance(raw, list):

@@ -26,7 +26,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
 from .sse import ClientGone
@@ -120,7 +120,7 @@ class PendingApproval:
 class Run:
     """One run: its status object, control state and pending approvals."""
 
-    def __init__(self, run_id: str, session_id: str, model: Any, created_at: float) -> None:
+    def __init__(self, run_id: str, session_id: str, model: object, created_at: float) -> None:
         self.run_id = run_id
         self.lock = threading.Lock()
         self.status: JSONDict = {
@@ -146,7 +146,7 @@ class Run:
         self.closed = False  # 0.21+: the log is complete (the run's task ended)
         self.changed = threading.Condition(self.lock)  # 0.21+: a log reader waits for the next event
 
-    def set_status(self, status: str | None = None, **fields: Any) -> None:
+    def set_status(self, status: str | None = None, **fields: object) -> None:
         """Hermes' ``_set_run_status``: status and ``updated_at`` first, then the fields."""
         with self.lock:
             if status is not None:
@@ -325,7 +325,7 @@ def handle_create(ex: Exchange) -> None:
             state.release_run()
 
 
-def _prepare(ex: Exchange, body: Any) -> tuple[RequestInfo, Any]:
+def _prepare(ex: Exchange, body: object) -> tuple[RequestInfo, object]:
     if not isinstance(body, dict):
         raise _Crash()  # body.get on a list (L4794)
     raw = body.get("input")
@@ -377,7 +377,7 @@ def _prepare(ex: Exchange, body: Any) -> tuple[RequestInfo, Any]:
     return info, body.get("model") or DEFAULT_MODEL
 
 
-def _flatten(content: Any) -> str:
+def _flatten(content: object) -> str:
     if isinstance(content, list):
         parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text")]
         return "".join(str(p) for p in parts if p)
@@ -615,7 +615,7 @@ class _Emitter:
         if self.queue is not None:
             self.state.runs.put_event(self.run.run_id, self.queue, event)
 
-    def event(self, event_type: str, **fields: Any) -> None:
+    def event(self, event_type: str, **fields: object) -> None:
         event: JSONDict = {"event": event_type, "run_id": self.run.run_id, "timestamp": time.time()}
         event.update(fields)
         if event_type != "message.delta":  # deltas never touch the status object

@@ -15,8 +15,8 @@ import secrets
 import threading
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .wire import DEFAULT_MODEL
 
@@ -102,7 +102,7 @@ class SessionRow:
         return ""
 
 
-def sanitize_title(raw: Any) -> str | None:
+def sanitize_title(raw: object) -> str | None:
     """``SessionDB.sanitize_title``: controls and zero-width/bidi characters out, whitespace
     collapsed, trimmed; empty is None; more than 100 characters raises ``TitleError``."""
     if raw is None:
@@ -204,7 +204,7 @@ class SessionDB:
                     row.parent_session_id = None
             return True
 
-    def update(self, session_id: str, fn: Any) -> SessionRow | None:
+    def update(self, session_id: str, fn: Callable[[SessionRow], None]) -> SessionRow | None:
         """Apply ``fn(row)`` under the lock; return a copy of the row afterwards."""
         with self.lock:
             row = self._rows.get(session_id)

@@ -13,7 +13,8 @@ import json
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, TypedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import parse_qs
 
 from .chat import rate_limited
@@ -92,8 +93,8 @@ def _existing(ex: Exchange, session_id: str) -> SessionRow:
     return row
 
 
-def _guarded(fn: Any) -> Any:
-    def wrapper(ex: Exchange, *args: Any) -> None:
+def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
+    def wrapper(ex: Exchange, *args: str) -> None:
         try:
             fn(ex, *args)
         except _Reject as rej:
@@ -502,7 +503,7 @@ def handle_chat_stream(ex: Exchange, session_id: str) -> None:
         frame("message.started", {"message": {"id": message_id, "role": "assistant"}})
         hooks = AgentHooks()
 
-        def work(on_delta: Any, cancel: threading.Event) -> AgentResult:
+        def work(on_delta: Callable[[str], None], cancel: threading.Event) -> AgentResult:
             # The turn outlives the client (hermes-wire/56 T8): persist here, release the slot here.
             result: AgentResult | None = None
             try:

@@ -23,7 +23,7 @@ class SeenRequest:
     method: str
     path: str
     headers: dict[str, str]
-    body: Any  # parsed JSON, or None when absent/invalid
+    body: object  # parsed JSON, or None when absent/invalid
     raw_body: bytes = b""
 
     def header(self, name: str) -> str | None:

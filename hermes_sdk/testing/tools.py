@@ -25,7 +25,6 @@ import shlex
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 PREAMBLE_TEXT = "Calling tools now."
 RESULT_PREVIEW_CHARS = 160
@@ -201,7 +200,7 @@ def detect_danger(command: str) -> str | None:
     return None
 
 
-def _terminal_result(output: str, exit_code: int, error: str | None = None, **extra: Any) -> str:
+def _terminal_result(output: str, exit_code: int, error: str | None = None, **extra: object) -> str:
     body: dict[str, object] = {"output": output, "exit_code": exit_code, "error": error}
     body.update(extra)
     return json.dumps(body)
@@ -252,7 +251,7 @@ class ToolBox:
             return json.dumps({"bytes_written": len(content.encode("utf-8")), "dirs_created": False}), False
         if call.name == "todo":
             raw = args.get("todos")
-            todos: list[Any] = raw if isinstance(raw, list) else []
+            todos: list[object] = raw if isinstance(raw, list) else []
             items = [
                 {"id": str(t.get("id", i + 1)), "content": t.get("content"), "status": t.get("status", "pending")}
                 for i, t in enumerate(todos)
