@@ -1062,8 +1062,10 @@ def test_stopping_during_a_slow_run_prints_no_traceback(capfd) -> None:
     emulator = HermesEmulator().start()
     seen: list[str] = []
 
+    client = emulator.client(load_entrypoints=False)  # here: a busy machine may start the thread late
+
     def call() -> None:
-        with emulator.client(load_entrypoints=False) as client:
+        with client:
             try:
                 client.chat(prompt="SLOW:5 x")
             except Exception as exc:  # the connection goes away with the emulator
@@ -1071,7 +1073,10 @@ def test_stopping_during_a_slow_run_prints_no_traceback(capfd) -> None:
 
     caller = threading.Thread(target=call)
     caller.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while emulator.executions == 0 and time.monotonic() < deadline:  # the run is under way
+        time.sleep(0.02)
+    assert emulator.executions == 1
     emulator.stop()
     caller.join(10)
     assert seen == ["TransportError"]
@@ -1116,3 +1121,19 @@ def test_the_route_table_is_the_servers() -> None:
         assert http.head(emu.base_url + "/health", timeout=30).content == b""
         assert http.get(emu.base_url + "/health", timeout=30).json()["status"] == "ok"
     assert emu.connections == 1
+
+
+def test_emulator_options_name_every_keyword_option_of_the_emulator() -> None:
+    """``options_from()``/``serve(**options)``/the factory fixture are typed by ``EmulatorOptions``: it
+    must stay the emulator's keyword-only options, with the same annotations."""
+    import inspect
+
+    from hermes_sdk.testing.emulator import EmulatorOptions
+
+    keyword_only = {
+        name: param.annotation
+        for name, param in inspect.signature(HermesEmulator.__init__).parameters.items()
+        if param.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    declared = {name: getattr(t, "__forward_arg__", t) for name, t in EmulatorOptions.__annotations__.items()}
+    assert keyword_only == declared  # both as source text (from __future__ import annotations)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .model import AgentHooks, AgentResult, RequestInfo
 from .runs import Run, _Emitter, await_approval
@@ -149,7 +149,7 @@ class _BadPart(Exception):
         self.code = code
 
 
-def _split_messages(messages: list[Any]) -> tuple[str, list[dict[str, str]]]:
+def _split_messages(messages: list[object]) -> tuple[str, list[dict[str, str]]]:
     """System text joined by newlines; only user/assistant turns are kept."""
     system: list[str] = []
     conversation: list[dict[str, str]] = []
@@ -216,7 +216,9 @@ def _respond(ex: Exchange, result: AgentResult, model: str, session_id: str, key
             err_type="server_error",
             code="agent_incomplete",
         )
-        err["error"]["hermes"] = {
+        envelope = err["error"]
+        assert isinstance(envelope, dict)  # openai_error() builds it
+        envelope["hermes"] = {
             "completed": result.completed,
             "partial": result.partial,
             "failed": result.failed,

@@ -10,12 +10,16 @@ import copy
 import os
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .wire import HERMES_VERSION
+from .wire import HERMES_VERSION, JSONDict
+
+if TYPE_CHECKING:
+    from .server import Exchange
+    from .versions import Behaviour
 
 # fmt: off
-CAPABILITIES: dict[str, Any] = {'object': 'hermes.api_server.capabilities',
+CAPABILITIES: JSONDict = {'object': 'hermes.api_server.capabilities',
  'platform': 'hermes-agent',
  'model': 'hermes-agent',
  'auth': {'type': 'bearer', 'required': True},
@@ -70,7 +74,7 @@ CAPABILITIES: dict[str, Any] = {'object': 'hermes.api_server.capabilities',
                'session_chat': {'method': 'POST', 'path': '/api/sessions/{session_id}/chat'},
                'session_chat_stream': {'method': 'POST', 'path': '/api/sessions/{session_id}/chat/stream'}}}
 
-TOOLSETS: list[dict[str, Any]] = [{'name': 'web',
+TOOLSETS: list[JSONDict] = [{'name': 'web',
   'label': '🔍 Web Search & Scraping',
   'description': 'web_search, web_extract',
   'configured': True,
@@ -218,12 +222,13 @@ TOOLSETS: list[dict[str, Any]] = [{'name': 'web',
 _STARTED = datetime.now(timezone.utc).isoformat()
 
 
-def capabilities(behaviour: Any = None) -> dict[str, Any]:
+def capabilities(behaviour: Behaviour | None = None) -> JSONDict:
     """0.19's capabilities, plus the features and endpoints a newer ``behaviour`` adds."""
     caps = copy.deepcopy(CAPABILITIES)
     if behaviour is None:
         return caps
     features, endpoints = caps["features"], caps["endpoints"]
+    assert isinstance(features, dict) and isinstance(endpoints, dict)  # CAPABILITIES' own objects
     if behaviour.steer:
         features.update(run_steer=True, model_options=True, session_model_lock=True)
         endpoints["run_steer"] = {"method": "POST", "path": "/v1/runs/{run_id}/steer"}
@@ -235,23 +240,25 @@ def capabilities(behaviour: Any = None) -> dict[str, Any]:
     return caps
 
 
-def handle_model_options(ex: Any) -> None:
+def handle_model_options(ex: Exchange) -> None:
     """``GET /api/model/options`` (0.20+): the configured provider and its one model."""
     ex.send_json(200, {"providers": [{"slug": "custom", "name": "Custom endpoint", "is_current": True,
                                       "is_user_defined": True, "models": ["fake-model"], "total_models": 1,
                                       "source": "config", "authenticated": True}]})
 
 
-def toolsets(enabled: tuple[str, ...]) -> dict[str, Any]:
+def toolsets(enabled: tuple[str, ...]) -> JSONDict:
     data = []
     for entry in TOOLSETS:
-        item = {"name": entry["name"], "label": entry["label"], "description": entry["description"]}
-        item.update(enabled=entry["name"] in enabled, configured=entry["configured"], tools=list(entry["tools"]))
+        tools = entry["tools"]
+        assert isinstance(tools, list)  # TOOLSETS' own lists
+        item: JSONDict = {"name": entry["name"], "label": entry["label"], "description": entry["description"]}
+        item.update(enabled=entry["name"] in enabled, configured=entry["configured"], tools=list(tools))
         data.append(item)
     return {"object": "list", "platform": "api_server", "data": data}
 
 
-def health_detailed(active_api_runs: int, version: str = HERMES_VERSION) -> dict[str, Any]:
+def health_detailed(active_api_runs: int, version: str = HERMES_VERSION) -> JSONDict:
     """Shape of hermes-wire/42; ``active_api_runs`` counts queued, running and waiting runs."""
     return {
         "status": "ok",
@@ -291,11 +298,12 @@ def health_detailed(active_api_runs: int, version: str = HERMES_VERSION) -> dict
     }
 
 
-def skills(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def skills(entries: list[dict[str, object]]) -> JSONDict:
     """``GET /v1/skills`` (hermes-wire/70): name, description, category; sorted by (category or "", name)."""
-    data = [
+    data: list[JSONDict] = [
         {"name": str(e["name"]), "description": str(e.get("description") or ""), "category": e.get("category")}
         for e in entries
     ]
-    data.sort(key=lambda e: (e["category"] or "", e["name"]))
+    # a category is a skills/ directory name (str) or None; name is a str above
+    data.sort(key=lambda e: (str(e["category"] or ""), str(e["name"])))
     return {"object": "list", "data": data}

@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .jobs import Ticker, tick
 from .model import Reply, ReplyLike, RequestInfo, Responder
@@ -20,7 +20,35 @@ from .tools import DEFAULT_TOOLSETS, TOOLSET_TOOLS
 from .versions import SERVER_VERSIONS, check_version
 
 if TYPE_CHECKING:
+    import argparse
+
+    from typing_extensions import Unpack  # typing.Unpack is 3.11+; only mypy reads it
+
     from .._core.client import HermesClient
+
+
+class EmulatorOptions(TypedDict, total=False):
+    """The keyword-only options of :class:`HermesEmulator` (what :func:`options_from` returns)."""
+
+    max_concurrent_runs: int
+    max_stored_responses: int
+    keepalive_seconds: float
+    delta_batch_ms: float
+    framing: str
+    token_delay: float
+    api_max_retries: int
+    verbose: bool
+    toolsets: Sequence[str]
+    approval_mode: str
+    approval_timeout: float
+    run_events_keepalive_seconds: float
+    run_stream_ttl: float
+    run_status_ttl: float
+    files: Mapping[str, str] | None
+    tool_followup_delay: float
+    stop_latency: float
+    jobs_tick_seconds: float
+    server_version: str
 
 APPROVAL_MODES = ("manual", "smart", "off")
 
@@ -345,7 +373,7 @@ class HermesEmulator:
         """Pattern keys approved with ``always`` (process-wide, like Hermes' ``command_allowlist``)."""
         return self._state.model.toolbox.command_allowlist
 
-    def run_status(self, run_id: str) -> dict[str, Any] | None:
+    def run_status(self, run_id: str) -> dict[str, object] | None:
         """The run object ``GET /v1/runs/{id}`` would return, or None."""
         run = self._state.runs.get(run_id)
         return None if run is None else run.snapshot()
@@ -354,7 +382,7 @@ class HermesEmulator:
         with self._state.runs.lock:
             return list(self._state.runs.runs)
 
-    def run_events(self, run_id: str) -> list[dict[str, Any]]:
+    def run_events(self, run_id: str) -> list[dict[str, object]]:
         """Every event the run queued so far, whoever (if anyone) received it."""
         run = self._state.runs.get(run_id)
         if run is None:
@@ -362,7 +390,7 @@ class HermesEmulator:
         with run.lock:
             return [dict(e) for e in run.events_emitted]
 
-    def pending_approvals(self, run_id: str) -> list[dict[str, Any]]:
+    def pending_approvals(self, run_id: str) -> list[dict[str, object]]:
         """The run's unanswered approval requests, oldest first (payload fields only)."""
         run = self._state.runs.get(run_id)
         if run is None:
@@ -370,7 +398,7 @@ class HermesEmulator:
         with run.lock:
             return [p.danger.payload() for p in run.approvals]
 
-    def wait_run(self, run_id: str, timeout: float = 10.0) -> dict[str, Any] | None:
+    def wait_run(self, run_id: str, timeout: float = 10.0) -> dict[str, object] | None:
         """Block until the run's task finished (or ``timeout``); return its run object."""
         run = self._state.runs.get(run_id)
         if run is None:
@@ -415,7 +443,7 @@ class HermesEmulator:
         return self._state.model.executions
 
     @property
-    def upstream_calls(self) -> list[dict[str, Any]]:
+    def upstream_calls(self) -> list[dict[str, object]]:
         """Upstream LLM calls a real Hermes would have made (the fake LLM's log).
 
         An execution is one call, an upstream 5xx ``api_max_retries`` calls, and a
@@ -452,7 +480,7 @@ class HermesEmulator:
         """The response store (``ids()``, ``peek(id)``, ``conversations()``, ``len()``, ``in``)."""
         return self._state.store
 
-    def stored_response(self, response_id: str) -> dict[str, Any] | None:
+    def stored_response(self, response_id: str) -> dict[str, object] | None:
         """The stored Responses envelope for ``response_id``, or None (does not refresh its LRU position)."""
         return self._state.store.peek(response_id)
 
@@ -461,7 +489,7 @@ class HermesEmulator:
         return self._state.transcripts.history(session_id)
 
     # -- sessions, cron jobs, skills (spec/hermes-sessions-jobs.md) ------------------------
-    def session(self, session_id: str) -> dict[str, Any] | None:
+    def session(self, session_id: str) -> dict[str, object] | None:
         """The session object ``GET /api/sessions/{id}`` would return, or None."""
         db = self._state.transcripts
         assert isinstance(db, SessionDB)
@@ -474,19 +502,19 @@ class HermesEmulator:
         assert isinstance(db, SessionDB)
         return [row.id for row in db.listing(source=None, include_children=True)]
 
-    def session_rows(self, session_id: str) -> list[dict[str, Any]]:
+    def session_rows(self, session_id: str) -> list[dict[str, object]]:
         """The session's message rows as ``GET …/messages`` shapes them (no fork redirect)."""
         db = self._state.transcripts
         assert isinstance(db, SessionDB)
         return db.messages(session_id) or []
 
-    def job(self, job_id: str) -> dict[str, Any] | None:
+    def job(self, job_id: str) -> dict[str, object] | None:
         """The job object ``GET /api/jobs/{id}`` would return, or None."""
         return self._state.jobs.get(job_id)
 
     def job_ids(self) -> list[str]:
         """Every job id (disabled ones too), in creation order."""
-        return [j["id"] for j in self._state.jobs.listing(include_disabled=True)]
+        return [str(j["id"]) for j in self._state.jobs.listing(include_disabled=True)]
 
     def tick_jobs(self) -> list[str]:
         """Run the cron ticker once now: every enabled job whose ``next_run_at`` is due runs one
@@ -503,7 +531,7 @@ class HermesEmulator:
         self._state.settings.jobs_tick_seconds = max(0.0, float(seconds))
 
     @property
-    def skills(self) -> list[dict[str, Any]]:
+    def skills(self) -> list[dict[str, object]]:
         """``/v1/skills`` entries (``name``, ``description``, ``category``); mutable, cleared by ``reset()``."""
         return self._state.skills
 
@@ -537,7 +565,7 @@ def serve(
     api_key: str = "test-key",
     *,
     ready: Callable[[str], None] | None = None,
-    **options: Any,
+    **options: Unpack[EmulatorOptions],
 ) -> None:
     """Run an emulator in the foreground until SIGINT or SIGTERM (whatever disposition the process
     inherited: ``cmd &`` ignores SIGINT); print its base URL."""
@@ -557,7 +585,7 @@ def serve(
             pass
 
 
-def add_options(parser: Any) -> None:
+def add_options(parser: argparse.ArgumentParser) -> None:
     """Add the emulator's behaviour options to an ``argparse`` parser (``--tools``, ...).
 
     ``python -m hermes_sdk.testing`` and ``hermes-sdk emulator`` share them; read them back with
@@ -583,7 +611,7 @@ def add_options(parser: Any) -> None:
     parser.add_argument("--verbose", action="store_true", help="log every request on stderr")
 
 
-def options_from(args: Any) -> dict[str, Any]:
+def options_from(args: argparse.Namespace) -> EmulatorOptions:
     """The :class:`HermesEmulator` keyword arguments of parsed :func:`add_options` options."""
     return {
         "max_concurrent_runs": args.max_concurrent_runs,

@@ -26,7 +26,7 @@ import struct
 import threading
 import time
 import zlib
-from typing import Any, Callable, Optional, Union
+from typing import Callable, Optional, Union
 
 __all__ = ["FAULTS", "Fault", "FaultServer", "FaultRequest"]
 
@@ -52,7 +52,7 @@ class FaultRequest:
         return self.headers.get(name.lower())
 
     @property
-    def json(self) -> Any:
+    def json(self) -> object:
         try:
             return json.loads(self.body) if self.body else None
         except ValueError:
@@ -185,7 +185,7 @@ def _usage() -> dict[str, int]:
     return {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
 
 
-def _response_object(response_id: str = "resp_fault0000000000000000000000") -> dict[str, Any]:
+def _response_object(response_id: str = "resp_fault0000000000000000000000") -> dict[str, object]:
     return {"id": response_id, "object": "response", "status": "completed", "created_at": 1700000000,
             "model": "hermes-agent", "output": [
                 {"type": "message", "id": "msg_fault", "role": "assistant", "status": "completed",
@@ -196,7 +196,7 @@ def _response_object(response_id: str = "resp_fault0000000000000000000000") -> d
 def ok_body(request: FaultRequest) -> bytes:
     """The JSON a healthy Hermes would answer for this (non-streaming) request."""
     if request.path.startswith("/v1/chat/completions"):
-        data: Any = {"id": "chatcmpl-fault", "object": "chat.completion", "created": 1700000000,
+        data: dict[str, object] = {"id": "chatcmpl-fault", "object": "chat.completion", "created": 1700000000,
                      "model": "hermes-agent", "usage": _usage(), "choices": [
                          {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
     elif request.method == "DELETE":
@@ -211,7 +211,7 @@ def ok_body(request: FaultRequest) -> bytes:
 def ok_events(request: FaultRequest) -> list[bytes]:
     """The SSE frames (boundaries included) of a healthy stream for this request."""
     if request.path.startswith("/v1/chat/completions"):
-        def chunk(delta: dict[str, Any], finish: Optional[str] = None) -> bytes:
+        def chunk(delta: dict[str, object], finish: Optional[str] = None) -> bytes:
             data = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": 1700000000,
                     "model": "hermes-agent", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
             if finish:
@@ -219,7 +219,7 @@ def ok_events(request: FaultRequest) -> list[bytes]:
             return b"data: " + json.dumps(data).encode() + b"\n\n"
         return [chunk({"role": "assistant"}), chunk({"content": "ok"}), chunk({}, "stop"), b"data: [DONE]\n\n"]
 
-    def event(name: str, data: dict[str, Any]) -> bytes:
+    def event(name: str, data: dict[str, object]) -> bytes:
         return b"event: " + name.encode() + b"\ndata: " + json.dumps({"type": name, **data}).encode() + b"\n\n"
     final = _response_object()
     return [event("response.created", {"response": {**final, "status": "in_progress", "output": []}}),

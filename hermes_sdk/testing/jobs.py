@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -180,9 +181,19 @@ def parse_schedule(text: str, now: datetime | None = None) -> JSONDict:
     raise ValueError(INVALID_SCHEDULE.format(schedule))
 
 
+def _id(job: JSONDict) -> str:
+    return str(job["id"])  # the uuid hex the emulator gave it
+
+
+def _schedule(job: JSONDict) -> JSONDict:
+    schedule = job["schedule"]
+    assert isinstance(schedule, dict)  # the emulator's own parse_schedule() result
+    return schedule
+
+
 def _check_not_past(schedule: JSONDict, now: datetime) -> None:
     if schedule["kind"] == "once":
-        run_at = datetime.fromisoformat(schedule["run_at"])
+        run_at = datetime.fromisoformat(str(schedule["run_at"]))
         if run_at < now - timedelta(seconds=PAST_GRACE_SECONDS):
             raise ValueError(
                 f"Requested one-shot time {_iso(run_at)} is more than {PAST_GRACE_SECONDS}s in the past "
@@ -193,7 +204,9 @@ def _check_not_past(schedule: JSONDict, now: datetime) -> None:
 def next_run(schedule: JSONDict, after: datetime) -> str | None:
     kind = schedule.get("kind")
     if kind == "interval":
-        return _iso(after + timedelta(minutes=int(schedule["minutes"])))
+        minutes = schedule["minutes"]
+        assert isinstance(minutes, int)  # parse_schedule() stores an int
+        return _iso(after + timedelta(minutes=minutes))
     if kind == "cron":
         return _iso(cron_next(str(schedule["expr"]), after))
     if kind == "once":
@@ -246,7 +259,7 @@ class JobStore:
                 if not include_disabled and job.get("enabled") is not True:
                     continue
                 item = copy.deepcopy(job)
-                item["latest_execution"] = copy.deepcopy(self.executions.get(job["id"]))
+                item["latest_execution"] = copy.deepcopy(self.executions.get(_id(job)))
                 out.append(item)
             return out
 
@@ -279,8 +292,8 @@ def _send(ex: Exchange, status: int, payload: JSONDict) -> None:
     ex.send_json(status, payload)
 
 
-def _guard(fn: Any) -> Any:
-    def wrapper(ex: Exchange, *args: Any) -> None:
+def _guard(fn: Callable[..., None]) -> Callable[..., None]:
+    def wrapper(ex: Exchange, *args: str) -> None:
         try:
             fn(ex, *args)
         except JobError as exc:
@@ -292,6 +305,8 @@ def _guard(fn: Any) -> Any:
 
 
 def _json(ex: Exchange) -> Any:
+    # Any on purpose: the routes use the body as Hermes' Python does, so a wrong type fails with
+    # Python's own TypeError/AttributeError text in the 500 (``_guard``), as it does in Hermes.
     return json.loads((b"" if ex.oversize else ex.raw_body).decode("utf-8"))  # ValueError -> 500
 
 
@@ -397,7 +412,7 @@ def handle_create(ex: Exchange) -> None:
     }
     store = _store(ex)
     with store.lock:
-        store.jobs[job["id"]] = job
+        store.jobs[_id(job)] = job
     _send(ex, 200, {"job": copy.deepcopy(job)})
 
 
@@ -451,7 +466,7 @@ def handle_delete(ex: Exchange, job_id: str) -> None:
     _send(ex, 200, {"ok": True})
 
 
-def _mutate(ex: Exchange, job_id: str, fn: Any) -> None:
+def _mutate(ex: Exchange, job_id: str, fn: Callable[[JSONDict], None]) -> None:
     _existing(ex, job_id)
     store = _store(ex)
     with store.lock:
@@ -475,9 +490,9 @@ def handle_pause(ex: Exchange, job_id: str) -> None:
 def handle_resume(ex: Exchange, job_id: str) -> None:
     def resume(job: JSONDict) -> None:
         now = _now()
-        _check_not_past(job["schedule"], now)
+        _check_not_past(_schedule(job), now)
         job.update(enabled=True, state="scheduled", paused_at=None, paused_reason=None)
-        job["next_run_at"] = next_run(job["schedule"], now)
+        job["next_run_at"] = next_run(_schedule(job), now)
 
     _mutate(ex, job_id, resume)
 
@@ -513,7 +528,7 @@ def tick(state: EmulatorState) -> list[str]:
             store.ticks += 1
         for job in due:
             _execute(state, job, now)
-        return [job["id"] for job in due]
+        return [_id(job) for job in due]
 
 
 def _execute(state: EmulatorState, job: JSONDict, tick_at: datetime) -> None:
@@ -559,10 +574,11 @@ def _execute(state: EmulatorState, job: JSONDict, tick_at: datetime) -> None:
     finished = _now()
     store = state.jobs
     with store.lock:
-        live = store.jobs.get(job["id"])
-        store.executions[job["id"]] = {
+        job_id = _id(job)
+        live = store.jobs.get(job_id)
+        store.executions[job_id] = {
             "id": uuid.uuid4().hex,
-            "job_id": job["id"],
+            "job_id": job_id,
             "source": "builtin",
             "process_id": _PROCESS_ID,
             "pid": os.getpid(),
@@ -583,11 +599,11 @@ def _execute(state: EmulatorState, job: JSONDict, tick_at: datetime) -> None:
         live["fire_claim"] = None
         times = repeat.get("times") if isinstance(repeat, dict) else None
         exhausted = isinstance(times, int) and not isinstance(times, bool) and completed >= times
-        if live["schedule"].get("kind") == "once" or exhausted:
-            del store.jobs[job["id"]]
-            store.executions.pop(job["id"], None)
+        if _schedule(live).get("kind") == "once" or exhausted:
+            del store.jobs[job_id]
+            store.executions.pop(job_id, None)
             return
-        live["next_run_at"] = next_run(live["schedule"], finished)
+        live["next_run_at"] = next_run(_schedule(live), finished)
 
 
 class Ticker:

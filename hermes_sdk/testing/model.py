@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Union
 
 from .tools import (
     PREAMBLE_TEXT,
@@ -73,7 +73,7 @@ class RequestInfo:
     system_prompt: str
     session_id: str
     stream: bool
-    body: dict[str, Any]
+    body: dict[str, object]
     headers: dict[str, str]
 
     @property
@@ -167,7 +167,7 @@ class Cancelled(Exception):
     """The client went away, the run was stopped, or the emulator is stopping."""
 
 
-def _ignore(*_args: Any) -> None:
+def _ignore(*_args: object) -> None:
     return None
 
 
@@ -199,7 +199,7 @@ class ScriptedModel:
         # Hermes' ``agent.api_max_retries``: upstream tries for a retryable (5xx) failure.
         self.default_api_max_retries = max(1, api_max_retries)
         self.api_max_retries = self.default_api_max_retries
-        self._upstream: list[dict[str, Any]] = []
+        self._upstream: list[dict[str, object]] = []
         self._queue: deque[ReplyLike] = deque()
         self._responder: Responder | None = None
         self._fail_next: deque[int] = deque()
@@ -254,7 +254,7 @@ class ScriptedModel:
             return self._executions
 
     @property
-    def upstream_calls(self) -> list[dict[str, Any]]:
+    def upstream_calls(self) -> list[dict[str, object]]:
         """The upstream LLM calls a real Hermes would have made, like the fake LLM logs them.
 
         One per execution, ``api_max_retries`` for an upstream 5xx, and four for a

@@ -11,12 +11,14 @@ the emulator (nor of the SDK) until a fixture is used.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
-    from .emulator import HermesEmulator
+    from typing_extensions import Unpack
+
+    from .emulator import EmulatorOptions, HermesEmulator
     from .faults import FaultServer
 
 RUNS_APPROVAL_TIMEOUT = 5.0
@@ -72,7 +74,7 @@ def hermes_emulator_factory() -> Iterator[Callable[..., HermesEmulator]]:
 
     started: list[HermesEmulator] = []
 
-    def make(**options: Any) -> HermesEmulator:
+    def make(**options: Unpack[EmulatorOptions]) -> HermesEmulator:
         emulator = HermesEmulator(**options).start()
         started.append(emulator)
         return emulator

@@ -6,7 +6,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .chat import refused_before_work
 from .model import AgentHooks, AgentResult, RequestInfo
@@ -167,7 +167,8 @@ def _prepare(ex: Exchange) -> _Turn:
 
 def _tool_items_of(response: JSONDict) -> list[JSONDict]:
     items: list[JSONDict] = []
-    for item in response.get("output") or []:
+    output = response.get("output")
+    for item in output if isinstance(output, list) else []:  # the emulator's own envelope: a list
         if not isinstance(item, dict) or item.get("type") not in ("function_call", "function_call_output"):
             continue
         item = dict(item)
@@ -183,11 +184,11 @@ def function_call_item(record: ToolRecord) -> JSONDict:
 
 
 def function_call_output_item(record: ToolRecord, streamed: bool) -> JSONDict:
-    output: Any = [{"type": "input_text", "text": record.result}] if streamed else record.result
+    output: object = [{"type": "input_text", "text": record.result}] if streamed else record.result
     return {"type": "function_call_output", "call_id": record.call.call_id, "output": output}
 
 
-def _input_items(raw: Any) -> list[dict[str, str]]:
+def _input_items(raw: object) -> list[dict[str, str]]:
     if isinstance(raw, str):
         items = [{"role": "user", "content": raw}]
     elif isinstance(raw, list):
@@ -212,7 +213,7 @@ def _input_items(raw: Any) -> list[dict[str, str]]:
     return items
 
 
-def _explicit_history(raw: Any) -> list[dict[str, str]] | None:
+def _explicit_history(raw: object) -> list[dict[str, str]] | None:
     if raw is None:
         return None
     if not isinstance(raw, list):
@@ -281,7 +282,7 @@ def _save(ex: Exchange, turn: _Turn, envelope: JSONDict, result: AgentResult | N
     if result is not None and result.final_response and not result.failed:  # failed: no assistant turn
         history.append({"role": "assistant", "content": result.final_response})
     ex.state.store.put(
-        envelope["id"],
+        str(envelope["id"]),
         StoredResponse(
             response=envelope,
             conversation_history=history,

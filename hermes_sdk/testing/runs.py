@@ -26,7 +26,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
 from .sse import ClientGone
@@ -120,7 +120,7 @@ class PendingApproval:
 class Run:
     """One run: its status object, control state and pending approvals."""
 
-    def __init__(self, run_id: str, session_id: str, model: Any, created_at: float) -> None:
+    def __init__(self, run_id: str, session_id: str, model: object, created_at: float) -> None:
         self.run_id = run_id
         self.lock = threading.Lock()
         self.status: JSONDict = {
@@ -146,7 +146,7 @@ class Run:
         self.closed = False  # 0.21+: the log is complete (the run's task ended)
         self.changed = threading.Condition(self.lock)  # 0.21+: a log reader waits for the next event
 
-    def set_status(self, status: str | None = None, **fields: Any) -> None:
+    def set_status(self, status: str | None = None, **fields: object) -> None:
         """Hermes' ``_set_run_status``: status and ``updated_at`` first, then the fields."""
         with self.lock:
             if status is not None:
@@ -200,7 +200,9 @@ class RunRegistry:
                     self.streams_created.pop(run_id, None)
             for run_id, run in list(self.runs.items()):
                 snap = run.snapshot()
-                if snap["status"] in TERMINAL_STATUSES and now - float(snap["updated_at"]) > status_ttl:
+                updated = snap["updated_at"]
+                assert isinstance(updated, float)  # set_status() stores time.time()
+                if snap["status"] in TERMINAL_STATUSES and now - updated > status_ttl:
                     del self.runs[run_id]
 
     def clear_finished(self) -> None:
@@ -297,14 +299,15 @@ def handle_create(ex: Exchange) -> None:
             body=info.body,
             headers=info.headers,
         )
-        run = Run(run_id, session_id, model, time.time())
+        created = time.time()
+        run = Run(run_id, session_id, model, created)
         run.exact_approvals = behaviour.exact_approvals
         run.set_status("running")  # "queued" only lasts until the task's first step: never observed
         queue = RunQueue()
         with state.runs.lock:
             state.runs.runs[run_id] = run
             state.runs.streams[run_id] = queue
-            state.runs.streams_created[run_id] = run.status["created_at"]
+            state.runs.streams_created[run_id] = created
         thread = threading.Thread(
             target=_execute, args=(state, run, queue, info), daemon=True, name=f"hermes-emulator-{run_id}"
         )
@@ -322,7 +325,7 @@ def handle_create(ex: Exchange) -> None:
             state.release_run()
 
 
-def _prepare(ex: Exchange, body: Any) -> tuple[RequestInfo, Any]:
+def _prepare(ex: Exchange, body: object) -> tuple[RequestInfo, object]:
     if not isinstance(body, dict):
         raise _Crash()  # body.get on a list (L4794)
     raw = body.get("input")
@@ -374,7 +377,7 @@ def _prepare(ex: Exchange, body: Any) -> tuple[RequestInfo, Any]:
     return info, body.get("model") or DEFAULT_MODEL
 
 
-def _flatten(content: Any) -> str:
+def _flatten(content: object) -> str:
     if isinstance(content, list):
         parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text")]
         return "".join(str(p) for p in parts if p)
@@ -612,7 +615,7 @@ class _Emitter:
         if self.queue is not None:
             self.state.runs.put_event(self.run.run_id, self.queue, event)
 
-    def event(self, event_type: str, **fields: Any) -> None:
+    def event(self, event_type: str, **fields: object) -> None:
         event: JSONDict = {"event": event_type, "run_id": self.run.run_id, "timestamp": time.time()}
         event.update(fields)
         if event_type != "message.delta":  # deltas never touch the status object

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import Optional
 from urllib.parse import unquote
 
 from . import chat, discovery, jobs, responses, runs, sessions
@@ -69,7 +69,7 @@ class Exchange:
         value = self.headers.get(name)
         return None if value is None else str(value)
 
-    def json_object(self) -> dict[str, Any] | None:
+    def json_object(self) -> dict[str, object] | None:
         """The body as a JSON object, or None (a chunked oversize body ends here too)."""
         if self.oversize:
             return None
@@ -79,7 +79,7 @@ class Exchange:
             return None
         return body if isinstance(body, dict) else None
 
-    def send_json(self, status: int, payload: Any, headers: Headers | None = None) -> None:
+    def send_json(self, status: int, payload: object, headers: Headers | None = None) -> None:
         """Send a JSON response with Hermes' security headers, unless an armed fault cuts it."""
         self._handler.send_body(
             status,
@@ -112,7 +112,7 @@ class HermesHandler(BaseHTTPRequestHandler):
         super().send_header(keyword, value.encode("utf-8", "surrogateescape").decode("latin-1"))
 
     # Quiet by default: the emulator lives inside test runs.
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Log a request line only when the emulator is verbose."""
         if self.server.verbose:
             super().log_message(format, *args)
@@ -185,7 +185,7 @@ class HermesHandler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return None
         raw_body, oversize = self._read_body(length_header)
-        parsed: Any = None
+        parsed: object = None
         if raw_body and not oversize:
             try:
                 parsed = json.loads(raw_body.decode("utf-8"))
@@ -407,11 +407,14 @@ class HermesHTTPServer(ThreadingHTTPServer):
         self._track_lock = threading.Lock()
         super().__init__(address, HermesHandler)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
+    def process_request(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: tuple[str, int]
+    ) -> None:
         """Count and track the connection, then serve it on its own daemon thread."""
         self.state.count_connection()
         with self._track_lock:
-            self._open[id(request)] = request
+            if isinstance(request, socket.socket):  # always, for TCP (the tuple is UDP's)
+                self._open[id(request)] = request
         thread = threading.Thread(
             target=self.process_request_thread,
             args=(request, client_address),
@@ -423,7 +426,9 @@ class HermesHTTPServer(ThreadingHTTPServer):
             self._conn_threads.append(thread)
         thread.start()
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: tuple[str, int]
+    ) -> None:
         # A run interrupted by stop() or a client that went away is expected, not an emulator bug.
         """Stay quiet about runs interrupted by ``stop()`` and clients that went away; report the rest."""
         exc = sys.exc_info()[1]
@@ -431,7 +436,7 @@ class HermesHTTPServer(ThreadingHTTPServer):
             return
         super().handle_error(request, client_address)
 
-    def shutdown_request(self, request: Any) -> None:
+    def shutdown_request(self, request: socket.socket | tuple[bytes, socket.socket]) -> None:
         """Stop tracking the connection and close it."""
         with self._track_lock:
             self._open.pop(id(request), None)
@@ -588,7 +593,7 @@ def _headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
     return {key: str(value) for key, value in handler.headers.items()}
 
 
-def _models_payload() -> dict[str, Any]:
+def _models_payload() -> dict[str, object]:
     import time
 
     return {

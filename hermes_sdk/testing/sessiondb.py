@@ -15,8 +15,8 @@ import secrets
 import threading
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .wire import DEFAULT_MODEL
 
@@ -50,16 +50,20 @@ class SessionRow:
     parent_session_id: str | None = None
     system_prompt: str | None = None
     model_config: bool = False
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def last_active(self) -> float:
-        return float(self.messages[-1]["timestamp"]) if self.messages else self.started_at
+        if not self.messages:
+            return self.started_at
+        stamp = self.messages[-1]["timestamp"]
+        assert isinstance(stamp, (int, float))  # _add() stores time.time()
+        return float(stamp)
 
-    def payload(self, listing: bool = False, flags: bool = False) -> dict[str, Any]:
+    def payload(self, listing: bool = False, flags: bool = False) -> dict[str, object]:
         """``_session_response``: keys in the row's order; list rows add ``last_active``/``preview``;
         ``flags``: 0.20+'s ``pinned``/``archived``/``hidden`` (never set by the emulator: false)."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "id": self.id,
             "source": self.source,
             "user_id": None,
@@ -98,7 +102,7 @@ class SessionRow:
         return ""
 
 
-def sanitize_title(raw: Any) -> str | None:
+def sanitize_title(raw: object) -> str | None:
     """``SessionDB.sanitize_title``: controls and zero-width/bidi characters out, whitespace
     collapsed, trimmed; empty is None; more than 100 characters raises ``TitleError``."""
     if raw is None:
@@ -200,7 +204,7 @@ class SessionDB:
                     row.parent_session_id = None
             return True
 
-    def update(self, session_id: str, fn: Any) -> SessionRow | None:
+    def update(self, session_id: str, fn: Callable[[SessionRow], None]) -> SessionRow | None:
         """Apply ``fn(row)`` under the lock; return a copy of the row afterwards."""
         with self.lock:
             row = self._rows.get(session_id)
@@ -292,7 +296,7 @@ class SessionDB:
         content: str | None,
         *,
         finish: str | None = None,
-        tool_calls: list[dict[str, Any]] | None = None,
+        tool_calls: list[dict[str, object]] | None = None,
         tool_call_id: str | None = None,
         tool_name: str | None = None,
         reasoning: str | None = None,
@@ -302,7 +306,7 @@ class SessionDB:
             if row is not None:
                 self._add(row, role, content, finish, tool_calls, tool_call_id, tool_name, reasoning)
 
-    def messages(self, session_id: str) -> list[dict[str, Any]] | None:
+    def messages(self, session_id: str) -> list[dict[str, object]] | None:
         with self.lock:
             row = self._rows.get(session_id)
             return copy.deepcopy(row.messages) if row is not None else None
@@ -313,7 +317,7 @@ class SessionDB:
         role: str,
         content: str | None,
         finish: str | None = None,
-        tool_calls: list[dict[str, Any]] | None = None,
+        tool_calls: list[dict[str, object]] | None = None,
         tool_call_id: str | None = None,
         tool_name: str | None = None,
         reasoning: str | None = None,

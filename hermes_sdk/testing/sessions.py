@@ -13,7 +13,8 @@ import json
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import parse_qs
 
 from .chat import rate_limited
@@ -35,6 +36,18 @@ CONTINUATION_PROMPT = (
     "[System: Your previous response was truncated by the output length limit. Continue "
     "exactly where you left off. Do not restart or repeat prior text. Finish the answer directly.]"
 )
+
+
+class _Row(TypedDict, total=False):
+    """One transcript row a turn writes (``role`` always set)."""
+
+    role: str
+    content: str | None
+    finish_reason: str
+    reasoning: None
+    tool_calls: list[JSONDict]
+    tool_call_id: str
+    tool_name: str
 
 
 class _Reject(Exception):
@@ -80,8 +93,8 @@ def _existing(ex: Exchange, session_id: str) -> SessionRow:
     return row
 
 
-def _guarded(fn: Any) -> Any:
-    def wrapper(ex: Exchange, *args: Any) -> None:
+def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
+    def wrapper(ex: Exchange, *args: str) -> None:
         try:
             fn(ex, *args)
         except _Reject as rej:
@@ -331,7 +344,7 @@ def _prepare_turn(ex: Exchange, session_id: str) -> _Turn:
 
 
 def _tool_calls(records: list[ToolRecord]) -> list[JSONDict]:
-    out = []
+    out: list[JSONDict] = []
     for record in records:
         call_id = record.call.call_id
         suffix = call_id[len("call_") :] if call_id.startswith("call_") else call_id
@@ -347,13 +360,13 @@ def _tool_calls(records: list[ToolRecord]) -> list[JSONDict]:
     return out
 
 
-def _turn_rows(result: AgentResult | None) -> list[JSONDict]:
+def _turn_rows(result: AgentResult | None) -> list[_Row]:
     """The rows a turn writes after its user message (also ``run.completed.messages``)."""
     if result is None or result.failed:
         return []
     if result.partial:
         pieces = list(result.streamed) + [""] * _CONTINUATIONS
-        rows: list[JSONDict] = []
+        rows: list[_Row] = []
         for index in range(_CONTINUATIONS):
             if index:
                 rows.append({"role": "user", "content": CONTINUATION_PROMPT})
@@ -385,7 +398,7 @@ def _turn_rows(result: AgentResult | None) -> list[JSONDict]:
     return rows
 
 
-def _persist(db: SessionDB, turn: _Turn, result: AgentResult | None) -> list[JSONDict]:
+def _persist(db: SessionDB, turn: _Turn, result: AgentResult | None) -> list[_Row]:
     rows = _turn_rows(result)
     for row in rows:
         db.add_message(
@@ -490,7 +503,7 @@ def handle_chat_stream(ex: Exchange, session_id: str) -> None:
         frame("message.started", {"message": {"id": message_id, "role": "assistant"}})
         hooks = AgentHooks()
 
-        def work(on_delta: Any, cancel: threading.Event) -> AgentResult:
+        def work(on_delta: Callable[[str], None], cancel: threading.Event) -> AgentResult:
             # The turn outlives the client (hermes-wire/56 T8): persist here, release the slot here.
             result: AgentResult | None = None
             try:

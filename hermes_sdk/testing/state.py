@@ -23,7 +23,7 @@ class SeenRequest:
     method: str
     path: str
     headers: dict[str, str]
-    body: Any  # parsed JSON, or None when absent/invalid
+    body: object  # parsed JSON, or None when absent/invalid
     raw_body: bytes = b""
 
     def header(self, name: str) -> str | None:
@@ -101,7 +101,7 @@ class EmulatorState:
         self._behaviour = Behaviour(settings.server_version)
         self.transcripts = SessionDB()  # state.db: /api/sessions and every route's session turns
         self.jobs = JobStore()
-        self.skills: list[dict[str, Any]] = []  # /v1/skills entries: name, description, category
+        self.skills: list[dict[str, object]] = []  # /v1/skills entries: name, description, category
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._active_runs = 0

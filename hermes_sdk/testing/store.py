@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -22,7 +22,7 @@ T = TypeVar("T")
 class StoredResponse:
     """One stored response: its envelope and what a follow-up turn continues from."""
 
-    response: dict[str, Any]
+    response: dict[str, object]
     conversation_history: list[dict[str, str]]
     instructions: str | None
     session_id: str
@@ -75,7 +75,7 @@ class ResponseStore:
         with self._lock:
             return list(self._items)
 
-    def peek(self, rid: str) -> dict[str, Any] | None:
+    def peek(self, rid: str) -> dict[str, object] | None:
         """The stored envelope without refreshing its LRU position."""
         with self._lock:
             item = self._items.get(rid)

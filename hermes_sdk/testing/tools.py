@@ -25,7 +25,6 @@ import shlex
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 PREAMBLE_TEXT = "Calling tools now."
 RESULT_PREVIEW_CHARS = 160
@@ -85,7 +84,7 @@ class ToolCall:
     arguments: str  # the JSON the model sent (compact, like the fake LLM)
 
     @property
-    def args(self) -> dict[str, Any]:
+    def args(self) -> dict[str, object]:
         try:
             value = json.loads(self.arguments)
         except ValueError:
@@ -139,8 +138,8 @@ class Danger:
     def choices(self) -> list[str]:
         return ["once", "deny"] if self.smart_denied else ["once", "session", "always", "deny"]
 
-    def payload(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def payload(self) -> dict[str, object]:
+        body: dict[str, object] = {
             "command": self.command,
             "pattern_key": self.pattern_key,
             "pattern_keys": [self.pattern_key],
@@ -175,7 +174,7 @@ def call_arguments(kind: str, name: str, arg: str) -> str:
         except ValueError:
             return arg
     if name == "terminal":
-        args: dict[str, Any] = {"command": arg}
+        args: dict[str, object] = {"command": arg}
     elif name == "read_file":
         args = {"path": arg}
     elif name == "todo":
@@ -201,8 +200,8 @@ def detect_danger(command: str) -> str | None:
     return None
 
 
-def _terminal_result(output: str, exit_code: int, error: str | None = None, **extra: Any) -> str:
-    body: dict[str, Any] = {"output": output, "exit_code": exit_code, "error": error}
+def _terminal_result(output: str, exit_code: int, error: str | None = None, **extra: object) -> str:
+    body: dict[str, object] = {"output": output, "exit_code": exit_code, "error": error}
     body.update(extra)
     return json.dumps(body)
 
@@ -252,7 +251,7 @@ class ToolBox:
             return json.dumps({"bytes_written": len(content.encode("utf-8")), "dirs_created": False}), False
         if call.name == "todo":
             raw = args.get("todos")
-            todos: list[Any] = raw if isinstance(raw, list) else []
+            todos: list[object] = raw if isinstance(raw, list) else []
             items = [
                 {"id": str(t.get("id", i + 1)), "content": t.get("content"), "status": t.get("status", "pending")}
                 for i, t in enumerate(todos)
@@ -303,7 +302,7 @@ class ToolBox:
     ) -> tuple[str, bool]:
         if HARDLINE.search(command):
             return _terminal_result("", -1, HARDLINE_TEXT, status="blocked"), True
-        note: dict[str, Any] = {}
+        note: dict[str, object] = {}
         pattern = detect_danger(command)
         with self._lock:
             allowed = pattern in self.command_allowlist

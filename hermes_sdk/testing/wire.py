@@ -12,7 +12,6 @@ import hashlib
 import json
 import secrets
 import uuid
-from typing import Any
 
 MAX_REQUEST_BYTES = 10_000_000
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
@@ -43,10 +42,10 @@ _TRUTHY = {"true", "1", "yes", "on"}
 _FALSY = {"false", "0", "no", "off", ""}
 
 Headers = list[tuple[str, str]]
-JSONDict = dict[str, Any]
+JSONDict = dict[str, object]
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: object) -> bytes:
     """Serialise exactly like aiohttp's ``json_response`` (default separators)."""
     return json.dumps(obj).encode("utf-8")
 
@@ -81,7 +80,7 @@ def auth_error(gateway: bool = False) -> JSONDict:
     }
 
 
-def parse_bool(value: Any) -> bool:
+def parse_bool(value: object) -> bool:
     """Hermes accepts real booleans and a handful of strings for ``stream``."""
     if isinstance(value, bool):
         return value
@@ -167,7 +166,7 @@ VISION_PROMPT = (
 )
 
 
-def _image_url(part: dict[str, Any]) -> str:
+def _image_url(part: dict[str, object]) -> str:
     """Validate an image part the way Hermes' ``_normalize_multimodal_content`` does."""
     ref = part.get("image_url")
     detail = part.get("detail")
@@ -211,7 +210,7 @@ def image_note(url: str, role: str = "user") -> str:
     )
 
 
-def content_text(content: Any, role: str = "user") -> str:
+def content_text(content: object, role: str = "user") -> str:
     """Flatten string-or-parts content into the text the upstream model sees.
 
     Text parts are joined by newlines; with images, each image's description comes first,

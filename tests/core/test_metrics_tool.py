@@ -101,6 +101,29 @@ def test_the_core_holds_at_most_15_any_per_kloc() -> None:
     assert figure.per_kloc <= metrics.MAX_ANY_PER_KLOC == 15.0, figure
 
 
+def test_the_emulator_holds_at_most_8_any_per_kloc() -> None:
+    files = metrics.emulator_files()
+    assert any(f.name == "emulator.py" for f in files) and not set(files) & set(metrics.core_files())
+    figure = metrics.any_figure(files, metrics.core_files())
+    assert figure.lines > 5_000  # the emulator, not an empty glob
+    assert figure.per_kloc <= metrics.MAX_EMULATOR_ANY_PER_KLOC == 8.0, figure
+
+
+def test_the_gate_fails_on_too_many_any_in_the_emulator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("radon")
+    pkg = tmp_path / "hermes_sdk"
+    (pkg / "testing").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from typing import Any\n\nJSON = dict[str, Any]\n\ndef g() -> None:\n    pass\n")
+    (pkg / "testing" / "__init__.py").write_text("from hermes_sdk import JSON\n\ndef f(a: JSON) -> None:\n    pass\n")
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "tests" / "thirdparty_plugin").mkdir(parents=True)
+    assert metrics.main(["--root", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert "Any per kLOC of the emulator (hermes_sdk/testing): 250.0 (1 in 4 lines, 1 files)" in out
+    assert "Any per kLOC of the emulator is 250.0, above 8" in err
+    assert "Any per kLOC of the core is" not in err  # the core's alias itself is no use of Any
+
+
 def test_the_gate_fails_on_too_many_any(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("radon")
     pkg = tmp_path / "hermes_sdk"
