@@ -18,6 +18,7 @@ import cattrs
 
 from ..errors import HermesError, InvalidResponseError
 from .events import tool_event_from_json, tool_event_to_json
+from .lenient import opt_bool, opt_float, opt_int, opt_list, opt_object, opt_str, strings
 from .models import ActionResult, ChatCompletion, DeletionReceipt, Response, StreamEvent, StreamResult
 
 T = TypeVar("T")
@@ -83,38 +84,6 @@ converter.register_structure_hook(Optional[HermesError], _optional_error)
 # ------------------------------------------------------------------ the families' results
 
 
-def opt_str(value: object) -> Optional[str]:
-    """A string as sent; anything else None."""
-    return value if isinstance(value, str) else None
-
-
-def opt_float(value: object) -> Optional[float]:
-    """A number (not a bool) as a float; anything else None."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def opt_int(value: object) -> Optional[int]:
-    """An integer (not a bool); anything else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def opt_object(value: object) -> Optional[dict[str, object]]:
-    """A JSON object as sent; anything else None."""
-    return value if isinstance(value, dict) else None
-
-
-def _opt_bool(value: object) -> Optional[bool]:
-    return value if isinstance(value, bool) else None
-
-
-def _opt_list(value: object) -> Optional[list[object]]:
-    return value if isinstance(value, list) else None
-
-
-def _strings(value: object) -> tuple[str, ...]:
-    return tuple(s for s in value if isinstance(s, str)) if isinstance(value, list) else ()
-
-
 def _as_sent(value: object) -> object:
     return value
 
@@ -123,8 +92,8 @@ Rule = Callable[[object], object]
 
 #: The lenient rule of each field type: the value Hermes sent when it has the type, else None.
 _RULES: dict[object, Rule] = {
-    Optional[str]: opt_str, Optional[float]: opt_float, Optional[int]: opt_int, Optional[bool]: _opt_bool,
-    Optional[dict[str, Any]]: opt_object, Optional[list[Any]]: _opt_list, tuple[str, ...]: _strings,
+    Optional[str]: opt_str, Optional[float]: opt_float, Optional[int]: opt_int, Optional[bool]: opt_bool,
+    Optional[dict[str, Any]]: opt_object, Optional[list[Any]]: opt_list, tuple[str, ...]: strings,
     Any: _as_sent,
 }
 #: Field types whose value, when Hermes sent another type (or an empty string), is the field's
@@ -198,7 +167,7 @@ class _Reader(Generic[T]):
         self.context = tuple(n for n in _CONTEXT_FIELDS if n in names)
         for field in fields:
             name = field.name
-            if not field.init or name == "raw" or name in self.context or name in declared.given:
+            if name == "raw" or name in self.context or name in declared.given:
                 continue
             key = declared.keys.get(name, name)
             path = tuple(key.split(".")) if "." in key else None

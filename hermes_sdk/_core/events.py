@@ -14,19 +14,8 @@ from typing import ClassVar, Mapping, Optional, TypedDict, Union
 import attrs
 
 from .aggregate import event_name
+from .lenient import opt_bool, opt_float, opt_int, opt_object, opt_str, strings, text
 from .models import StreamEvent
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _number(value: object) -> Optional[float]:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _strings(value: object) -> tuple[str, ...]:
-    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
 @attrs.frozen(kw_only=True)
@@ -215,74 +204,56 @@ class _EndedFields(_EventFields):
 def parse_run_event(data: Mapping[str, object]) -> RunEvent:
     """The typed event for one decoded ``/v1/runs/{id}/events`` payload."""
     raw = dict(data)
-    name = _text(raw.get("event"))
+    name = text(raw.get("event"))
     seq = raw.get("seq")
-    base: _EventFields = {"event": name, "run_id": _opt_text(raw.get("run_id")),
-                     "timestamp": _number(raw.get("timestamp")), "raw": raw,
-                     "seq": seq if isinstance(seq, int) and not isinstance(seq, bool) else None}
+    base: _EventFields = {"event": name, "run_id": opt_str(raw.get("run_id")),
+                     "timestamp": opt_float(raw.get("timestamp")), "raw": raw,
+                     "seq": opt_int(seq)}
     if name == "message.delta":
-        return MessageDelta(delta=_text(raw.get("delta")), **base)
+        return MessageDelta(delta=text(raw.get("delta")), **base)
     if name == "tool.started":
-        preview = raw.get("preview")
-        return ToolStarted(tool=_text(raw.get("tool")), preview=preview if isinstance(preview, str) else None, **base)
+        return ToolStarted(tool=text(raw.get("tool")), preview=opt_str(raw.get("preview")), **base)
     if name == "tool.completed":
-        return ToolCompleted(tool=_text(raw.get("tool")), duration=_number(raw.get("duration")),
-                             error=raw.get("error") is True, preview=_opt_text(raw.get("preview")), **base)
+        return ToolCompleted(tool=text(raw.get("tool")), duration=opt_float(raw.get("duration")),
+                             error=raw.get("error") is True, preview=opt_str(raw.get("preview")), **base)
     if name == "reasoning.available":
-        return ReasoningAvailable(text=_text(raw.get("text")), **base)
+        return ReasoningAvailable(text=text(raw.get("text")), **base)
     if name == "approval.request":
-        key = raw.get("pattern_key")
-        description = raw.get("description")
         return ApprovalRequested(
-            command=_text(raw.get("command")), pattern_key=key if isinstance(key, str) else None,
-            pattern_keys=_strings(raw.get("pattern_keys")),
-            description=description if isinstance(description, str) else None,
-            choices=_strings(raw.get("choices")), allow_permanent=raw.get("allow_permanent") is True,
-            smart_denied=raw.get("smart_denied") is True, request_id=_opt_text(raw.get("request_id")) or None,
-            allow_session=_opt_bool(raw.get("allow_session")), **base)
+            command=text(raw.get("command")), pattern_key=opt_str(raw.get("pattern_key")),
+            pattern_keys=strings(raw.get("pattern_keys")), description=opt_str(raw.get("description")),
+            choices=strings(raw.get("choices")), allow_permanent=raw.get("allow_permanent") is True,
+            smart_denied=raw.get("smart_denied") is True, request_id=opt_str(raw.get("request_id")) or None,
+            allow_session=opt_bool(raw.get("allow_session")), **base)
     if name == "approval.responded":
-        resolved = raw.get("resolved")
-        return ApprovalResponded(choice=_text(raw.get("choice")),
-                                 resolved=resolved if isinstance(resolved, int) and not isinstance(resolved, bool)
-                                 else 0, **base)
+        return ApprovalResponded(choice=text(raw.get("choice")), resolved=opt_int(raw.get("resolved")) or 0, **base)
     if name in _ENDED:
         ended = _ended_fields(base)
         if name == "run.completed":
-            usage = raw.get("usage")
-            return RunCompleted(output=_opt_text(raw.get("output")), usage=usage if isinstance(usage, dict) else None,
-                                **ended)
+            return RunCompleted(output=opt_str(raw.get("output")), usage=opt_object(raw.get("usage")), **ended)
         if name == "run.failed":
-            return RunFailed(error=_opt_text(raw.get("error")), **ended)
+            return RunFailed(error=opt_str(raw.get("error")), **ended)
         if name == "run.interrupted":
-            return RunInterrupted(output=_opt_text(raw.get("output")), error=_opt_text(raw.get("error")), **ended)
+            return RunInterrupted(output=opt_str(raw.get("output")), error=opt_str(raw.get("error")), **ended)
         return RunCancelled(**ended)
     if name == "run.steered":
-        return RunSteered(accepted=_opt_bool(raw.get("accepted")), **base)
+        return RunSteered(accepted=opt_bool(raw.get("accepted")), **base)
     if name.startswith("subagent."):
         sub = raw.get("subagent_id") if "subagent_id" in raw else raw.get("id")
-        return SubagentEvent(subagent_id=_opt_text(sub), goal=_opt_text(raw.get("goal")),
-                             status=_opt_text(raw.get("status")), **base)
+        return SubagentEvent(subagent_id=opt_str(sub), goal=opt_str(raw.get("goal")),
+                             status=opt_str(raw.get("status")), **base)
     return RunEvent(**base)
 
 
 _ENDED = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted"})
 
 
-def _opt_text(value: object) -> Optional[str]:
-    return value if isinstance(value, str) else None
-
-
-def _opt_bool(value: object) -> Optional[bool]:
-    return value if isinstance(value, bool) else None
-
-
 def _ended_fields(base: _EventFields) -> _EndedFields:
     raw = base["raw"]
-    runtime = raw.get("runtime")
-    return {**base, "runtime": runtime if isinstance(runtime, dict) else None,
-            "completed": _opt_bool(raw.get("completed")), "partial": _opt_bool(raw.get("partial")),
-            "interrupted": _opt_bool(raw.get("interrupted")),
-            "turn_exit_reason": _opt_text(raw.get("turn_exit_reason")), "pending_steer": raw.get("pending_steer")}
+    return {**base, "runtime": opt_object(raw.get("runtime")),
+            "completed": opt_bool(raw.get("completed")), "partial": opt_bool(raw.get("partial")),
+            "interrupted": opt_bool(raw.get("interrupted")),
+            "turn_exit_reason": opt_str(raw.get("turn_exit_reason")), "pending_steer": raw.get("pending_steer")}
 
 
 # ------------------------------------------------------------------ chat and Responses tool events
@@ -354,9 +325,9 @@ def tool_item(item: Mapping[str, object], output_index: Optional[int] = None) ->
     """The typed form of a Responses output item, when it is a tool item (else None)."""
     kind = item.get("type")
     raw = dict(item)
-    call_id, item_id, status = (_opt_text(item.get(k)) for k in ("call_id", "id", "status"))
+    call_id, item_id, status = (opt_str(item.get(k)) for k in ("call_id", "id", "status"))
     if kind == "function_call":
-        return FunctionCall(name=_text(item.get("name")), arguments=_opt_text(item.get("arguments")),
+        return FunctionCall(name=text(item.get("name")), arguments=opt_str(item.get("arguments")),
                             output_index=output_index, raw=raw, call_id=call_id, id=item_id, status=status)
     if kind == "function_call_output":
         return FunctionCallOutput(output=_output_text(item.get("output")), output_index=output_index, raw=raw,
@@ -373,12 +344,11 @@ def tool_event(name: Optional[str], data: object) -> Optional[ToolEvent]:
     if not isinstance(data, dict):
         return None
     if name == "hermes.tool.progress":
-        return ToolProgress(tool=_text(data.get("tool")), tool_call_id=_opt_text(data.get("toolCallId")),
-                            status=_opt_text(data.get("status")), label=_opt_text(data.get("label")), raw=dict(data))
+        return ToolProgress(tool=text(data.get("tool")), tool_call_id=opt_str(data.get("toolCallId")),
+                            status=opt_str(data.get("status")), label=opt_str(data.get("label")), raw=dict(data))
     item = data.get("item")
     if name == "response.output_item.done" and isinstance(item, dict):
-        index = data.get("output_index")
-        return tool_item(item, index if isinstance(index, int) and not isinstance(index, bool) else None)
+        return tool_item(item, opt_int(data.get("output_index")))
     return None
 
 
@@ -395,7 +365,7 @@ def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Union[ToolEv
     if isinstance(data, dict) and name == "approval.request":
         return parse_run_event({**data, "event": "approval.request"})
     if isinstance(data, dict) and name == "hermes.status":
-        return HermesStatus(event="hermes.status", kind=_opt_text(data.get("kind")), text=_text(data.get("text")),
+        return HermesStatus(event="hermes.status", kind=opt_str(data.get("kind")), text=text(data.get("text")),
                             raw=dict(data))
     if piece:
         return MessageDelta(event="message.delta", delta=piece, raw=data if isinstance(data, dict) else {})

@@ -39,7 +39,7 @@ from ..errors import (
     TransportError,
 )
 from .approval import ApprovalProvider, ApprovalRequest, check
-from .convert import NO_CONTEXT, DecodeContext, json_object, one, opt_str, read, shape
+from .convert import NO_CONTEXT, DecodeContext, json_object, one, read, shape
 from .endpoints import ExecutionContext, seconds_value
 from .events import (
     ApprovalRequested,
@@ -53,6 +53,7 @@ from .events import (
     ToolStarted,
     parse_run_event,
 )
+from .lenient import opt_str
 from .models import StreamEvent
 from .stages.approval import as_decision, ask_provider
 

@@ -19,8 +19,9 @@ from typing import Any, ClassVar, Iterator, Mapping, Optional
 import attrs
 
 from ..errors import AgentIncompleteError, InvalidResponseError
-from .convert import NO_CONTEXT, DecodeContext, json_object, one, opt_object, opt_str, read, shape
+from .convert import NO_CONTEXT, DecodeContext, json_object, one, read, shape
 from .events import TOOL_EVENT_CLASSES
+from .lenient import opt_object, opt_str
 from .streaming import HermesStream
 
 # ------------------------------------------------------------------ results
