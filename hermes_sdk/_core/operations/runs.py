@@ -137,18 +137,28 @@ REQUEST_ID_MAX = 256
 STEER_TEXT_MAX = 100_000
 
 
+#: The prefix of a digested run key: reserved, so a caller's key spelled like a digest is digested too.
+DIGEST_PREFIX = "sha256-"
+
+
 def wire_run_key(key: str) -> str:
-    """The ``Idempotency-Key`` a run start sends for the caller's key.
+    """The ``Idempotency-Key`` a run start sends for the caller's key; distinct keys never share one.
 
     Hermes 0.21+ refuses a run key that is not 1-255 visible ASCII characters (400
-    ``invalid_idempotency_key``). A conforming key is sent unchanged; any other becomes
-    ``sha256-`` plus the hex digest of its UTF-8 bytes (71 characters): the same caller key always
-    gives the same header, so the server's replay still matches. The SDK's own records keep the
-    caller's key.
+    ``invalid_idempotency_key``). Such a key becomes ``sha256-`` plus the hex digest of its UTF-8
+    bytes (71 characters): the same caller key always gives the same header, so the server's
+    replay still matches. The SDK's own records keep the caller's key.
+
+    A conforming key is sent unchanged, so a retry after an upgrade still finds the run an older
+    release started with it, unless it starts with the reserved ``sha256-``: that one is digested
+    too, else the caller key ``sha256-<hex of "order 42">`` would send the same header as the
+    caller key ``order 42`` and be answered with that caller's run. Unchanged keys never start
+    with the prefix and digested ones always do, so the mapping is one-to-one (barring a SHA-256
+    collision); the price is that a ``sha256-…`` key of an older release's run is not found again.
     """
-    if 1 <= len(key) <= 255 and all("\x21" <= ch <= "\x7e" for ch in key):
+    if 1 <= len(key) <= 255 and all("\x21" <= ch <= "\x7e" for ch in key) and not key.startswith(DIGEST_PREFIX):
         return key
-    return "sha256-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return DIGEST_PREFIX + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def build_approval(operation: str, raw: object) -> RequestParts:
