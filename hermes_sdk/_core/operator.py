@@ -84,16 +84,25 @@ def scope_digest(*parts: Optional[str]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _run_index_key(base_url: str, run_id: str) -> tuple[str, str]:
-    # Keyed by the Hermes it runs on, not by tenant: every client of that Hermes must find it.
+def _run_index_key(run_id: str) -> tuple[str, str]:
+    # Keyed by the run id alone, not by the server's URL: every client sharing the store must find
+    # it, however it spells the server (localhost, 127.0.0.1, a DNS name, a trailing slash, a port
+    # spelled out), and whatever its tenant. Hermes makes run ids (``run_<32 hex>``, ``chatcmpl-…``)
+    # unique; two servers whose run ids collide would both be gated: over-protected, never under.
+    return RUN_INDEX_NAMESPACE, f"run:{run_id}"
+
+
+def _legacy_run_index_key(base_url: str, run_id: str) -> tuple[str, str]:
+    # How earlier releases keyed it (by the URL's text): still read, so an upgrade keeps the
+    # gate on the operator runs they started.
     return RUN_INDEX_NAMESPACE, f"{scope_digest(base_url)}:{run_id}"
 
 
-def mark_operator_run(store: IdempotencyStore, base_url: str, run_id: str) -> None:
-    """Note in the shared store that ``run_id`` (on the Hermes at ``base_url``) is an operator's run."""
+def mark_operator_run(store: IdempotencyStore, run_id: str) -> None:
+    """Note in the shared store that ``run_id`` is an operator's run (on any Hermes)."""
     from .idempotency import IdempotencyRecord
 
-    ns, key = _run_index_key(base_url, run_id)
+    ns, key = _run_index_key(run_id)
     now = time.time()
     try:
         store.reserve(IdempotencyRecord(capability_id=ns, key=key, action_id=f"opidx_{key}", input_hash="",
@@ -105,9 +114,11 @@ def mark_operator_run(store: IdempotencyStore, base_url: str, run_id: str) -> No
 
 
 def is_operator_run(store: IdempotencyStore, base_url: str, run_id: str) -> bool:
-    """Whether an operator action started ``run_id`` (as far as the store shared with it knows)."""
+    """Whether an operator action started ``run_id`` (as far as the store shared with it knows):
+    by the run id, or by an older release's record under ``base_url``."""
     try:
-        return store.get(*_run_index_key(base_url, run_id)) is not None
+        return any(store.get(*key) is not None
+                   for key in (_run_index_key(run_id), _legacy_run_index_key(base_url, run_id)))
     except Exception as exc:
         raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
                           details={"hook": "idempotency_store"}) from exc

@@ -95,7 +95,7 @@ class Operator:
         """Write the action's state (action id → run id, status, pending approval)."""
         store, ns, now = self._ex.runtime.store, self._state_key(endpoint), time.time()
         if result.run_id is not None:
-            mark_operator_run(store, endpoint.base_url, result.run_id)
+            mark_operator_run(store, result.run_id)
         record = IdempotencyRecord(capability_id=ns, key=result.action_id, action_id=f"opst_{result.action_id}",
                                    input_hash=input_hash, state="pending", created_at=now,
                                    expires_at=now + DELETE_KEY_TTL_SECONDS)
