@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Optional, TypeVar
 
-from ..errors import ApprovalNotActiveError, ApprovalNotPendingError
+from ..errors import ApprovalNotActiveError, ApprovalNotPendingError, OperatorRunError
 from .approval import ApprovalProvider
 from .endpoints import Deadline, ExecutionContext, deadline_epoch
-from .events import ApprovalRequested, RunEvent, parse_run_event
+from .events import ApprovalRequested, parse_run_event
 from .models import StreamEvent
 from .runs import choice_for
 from .stages.approval import ask_provider
@@ -29,13 +29,24 @@ log = logging.getLogger("hermes_sdk")
 S = TypeVar("S", bound=HermesStream)
 
 
+#: Approval requests kept while the stream's own id is not known yet (Hermes sends its first chunk,
+#: with the id, before any): past this many, an early request is dropped, never answered.
+EARLY_MAX = 8
+#: What a chat completion's id starts with: the run id of a streamed turn's approvals (0.21+).
+COMPLETION_PREFIX = "chatcmpl-"
+
+
 class StreamApprovals:
     """Answers a chat stream's approval requests through the approval provider (one per stream).
 
-    Only a request about this stream's own completion is answered: one that names another id is
-    not this turn's, and answering it would approve a command of another conversation. Without a
-    provider, or when it returns None, the request is left to Hermes' timeout (BLOCKED). Each
-    answered request shows in :attr:`answered` as ``(request, choice)``.
+    Only a request about this stream's own completion is answered, and only once its id is known
+    (the first data chunk's ``id``, a ``chatcmpl-…`` id): one that names another id is not this
+    turn's, and answering it would approve a command of another conversation or run. A request
+    that comes before the id is kept (at most :data:`EARLY_MAX`) and answered when the id arrives
+    and matches; every other one is dropped, logged (the ids, never the command) and listed in
+    :attr:`dropped` as ``(request, reason)``, and nothing is sent for it. Without a provider, or
+    when it returns None, the request is left to Hermes' timeout (BLOCKED). Each answered request
+    shows in :attr:`answered` as ``(request, choice)``.
     """
 
     def __init__(self, runs: "Runs", provider: Optional[ApprovalProvider], endpoint: Optional[str],
@@ -46,7 +57,9 @@ class StreamApprovals:
         self._context = context
         self._deadline = deadline
         self._completion_id: Optional[str] = None
+        self._early: list[ApprovalRequested] = []
         self.answered: list[tuple[ApprovalRequested, str]] = []
+        self.dropped: list[tuple[ApprovalRequested, str]] = []
 
     #: Whether the stream shows this every event: only until the completion id is known, then
     #: only named ones (an approval request is ``event: approval.request``).
@@ -56,18 +69,47 @@ class StreamApprovals:
         data = event.data
         if not isinstance(data, dict):
             return
-        if event.event != "approval.request":
-            if self._completion_id is None and isinstance(data.get("id"), str):
-                self._completion_id = data["id"]  # the chunks' id: the turn's run id at Hermes
-                self.every = False
+        if event.event == "approval.request":
+            request = parse_run_event({**data, "event": "approval.request"})
+            if isinstance(request, ApprovalRequested):
+                self._request(request)
             return
-        self._answer(parse_run_event({**data, "event": "approval.request"}))
+        if self._completion_id is None and event.event is None and isinstance(data.get("id"), str):
+            self._completion_id = data["id"]  # the chunks' id: the turn's run id at Hermes
+            self.every = False
+            early, self._early = self._early, []
+            for request in early:
+                self._request(request)
 
-    def _answer(self, request: RunEvent) -> None:
-        if not isinstance(request, ApprovalRequested) or not request.run_id or self._provider is None:
-            return
-        if self._completion_id is not None and request.run_id != self._completion_id:
-            log.warning("hermes_sdk: a chat stream sent an approval request about another completion; not answered")
+    def _request(self, request: ApprovalRequested) -> None:
+        own = self._completion_id
+        if own is None:
+            if len(self._early) < EARLY_MAX:
+                self._early.append(request)  # answered once the id is known, if it is ours
+            else:
+                self._drop(request, "too_many_before_id")
+        elif request.run_id != own:
+            self._drop(request, "another_id")
+        elif not own.startswith(COMPLETION_PREFIX):
+            self._drop(request, "not_a_completion_id")  # a stream naming itself a run: not a chat turn's
+        else:
+            self._answer(request)
+
+    def _drop(self, request: ApprovalRequested, reason: str) -> None:
+        self.dropped.append((request, reason))
+        # The ids only: the command may hold secrets.
+        log.warning("hermes_sdk: a chat stream's approval request was not answered (%s): request %r names %r, "
+                    "the stream is %r", reason, (request.request_id or "")[:64], (request.run_id or "")[:64],
+                    (self._completion_id or "")[:64])
+
+    def ended(self) -> None:
+        """The stream settled: requests still kept for an id that never came are dropped."""
+        early, self._early = self._early, []
+        for request in early:
+            self._drop(request, "stream_ended_before_id")
+
+    def _answer(self, request: ApprovalRequested) -> None:
+        if not request.run_id or self._provider is None:
             return
         runs = self._runs
         approval = runs.approval_request(request.run_id, request.command, reason=request.description,
@@ -82,6 +124,9 @@ class StreamApprovals:
         except (ApprovalNotPendingError, ApprovalNotActiveError) as exc:
             # Resolved meanwhile (timed out, answered elsewhere, or the turn ended): nothing approved.
             log.info("hermes_sdk: a chat stream's approval was no longer pending (%s)", type(exc).__name__)
+            return
+        except OperatorRunError:
+            self._drop(request, "operator_run")  # the stream names an operator's run: its gate refused, unsent
             return
         self.answered.append((request, choice))
 

@@ -53,6 +53,9 @@ class EventHook(Protocol):
 
     def __call__(self, event: StreamEvent) -> None: ...
 
+    def ended(self) -> None:
+        """The stream settled (called once, from wherever it settles; must not raise)."""
+
 
 class HermesStream:
     """A live stream: iterate for events, ``text_deltas()`` for text, ``result()`` for the aggregate.
@@ -379,6 +382,8 @@ class HermesStream:
             self._alarm.cancel()
         if self._sink is not None:
             self.action_result = self._sink.settled(result)
+        if self._on_event is not None:
+            self._on_event.ended()
 
     def __enter__(self) -> "HermesStream":
         return self
