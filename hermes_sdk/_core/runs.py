@@ -76,6 +76,7 @@ RUN_STATUSES = ("queued", "running", "waiting_for_approval", "stopping", "comple
                 "interrupted")
 #: How often one Run re-subscribes from its last event id after its events stream broke.
 RESUME_MAX = 5
+_POLLED = "the outcome comes from polling the run's status"  # the end of a polled result's events_note
 POLL_FIRST_INTERVAL = 0.25
 POLL_MAX_INTERVAL = 2.0
 
@@ -602,7 +603,7 @@ class Run:
                 events_note="; ".join(self._order.notes) or None)
             return
         if isinstance(event, ApprovalRequested):
-            identity = approval_identity(event)
+            identity = _approval_identity(event)
             if identity in self._asked:
                 return  # the same request announced again (a resumed stream): asked about once
             self._asked.add(identity)
@@ -740,7 +741,7 @@ class Run:
                     self._pending.clear()
                     self._result = RunResult(run_id=self.id, status=status.status, output=status.output,
                                              usage=status.usage, error=status.error, events=list(self._events),
-                                             events_complete=False, events_note=self._incomplete("polling"))
+                                             events_complete=False, events_note=self._incomplete(_POLLED))
                     return
             delay = interval if until is None else min(interval, until - time.time())
             if delay <= 0:
@@ -758,16 +759,14 @@ class Run:
         error = self._stream_error
         if self.replayed:
             notes.append("a replayed start: this handle never subscribed to the events")
-        elif error is not None and error.message not in notes:
-            notes.append(f"the events stream broke ({type(error).__name__}: {error.message})")
+        elif error is not None and error.message not in notes:  # run.stream_error has the details
+            notes.append(f"the events stream broke ({type(error).__name__})")
         elif self._polling and error is None:
             notes.append("the events stream ended before the run")
-        if outcome == "polling":
-            outcome = "the outcome comes from polling the run's status"
         return "; ".join(notes + [outcome])
 
 
-def approval_identity(event: ApprovalRequested) -> str:
+def _approval_identity(event: ApprovalRequested) -> str:
     """What names one approval request: its ``request_id`` (0.20+), else its JSON without ``seq``
     (0.19 has no id; the float timestamp tells two requests for one command apart)."""
     if event.request_id:

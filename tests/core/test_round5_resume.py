@@ -252,6 +252,16 @@ def test_an_event_without_a_numeric_id_in_a_numbered_stream_is_not_resumed_past(
     assert raws(result) == TEN[:3] and not result.events_complete and result.events_note
 
 
+def test_an_id_of_other_digits_is_no_number(resume_server: Any) -> None:
+    # "²" passes str.isdigit() but is no event number: the old reader's int() failed and broke the
+    # stream. It is an event without a number; the numbered ones around it are all there.
+    frames: list[Frame] = numbered(TEN[:2]) + [("\u00b2", TEN[2]), ("2", TEN[9])]
+    server = resume_server([frames], "all")
+    result = run_through(server)
+    assert server.resumed_from() == [None] and raws(result) == TEN[:3] + [TEN[9]]
+    assert result.events_complete and result.events_note is None
+
+
 # --------------------------------------------------------------------------- approvals across a resume
 
 def test_a_request_announced_again_after_a_resume_reaches_the_provider_once(resume_server: Any) -> None:
