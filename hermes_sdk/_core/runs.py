@@ -16,6 +16,7 @@ What Hermes 0.19.0 does and the SDK relies on (``spec/hermes-runs.md``):
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -41,6 +42,7 @@ from ..errors import (
 from .approval import ApprovalProvider, ApprovalRequest, check
 from .convert import NO_CONTEXT, DecodeContext, json_object, one, read, shape
 from .endpoints import ExecutionContext, seconds_value
+from .event_order import EventOrder, Unplaceable
 from .events import (
     ApprovalRequested,
     ApprovalResponded,
@@ -74,6 +76,7 @@ RUN_STATUSES = ("queued", "running", "waiting_for_approval", "stopping", "comple
                 "interrupted")
 #: How often one Run re-subscribes from its last event id after its events stream broke.
 RESUME_MAX = 5
+_POLLED = "the outcome comes from polling the run's status"  # the end of a polled result's events_note
 POLL_FIRST_INTERVAL = 0.25
 POLL_MAX_INTERVAL = 2.0
 
@@ -214,9 +217,11 @@ class RunResult:
 
     ``output`` is the server's final output (it lacks the ``"\\n\\n"`` the deltas carry after a
     tool turn); ``text`` joins the ``MessageDelta`` pieces (``ReasoningAvailable`` never enters it).
-    ``events_complete`` is False when the events stream broke (the SDK then polled the status) or
-    was never subscribed (a replayed start). A status that is not terminal means the deadline
-    passed first: the run goes on at Hermes.
+    ``events_complete`` is True only when ``events`` holds every event of the run, each once; it is
+    False when the events stream broke (the SDK then polled the status), was never subscribed (a
+    replayed start), or a resumed stream skipped, renumbered or replayed events in a way that
+    cannot be checked; ``events_note`` then says why (None when complete). A status that is not
+    terminal means the deadline passed first: the run goes on at Hermes.
     """
 
     run_id: str
@@ -226,6 +231,7 @@ class RunResult:
     error: Optional[str] = None
     events: list[RunEvent] = attrs.field(factory=list)
     events_complete: bool = False
+    events_note: Optional[str] = None
 
     @property
     def id(self) -> str:
@@ -317,6 +323,8 @@ class Run:
         self._polling = started.replayed
         self._stream_error: Optional[HermesError] = None
         self._events: list[RunEvent] = []
+        self._order = EventOrder()  # the reader's record: each event delivered once, gaps noted
+        self._asked: set[str] = set()  # the approval requests seen (by request_id), never asked twice
         self._pending: deque[_Pending] = deque()
         self._answered_unseen = 0
         self._result: Optional[RunResult] = None
@@ -473,40 +481,46 @@ class Run:
         return stream is not None and not stream.closed and not self._released
 
     def _read(self, stream: RunEventStream) -> None:
-        """Read the subscription into the queue. Where the server numbers its events (``id:``,
-        0.21+), a broken stream is re-subscribed with ``Last-Event-ID``: the server sends what
-        came after, and an event at or before the last id seen is dropped (never delivered twice)."""
-        last_id: Optional[int] = None
+        """Read the subscription into the queue, each event once. Where the server numbers its events
+        (``id:``, 0.21+), a broken stream is re-subscribed with ``Last-Event-ID``; what a resumed
+        stream repeats is skipped, and what cannot be placed (reused or backward ids, a replay
+        without ids that differs) ends the subscription: see :mod:`.event_order`."""
+        order = self._order
         resumes = 0
         while True:
             error: Optional[HermesError]
             try:
                 for event in stream:
-                    seq = _event_id(event.id)
-                    if seq is not None:
-                        if last_id is not None and seq <= last_id:
-                            continue  # a resumed stream repeated an event
-                        last_id = seq
+                    if isinstance(event.data, dict) and not order.place(event.id, event.data):
+                        continue  # a repeat of an event already delivered
                     self._queue.put(("event", event))
                 result = stream.result()
                 if result.terminal:
                     self._queue.put(("end", None))
                     return
                 error = result.error
+            except Unplaceable as exc:
+                stream.close()
+                self._queue.put(("broken", InvalidResponseError(
+                    str(exc), uncertain_outcome=True,
+                    details={"operation": "run_events", "reason": "events_out_of_order"})))
+                return
             except HermesError as exc:
                 error = exc
             except Exception as exc:  # never leave the consumer waiting on a dead reader
                 error = TransportError(f"the run's events stream failed ({type(exc).__name__})",
                                        uncertain_outcome=True)
+            last_id = order.resume_after
             if last_id is None or resumes >= RESUME_MAX or self._released or not _resumable(error):
                 self._queue.put(("broken", error))
                 return
             resumes += 1
             log.info("hermes_sdk: the events stream of a run broke (%s); resuming after its last event id",
                      type(error).__name__ if error else "closed")
+            order.resumed()
             try:
                 stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline,
-                                               last_event_id=str(last_id))
+                                               last_event_id=last_id)
             except HermesError as exc:
                 self._queue.put(("broken", exc))
                 return
@@ -585,9 +599,14 @@ class Run:
                 output=event.output if isinstance(event, (RunCompleted, RunInterrupted)) else None,
                 usage=event.usage if isinstance(event, RunCompleted) else None,
                 error=event.error if isinstance(event, (RunFailed, RunInterrupted)) else None,
-                events=list(self._events), events_complete=True)
+                events=list(self._events), events_complete=not self._order.notes,
+                events_note="; ".join(self._order.notes) or None)
             return
         if isinstance(event, ApprovalRequested):
+            identity = _approval_identity(event)
+            if identity in self._asked:
+                return  # the same request announced again (a resumed stream): asked about once
+            self._asked.add(identity)
             self._pending.append(_Pending(event))
             self.status = "waiting_for_approval"
             self._answer_oldest()
@@ -722,7 +741,7 @@ class Run:
                     self._pending.clear()
                     self._result = RunResult(run_id=self.id, status=status.status, output=status.output,
                                              usage=status.usage, error=status.error, events=list(self._events),
-                                             events_complete=False)
+                                             events_complete=False, events_note=self._incomplete(_POLLED))
                     return
             delay = interval if until is None else min(interval, until - time.time())
             if delay <= 0:
@@ -731,7 +750,28 @@ class Run:
             interval = min(interval * 2, POLL_MAX_INTERVAL)
 
     def _snapshot(self, status: str) -> RunResult:
-        return RunResult(run_id=self.id, status=status, events=list(self._events), events_complete=False)
+        return RunResult(run_id=self.id, status=status, events=list(self._events), events_complete=False,
+                         events_note=self._incomplete("the run had not ended when the time ran out"))
+
+    def _incomplete(self, outcome: str) -> str:
+        """Why a result lacks events: the reader's notes, how the stream ended, then ``outcome``."""
+        notes = list(self._order.notes)
+        error = self._stream_error
+        if self.replayed:
+            notes.append("a replayed start: this handle never subscribed to the events")
+        elif error is not None and error.message not in notes:  # run.stream_error has the details
+            notes.append(f"the events stream broke ({type(error).__name__})")
+        elif self._polling and error is None:
+            notes.append("the events stream ended before the run")
+        return "; ".join(notes + [outcome])
+
+
+def _approval_identity(event: ApprovalRequested) -> str:
+    """What names one approval request: its ``request_id`` (0.20+), else its JSON without ``seq``
+    (0.19 has no id; the float timestamp tells two requests for one command apart)."""
+    if event.request_id:
+        return "id:" + event.request_id
+    return json.dumps({k: v for k, v in event.raw.items() if k != "seq"}, sort_keys=True, default=str)
 
 
 def objective_of(input: object) -> Optional[str]:
@@ -743,11 +783,6 @@ def objective_of(input: object) -> Optional[str]:
             if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
                 return str(message["content"])
     return None
-def _event_id(value: Optional[str]) -> Optional[int]:
-    """An SSE ``id:`` as a number (Hermes numbers a run's events 0, 1, 2...), else None."""
-    if value is None or not value.strip().isdigit():
-        return None
-    return int(value.strip())
 
 
 def _resumable(error: Optional[HermesError]) -> bool:
