@@ -164,11 +164,10 @@ SECRET_CHARS = "A-Za-z0-9_.+=-"
 _SECRET_RUN = re.compile(f"[{SECRET_CHARS}]+")
 # The credential patterns as command patterns: the Bearer prefix is a kept group there, not the value.
 _COMMAND_PATTERNS: tuple[Pattern[str], ...] = (re.compile(r"(?i)(bearer )" + _VALUE),) + CREDENTIAL_PATTERNS[1:]
-# A word shaped like an API key (``sk-`` and 20+ characters mixing upper case, lower case and
-# digits) outside a credential position: hidden from an approver, who is told so (``sk-payments-prod``
-# is a name, not a key, and is shown).
-_KEY_SHAPED = re.compile(r"\bsk-(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[0-9])"
-                         r"[A-Za-z0-9_-]{20,}")
+# A word shaped like an API key (``sk-`` and 16+ characters mixing letters and digits) outside a
+# credential position: hidden from an approver, who is told so (``sk-payments-production`` has no
+# digit: a name, shown).
+_KEY_SHAPED = re.compile(r"\bsk-(?=[A-Za-z0-9_-]*[A-Za-z])(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{16,}")
 
 
 def _value_start(pattern: Pattern[str], match: "re.Match[str]") -> int:

@@ -69,7 +69,7 @@ _LIST = """<h1>{{ heading }}</h1>
 <td><a href="{{ url_for(bp + '.detail', entry_id=e.id) }}">{{ e.id }}</a></td>
 <td class="state state-{{ e.display_state }}">{{ e.display_state }}</td>
 <td>{{ e.operation }} <small>({{ e.kind }})</small></td>
-<td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
+<td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.fully_shown is false %} <b class="state-denied">(not fully shown)</b>{% endif %}{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
 {% for k, v in e.identifiers.items() %}{% if k != 'pattern_key' %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endif %}{% endfor %}</td>
 <td>{{ e.reason or '' }}</td><td>{{ fmt(e.requested_at) }}</td>
 <td>{% set s = left(e) %}{% if s is not none %}<span class="left" data-seconds="{{ s }}">{{ duration(s) }}</span>{% if e.kind != 'call' %} <small>until Hermes blocks it</small>{% endif %}{% else %}{{ fmt(e.expires_at) }}{% endif %}</td></tr>

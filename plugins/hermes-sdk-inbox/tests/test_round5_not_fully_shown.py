@@ -50,6 +50,7 @@ def test_a_command_not_fully_shown_can_be_denied_never_approved(
             provider.inbox.decide(entry["id"], decision="approved", approver="alice", reason="r",
                                   input_hash=entry["input_hash"])
         web = host_app(provider.inbox).test_client()
+        assert "(not fully shown)" in web.get("/inbox/", headers={"X-User": "alice"}).text
         page = web.get(f"/inbox/{entry['id']}", headers={"X-User": "alice"}).text
         assert 'id="not-fully-shown"' in page and 'id="approve-once"' not in page and 'id="deny"' in page
         csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)
