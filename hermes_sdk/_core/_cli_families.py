@@ -12,7 +12,19 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Callable
 
-from .cli import EXIT_OK, _as_json, _client, _operator_approval, _print_json, _stream_out, _text_arg
+from .cli import (
+    EXIT_OK,
+    _agent_text,
+    _as_json,
+    _client,
+    _line,
+    _note,
+    _operator_approval,
+    _print_json,
+    _stream_out,
+    _text_arg,
+)
+from .display import visible
 
 if TYPE_CHECKING:
     from .cli import Subcommands
@@ -32,11 +44,15 @@ def _when(value: object) -> str:
 # ---------------------------------------------------------------- sessions
 
 
+def _fields(*values: object) -> str:
+    """A table line: each field visible() (a server's text), tab-separated."""
+    return "\t".join(visible(str(value)) for value in values)
+
+
 def _session_line(session: Session) -> str:
-    title = session.title or "(untitled)"
-    ended = f"\tended: {session.end_reason}" if session.end_reason else ""
-    return (f"{session.id}\t{title}\t{session.message_count} messages\t"
-            f"{_when(session.last_active or session.started_at)}{ended}")
+    ended = (f"ended: {session.end_reason}",) if session.end_reason else ()
+    return _fields(session.id, session.title or "(untitled)", f"{session.message_count} messages",
+                   _when(session.last_active or session.started_at), *ended)
 
 
 def cmd_sessions_list(args: argparse.Namespace) -> int:
@@ -68,11 +84,11 @@ def cmd_sessions_get(args: argparse.Namespace) -> int:
     for name in ("id", "title", "source", "model", "message_count", "parent_session_id", "end_reason"):
         value = getattr(session, name)
         if value is not None:
-            print(f"{name}: {value}")
+            _line(f"{name}: {value}")
     for name in ("started_at", "ended_at", "last_active"):
         value = getattr(session, name)
         if value is not None:
-            print(f"{name}: {_when(value)}")
+            _line(f"{name}: {_when(value)}")
     return EXIT_OK
 
 
@@ -81,8 +97,7 @@ def cmd_sessions_messages(args: argparse.Namespace) -> int:
     with _client(args) as client:
         transcript = client.sessions.messages(args.id)
     if transcript.redirected:
-        sys.stderr.write(f"hermes-sdk: Hermes answered with session {transcript.session_id} (the newest fork of "
-                         f"{args.id})\n")
+        _note(f"hermes-sdk: Hermes answered with session {transcript.session_id} (the newest fork of {args.id})")
     if args.json:
         _print_json({"session_id": transcript.session_id, "messages": [m.raw for m in transcript.messages]})
         return EXIT_OK
@@ -92,7 +107,7 @@ def cmd_sessions_messages(args: argparse.Namespace) -> int:
         else:
             text = f"(tool calls: {len(message.tool_calls or [])})" if message.tool_calls else ""
         label = message.role + (f" [{message.tool_name}]" if message.tool_name else "")
-        print(f"{label}: {text}")
+        print(f"{visible(label)}: {_agent_text(text)}")
     return EXIT_OK
 
 
@@ -108,7 +123,7 @@ def cmd_sessions_chat(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({**reply.raw, "session_id": reply.session_id})
     else:
-        print(reply.text)
+        print(_agent_text(reply.text))
     return EXIT_OK
 
 
@@ -118,7 +133,7 @@ def cmd_sessions_chat(args: argparse.Namespace) -> int:
 def _job_line(job: Job) -> str:
     schedule = job.schedule_display or (job.schedule or {}).get("display") or "-"
     state = job.state or ("enabled" if job.enabled else "disabled")
-    return f"{job.id}\t{job.name}\t{schedule}\t{state}\tnext: {_when(job.next_run_at)}"
+    return _fields(job.id, job.name, schedule, state, f"next: {_when(job.next_run_at)}")
 
 
 def _print_job(args: argparse.Namespace, job: Job) -> None:
@@ -149,9 +164,9 @@ def cmd_jobs_get(args: argparse.Namespace) -> int:
     for name in ("prompt", "deliver", "last_run_at", "last_status", "last_error", "created_at", "paused_at"):
         value = getattr(job, name)
         if value:
-            print(f"{name}: {value}")
+            _line(f"{name}: {value}")
     if job.skills:
-        print(f"skills: {', '.join(job.skills)}")
+        _line(f"skills: {', '.join(job.skills)}")
     return EXIT_OK
 
 

@@ -332,12 +332,20 @@ def error_object(err: Optional[HermesError], code: str, message: str, **extra: o
             "capability_id": doc["capability_id"], "type": doc["type"], **_scrubbed_fields(extra)}
 
 
+def json_visible(text: str) -> str:
+    """JSON text with every character visible() would change (C1 controls, bidi, zero-width...)
+    written as its ``\\u`` escape: the same JSON, nothing a terminal interprets."""
+    if visible(text, keep="\n") == text:
+        return text
+    return "".join(ch if ch == "\n" or visible(ch) == ch else json.dumps(ch)[1:-1] for ch in text)
+
+
 def print_error(as_json: bool, err: Optional[HermesError], code: str = "", message: str = "", *,
                 plain: Optional[str] = None, **extra: object) -> None:
     """A failure on stderr: ``str(err)`` or ``plain`` (default ``code: message``), or under ``--json``
     one JSON object (``code``, ``message``, and for a HermesError its protocol fields)."""
     if as_json:
-        line = json.dumps(error_object(err, code, message, **extra), ensure_ascii=False, default=str)
+        line = json_visible(json.dumps(error_object(err, code, message, **extra), ensure_ascii=False, default=str))
     elif err is not None:
         line = visible(str(err))  # str() scrubs; a server's text cannot drive the terminal
     else:

@@ -85,6 +85,9 @@ class ApprovalDecision:
         policy_decision_id: the policy decision that allowed it (required evidence).
         input_snapshot: the redacted input the approver saw.
         approval_request_id: the id of the :class:`~hermes_sdk.ApprovalRequest` it answers.
+        scope: for a run's approval request, ``once`` (None), ``session`` or ``always``.
+        blind: the approver knowingly approves a command that was not fully shown
+            (``ApprovalRequest.fully_shown`` False); without it such an approval does not stand.
     """
 
     approval_id: str
@@ -101,6 +104,7 @@ class ApprovalDecision:
     #: For a run's approval request: ``once`` (None means once), ``session`` or ``always`` (see SCOPES).
     scope: Optional[str] = attrs.field(default=None, validator=attrs.validators.optional(
         attrs.validators.in_(SCOPES)))
+    blind: bool = False
 
     def evidence(self) -> dict[str, object]:
         """The decision and its evidence as kept with the recorded result (the audit record)."""
@@ -139,6 +143,12 @@ class ApprovalRequest:
             run's objective) through the client's redactor (credentials and ids scrubbed, plugin
             filters applied with the key ``objective``), for the approver to read; None otherwise.
             Not in ``repr()``, not bound by the hash (the decision binds the command).
+        fully_shown: False when the client's redaction policy hid more of a run's command than a
+            credential's value (a word shaped like an API key, a redaction pattern or filter of the
+            client): the approver cannot see what they would approve. An approval of such a
+            request is refused (``reason == "not_fully_shown"``; a run's command is answered
+            ``deny``) unless given with ``approve(..., blind=True)``. True for every other request.
+        not_shown: what hid part of the command when ``fully_shown`` is False, else None.
     """
 
     id: str
@@ -154,9 +164,11 @@ class ApprovalRequest:
     operation: str = ""
     identifiers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     objective: Optional[str] = attrs.field(default=None, repr=False)
+    fully_shown: bool = True
+    not_shown: Optional[str] = None
 
     def approve(self, *, approver: str, policy_decision_id: str, reason: Optional[str] = None,
-                scope: Optional[str] = None) -> ApprovalDecision:
+                scope: Optional[str] = None, blind: bool = False) -> ApprovalDecision:
         """Approve this request: a decision bound to its input, valid for 15 minutes (never past the request).
 
         Args:
@@ -166,8 +178,11 @@ class ApprovalRequest:
             scope: for a run's approval request, ``session`` approves the pattern for the rest of
                 the run (``always``: process-wide, only with ``allow_permanent_approvals``); None
                 or ``once`` approves this command only.
+            blind: approve a command that was not fully shown (:attr:`fully_shown` False) knowingly;
+                without it such an approval is refused. Give it only for a policy that decides
+                without reading the command.
         """
-        return self._decide("approved", approver, reason, policy_decision_id, scope)
+        return self._decide("approved", approver, reason, policy_decision_id, scope, blind=blind)
 
     def deny(self, *, approver: str, reason: Optional[str] = None) -> ApprovalDecision:
         """Deny this request; a call given this decision raises :class:`~hermes_sdk.ApprovalDeniedError`.
@@ -180,14 +195,14 @@ class ApprovalRequest:
 
     def _decide(self, decision: str, approver: str, reason: Optional[str],
                 policy_decision_id: Optional[str], scope: Optional[str] = None,
-                keep_reason: bool = False) -> ApprovalDecision:
+                keep_reason: bool = False, blind: bool = False) -> ApprovalDecision:
         # A denial keeps only the denier's own reason: the call's reason says why it was wanted.
         now = time.time()
         return ApprovalDecision(
             approval_id=f"apr_{uuid.uuid4().hex}", decision=decision, approver=approver, decided_at=now,
             expires_at=min(now + APPROVAL_TTL_SECONDS, self.expires_at), input_hash=self.input_hash,
             reason=reason if keep_reason else reason or self.reason, policy_decision_id=policy_decision_id,
-            input_snapshot=self.input_snapshot, approval_request_id=self.id, scope=scope,
+            input_snapshot=self.input_snapshot, approval_request_id=self.id, scope=scope, blind=blind,
         )
 
 
@@ -250,6 +265,12 @@ def check(decision: ApprovalDecision, request: ApprovalRequest, now: Optional[fl
     if decision.input_hash != request.input_hash:
         raise ApprovalDeniedError("approval is bound to a different input", details={**details,
                                                                                       "reason": "input_mismatch"})
+    if not request.fully_shown and decision.blind is not True:
+        # The approver was shown less than the command (a policy hid a word that is not a secret's value).
+        raise ApprovalDeniedError(
+            f"the command was not fully shown to the approver ({request.not_shown or 'part of it is hidden'}); "
+            "an approval of it stands only with approve(..., blind=True)",
+            details={**details, "reason": "not_fully_shown"})
     if now >= decision.expires_at or now - decision.decided_at >= APPROVAL_TTL_SECONDS:
         raise ApprovalDeniedError("approval expired (15-minute TTL)", details={**details, "reason": "expired"})
     if decision.decided_at > now + 60:

@@ -23,6 +23,7 @@ from ._cli_support import (
     LineEditor,
     Terminal,
     durable_store,
+    json_visible,
     last_session,
     print_error,
     provider_options,
@@ -100,13 +101,31 @@ def _client(args: argparse.Namespace, *, needs_key: bool = True,
         log.removeFilter(quiet)
 
 
+# Every line this command builds from a server's (or an agent's) text goes through visible(): an id,
+# a name or a status carrying ESC[8m, a C1 control or U+202E cannot hide or rewrite what follows.
+
+
 def _print_json(value: object) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    sys.stdout.write(json_visible(json.dumps(value, indent=2, ensure_ascii=False, default=str)) + "\n")
+
+
+def _line(text: str) -> None:
+    """A line on stdout built from server text (an id, a name, a status)."""
+    print(visible(text))
+
+
+def _note(text: str) -> None:
+    """A line on stderr built from server text."""
+    sys.stderr.write(visible(text) + "\n")
+
+
+def _agent_text(text: str) -> str:
+    """The agent's text: on a terminal it cannot move the cursor or erase lines; piped, it is the data."""
+    return visible(text, keep="\n\t") if sys.stdout.isatty() else text
 
 
 def _print_json_line(value: object) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_visible(json.dumps(value, ensure_ascii=False, default=str)) + "\n")
     sys.stdout.flush()
 
 
@@ -188,7 +207,7 @@ def _stream_out(stream: HermesStream, args: Optional[argparse.Namespace], *, pri
                                   "terminal": event.terminal})
         else:
             for piece in stream.text_deltas():
-                sys.stdout.write(piece)
+                sys.stdout.write(_agent_text(piece))
                 sys.stdout.flush()
             sys.stdout.write("\n")
         result = stream.result()
@@ -201,7 +220,7 @@ def _stream_out(stream: HermesStream, args: Optional[argparse.Namespace], *, pri
             line["response_id"] = rid
         _print_json_line(line)
     elif rid:
-        sys.stderr.write(f"response id: {rid}\n")
+        _note(f"response id: {rid}")
     if result.status != "completed":
         return _failure(args, result.error, "hermes_sdk.stream", f"stream {result.status}")
     return EXIT_OK
@@ -254,7 +273,7 @@ def _chat_turn(client: HermesClient, args: argparse.Namespace, text: str, sessio
     if _as_json(args):
         _print_json({**result.raw, "session_id": result.session_id})
     else:
-        print(result.text or "")
+        print(_agent_text(result.text or ""))
     if result.finish_reason != "stop":
         # The same outcome as a stream whose finish chunk says error or length: exit 1.
         return _failure(args, None, "hermes_sdk.agent_incomplete",
@@ -280,8 +299,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
             remember_session(base, session_id)
         return code
     # The loop: each line is a turn of one Hermes session (the first reply names it), streamed.
-    sys.stderr.write(f"Chatting with {base} ({'session ' + session_id if session_id else 'a new session'}). "
-                     "Type 'exit' or press Ctrl-D to quit.\n")
+    _note(f"Chatting with {base} ({'session ' + session_id if session_id else 'a new session'}). "
+          "Type 'exit' or press Ctrl-D to quit.")
     code = EXIT_OK
     editor = LineEditor() if sys.stdout.isatty() else None
     with _client(args) as client:
@@ -303,7 +322,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             if session_id:
                 remember_session(base, session_id)
     if session_id:
-        sys.stderr.write(f"session id: {session_id} (continue with: hermes-sdk chat -c)\n")
+        _note(f"session id: {session_id} (continue with: hermes-sdk chat -c)")
     return code
 
 
@@ -335,8 +354,8 @@ def cmd_responses_create(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.raw)
     else:
-        print(result.output_text)
-        sys.stderr.write(f"response id: {result.id}\n")
+        print(_agent_text(result.output_text))
+        _note(f"response id: {result.id}")
     if result.status != "completed":
         return _failure(args, None, "hermes_sdk.agent_incomplete",
                         f"the agent did not complete (status {result.status})",
@@ -350,7 +369,7 @@ def cmd_responses_get(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.raw)
     else:
-        print(result.output_text)
+        print(_agent_text(result.output_text))
     return EXIT_OK
 
 
@@ -402,7 +421,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         _print_json([model.raw for model in models])
     else:
         for model in models:
-            print(model.id)
+            _line(model.id)
     return EXIT_OK
 
 
@@ -414,7 +433,7 @@ def cmd_health(args: argparse.Namespace) -> int:
         _print_json(health.raw)
     else:
         extra = ", ".join(part for part in (health.platform, health.version) if part)
-        print(f"{health.status or 'unknown'}{' (' + extra + ')' if extra else ''}")
+        _line(f"{health.status or 'unknown'}{' (' + extra + ')' if extra else ''}")
     if not health.ok:
         return _failure(args, None, "hermes_sdk.unhealthy", f"the server says {health.status!r}, not 'ok'",
                         status=health.status)
@@ -430,7 +449,7 @@ def cmd_toolsets(args: argparse.Namespace) -> int:
     else:
         for toolset in toolsets:
             state = "enabled" if toolset.enabled else "disabled"
-            print(f"{toolset.name:<16} {state:<8} {', '.join(toolset.tools)}".rstrip())
+            _line(f"{toolset.name:<16} {state:<8} {', '.join(toolset.tools)}".rstrip())
     return EXIT_OK
 
 
@@ -453,7 +472,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
     else:
         for cap in caps:
             approval = "yes" if cap["approval"]["required"] else "no"
-            print(f"{cap['capability_id']:<48} risk={cap['risk']:<6} retry={cap['retry']['safety']:<6} "
+            _line(f"{cap['capability_id']:<48} risk={cap['risk']:<6} retry={cap['retry']['safety']:<6} "
                   f"approval={approval:<3} key={cap['idempotency']['requirement']}")
     return EXIT_OK
 
@@ -540,7 +559,9 @@ def _run_approver(mode: str, terminal: Terminal) -> TerminalApprover:
             return request.deny(approver=user, reason="denied by --approve deny")
         if mode == "once":
             terminal.say("[approval] approved once (--approve once)")
-            return request.approve(approver=user, policy_decision_id="cli-approve-once", reason="--approve once")
+            # --approve once approves before anything is shown: blind by the operator's own choice
+            return request.approve(approver=user, policy_decision_id="cli-approve-once", reason="--approve once",
+                                   blind=not request.fully_shown)
         if not terminal.available:
             terminal.say(f"[approval] {NO_TERMINAL}: denied (decide up front with --approve once or "
                          "--approve deny)")
@@ -548,6 +569,11 @@ def _run_approver(mode: str, terminal: Terminal) -> TerminalApprover:
         # The snapshot is already visible() (as every ApprovalRequest of a run is); again, for a wrapped provider.
         context = (f"[approval] the agent wants to run: {visible(str(snapshot.get('command')))}\n"
                    f"           ({visible(str(request.reason))})\n")
+        if not request.fully_shown:
+            # A person approves what they read: a command partly hidden by a policy is not offered.
+            terminal.say(context + f"[approval] not fully shown ({visible(str(request.not_shown))}): denied "
+                         "(a hidden command cannot be approved here)")
+            return request.deny(approver=user, reason="the command was not fully shown")
         while True:
             answer = terminal.ask("Allow? [o]nce / [s]ession (this run) / [d]eny: ", context)
             context = ""
@@ -600,11 +626,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     terminal = Terminal()
     with _client(args, approval_provider=_run_approver(args.approve, terminal)) as client:
         run = client.run(text, idempotency_key=key)
-        sys.stderr.write(f"run id: {run.id}{' (replayed)' if run.replayed else ''}\n")
+        _note(f"run id: {run.id}{' (replayed)' if run.replayed else ''}")
         if args.json:
             _print_json_line({"type": "run", "run_id": run.id, "replayed": run.replayed})
         open_line = False  # text written without its newline yet
-        on_tty = sys.stdout.isatty()
         try:
             for event in run.events():
                 if args.json:  # JSON Lines: one event per line, as it arrives
@@ -612,7 +637,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     continue
                 if isinstance(event, MessageDelta):
                     # On a terminal, the agent's text cannot move the cursor or erase the prompt's lines.
-                    sys.stdout.write(visible(event.delta, keep="\n\t") if on_tty else event.delta)
+                    sys.stdout.write(_agent_text(event.delta))
                     sys.stdout.flush()
                     open_line = not event.delta.endswith("\n")
                     continue
@@ -642,7 +667,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             sys.stderr.write("[run] the events were not all seen (a replayed key, or a broken stream): "
                              "the output comes from the run's status\n")
             if result.output:
-                sys.stdout.write((visible(result.output, keep="\n\t") if on_tty else result.output) + "\n")
+                sys.stdout.write(_agent_text(result.output) + "\n")
     if result.status != "completed":
         return _failure(args, None, "hermes_sdk.run", f"run {result.status}"
                         + (f": {result.error}" if result.error else ""), status=result.status)
@@ -663,7 +688,7 @@ def cmd_steer(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(answer.raw or {"run_id": answer.run_id, "accepted": answer.accepted})
     else:
-        print(f"{answer.run_id}\t{'accepted' if answer.accepted else 'not accepted'}")
+        print(f"{visible(answer.run_id)}\t{'accepted' if answer.accepted else 'not accepted'}")
     return EXIT_OK if answer.accepted else EXIT_FAILED
 
 
@@ -843,7 +868,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print_error(True, None, "hermes_sdk.usage", str(exc))
         else:
             parser.print_usage(sys.stderr)
-            sys.stderr.write(f"hermes-sdk: error: {exc}\n")
+            _note(f"hermes-sdk: error: {exc}")
         return EXIT_USAGE
     except HermesError as exc:
         return _failure(args, exc)

@@ -12,7 +12,7 @@ import os
 import re
 import threading
 import weakref
-from typing import Any, Callable, Iterable, Optional, Pattern
+from typing import Any, Callable, Iterable, NamedTuple, Optional, Pattern
 
 REDACTED = "[REDACTED]"
 
@@ -27,18 +27,37 @@ ALLOWED_KEYS = frozenset({
 
 FilterFn = Callable[[Optional[str], str], str]
 
-# Identifiers and credentials that must not survive even inside an allowed field.
-DEFAULT_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
-    r"(?i)bearer\s+[^\s,;\"']+",
-    r"(?i)(api[_-]?key|authorization|token|secret|password)([\"']?\s*[:=]\s*[\"']?)[^\s,;\"']+",
+# A credential's value, as the patterns read it: it starts right after its separator (never after
+# whitespace an empty value leaves: ``TOKEN= rm -rf /srv`` has no value) and ends at whitespace, a
+# quote, a comma or a shell operator (``; | & < > ` $( ${``), so it never takes the next word.
+_VALUE = r"(?:[^\s,;\"'&|<>`$()]|\$(?![({]))+"
+# ``key=value`` (no space after ``=``), ``key: value`` (at most one space after ``:``, on the line),
+# JSON ``"key": "value"``; an HTTP authorization scheme word (``Basic``) is part of the prefix.
+_SEPARATOR = r"[\"']?[ \t]*(?:=|: ?)[\"']?(?:(?:bearer|basic|digest|negotiate) (?=[^\s]))?"
+
+#: Credentials: the values of a key, token, password or authorization, bearer tokens, a URL's
+#: password. What an approver is shown hides these and nothing else (:func:`scrub_command`).
+CREDENTIAL_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
+    r"(?i)bearer " + _VALUE,
+    # (a scheme word with no credential after it is not a value: ``Authorization: Bearer`` then a newline)
+    r"(?i)(api[_-]?key|authorization|token|secret|password)(" + _SEPARATOR + ")"
+    r"(?!(?:bearer|basic|digest|negotiate)\b)" + _VALUE,
+    r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:]+:)[^\s/?#@]+(?=@)",  # a URL's password (user:password@host)
+))
+
+#: Identifiers (response, chat, message, run ids, UUIDs, ``sk-`` keys): scrubbed from logs and
+#: traces, never from what an approver is shown (a path, a name or a target is not a secret).
+ID_PATTERNS: tuple[Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"\bresp_[A-Za-z0-9]+",
     r"\bchatcmpl-[A-Za-z0-9]+",
     r"\b(?:msg|fc|fco|run)_[A-Za-z0-9]{8,}",
     r"\bapi-[0-9a-f]{16}\b",
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     r"\bsk-[A-Za-z0-9_-]{8,}",
-    r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:]+:)[^\s/?#@]+(?=@)",  # a URL's password (user:password@host)
 ))
+
+# Identifiers and credentials that must not survive even inside an allowed field (logs, traces).
+DEFAULT_PATTERNS: tuple[Pattern[str], ...] = CREDENTIAL_PATTERNS[:2] + ID_PATTERNS + CREDENTIAL_PATTERNS[2:]
 
 
 def _scoped(pattern: str) -> str:
@@ -143,8 +162,12 @@ def _sub(pattern: Pattern[str], text: str) -> str:
 #: a value cannot swallow the ``&&``, ``;``, ``${IFS}``, ``/``, quote or space that follows it.
 SECRET_CHARS = "A-Za-z0-9_.+=-"
 _SECRET_RUN = re.compile(f"[{SECRET_CHARS}]+")
-# The default patterns as command patterns: the Bearer prefix is a kept group there, not the value.
-_COMMAND_PATTERNS: tuple[Pattern[str], ...] = (re.compile(r"(?i)(bearer\s+)[^\s,;\"']+"),) + DEFAULT_PATTERNS[1:]
+# The credential patterns as command patterns: the Bearer prefix is a kept group there, not the value.
+_COMMAND_PATTERNS: tuple[Pattern[str], ...] = (re.compile(r"(?i)(bearer )" + _VALUE),) + CREDENTIAL_PATTERNS[1:]
+# A word shaped like an API key (``sk-`` and 16+ characters mixing letters and digits) outside a
+# credential position: hidden from an approver, who is told so (``sk-payments-production`` has no
+# digit: a name, shown).
+_KEY_SHAPED = re.compile(r"\bsk-(?=[A-Za-z0-9_-]*[A-Za-z])(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{16,}")
 
 
 def _value_start(pattern: Pattern[str], match: "re.Match[str]") -> int:
@@ -154,27 +177,45 @@ def _value_start(pattern: Pattern[str], match: "re.Match[str]") -> int:
     return end if end >= 0 else match.start()
 
 
+def _replace_values(text: str, pattern: Pattern[str]) -> str:
+    """Each match's value (the run of SECRET_CHARS after its kept prefix) replaced, nothing else."""
+    pieces, last = [], 0
+    for match in pattern.finditer(text):
+        run = _SECRET_RUN.match(text, _value_start(pattern, match), match.end())
+        if run is None:
+            continue
+        pieces += [text[last:run.start()], REDACTED]
+        last = run.end()
+    return "".join(pieces) + text[last:] if pieces else text
+
+
 def scrub_command(text: str, patterns: Iterable[Pattern[str]] = ()) -> str:
     """A command as an approver sees it: each secret's value replaced, every other byte kept.
 
-    Registered secrets are replaced where they appear; a default (or given) pattern's match
+    Registered secrets are replaced where they appear; a credential (or given) pattern's match
     replaces only the run of :data:`SECRET_CHARS` its value starts with, so
     ``export TOKEN=x&&rm${IFS}-rf${IFS}/srv`` is shown ``export TOKEN=[REDACTED]&&rm${IFS}-rf${IFS}/srv``.
+    Identifiers (:data:`ID_PATTERNS`) are not secrets and are shown.
     """
     for secret in tuple(_secrets):
         if secret in text:
             text = text.replace(secret, REDACTED)
     for pattern in _COMMAND_PATTERNS + tuple(patterns):
-        pieces, last = [], 0
-        for match in pattern.finditer(text):
-            run = _SECRET_RUN.match(text, _value_start(pattern, match), match.end())
-            if run is None:
-                continue
-            pieces += [text[last:run.start()], REDACTED]
-            last = run.end()
-        if pieces:
-            text = "".join(pieces) + text[last:]
+        text = _replace_values(text, pattern)
     return text
+
+
+class CommandView(NamedTuple):
+    """A command as an approver is shown it.
+
+    ``text``: the command with only secrets' values replaced (``[REDACTED]`` alone when a filter
+    changed more). ``fully_shown``: False when a policy (a key-shaped word, a redaction pattern or
+    filter of the client) hid more than a credential's value; ``not_shown`` then says what.
+    """
+
+    text: str
+    fully_shown: bool = True
+    not_shown: Optional[str] = None
 
 
 def only_secrets_replaced(original: str, shown: str) -> bool:
@@ -223,20 +264,40 @@ class Redactor:
         return self.extra(value, key)
 
     def command(self, value: str) -> str:
-        """A command as shown to an approver: secrets' values replaced, every other byte kept.
+        """A command as shown to an approver: secrets' values replaced, every other byte kept
+        (the text of :meth:`command_view`)."""
+        return self.command_view(value).text
 
-        :func:`scrub_command` with this redactor's patterns, then its plugin filters; a filter that
-        changes more than a secret's value (or fails) leaves nothing shown but ``[REDACTED]``, never
-        a command other than the one approved.
+    def command_view(self, value: str) -> CommandView:
+        """A command as shown to an approver, and whether it is shown whole but for secrets.
+
+        :func:`scrub_command` (registered secrets, credential values) never makes a command "not
+        fully shown". A word shaped like an API key, this redactor's own patterns and its plugin
+        filters may hide more (a path, a name, a target): the view then says ``fully_shown=False``
+        and an approval of it does not stand without ``blind=True`` (see ``ApprovalRequest``).
+        A filter that changes more than a run of :data:`SECRET_CHARS` (or fails) leaves nothing
+        shown but ``[REDACTED]``, never a command other than the one approved.
         """
-        shown = scrub_command(value, self.extra_patterns)
+        shown = scrub_command(value)
+        hidden: list[str] = []
+        for pattern, why in ((_KEY_SHAPED, "a word shaped like an API key"),) + tuple(
+                (p, "a redaction pattern of the client") for p in self.extra_patterns):
+            changed = _replace_values(shown, pattern)
+            if changed != shown and why not in hidden:
+                hidden.append(why)
+            shown = changed
         if self.filters:
-            shown = self.extra(shown, "command", patterns=False)
+            filtered = self.extra(shown, "command", patterns=False)
+            if filtered != shown:
+                hidden.append("a redaction filter of the client")
+            shown = filtered
         if not only_secrets_replaced(value, shown):
             logging.getLogger("hermes_sdk").warning(
                 "hermes_sdk: a redaction filter changed a command beyond a secret's value; it is shown redacted")
-            return REDACTED
-        return shown
+            return CommandView(REDACTED, False, "a redaction filter changed the command beyond a secret's value")
+        if hidden:
+            return CommandView(shown, False, " and ".join(hidden) + " hides part of the command")
+        return CommandView(shown)
 
     def extra(self, value: str, key: Optional[str] = None, patterns: bool = True) -> str:
         """Apply only this redactor's own configured patterns and plugin filters."""

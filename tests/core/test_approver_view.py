@@ -41,11 +41,11 @@ HIDING = [
     ("rm -r /tmp/c; export TOKEN=abc${IFS}&&${IFS}rm${IFS}-rf${IFS}/srv/data",
      "rm -r /tmp/c; export TOKEN=[REDACTED]${IFS}&&${IFS}rm${IFS}-rf${IFS}/srv/data"),
     ("rm -r /tmp/c; curl -X DELETE http://h/v1/responses/resp_0123456789abcdef/../../../srv/data",
-     "rm -r /tmp/c; curl -X DELETE http://h/v1/responses/[REDACTED]/../../../srv/data"),
+     "rm -r /tmp/c; curl -X DELETE http://h/v1/responses/resp_0123456789abcdef/../../../srv/data"),  # an id is shown
     ("rm -r /tmp/c; curl https://ops:s3cr3t@h/x?token=t0k/../../srv/data;rm -rf /srv/data",
      "rm -r /tmp/c; curl https://ops:[REDACTED]@h/x?token=[REDACTED]/../../srv/data;rm -rf /srv/data"),
     ("rm -r /tmp/c; curl -H 'Authorization: Bearer eyJhbGciOi.eyJzdWIi.c2lnbmF0dXJl'&&rm -rf /srv/data",
-     "rm -r /tmp/c; curl -H 'Authorization: [REDACTED] [REDACTED]'&&rm -rf /srv/data"),
+     "rm -r /tmp/c; curl -H 'Authorization: Bearer [REDACTED]'&&rm -rf /srv/data"),
     ("rm -r /tmp/c; export PASSWORD='hunter2'\"$(rm -rf /srv/data)\"",
      "rm -r /tmp/c; export PASSWORD='[REDACTED]'\"$(rm -rf /srv/data)\""),
 ]

@@ -204,7 +204,10 @@ class Runs:
         are ``reason`` (Hermes' description) and the ``pattern_key`` (``recursive delete``, ...) in
         ``identifiers`` beside ``run_id`` and the run's ``session_id``; ``operation`` is
         ``run_approval``. ``objective`` (what the run was asked to do) is shown through the redactor
-        too; principal and tenant come from ``context`` (the run's), else the client's.
+        too; principal and tenant come from ``context`` (the run's), else the client's. Ids, paths
+        and names in the command are shown (only logs hide ids); when the client's redaction policy
+        hides more than a secret's value, ``fully_shown`` is False and an approval without
+        ``blind=True`` is answered ``deny``.
         """
         ex = self._executor
         cap = capability_id(ex.endpoint(endpoint).id, RUN_APPROVAL.name)
@@ -214,9 +217,10 @@ class Runs:
         shown_reason = visible(reason) if reason else "the agent asked to run a command"
         request = request_for(cap, {"run_id": run_id, "command": command}, shown_reason, new_action_id(),
                               context if context is not None else ex.context, redactor, identifiers=extra or None)
-        return attrs.evolve(request, input_snapshot={**request.input_snapshot,
-                                                     "command": visible(redactor.command(command))},
-                            objective=visible(redactor.text(objective, "objective")) if objective else None)
+        shown = redactor.command_view(command)
+        return attrs.evolve(request, input_snapshot={**request.input_snapshot, "command": visible(shown.text)},
+                            objective=visible(redactor.text(objective, "objective")) if objective else None,
+                            fully_shown=shown.fully_shown, not_shown=shown.not_shown)
 
     def mark_stopped(self, run_id: str) -> None:
         """Refuse every later approval for the run (as ``stop`` does before it sends)."""

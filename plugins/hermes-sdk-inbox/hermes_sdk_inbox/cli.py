@@ -103,6 +103,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 ids = " ".join(f"{k}={v}" for k, v in entry["identifiers"].items())
                 command = (entry.get("run") or {}).get("command")
                 what = f"{command}  ({ids})" if command else ids
+                if entry.get("fully_shown") is False:
+                    what += "  [not fully shown: can only be denied]"
                 # visible(): an agent's command cannot erase or rewrite what the operator reads
                 print(visible(f"{entry['id']}  {entry['display_state']:8}  {entry['operation']:16}  {what}"))
         inbox.close()

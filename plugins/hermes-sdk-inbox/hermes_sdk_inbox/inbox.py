@@ -20,6 +20,9 @@ An entry (a JSON-able dict; what an operator sees):
   ``description`` (Hermes' text for the pattern), ``choices`` (what Hermes accepts;
   ``choices_observed`` says whether the provider saw Hermes' request or assumed them),
   ``allow_permanent`` and the run's ``deadline``; ``identifiers["session_id"]`` is the run's session;
+- ``fully_shown`` / ``not_shown``: ``ApprovalRequest.fully_shown`` and what hid part of the
+  command; an entry not fully shown can be denied, never approved (an operator cannot approve
+  what they cannot read);
 - ``operator``: for an operator entry, ``action_id`` (what ``operate(resume=...)`` takes) and,
   once :func:`~hermes_sdk_inbox.resume_decided` sent the decision, ``resumed`` (``at``,
   ``choice``, ``status``, ``run_id``, ``error``);
@@ -184,6 +187,8 @@ class Inbox:
             "expires_at": min(request.expires_at, expires_at) if expires_at else request.expires_at,
             "request_id": request.id, "action_id": request.action_id,
             "principal_id": request.principal_id, "tenant_id": request.tenant_id,
+            "fully_shown": getattr(request, "fully_shown", True) is not False,
+            "not_shown": _scrubber.text(str(request.not_shown)) if getattr(request, "not_shown", None) else None,
             "run": run, "operator": {"action_id": operator_action, "resumed": None} if operator_action else None,
             "decision": None, "used": None, "closed_reason": None,
         }
@@ -260,6 +265,9 @@ class Inbox:
             if now >= float(entry["expires_at"]):
                 raise EntryExpired("the entry expired; nothing can be approved any more")
             scope = scope or "once"
+            if decision == "approved" and entry.get("fully_shown") is False:
+                raise InvalidDecision("the command is not fully shown (" + str(entry.get("not_shown") or "part of "
+                                      "it is hidden") + "); it can only be denied")
             if decision == "denied":
                 scope = None
             elif scope not in ("once", "session"):

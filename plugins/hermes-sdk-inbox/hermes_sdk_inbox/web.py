@@ -69,7 +69,7 @@ _LIST = """<h1>{{ heading }}</h1>
 <td><a href="{{ url_for(bp + '.detail', entry_id=e.id) }}">{{ e.id }}</a></td>
 <td class="state state-{{ e.display_state }}">{{ e.display_state }}</td>
 <td>{{ e.operation }} <small>({{ e.kind }})</small></td>
-<td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
+<td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.fully_shown is false %} <b class="state-denied">(not fully shown)</b>{% endif %}{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
 {% for k, v in e.identifiers.items() %}{% if k != 'pattern_key' %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endif %}{% endfor %}</td>
 <td>{{ e.reason or '' }}</td><td>{{ fmt(e.requested_at) }}</td>
 <td>{% set s = left(e) %}{% if s is not none %}<span class="left" data-seconds="{{ s }}">{{ duration(s) }}</span>{% if e.kind != 'call' %} <small>until Hermes blocks it</small>{% endif %}{% else %}{{ fmt(e.expires_at) }}{% endif %}</td></tr>
@@ -85,7 +85,8 @@ _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <tr><th>Capability</th><td><code>{{ e.capability_id }}</code></td></tr>
 {% if e.run %}<tr><th>What the run was asked to do</th><td id="objective">{% if e.objective %}{{ e.objective }}{% else %}<i>not known to the inbox</i>{% endif %}</td></tr>
 <tr><th>Session</th><td id="session">{{ e.identifiers.session_id or '-' }}</td></tr>
-<tr><th>Command</th><td><code id="command">{{ e.run.command }}</code></td></tr>
+<tr><th>Command</th><td><code id="command">{{ e.run.command }}</code>{% if e.fully_shown is false %}
+<br><b id="not-fully-shown" class="state-denied">Not fully shown: {{ e.not_shown or 'part of it is hidden' }}. It cannot be approved here, only denied.</b>{% endif %}</td></tr>
 <tr><th>Hermes' pattern</th><td id="pattern">{{ e.run.pattern_key or e.identifiers.pattern_key or 'unknown' }}</td></tr>
 <tr><th>Hermes' description</th><td id="description">{{ e.run.description or e.reason or '-' }}</td></tr>
 <tr><th>Hermes blocks it</th><td>{% if left_s is not none %}in <span id="time-left" class="left" data-seconds="{{ left_s }}">{{ duration(left_s) }}</span>, {% endif %}at {{ fmt(e.expires_at) }}
@@ -115,8 +116,8 @@ on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
 <p>You decide as <b>{{ identity }}</b> (the signed-in operator is recorded as the approver).</p>
 <label>Display name (optional, shown beside it) <input name="operator" id="operator-name"></label>
 <label>Reason <input name="reason" id="decision-reason-input" required size="60"></label>
-<button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.run %} once (this command){% endif %}</button>
-{% if e.run and 'session' in (e.run.choices or []) %}
+{% if e.fully_shown is not false %}<button type="submit" name="action" value="approve_once" id="approve-once">Approve{% if e.run %} once (this command){% endif %}</button>{% endif %}
+{% if e.run and e.fully_shown is not false and 'session' in (e.run.choices or []) %}
 <button type="submit" name="action" value="approve_session" id="approve-session">Approve this pattern for the rest of the run (session)</button>{% endif %}
 <button type="submit" name="action" value="deny" id="deny">Deny</button>
 </form>{% elif state == "expired" %}<p id="expired-note">This entry expired; it can no longer be approved.</p>{% endif %}"""
