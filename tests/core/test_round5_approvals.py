@@ -31,9 +31,7 @@ def _approval_posts(emu: HermesEmulator, run_id: str) -> list[str]:
 
 def _applied(emu: HermesEmulator, run_id: str) -> list[str]:
     """The answers Hermes applied (its approval.responded events), in order."""
-    run = emu._state.runs.get(run_id)
-    assert run is not None
-    return [str(e["choice"]) for e in list(run.events_emitted) if e.get("event") == "approval.responded"]
+    return [str(e["choice"]) for e in emu.run_events(run_id) if e.get("event") == "approval.responded"]
 
 
 def _follow(run: Any, timeout: float, limit: float = 20.0) -> Any:
