@@ -16,13 +16,14 @@ What Hermes 0.19.0 does and the SDK relies on (``spec/hermes-runs.md``):
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import queue
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import attrs
 
@@ -57,15 +58,14 @@ from .events import (
 )
 from .lenient import opt_str
 from .models import StreamEvent
-from .stages.approval import as_decision, ask_provider
+from .run_answers import SENT, Asking, Item, Received, Sender
+from .stages.approval import as_decision
 
 if TYPE_CHECKING:
     from .resources.runs import Runs
     from .streaming import RunEventStream
 
-#: What the events reader and the approval thread hand a Run's consumer: ``("event", event)``,
-#: ``("end", None)``, ``("broken", error)`` or ``("decided", None)``.
-_Item = tuple[str, Union[StreamEvent, HermesError, None]]
+_Item = Item  # what the events reader and the approval thread hand a Run's consumer (run_answers)
 
 log = logging.getLogger("hermes_sdk")
 
@@ -81,51 +81,17 @@ POLL_FIRST_INTERVAL = 0.25
 POLL_MAX_INTERVAL = 2.0
 
 
-#: Events after which an answer to an earlier approval request may land on another one: the request
-#: was resolved (answered, timed out, blocked) or the run ended.
-_MOVED_ON = frozenset({"approval.responded", "tool.completed", "run.completed", "run.failed", "run.cancelled",
-                       "run.interrupted"})
-
-
-_SENT = "sent"  # a _Pending's choice once its answer went out
-
-
-class _Asking:
-    """One request being decided by the approval provider, on a daemon thread of its own; when it
-    decides it puts ``("decided", None)`` on the run's queue, which wakes a waiting consumer."""
-
-    def __init__(self, provider: ApprovalProvider, request: ApprovalRequest, wake: "queue.Queue[_Item]") -> None:
-        self.request = request
-        self.done = threading.Event()
-        self._decision: object = None
-        self._error: Optional[BaseException] = None
-        self._wake = wake
-        thread = threading.Thread(target=self._ask, args=(provider,), daemon=True, name="hermes-sdk-approval")
-        thread.start()
-
-    def _ask(self, provider: ApprovalProvider) -> None:
-        try:
-            self._decision = ask_provider(provider, self.request)
-        except BaseException as exc:  # handed to the consumer's thread by outcome()
-            self._error = exc
-        self.done.set()
-        self._wake.put(("decided", None))
-
-    def outcome(self) -> object:
-        """The provider's decision (None: undecided), or what it raised."""
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-        return self._decision
-
-
-@attrs.define
+@attrs.define(eq=False)
 class _Pending:
-    """One approval request seen and not answered yet; ``choice``: the provider's answer, not yet sent."""
+    """One approval request seen and not answered yet; ``choice``: the provider's answer, not yet sent
+    (``SENT`` once it may have left); ``mark``: how many events saying Hermes moved on had arrived
+    when it did, or were accounted for since (see :class:`~.run_answers.Received`)."""
 
     event: ApprovalRequested
-    asking: Optional[_Asking] = None
+    asking: Optional[Asking] = None
     choice: Optional[str] = None
+    mark: int = 0
+    held: bool = False  # its sender waits for the consumer to account for events received
 
 
 @shape("a run start reply", required=("run_id",), malformed="the run start reply has no run_id",
@@ -314,8 +280,8 @@ class Run:
         self._context = context
         self._objective = objective  # shown to the approval provider (through the redactor)
         self._session_id = session_id or started.run_id  # Hermes' default session is the run id
-        self._queue: "queue.Queue[_Item]" = queue.Queue()
-        self._ahead: deque[_Item] = deque()  # received, not consumed yet (see _moved_on)
+        self._queue = Received(started.run_id)
+        self._ahead: deque[_Item] = deque()  # received, not consumed yet
         self._until = deadline  # the bound of the wait()/events() in progress
         self._stream: Optional[RunEventStream] = None
         self._subscribed = False
@@ -329,6 +295,8 @@ class Run:
         self._answered_unseen = 0
         self._result: Optional[RunResult] = None
         self._lock = threading.Lock()
+        # Guards the pending requests between the consumer, the caller and the answers' senders.
+        self._answering = threading.Condition(threading.RLock())
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, status={self.status!r})"
@@ -399,7 +367,9 @@ class Run:
             StaleApprovalError: the named request is no longer pending (0.21+).
             ApprovalNotActiveError: the run finished or was stopped (409 ``approval_not_active``).
         """
-        oldest = self._pending[0].event if self._pending and not resolve_all else None
+        with self._answering:  # an answer the provider's thread is sending is not the caller's to give
+            unsent = [p for p in self._pending if p.choice != SENT]
+        oldest = unsent[0].event if unsent and not resolve_all else None
         request_id = oldest.request_id if oldest is not None else None
         try:
             answer = self._runs.approve(self.id, choice, resolve_all=resolve_all, request_id=request_id,
@@ -556,6 +526,7 @@ class Run:
                 except queue.Empty:
                     return None
             if isinstance(payload, StreamEvent):  # kind "event"
+                mark = self._queue.mark(payload)
                 data = payload.data
                 if not isinstance(data, dict):
                     continue
@@ -566,10 +537,15 @@ class Run:
                     self._reject_stream(InvalidResponseError(
                         "the run's events stream sent an event about another run", uncertain_outcome=True,
                         details={"operation": "run_events", "reason": "another_object"}))
+                    self._settled(mark)
                     continue
                 event = parse_run_event(data)
                 self._events.append(event)
-                self._observe(event)
+                with self._answering:  # observed and accounted for at once (see _settled)
+                    self._observe(event, mark)
+                    self._settled(mark)
+                if isinstance(event, (ApprovalRequested, ApprovalResponded)):
+                    self._answer_oldest()  # a new request, or the next one is now the oldest
                 return event
             if kind == "decided":  # the provider decided after a bound passed: send its answer now
                 self._answer_oldest()
@@ -587,7 +563,7 @@ class Run:
             stream.abort()  # the reader thread's blocked read returns at once
         self._broken(error)
 
-    def _observe(self, event: RunEvent) -> None:
+    def _observe(self, event: RunEvent, mark: int = 0) -> None:
         if event.terminal:
             status = ("completed" if isinstance(event, RunCompleted) else
                       "failed" if isinstance(event, RunFailed) else
@@ -607,9 +583,8 @@ class Run:
             if identity in self._asked:
                 return  # the same request announced again (a resumed stream): asked about once
             self._asked.add(identity)
-            self._pending.append(_Pending(event))
+            self._pending.append(_Pending(event, mark=mark))
             self.status = "waiting_for_approval"
-            self._answer_oldest()
             return
         if isinstance(event, ApprovalResponded):
             if self._answered_unseen > 0:
@@ -620,7 +595,6 @@ class Run:
                         self._pending.popleft()
             if self.status != "stopping":
                 self.status = "running"
-            self._answer_oldest()  # the next request (if one is waiting) is now the oldest
             return
         if isinstance(event, ToolCompleted) and self._pending:
             # The command's approval ended without an answer: Hermes' timeout, or a stop (BLOCKED).
@@ -629,87 +603,101 @@ class Run:
             self.status = "running"
 
     def _answered(self, resolved: int) -> None:
-        for _ in range(max(resolved, 1)):
-            if self._pending:
-                self._pending.popleft()
-        self._answered_unseen += max(resolved, 1)
-        if self.status == "waiting_for_approval":
-            self.status = "running"
+        with self._answering:
+            for _ in range(max(resolved, 1)):
+                if self._pending:
+                    self._pending.popleft()
+            self._answered_unseen += max(resolved, 1)
+            if self.status == "waiting_for_approval":
+                self.status = "running"
+
+    def _settled(self, mark: int) -> None:
+        """The consumer accounted for every event up to one whose mark is ``mark``: what they said
+        about the pending requests is in ``_pending`` now; wake the senders waiting on it."""
+        with self._answering:
+            for pending in self._pending:
+                pending.mark = max(pending.mark, mark)
+            self._answering.notify_all()
+
+    def _may_send(self, pending: _Pending) -> str:
+        """Whether ``pending``'s answer may go now (``send``), after the consumer caught up
+        (``later``), or never (``drop``: answered, resolved at Hermes, the run ended or was stopped)."""
+        if (self._result is not None or self._runs.stopped(self.id) or pending.choice in (None, SENT)
+                or not any(p is pending for p in self._pending)):
+            return "drop"
+        if self._pending[0] is not pending or self._queue.moves > pending.mark:
+            return "later"  # an older request first, or an event not accounted for yet may have resolved it
+        return "send"
+
+    def _decided(self, pending: _Pending, decision: object) -> None:
+        """On the asking thread: the provider decided; send the answer there, on its own bound."""
+        with self._answering:
+            assert pending.asking is not None  # set under this lock before the thread could get here
+            choice = choice_for(decision, pending.asking.request, pending.event, self._runs.allow_permanent_approvals)
+            pending.choice = choice
+        Sender(self, pending, choice)()
 
     def _answer_oldest(self) -> None:
-        """Hand the oldest unanswered request to the provider and send its answer, in Hermes' order.
+        """Hand the oldest unanswered request to the provider, whose thread sends its answer.
 
         Hermes applies an answer to its oldest pending request, with no id: so only the oldest
         request this client knows of is ever answered (a later one waits until every older one
         is answered, by the provider or the caller), and its answer is not sent when the events
         already received show that Hermes moved on (the request timed out, or was answered
         elsewhere): sent then, it would land on the next command. Never asked, never answered
-        once this client stopped the run (Hermes resolves the request as deny), nor past the
-        bound of the wait in progress.
+        once this client stopped the run (Hermes resolves the request as deny); not asked past the
+        bound of the wait in progress (the next wait asks).
 
         The provider is asked on a thread of its own, so a provider that waits for a person (the
-        inbox) cannot hold the caller past that bound: the caller waits for it until the bound,
-        then returns; the provider keeps waiting, and its decision is sent by the next
-        :meth:`wait` or :meth:`events` (which it wakes), if Hermes has not moved on by then.
+        inbox) cannot hold the caller past that bound; the same thread sends the decision on the
+        answer's own bound (``run_answers``), whether or not a wait is running. What the provider
+        raised is raised here, on the caller's thread; an answer that did not leave is sent again.
         """
         runs = self._runs
-        while self._pending and self._provider is not None and not runs.stopped(self.id):
-            oldest = self._pending[0]
-            if oldest.asking is None:
-                if self._bound_passed():
+        while True:
+            with self._answering:
+                oldest = self._pending[0] if self._pending else None
+                if oldest is None or self._provider is None or runs.stopped(self.id):
                     return
-                event = oldest.event
-                request = runs.approval_request(self.id, event.command, reason=event.description,
-                                                endpoint=self._endpoint, pattern_key=event.pattern_key,
-                                                session_id=self._session_id, objective=self._objective,
-                                                context=self._context)
-                oldest.asking = _Asking(self._provider, request, self._queue)
-            if oldest.choice is None:
-                if not oldest.asking.done.wait(self._remaining()):
-                    return  # the bound came first: the provider goes on deciding in the background
-                decision = oldest.asking.outcome()  # a provider's failure is raised here, on the caller's thread
-                if decision is None:
-                    return  # left pending: the caller answers with run.approve(...)
-                oldest.choice = choice_for(decision, oldest.asking.request, oldest.event,
-                                           runs.allow_permanent_approvals)
-            if oldest.choice in (None, _SENT) or self._moved_on() or self._bound_passed() or runs.stopped(self.id):
-                return
-            choice, oldest.choice = oldest.choice, _SENT
-            try:
-                answer = runs.approve(self.id, choice, request_id=oldest.event.request_id, endpoint=self._endpoint,
-                                      context=self._context, deadline=self._until)
-            except StaleApprovalError:
-                # 0.21+ refused the answer: that exact request is no longer pending (answered
-                # elsewhere or timed out). Nothing was approved; the next request is asked about.
-                self._drop_request(oldest.event.request_id)
-                continue
-            self._answered(answer.resolved)
+                asking = oldest.asking
+                if asking is None:
+                    if self._bound_passed():
+                        return
+                    event = oldest.event
+                    request = runs.approval_request(self.id, event.command, reason=event.description,
+                                                    endpoint=self._endpoint, pattern_key=event.pattern_key,
+                                                    session_id=self._session_id, objective=self._objective,
+                                                    context=self._context)
+                    asking = oldest.asking = Asking(self._provider, request, self._queue,
+                                                    functools.partial(self._decided, oldest))
+                elif oldest.choice not in (None, SENT) and not self._bound_passed():
+                    asking.again(Sender(self, oldest, str(oldest.choice)))  # decided; it did not leave
+            if not self._await(asking, oldest):
+                return  # the bound came first: the provider's thread goes on deciding and sending
+            asking.raise_error()  # a provider's failure is raised here, on the caller's thread
+            with self._answering:
+                if self._pending and self._pending[0] is oldest:
+                    return  # left to the caller (None), or not sent (yet)
+
+    def _await(self, asking: Asking, pending: _Pending) -> bool:
+        """Wait, within the bound of the wait in progress, for the provider's thread to decide and
+        send; False when the bound came first or its sender waits for this consumer to read on."""
+        while True:
+            left = self._remaining()
+            if asking.done.wait(0.05 if left is None else min(0.05, left)):
+                return True
+            if pending.held or self._bound_passed():
+                return False
 
     def _drop_request(self, request_id: Optional[str]) -> None:
         """Forget a request the server says is no longer pending."""
-        for item in list(self._pending):
-            if item.event.request_id == request_id:
-                self._pending.remove(item)
+        with self._answering:
+            for item in list(self._pending):
+                if item.event.request_id == request_id:
+                    self._pending.remove(item)
 
     def _remaining(self) -> Optional[float]:
         return None if self._until is None else max(0.0, self._until - time.time())
-
-    def _moved_on(self) -> bool:
-        """Whether an event already received (not consumed yet) says the oldest request may no
-        longer be Hermes' oldest: it was resolved, or the run ended."""
-        while True:
-            try:
-                self._ahead.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-        for _, payload in self._ahead:
-            if not isinstance(payload, StreamEvent):  # not an event
-                continue
-            data = payload.data
-            if isinstance(data, dict) and (data.get("event") in _MOVED_ON or (
-                    data.get("run_id") is not None and data.get("run_id") != self.id)):
-                return True
-        return False
 
     def _bound_passed(self) -> bool:
         return self._until is not None and time.time() >= self._until

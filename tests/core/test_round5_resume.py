@@ -50,7 +50,8 @@ def bare(events: list[dict[str, Any]]) -> list[Frame]:
 
 class ResumeServer:
     """A scripted ``/v1/runs``: subscription n is served ``scripts[n]``; a script whose last event is
-    not terminal ends by dropping the connection mid-stream. ``GET /v1/runs/{id}`` says ``final``."""
+    not terminal ends by dropping the connection mid-stream. ``GET /v1/runs/{id}`` says ``waiting_for_approval`` while a request waits for its answer (the
+    SDK reads it before sending one), then ``final``."""
 
     def __init__(self, scripts: list[list[Frame]], final_output: str) -> None:
         self.scripts = scripts
@@ -58,6 +59,7 @@ class ResumeServer:
                       "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}}
         self.answers: list[dict[str, Any]] = []
         self.answered = threading.Event()
+        self.awaiting = threading.Event()  # a request is out and unanswered: the status says so
         self.subscriptions: list[RawRequest] = []
         self.raw = RawServer(self.handle)
 
@@ -75,7 +77,9 @@ class ResumeServer:
                                                         "choice": body["choice"], "resolved": 1}).encode()))
             self.answered.set()
         elif method == "GET" and target == f"/v1/runs/{RUN_ID}":
-            conn.sendall(json_response(200, json.dumps(self.final).encode()))
+            waiting = self.awaiting.is_set() and not self.answered.is_set()
+            status = {"object": "hermes.run", "run_id": RUN_ID, "status": "waiting_for_approval"}
+            conn.sendall(json_response(200, json.dumps(status if waiting else self.final).encode()))
         else:
             conn.sendall(json_response(404, b'{"error": {"message": "no", "type": "invalid_request_error"}}'))
 
@@ -90,6 +94,8 @@ class ResumeServer:
             assert not isinstance(frame, str)
             event_id, data = frame
             head = b"" if event_id is None else b"id: " + event_id.encode() + b"\n"
+            if data["event"] == "approval.request":
+                self.awaiting.set()
             conn.sendall(chunk(head + b"data: " + json.dumps(data).encode() + b"\n\n"))
             last = data
         if last is not None and str(last["event"]).startswith("run."):

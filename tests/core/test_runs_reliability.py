@@ -48,6 +48,7 @@ class RunsServer:
         self.status = status or {"object": "hermes.run", "run_id": RUN_ID, "status": "running"}
         self.after_approval = after_approval
         self.approvals: list[str] = []
+        self.stalled = 0  # approval POSTs accepted and never answered
         self._more: "list[bytes]" = []
         self._cond = threading.Condition()
         self.closed = threading.Event()
@@ -70,6 +71,7 @@ class RunsServer:
             elif "approval" in self.stall and target.endswith("/approval") or \
                     "stop" in self.stall and target.endswith("/stop") or \
                     "get" in self.stall and method == "GET":
+                self.stalled += target.endswith("/approval")
                 self.closed.wait(30)  # accepted, never answered
                 conn.close()
             elif target.endswith("/approval"):
@@ -116,27 +118,30 @@ def runs_server() -> Any:
 # --------------------------------------------------------------------------- the run's own calls keep its time
 
 
-def test_a_stalled_approval_answer_ends_at_the_waits_timeout(runs_server: Any) -> None:
-    server = runs_server([approval_request("rm -rf /scratch/x")], stall=("approval",))
+WAITING = {"object": "hermes.run", "run_id": RUN_ID, "status": "waiting_for_approval", "updated_at": 1.5}
+
+
+def test_a_stalled_approval_answer_does_not_hold_the_wait(runs_server: Any) -> None:
+    # The answer goes out on the provider's thread, on its own bound: the wait ends at its timeout.
+    server = runs_server([approval_request("rm -rf /scratch/x")], stall=("approval",), status=WAITING)
     with server.client(approval_provider=approve_all) as client:
         run = client.run("go", idempotency_key="k-stall")
         began = time.monotonic()
-        with pytest.raises(DeadlineExceededError) as info:
-            run.wait(timeout=1.0)  # the approval POST got the published 30 s before
+        result = run.wait(timeout=1.0)
         took = time.monotonic() - began
-    assert took <= 1.0 + LATE, took
-    assert info.value.uncertain_outcome is True  # the answer was sent: Hermes may have applied it
+        assert took <= 1.0 + LATE, took
+        assert not result.done and server.stalled == 1  # the answer left and is still in flight
 
 
 def test_a_stalled_approval_answer_ends_at_the_runs_deadline(runs_server: Any) -> None:
-    server = runs_server([approval_request("rm -rf /scratch/x")], stall=("approval",))
+    server = runs_server([approval_request("rm -rf /scratch/x")], stall=("approval",), status=WAITING)
     with server.client(approval_provider=approve_all) as client:
         began = time.monotonic()
         run = client.run("go", idempotency_key="k-stall-deadline", deadline=time.time() + 1.0)
-        with pytest.raises(DeadlineExceededError):
-            run.wait()
+        assert not run.wait().done
         took = time.monotonic() - began
-    assert took <= 1.0 + LATE, took
+        assert took <= 1.0 + LATE, took
+        assert wait_for(lambda: server.stalled == 1, 2)
 
 
 @pytest.mark.parametrize("method", ["stop", "refresh"])
@@ -203,7 +208,7 @@ def test_an_answer_never_goes_out_while_an_older_request_is_unanswered(runs_serv
     # Two requests pending at once (a server that runs tools concurrently): the provider approves
     # the later `ls /tmp` and leaves the older `rm -rf /important` to the caller. Hermes would apply
     # an `once` sent now to the rm (oldest first, no id): nothing may be sent.
-    server = runs_server([approval_request("rm -rf /important"), approval_request("ls /tmp")])
+    server = runs_server([approval_request("rm -rf /important"), approval_request("ls /tmp")], status=WAITING)
     asked: list[str] = []
 
     def provider(request: ApprovalRequest) -> Any:

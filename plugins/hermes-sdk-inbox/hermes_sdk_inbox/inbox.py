@@ -53,6 +53,8 @@ from .queue import ApprovalQueue, holds_identifier, identifiers_of, queue_from_u
 #: An approved decision is honoured this long after it was made (the SDK's approval TTL).
 DECISION_TTL_SECONDS = 15 * 60
 STATES = ("pending", "approved", "denied", "expired")
+#: Entries on one page of the inbox.
+PER_PAGE = 50
 #: The kinds of entry that answer a run's command (``session`` scope allowed): a run's, an operator run's.
 RUN_KINDS = ("run", "operator")
 _scrubber = Redactor()
@@ -122,8 +124,9 @@ class Inbox:
 
     def entries(self, *, state: Optional[str] = "pending", operation: Optional[str] = None,
                 kind: Optional[str] = None, identifier: Optional[str] = None,
-                limit: int = 100) -> list[dict[str, Any]]:
-        """Entries newest first; ``state`` is the displayed state (``expired`` included), None for all.
+                limit: Optional[int] = 100) -> list[dict[str, Any]]:
+        """Entries newest first; ``state`` is the displayed state (``expired`` included), None for all;
+        ``limit`` None: every match.
 
         ``operation`` and ``kind`` match exactly; ``identifier`` matches an entry whose id or any of
         whose ``identifiers`` (a response, session, job, run or operator action id) is that value.
@@ -133,9 +136,9 @@ class Inbox:
         wanted = identifier.strip() if identifier else None
         out: list[dict[str, Any]] = []
         seen: set[str] = set()
-        page = max(limit, 200)
+        page = max(limit or 0, 200)
         read = 0
-        while len(out) < limit:  # page through every row: the filters below are not all in the query
+        while limit is None or len(out) < limit:  # every row: the filters below are not all in the query
             batch = self._list(stored, page, read, wanted)
             read += len(batch)
             for entry in batch:
@@ -148,11 +151,25 @@ class Inbox:
                     continue
                 seen.add(entry["id"])
                 out.append({**entry, "identifiers": identifiers_of(entry), "display_state": shown})
-                if len(out) >= limit:
+                if limit is not None and len(out) >= limit:
                     break
             if len(batch) < page:
                 break
         return out
+
+    def page(self, *, state: Optional[str] = "pending", operation: Optional[str] = None,
+             kind: Optional[str] = None, identifier: Optional[str] = None, number: int = 1,
+             per_page: int = PER_PAGE) -> tuple[list[dict[str, Any]], int]:
+        """Page ``number`` (from 1) of the entries :meth:`entries` matches, and how many match.
+
+        Pending entries come soonest to lapse first (for a run's command: the first Hermes blocks),
+        so the oldest are never pushed off the first page by newer ones; the others newest first.
+        """
+        matched = self.entries(state=state, operation=operation, kind=kind, identifier=identifier, limit=None)
+        if state == "pending":
+            matched.sort(key=lambda e: (float(e["expires_at"]), float(e["requested_at"]), e["id"]))
+        start = (max(1, number) - 1) * max(1, per_page)
+        return matched[start:start + max(1, per_page)], len(matched)
 
     def _list(self, state: Optional[str], limit: int, offset: int, identifier: Optional[str]) -> list[dict[str, Any]]:
         """One page of the queue, filtered by identifier in the backend's query when it can."""

@@ -29,7 +29,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from hermes_sdk.plugin import visible_value
 
-from .inbox import Inbox, InboxError, display_state
+from .inbox import PER_PAGE, Inbox, InboxError, display_state
 from .queue import ApprovalQueue, identifiers_of
 from .sessions import LoginSessions
 
@@ -64,6 +64,9 @@ _LIST = """<h1>{{ heading }}</h1>
 <label>Id <input name="id" value="{{ identifier or '' }}" placeholder="resp_…, job id, session id, run_…, act_…"></label>
 <button type="submit">Filter</button></form>
 <p class="note" id="refresh-note">This list reloads itself every {{ refresh }} seconds.</p>
+<p id="count"><b id="total">{{ total }}</b> {{ state if state != "all" else "" }} entr{{ "y" if total == 1 else "ies" }}{% if entries %}; showing {{ first }}&ndash;{{ last }}{% if state == "pending" %}, soonest to lapse first{% endif %}{% endif %}.
+{% if number > 1 %}<a id="prev-page" href="{{ url_for(bp + '.index', page=number - 1, **query) }}">Previous page</a>{% endif %}
+{% if last < total %}<a id="next-page" href="{{ url_for(bp + '.index', page=number + 1, **query) }}">Next page</a>{% endif %}</p>
 <table id="entries"><tr><th>Entry</th><th>State</th><th>Operation</th><th>What</th><th>Caller's reason</th><th>Requested</th><th>Time left</th></tr>
 {% for e in entries %}<tr class="entry" data-entry="{{ e.id }}">
 <td><a href="{{ url_for(bp + '.detail', entry_id=e.id) }}">{{ e.id }}</a></td>
@@ -132,6 +135,11 @@ def _left(entry: dict[str, Any]) -> Optional[int]:
     if display_state(entry) != "pending":
         return None
     return max(0, int(float(entry["expires_at"]) - time.time()))
+
+
+def _page_number(value: Optional[str]) -> int:
+    """The ``page`` argument as a page number from 1 (anything else: the first page)."""
+    return int(value) if value and value.isdigit() and 0 < int(value) < 10**6 else 1
 
 
 def _duration(seconds: int) -> str:
@@ -223,10 +231,14 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         kind = request.args.get("kind") or None
         operation = (request.args.get("operation") or "").strip() or None
         identifier = (request.args.get("id") or "").strip() or None
-        entries = inbox.entries(state=None if state == "all" else state, kind=kind, operation=operation,
-                                identifier=identifier)
+        number = _page_number(request.args.get("page"))
+        entries, total = inbox.page(state=None if state == "all" else state, kind=kind, operation=operation,
+                                    identifier=identifier, number=number, per_page=PER_PAGE)
+        first = (number - 1) * PER_PAGE + 1
+        query = {k: v for k, v in (("state", state), ("kind", kind), ("operation", operation), ("id", identifier)) if v}
         return page(_LIST, heading=f"Approvals: {state}", entries=entries, state=state, kind=kind,
-                    operation=operation, identifier=identifier, identity=who, refresh=LIST_REFRESH_SECONDS)
+                    operation=operation, identifier=identifier, identity=who, refresh=LIST_REFRESH_SECONDS,
+                    total=total, number=number, first=first, last=first + len(entries) - 1, query=query)
 
     def render_detail(entry_id: str, who: str, status: int = 200, error: Optional[str] = None) -> Response:
         try:
