@@ -3,7 +3,10 @@ state the time they need; the SDK keeps no per-call memory under many threads.""
 
 from __future__ import annotations
 
+import gc
+import os
 import socket
+import threading
 from typing import Any, Callable, Iterator
 
 import attrs
@@ -11,6 +14,7 @@ import pytest
 from core_support import RawRequest, RawServer, chunk, free_port, json_response, sse_head
 
 from hermes_sdk import HermesClient, HermesError, ServerError, hookimpl
+from hermes_sdk.testing import HermesEmulator
 
 KEY = "sk-test-SECRET-123456"
 
@@ -170,3 +174,67 @@ def test_invoke_returns_an_error_without_frames(servers: list[RawServer]) -> Non
         result = client.invoke("cap:hermes_agent:default:chat", {"prompt": "x"})
     assert result.status == "failed" and isinstance(result.error, ServerError)
     assert key_holders(result.error) == []
+
+
+# --- item 16: after client.close() no connection stays open ------------------------------------
+
+def open_connections_to(port: int) -> int:
+    """Client sockets of this host still ESTABLISHED to ``port`` (a socket the client closed is not)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # 01: ESTABLISHED
+                count += 1
+    return count
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="counts sockets through /proc/net/tcp (Linux)")
+@pytest.mark.parametrize("threads", [16, 32])
+def test_close_leaves_no_connection_open_after_threads_streamed(threads: int) -> None:
+    emulator = HermesEmulator().start()  # its own port: no other test's pooled connection is counted
+    port = int(emulator.base_url.rsplit(":", 1)[1])
+    client = emulator.client(load_entrypoints=False)
+    abandoned: list[Any] = []  # half-read streams the caller still holds (a live response keeps its pool)
+    barrier = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            barrier.wait(30)
+            how = ("to_the_end", "to_the_end", "abandoned", "closed_early")[i % 4]
+            if how == "to_the_end":
+                with client.chat_stream(prompt="hello there") as stream:
+                    assert stream.result().error is None
+            elif how == "abandoned":
+                stream = client.chat_stream(prompt="hello there")
+                next(iter(stream))
+                abandoned.append(stream)
+            else:
+                with client.chat_stream(prompt="hello there") as stream:
+                    next(iter(stream))
+        except BaseException as exc:  # reported below, on the test's thread
+            errors.append(exc)
+
+    gc.disable()  # the garbage collector must not be what closes them
+    try:
+        workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert errors == []
+        assert open_connections_to(port) >= threads // 4  # the streams read to the end are pooled
+        client.close()
+        # Closing a socket takes it out of ESTABLISHED at once; nothing to wait for.
+        assert open_connections_to(port) == 0
+        assert all(stream.closed for stream in abandoned)
+    finally:
+        gc.enable()
+        client.close()
+        emulator.stop()
