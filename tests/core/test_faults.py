@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 import attrs
 import pytest
 import requests
+from core_support import SchedulerLag
 
 from hermes_sdk import HermesClient
 from hermes_sdk._core._constants import RETRY_MAX_ATTEMPTS
@@ -491,11 +492,12 @@ def test_fault(row: Row) -> None:
         deadline = time.time() + row.deadline
         error: Optional[HermesError] = None
         value: Any = None
-        try:
-            value = (row.call or (lambda c, k, d, s: _call(c, row.op, k, d)))(client, key, deadline, server)
-        except HermesError as exc:
-            error = exc
-        elapsed = time.monotonic() - start
+        with SchedulerLag() as lag:
+            try:
+                value = (row.call or (lambda c, k, d, s: _call(c, row.op, k, d)))(client, key, deadline, server)
+            except HermesError as exc:
+                error = exc
+            elapsed = time.monotonic() - start
         if error is None and getattr(value, "error", None) is not None:
             error = value.error  # a stream's outcome
         record = client.records.get(capability_id("default", row.op), key)
@@ -526,8 +528,11 @@ def test_fault(row: Row) -> None:
             assert record.result["status"] == row.record
         if row.call is not None and (row.error is InvalidInputError or row.call in UNSENT_CALLS):
             assert server.requests == [], "refused input must send nothing"
-        # Time: never later than the deadline (plus slack), whatever the server does.
-        assert elapsed <= row.deadline + SLACK, f"took {elapsed:.2f}s against a {row.deadline}s deadline"
+        # Time: never later than the deadline (plus slack), whatever the server does; a busy machine
+        # adds its measured wake-up lag twice (the watchdog's thread, then the caller's).
+        late = elapsed - row.deadline
+        assert late <= SLACK + 2 * lag.worst, f"{late:.2f}s late against a {row.deadline}s deadline " \
+                                             f"(the scheduler's lag was {lag.worst:.3f}s)"
         if row.attempts is not None:
             assert len(server.requests) == row.attempts, [r.path for r in server.requests]
         # No socket left open: the server saw every connection closed by the client.
