@@ -61,6 +61,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=240.0, help="stop between phases after this long")
     parser.add_argument("--flat", type=float, default=4.0, help="bytes per call under which growth counts as flat")
     parser.add_argument("--tracemalloc", action="store_true", help="also trace Python allocations (slower)")
+    parser.add_argument("--trim", action="store_true",
+                        help="malloc_trim(0) before each measure: memory malloc kept goes back")
     args = parser.parse_args()
 
     from hermes_sdk import HermesClient, HermesError
@@ -90,6 +92,11 @@ def main() -> int:
         go.wait()
         done.wait()
 
+    trim = None
+    if args.trim:
+        import ctypes
+
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
     workers = [threading.Thread(target=worker, daemon=True) for _ in range(args.threads)]
     try:
         for w in workers:
@@ -97,13 +104,16 @@ def main() -> int:
         for _ in range(max(1, args.warmup // (per_thread * args.threads))):
             phase()
         gc.collect()
+        if trim is not None:
+            trim(0)
         if args.tracemalloc:
             tracemalloc.start()
         calls = per_thread * args.threads
         rows = []
         base_rss = last = rss()
         base_py = tracemalloc.get_traced_memory()[0] if args.tracemalloc else 0
-        print(f"threads={args.threads} calls/phase={calls} MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', '-')}")
+        print(f"threads={args.threads} calls/phase={calls} MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', '-')}"
+              f" malloc_trim={'yes' if trim else 'no'}")
         print(f"{'phase':>5} {'calls':>8} {'RSS MiB':>8} {'B/call':>7} {'py live KiB':>11}")
         for number in range(1, args.phases + 1):
             if time.monotonic() - began > args.seconds:
@@ -111,6 +121,8 @@ def main() -> int:
                 break
             phase()
             gc.collect()
+            if trim is not None:
+                trim(0)
             now = rss()
             grew = (now - last) / calls
             last = now
