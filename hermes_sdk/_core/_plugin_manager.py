@@ -31,6 +31,7 @@ import pluggy
 from .. import hookspecs
 from ..errors import HermesError, PluginError
 from ..hookspecs import hookimpl
+from ._detach import detach
 from .exchange import Attempt
 from .idempotency import IdempotencyStore, store_from_url
 from .view import CallView
@@ -449,7 +450,12 @@ def _proceed(value: object) -> object:
         raise PluginError("the innermost hook step already ran: a call is sent once",
                           details={"plugin": "hermes_sdk.core"})
     step.ran = True
-    return step.run()
+    try:
+        return step.run()
+    except Exception as exc:
+        # The wrappers outside see neither the frames below (they hold the Call, its headers and
+        # the PreparedRequest) nor a chained requests exception.
+        raise detach(exc)  # noqa: B904 (the same error again: its own cause stays)
 
 
 def _only_builtins(pm: pluggy.PluginManager, hook: str) -> bool:
@@ -474,7 +480,7 @@ def around(pm: pluggy.PluginManager, hook: str, value: object, inner: Callable[[
             raise PluginError(f"plugin 'hermes_sdk.core' failed in {hook}: {type(exc).__name__}",
                               details={"plugin": "hermes_sdk.core", "hook": hook,
                                        "exception": type(exc).__name__},
-                              uncertain_outcome=sent()) from exc
+                              uncertain_outcome=sent()) from detach(exc)
     step = inner if present is None else (lambda: present(inner()))
     token = _STEP.set(_Step(value, step))
     try:

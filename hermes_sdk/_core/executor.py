@@ -18,6 +18,7 @@ import attrs
 from ..errors import ApprovalRequiredError, HermesError, InvalidInputError
 from . import convert, server_features, stages
 from ._constants import DEFAULT_ENDPOINT_ID
+from ._detach import detach
 from .approval import ApprovalRequest
 from .call import Call
 from .capabilities import capability_id, parse_capability_id
@@ -52,7 +53,15 @@ class Executor:
         return Executor(self.endpoints, self.context, runtime)
 
     def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = DEFAULT_OPTIONS) -> T:
-        """Run one typed call: the typed value, or the recorded one when replayed (its failure raised)."""
+        """Run one typed call: the typed value, or the recorded one when replayed (its failure raised).
+
+        A failure leaves from this frame, which holds no Call: see :mod:`hermes_sdk._core._detach`."""
+        try:
+            return self._request(spec, data, options)
+        except HermesError as exc:
+            raise detach(exc)  # noqa: B904 (the same error again: its own cause stays)
+
+    def _request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions) -> T:
         call = self.build(spec, self.endpoint(options.endpoint), data, options)
         server_features.require(self, call)
         result = stages.run(call)
@@ -86,7 +95,7 @@ class Executor:
             exc.action_id = exc.action_id or action_id
             exc.capability_id = exc.capability_id or (capability if isinstance(capability, str) else None)
             status = "pending_approval" if isinstance(exc, ApprovalRequiredError) else "failed"
-            return ActionResult(action_id=action_id, capability_id=str(capability), status=status, error=exc,
+            return ActionResult(action_id=action_id, capability_id=str(capability), status=status, error=detach(exc),
                                 idempotency_key=options.idempotency_key, recorded_at=time.time())
         stream = call.value
         if isinstance(stream, HermesStream):

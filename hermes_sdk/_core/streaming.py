@@ -22,6 +22,7 @@ from ..errors import (
     TransportError,
 )
 from . import _fork
+from ._detach import detach
 from ._wire import FRAMING_FAULTS, TRANSPORT_FAULTS, WIRE_FAULTS
 from .aggregate import Accumulator, Aggregate, decode_event, event_name  # noqa: F401  (re-exported)
 from .deadline import WATCHDOG, Alarm
@@ -203,7 +204,7 @@ class HermesStream:
                 hook(event)
             return event
         self._fail(error)
-        raise error from None
+        raise detach(error) from None  # without the reader's frames (see _detach)
 
     def _next_replayed(self) -> Optional[StreamEvent]:
         assert self._replay is not None

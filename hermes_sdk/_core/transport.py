@@ -360,8 +360,20 @@ class _PooledAdapter(HTTPAdapter):
         return response
 
     def close(self) -> None:
+        # urllib3 2's PoolManager.clear() forgets its pools without closing them: their idle
+        # connections (every stream read to its end) stayed open until the garbage collector ran,
+        # or for good while a response still held its pool. Each pool is closed here; a connection
+        # checked out of it now is closed when it is given back.
+        pools: list[urllib3.connectionpool.ConnectionPool] = list(self._pools.values())
+        for manager in (self.poolmanager, *self.proxy_manager.values()):
+            for key in manager.pools.keys():
+                pool = manager.pools.get(key)
+                if pool is not None:
+                    pools.append(pool)
         self._pools.clear()
         super().close()
+        for pool in pools:
+            pool.close()
 
 
 class Transport:

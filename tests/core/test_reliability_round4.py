@@ -207,9 +207,15 @@ def test_a_pending_key_outlives_a_retention_shorter_than_the_call(hermes_emulato
         def slow() -> None:
             first["reply"] = client.chat(prompt="SLOW:3 take your time", idempotency_key="k-long", timeout=30)
 
+        seen = len(hermes_emulator.requests_seen)
         thread = threading.Thread(target=slow)
         thread.start()
-        time.sleep(1.5)  # past the 1 s retention, well inside the 3 s reply
+        # The key is reserved before the request leaves: once Hermes has it, 1.2 s is past the 1 s
+        # retention and well inside the 3 s reply, however late the thread got going.
+        deadline = time.monotonic() + 20
+        while len(hermes_emulator.requests_seen) == seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(1.2)
         with pytest.raises(OutcomeUnknownError):
             client.chat(prompt="SLOW:3 take your time", idempotency_key="k-long", timeout=30)
         thread.join(30)

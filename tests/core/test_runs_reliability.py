@@ -217,8 +217,10 @@ def test_an_answer_never_goes_out_while_an_older_request_is_unanswered(runs_serv
 
     with server.client(approval_provider=provider) as client:
         run = client.run("go", idempotency_key="k-two")
-        result = run.wait(timeout=0.5)  # reads both requests; the stream is then held open
-        assert not result.done
+        # Both requests read (the stream is then held open): waited for, not assumed after 0.5 s.
+        assert wait_for(lambda: [type(e).__name__ for e in run.wait(timeout=0.05).events].count(
+            "ApprovalRequested") == 2, 20)
+        assert not run.wait(timeout=0).done
         assert server.approvals == [], "an answer went out while an older request was unanswered"
         assert asked == ["rm -rf /important"]  # the later one is not even asked yet
         assert run.pending_approval is not None and run.pending_approval.command == "rm -rf /important"
@@ -235,7 +237,8 @@ def test_an_answer_hermes_would_apply_to_the_next_command_is_not_sent(hermes_emu
     # Hermes is serial: when the provider takes longer than Hermes' approval timeout, the first
     # command is BLOCKED and the second asked before the provider answers. Sent then, the answer
     # meant for the first would approve the second.
-    emu: HermesEmulator = hermes_emulator_factory(toolsets=TOOLSETS, approval_timeout=1.0)
+    # Hermes gives up after 2 s; the late answer comes at 3 s: a second either way on a busy machine.
+    emu: HermesEmulator = hermes_emulator_factory(toolsets=TOOLSETS, approval_timeout=2.0)
     emu.files["/scratch/a/keep.txt"] = "a"
     emu.files["/scratch/b/keep.txt"] = "b"
     asked: list[str] = []
@@ -244,9 +247,9 @@ def test_an_answer_hermes_would_apply_to_the_next_command_is_not_sent(hermes_emu
         command = request.input_snapshot["command"]
         asked.append(command)
         if command == "rm -rf /scratch/a":
-            # Hermes gives up on it after 1 s and asks about /scratch/b (which it would give up on
-            # at 2 s): answered at 1.5 s, the "once" would approve /scratch/b.
-            time.sleep(1.5)
+            # Hermes gives up on it after 2 s and asks about /scratch/b (which it would give up on
+            # at 4 s): answered at 3 s, the "once" would approve /scratch/b.
+            time.sleep(3.0)
             return approve_all(request)
         return request.deny(approver="test", reason="not b")
 
@@ -285,6 +288,8 @@ def test_events_about_another_run_break_the_stream(runs_server: Any) -> None:
                          status={"object": "hermes.run", "status": "running"})
     with server.client() as client:
         run = client.run("go", idempotency_key="k-foreign-event")
+        # The foreign event read (waited for, not assumed to come within 0.6 s).
+        assert wait_for(lambda: run.wait(timeout=0.05) is not None and run.stream_error is not None, 20)
         result = run.wait(timeout=0.6)  # polled after the foreign event: still running
         assert not result.done and result.output is None and result.text == "hi"
         assert isinstance(run.stream_error, InvalidResponseError)
