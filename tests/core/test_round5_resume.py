@@ -50,8 +50,9 @@ def bare(events: list[dict[str, Any]]) -> list[Frame]:
 
 class ResumeServer:
     """A scripted ``/v1/runs``: subscription n is served ``scripts[n]``; a script whose last event is
-    not terminal ends by dropping the connection mid-stream. ``GET /v1/runs/{id}`` says ``waiting_for_approval`` while a request waits for its answer (the
-    SDK reads it before sending one), then ``final``."""
+    not terminal ends by dropping the connection mid-stream. ``GET /v1/runs/{id}`` says
+    ``waiting_for_approval`` while a request waits for its answer (the SDK reads it before sending
+    one), then ``final``."""
 
     def __init__(self, scripts: list[list[Frame]], final_output: str) -> None:
         self.scripts = scripts
