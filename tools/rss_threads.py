@@ -8,6 +8,7 @@ levels off: the later half of the phases grows by less than ``--flat`` bytes per
 
     python tools/rss_threads.py --threads 32 --phases 12 --calls 4000
     MALLOC_ARENA_MAX=2 python tools/rss_threads.py --threads 32
+    python tools/rss_threads.py --threads 32 --baseline   # the same load on one plain requests.Session
 
 Bounded: ``--seconds`` (default 240) stops it between phases; loopback only.
 """
@@ -15,6 +16,7 @@ Bounded: ``--seconds`` (default 240) stops it between phases; loopback only.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import os
 import socket
@@ -30,6 +32,22 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 def rss() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * PAGE
+
+
+class _MallInfo2(ctypes.Structure):
+    # glibc's struct mallinfo2 (2.33+): every field a size_t
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def malloc_in_use() -> tuple[int, int]:
+    """glibc's bytes in use by live allocations and bytes free inside its heaps (all arenas): with
+    PYTHONMALLOC=malloc every Python object is in the first, so a leak grows it and fragmentation
+    grows the second (and RSS) while the first stays flat."""
+    fn = ctypes.CDLL("libc.so.6").mallinfo2
+    fn.restype = _MallInfo2
+    info = fn()
+    return int(info.uordblks + info.hblkhd), int(info.fordblks)
 
 
 def free_port() -> int:
@@ -63,13 +81,33 @@ def main() -> int:
     parser.add_argument("--tracemalloc", action="store_true", help="also trace Python allocations (slower)")
     parser.add_argument("--trim", action="store_true",
                         help="malloc_trim(0) before each measure: memory malloc kept goes back")
+    parser.add_argument("--mallinfo", action="store_true",
+                        help="also print glibc's in-use and free heap bytes (run with PYTHONMALLOC=malloc)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="the same calls through one plain requests.Session shared by the threads, not the SDK:"
+                             " whatever grows there is not the SDK's")
     args = parser.parse_args()
+
+    import requests
 
     from hermes_sdk import HermesClient, HermesError
 
     port = free_port()
     emulator = start_emulator(port)
     client = HermesClient(f"http://127.0.0.1:{port}", "k", load_entrypoints=False)
+    session = requests.Session()
+    session.trust_env = False
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    body = {"model": "hermes-agent", "messages": [{"role": "user", "content": "x"}]}
+    headers = {"Authorization": "Bearer k"}
+
+    def call() -> None:
+        if args.baseline:
+            reply = session.post(url, json=body, headers=headers, timeout=30)
+            if reply.status_code != 200 or not reply.json().get("choices"):
+                raise HermesError("baseline call failed")
+        else:
+            client.chat(prompt="x")
     began = time.monotonic()
     per_thread = max(1, args.calls // args.threads)
     go, done = threading.Barrier(args.threads + 1), threading.Barrier(args.threads + 1)
@@ -83,8 +121,8 @@ def main() -> int:
                 return
             for _ in range(per_thread):
                 try:
-                    client.chat(prompt="x")
-                except HermesError:
+                    call()
+                except (HermesError, requests.RequestException):
                     failed.append(1)  # counted, so every thread still reaches the barrier
             done.wait()
 
@@ -112,9 +150,11 @@ def main() -> int:
         rows = []
         base_rss = last = rss()
         base_py = tracemalloc.get_traced_memory()[0] if args.tracemalloc else 0
-        print(f"threads={args.threads} calls/phase={calls} MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', '-')}"
+        print(f"client={'requests.Session' if args.baseline else 'hermes_sdk'} "
+              f"threads={args.threads} calls/phase={calls} MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', '-')}"
               f" malloc_trim={'yes' if trim else 'no'}")
-        print(f"{'phase':>5} {'calls':>8} {'RSS MiB':>8} {'B/call':>7} {'py live KiB':>11}")
+        print(f"{'phase':>5} {'calls':>8} {'RSS MiB':>8} {'B/call':>7} {'py live KiB':>11}"
+              + (f" {'malloc used KiB':>15} {'malloc free KiB':>15}" if args.mallinfo else ""))
         for number in range(1, args.phases + 1):
             if time.monotonic() - began > args.seconds:
                 print(f"stopped after {args.seconds:g} s")
@@ -128,7 +168,11 @@ def main() -> int:
             last = now
             py = (tracemalloc.get_traced_memory()[0] - base_py) / 1024 if args.tracemalloc else float("nan")
             rows.append(grew)
-            print(f"{number:>5} {number * calls:>8} {now / 2**20:>8.1f} {grew:>7.1f} {py:>11.1f}")
+            heap = ""
+            if args.mallinfo:
+                used, free = malloc_in_use()
+                heap = f" {used / 1024:>15.1f} {free / 1024:>15.1f}"
+            print(f"{number:>5} {number * calls:>8} {now / 2**20:>8.1f} {grew:>7.1f} {py:>11.1f}{heap}")
         half = rows[len(rows) // 2:]
         late = sum(half) / len(half) if half else float("nan")
         total = (last - base_rss) / (len(rows) * calls) if rows else float("nan")
@@ -145,6 +189,7 @@ def main() -> int:
         except threading.BrokenBarrierError:
             pass
         client.close()
+        session.close()
         emulator.terminate()
         emulator.wait(10)
     return 0
