@@ -58,14 +58,13 @@ from .events import (
 )
 from .lenient import opt_str
 from .models import StreamEvent
-from .run_answers import SENT, Asking, Item, Received, Sender
+from .run_answers import SENT, Asking, Received, Sender
 from .stages.approval import as_decision
 
 if TYPE_CHECKING:
     from .resources.runs import Runs
     from .streaming import RunEventStream
 
-_Item = Item  # what the events reader and the approval thread hand a Run's consumer (run_answers)
 
 log = logging.getLogger("hermes_sdk")
 
@@ -281,7 +280,6 @@ class Run:
         self._objective = objective  # shown to the approval provider (through the redactor)
         self._session_id = session_id or started.run_id  # Hermes' default session is the run id
         self._queue = Received(started.run_id)
-        self._ahead: deque[_Item] = deque()  # received, not consumed yet
         self._until = deadline  # the bound of the wait()/events() in progress
         self._stream: Optional[RunEventStream] = None
         self._subscribed = False
@@ -515,16 +513,13 @@ class Run:
                     return None
                 self._poll(until)
                 return None
-            if self._ahead:
-                kind, payload = self._ahead.popleft()
-            else:
-                remaining = None if until is None else until - time.time()
-                if remaining is not None and remaining <= 0:
-                    return None
-                try:
-                    kind, payload = self._queue.get(timeout=remaining)
-                except queue.Empty:
-                    return None
+            remaining = None if until is None else until - time.time()
+            if remaining is not None and remaining <= 0:
+                return None
+            try:
+                kind, payload = self._queue.get(timeout=remaining)
+            except queue.Empty:
+                return None
             if isinstance(payload, StreamEvent):  # kind "event"
                 mark = self._queue.mark(payload)
                 data = payload.data
@@ -556,7 +551,6 @@ class Run:
 
     def _reject_stream(self, error: HermesError) -> None:
         """Stop believing the events stream: drop what it still holds, close it, and poll."""
-        self._ahead.clear()
         self._released = True
         stream = self._stream
         if stream is not None and not stream.closed:
