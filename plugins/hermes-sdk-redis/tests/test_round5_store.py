@@ -23,7 +23,6 @@ from hermes_sdk_redis import RedisStorePlugin
 from hermes_sdk import DeadlineExceededError, HermesClient, IdempotencyRecord, PluginError, StoreUnavailableError
 from hermes_sdk.testing import HermesEmulator
 
-
 TIMEOUT = 1.0
 BOUND = TIMEOUT + 1.5  # generous: a busy 2-core machine
 REDIS_SERVER = shutil.which("redis-server")
