@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,12 +94,16 @@ def test_a_frozen_redis_cannot_hold_a_call_past_its_deadline(server: Server, her
         client.chat(prompt="warm", idempotency_key="warm", timeout=5)  # a pooled connection exists
         before = chat_posts(hermes_emulator)
         server.signal(signal.SIGSTOP)
+        # A safety limit: an SDK the deadline does not bound waits for this, then fails its bound.
+        wake = threading.Timer(10, server.signal, (signal.SIGCONT,))
+        wake.start()
         try:
             started = time.monotonic()
             with pytest.raises(DeadlineExceededError) as info:
                 client.chat(prompt="hello", idempotency_key="frozen-1", timeout=TIMEOUT)
             took = time.monotonic() - started
         finally:
+            wake.cancel()
             server.signal(signal.SIGCONT)
         err = info.value
         assert took < BOUND, f"a frozen Redis held chat(timeout={TIMEOUT}) for {took:.2f} s"

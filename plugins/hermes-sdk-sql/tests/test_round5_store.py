@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,14 @@ def cluster_pids(url: str) -> list[int]:
     return [postmaster] + children
 
 
+def terminate(url: str, pid: int) -> None:
+    """End the session ``pid`` (its transaction and its locks)."""
+    engine, _ = make_engine(url)
+    with engine.connect() as conn:
+        conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    engine.dispose()
+
+
 def signal_all(pids: list[int], sig: int) -> None:
     for pid in pids:
         try:
@@ -104,7 +113,14 @@ def test_postgresql_table_locked_by_another_session(pg_url: str, hermes_emulator
         client.chat(prompt="warm", idempotency_key="warm", timeout=5)
         with holder.connect() as conn:
             conn.execute(sa.text("LOCK TABLE hermes_idempotency IN ACCESS EXCLUSIVE MODE"))
-            assert_unsent_deadline(client, hermes_emulator, "pg-lock-1")
+            pid = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+            # A safety limit: an SDK the deadline does not bound waits for this, then fails its bound.
+            release = threading.Timer(10, terminate, (db_url, pid))
+            release.start()
+            try:
+                assert_unsent_deadline(client, hermes_emulator, "pg-lock-1")
+            finally:
+                release.cancel()
             conn.rollback()
         # The abandoned transaction hit its own lock_timeout and rolled back: the key is free.
         assert client.chat(prompt="hello", idempotency_key="pg-lock-1", timeout=5).text
@@ -130,9 +146,13 @@ def test_a_frozen_postgresql_cannot_hold_a_call(pg_url: str, hermes_emulator: An
         client.chat(prompt="warm", idempotency_key="warm", timeout=5)  # a pooled connection exists
         pids = cluster_pids(db_url)
         signal_all(pids, signal.SIGSTOP)
+        # A safety limit: an SDK the deadline does not bound waits for this, then fails its bound.
+        wake = threading.Timer(10, signal_all, (pids, signal.SIGCONT))
+        wake.start()
         try:
             assert_unsent_deadline(client, hermes_emulator, "frozen-1")
         finally:
+            wake.cancel()
             signal_all(pids, signal.SIGCONT)
         # Awake again: the abandoned reservation lands or rolls back; either way the key runs.
         before = chat_posts(hermes_emulator)
