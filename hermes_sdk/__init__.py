@@ -149,6 +149,7 @@ if TYPE_CHECKING:
         ServerError,
         StaleApprovalError,
         SteerNotAcceptedError,
+        StoreUnavailableError,
         StreamCancelledError,
         StreamError,
         TenantMismatchError,
@@ -195,7 +196,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MissingCredentialError", "NotFoundError", "OperatorRunError", "OutcomeUnknownError",
         "PayloadTooLargeError", "PluginError", "RateLimitedError", "RemoteRejectedError", "RemoteTemporaryError",
         "RunNotFoundError", "RunStoppedError", "ServerError", "StaleApprovalError", "SteerNotAcceptedError",
-        "StreamCancelledError", "StreamError", "TenantMismatchError", "TransportError", "UnsupportedByServerError"),
+        "StoreUnavailableError", "StreamCancelledError", "StreamError", "TenantMismatchError", "TransportError",
+        "UnsupportedByServerError"),
     "hermes_sdk.hookspecs": ("hookimpl",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -230,6 +232,8 @@ __all__ = [
     # what a newer server adds (0.20+)
     "HermesStatus", "ReasoningDelta", "RunEnded", "RunInterrupted", "RunSteered", "ServerFeatures",
     "StaleApprovalError", "SteerAnswer", "SteerNotAcceptedError", "SubagentEvent", "UnsupportedByServerError",
+    # the idempotency store was out of reach (nothing sent)
+    "StoreUnavailableError",
 ]
 
 

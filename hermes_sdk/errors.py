@@ -28,6 +28,7 @@ APPROVAL_DENIED = "hermes_sdk.approval_denied"
 OUTCOME_UNKNOWN = "hermes_sdk.outcome_unknown"
 IDEMPOTENCY_CONFLICT = "hermes_sdk.idempotency_conflict"
 PLUGIN_FAILED = "hermes_sdk.plugin_failed"
+STORE_UNAVAILABLE = "hermes_sdk.store_unavailable"
 RUN_STOPPED = "hermes_sdk.run_stopped"
 OPERATOR_RUN = "hermes_sdk.operator_run"
 
@@ -392,6 +393,20 @@ class PluginError(HermesError):
     default_category = "connector"
 
 
+class StoreUnavailableError(PluginError):
+    """The idempotency store could not be reached (refused, reset, restarting, timed out on its own
+    bound) before anything was sent.
+
+    Code ``hermes_sdk.store_unavailable``, category ``temporary``; ``retryable`` True,
+    ``uncertain_outcome`` False, ``details["sent"]`` False: the key was not reserved, so the same call
+    with the same key may be made again once the store is back. A store's other failures (a bug in
+    it) stay a plain :class:`PluginError` with ``retryable`` False.
+    """
+
+    default_code = STORE_UNAVAILABLE
+    default_category = "temporary"
+
+
 class RunNotFoundError(NotFoundError):
     """HTTP 404 ``run_not_found``: an unknown run, a finished run's ``/stop``, or a spent events route."""
 
@@ -452,7 +467,8 @@ _ALL = [HermesError, InvalidInputError, MissingCredentialError, AuthenticationEr
         RemoteRejectedError, BadRequestError, NotFoundError, PayloadTooLargeError, RemoteTemporaryError,
         RateLimitedError, ServerError, AgentIncompleteError, TransportError, InvalidResponseError,
         DeadlineExceededError, StreamCancelledError, StreamError, ApprovalRequiredError, ApprovalDeniedError,
-        OutcomeUnknownError, IdempotencyConflictError, PluginError, RunNotFoundError, InvalidApprovalChoiceError,
+        OutcomeUnknownError, IdempotencyConflictError, PluginError, StoreUnavailableError, RunNotFoundError,
+        InvalidApprovalChoiceError,
         ApprovalNotActiveError, ApprovalNotPendingError, StaleApprovalError, SteerNotAcceptedError,
         UnsupportedByServerError, RunStoppedError, OperatorRunError]
 _BY_NAME = {k.__name__: k for k in _ALL}

@@ -40,6 +40,7 @@ from ._core.operations.stored import path_id_value as path_id
 from ._core.options import CallOptions
 from ._core.redaction import REDACTED, Redactor
 from ._core.sqlite_files import SQLiteConnections, private_sqlite_files
+from ._core.store_calls import store_deadline
 from ._core.streaming import HermesStream
 from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
@@ -50,7 +51,8 @@ __all__ = [
     "FamilyExecutor", "HasRequestApproval", "HermesStream", "hookimpl", "hookspec", "HttpReply", "IdempotencyRecord",
     "IdempotencyStore", "invalid_input", "load_record", "OperationSpec", "path_id", "PENDING", "Plugin",
     "private_sqlite_files", "ProviderAnswer", "ProviderRequest", "REDACTED", "Redactor", "register",
-    "register_resource", "RequestParts", "SQLiteConnections", "store_from_url", "unregister", "unregister_resource",
+    "register_resource", "RequestParts", "SQLiteConnections", "store_deadline", "store_from_url", "unregister",
+    "unregister_resource",
     "visible", "visible_value",
 ]
 

@@ -9,12 +9,14 @@ unknown and the model work is never replayed blindly. Operators reconcile with `
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import sqlite3
 import threading
 import time
-from typing import Mapping, Optional, Protocol, runtime_checkable
+from typing import Iterator, Mapping, Optional, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 import attrs
@@ -23,6 +25,7 @@ from ..errors import PluginError
 from . import _fork
 from .endpoints import seconds_value
 from .sqlite_files import SQLITE_SIDE_FILES, SQLiteConnections, private_sqlite_files  # noqa: F401  (SQLITE_SIDE_FILES: kept importable here)
+from .store_calls import StoreTimeout, store_deadline
 
 PENDING = "pending"
 COMPLETED = "completed"
@@ -62,7 +65,15 @@ class IdempotencyRecord:
 
 @runtime_checkable
 class IdempotencyStore(Protocol):
-    """What a store must do. ``reserve`` is the one atomic step every backend must get right."""
+    """What a store must do. ``reserve`` is the one atomic step every backend must get right.
+
+    Every call's deadline bounds its store calls too. A store is called on a worker thread the
+    caller stops waiting for at the deadline, unless its class sets ``honours_deadline = True``:
+    then it is called on the caller's thread and must itself return by
+    :func:`hermes_sdk.plugin.store_deadline` (raising ``TimeoutError`` when it cannot). Raise
+    ``ConnectionError`` (or another ``OSError``) when the store cannot be reached: the call fails
+    with a retryable :class:`~hermes_sdk.StoreUnavailableError` and nothing sent.
+    """
 
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
         """Insert ``record`` (pending) unless a live record holds its (capability_id, key).
@@ -126,6 +137,8 @@ def _rec_load(text: str) -> IdempotencyRecord:
 
 class MemoryStore:
     """Per-process store: durable only for the life of the process (the default)."""
+
+    honours_deadline = True  # never waits on I/O: called on the caller's thread
 
     #: Expired records are swept when the store has grown to this many since the last sweep (then
     #: to twice what the sweep left): the store holds what is live, not every key it ever saw.
@@ -204,8 +217,16 @@ class SQLiteStore:
 
     Args:
         path: the database file (created with mode 0600: records hold model output).
-        timeout: seconds to wait for another writer's lock.
+        timeout: seconds to wait for another writer's lock (within a call: the time the call has
+            left, if less).
+
+    Expired records are pruned as calls reserve keys: every :attr:`PRUNE_EVERY` reservations, at
+    most :attr:`PRUNE_BATCH` of them go (bounded work per call; :meth:`purge_expired` takes all).
     """
+
+    honours_deadline = True  # waits only for the write lock, and that wait is bounded per call
+    PRUNE_EVERY = 8
+    PRUNE_BATCH = 32
 
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path = path
@@ -222,20 +243,58 @@ class SQLiteStore:
             " state TEXT NOT NULL, expires_at REAL, record TEXT NOT NULL,"
             " PRIMARY KEY (capability_id, key))")
         conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
+        conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_expires ON hermes_idempotency(expires_at)")
         private_sqlite_files(path)  # the -wal and -shm files sqlite created just now
+        self._busy = threading.local()  # (connection, busy_timeout ms) as last set on this thread
+        self._reserves = 0  # approximate across threads: it only paces the pruning
+        #: Expired records pruned so far by reservations.
+        self.pruned = 0
 
     def _conn(self) -> sqlite3.Connection:
         return self._connections.get()
+
+    @contextlib.contextmanager
+    def _bounded(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, waiting for a lock no longer than the call has left."""
+        conn = self._conn()
+        deadline = store_deadline()
+        wait = self._timeout if deadline is None else min(self._timeout, deadline - time.time())
+        if wait <= 0:
+            raise StoreTimeout("the deadline passed before the SQLite store was called")
+        ms = max(1, math.ceil(wait * 1000))
+        if getattr(self._busy, "state", None) != (conn, ms):
+            conn.execute("PRAGMA busy_timeout=%d" % ms)
+            self._busy.state = (conn, ms)
+        try:
+            yield conn
+        except sqlite3.OperationalError as exc:
+            if deadline is None or "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if wait < self._timeout:
+                raise StoreTimeout("another writer held the SQLite store past the call's deadline") from exc
+            raise TimeoutError("another writer held the SQLite store longer than its timeout") from exc
+
+    def _prune(self, conn: sqlite3.Connection, now: float) -> None:
+        self._reserves += 1
+        if self._reserves % self.PRUNE_EVERY:
+            return
+        cur = conn.execute("DELETE FROM hermes_idempotency WHERE rowid IN (SELECT rowid FROM hermes_idempotency"
+                           " WHERE expires_at IS NOT NULL AND expires_at<=? LIMIT ?)", (now, self.PRUNE_BATCH))
+        self.pruned += max(0, cur.rowcount)
 
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
         """Insert ``record`` in one ``BEGIN IMMEDIATE`` transaction; None means this caller owns the key.
 
         An expired record is deleted first, so it gives its key back.
         """
-        conn = self._conn()
+        with self._bounded() as conn:
+            return self._reserve(conn, record)
+
+    def _reserve(self, conn: sqlite3.Connection, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
         now = time.time()
         conn.execute("BEGIN IMMEDIATE")
         try:
+            self._prune(conn, now)
             # An expired record gives its key back.
             conn.execute("DELETE FROM hermes_idempotency WHERE capability_id=? AND key=? AND expires_at IS NOT NULL"
                          " AND expires_at<=?", (record.capability_id, record.key, now))
@@ -257,7 +316,10 @@ class SQLiteStore:
 
     def complete(self, capability_id: str, key: str, result: Mapping[str, object]) -> None:
         """Store the ActionResult JSON and mark the record completed, atomically (no-op if the record is gone)."""
-        conn = self._conn()
+        with self._bounded() as conn:
+            self._complete(conn, capability_id, key, result)
+
+    def _complete(self, conn: sqlite3.Connection, capability_id: str, key: str, result: Mapping[str, object]) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             row = conn.execute("SELECT record FROM hermes_idempotency WHERE capability_id=? AND key=?",
@@ -273,7 +335,8 @@ class SQLiteStore:
             raise
 
     def _one(self, sql: str, args: tuple[object, ...]) -> Optional[IdempotencyRecord]:
-        row = self._conn().execute(sql, args).fetchone()
+        with self._bounded() as conn:
+            row = conn.execute(sql, args).fetchone()
         if row is None:
             return None
         record = _rec_load(row[0])
@@ -290,8 +353,8 @@ class SQLiteStore:
 
     def forget(self, capability_id: str, key: str) -> bool:
         """Delete the record; return whether one existed."""
-        cur = self._conn().execute("DELETE FROM hermes_idempotency WHERE capability_id=? AND key=?",
-                                   (capability_id, key))
+        with self._bounded() as conn:
+            cur = conn.execute("DELETE FROM hermes_idempotency WHERE capability_id=? AND key=?", (capability_id, key))
         return cur.rowcount > 0
 
     def purge_expired(self) -> int:

@@ -7,21 +7,68 @@ run again; otherwise a pending record is reserved before anything is sent.
 from __future__ import annotations
 
 import logging
+import socket
 import time
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
-from ...errors import HermesError, IdempotencyConflictError, OutcomeUnknownError, PluginError
+from ...errors import (
+    DeadlineExceededError,
+    HermesError,
+    IdempotencyConflictError,
+    OutcomeUnknownError,
+    PluginError,
+    StoreUnavailableError,
+)
 from .. import convert
 from .._constants import DELETE_KEY_TTL_SECONDS
 from ..approval import input_hash
 from ..call import Call
-from ..idempotency import COMPLETED, IdempotencyRecord
+from ..idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore
 from ..models import ActionResult
+from ..store_calls import ABANDONED, StoreTimeout, call_store
+
+T = TypeVar("T")
 
 log = logging.getLogger("hermes_sdk")
 
 #: How long past its call's end a pending record is kept at least: time to record the outcome.
 PENDING_GRACE_SECONDS = 60.0
+#: Recording the outcome may take this long past the deadline (an outcome that arrives at the
+#: deadline, a deadline error included, is still recorded rather than left pending).
+RECORD_GRACE_SECONDS = 0.5
+#: A store error this close to the deadline is the deadline's doing (timers are not exact).
+_DEADLINE_SLACK = 0.05
+
+
+def _guarded(call: Call, what: str, fn: Callable[[], T], late: Optional[Callable[[object, Optional[BaseException]],
+                                                                                 None]] = None) -> T:
+    """One store call before anything is sent, bounded by the call's deadline, its failures typed:
+    the deadline (:class:`DeadlineExceededError`), an outage (:class:`StoreUnavailableError`, both
+    retryable) or a bug (:class:`PluginError`); each says ``details["sent"]`` False."""
+    deadline = call.ends_at
+    try:
+        return call_store(call.runtime.store, fn, deadline, late)
+    except HermesError as exc:  # a store's own typed error (a corrupt record, an outage it named)
+        exc.details.setdefault("sent", False)
+        raise
+    except Exception as exc:
+        raise _typed(call, what, exc, deadline) from exc
+
+
+def _typed(call: Call, what: str, exc: Exception, deadline: Optional[float]) -> HermesError:
+    details: dict[str, object] = {"hook": "idempotency_store", "store_operation": what, "sent": False,
+                                  "operation": call.contract.operation}
+    timed_out = isinstance(exc, (TimeoutError, socket.timeout))
+    if isinstance(exc, StoreTimeout) or (timed_out and deadline is not None
+                                         and time.time() >= deadline - _DEADLINE_SLACK):
+        details["reason"] = "store_deadline"
+        return DeadlineExceededError(f"the deadline passed while the idempotency store was asked to {what}; "
+                                     "nothing was sent and the key is free", retryable=True, details=details)
+    if isinstance(exc, (ConnectionError, OSError)):  # TimeoutError and socket errors included
+        details["reason"] = "store_unavailable"
+        return StoreUnavailableError(f"the idempotency store could not {what}: {type(exc).__name__}; nothing "
+                                     "was sent", retryable=True, details=details)
+    return PluginError(f"the idempotency store failed to {what}: {type(exc).__name__}", details=details)
 
 
 def recorded(call: Call) -> Optional[ActionResult]:
@@ -29,15 +76,11 @@ def recorded(call: Call) -> Optional[ActionResult]:
 
     Used before approval: replaying executes nothing, so a recorded outcome outlives its approval.
     """
-    if call.key is None:
+    key = call.key
+    if key is None:
         return None
-    try:
-        existing = call.runtime.store.get(call.capability_id, call.key)
-    except HermesError:  # a store's own typed error (a corrupt record)
-        raise
-    except Exception as exc:
-        raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
-                          details={"hook": "idempotency_store"}) from exc
+    store = call.runtime.store
+    existing = _guarded(call, "read", lambda: store.get(call.capability_id, key))
     return None if existing is None else _outcome_of(call, existing)
 
 
@@ -59,17 +102,42 @@ def begin(call: Call) -> Optional[ActionResult]:
     record = IdempotencyRecord(capability_id=call.capability_id, key=call.key, action_id=call.action_id,
                                input_hash=input_hash(call.capability_id, call.input), state="pending",
                                created_at=now, expires_at=expires_at)
-    try:
-        existing = rt.store.reserve(record)
-    except HermesError:
-        raise
-    except Exception as exc:
-        raise PluginError(f"the idempotency store failed to reserve: {type(exc).__name__}",
-                          details={"hook": "idempotency_store"}) from exc
+    existing = _reserve(call, rt.store, record)
+    if existing is not None and existing.state == PENDING and existing.action_id in ABANDONED:
+        # An earlier call of this process gave this reservation up before sending anything: it
+        # never ran, so the key is taken over rather than refused.
+        held = existing
+        _guarded(call, "reserve", lambda: rt.store.forget(held.capability_id, held.key))
+        ABANDONED.discard(held.action_id)
+        existing = _reserve(call, rt.store, record)
     if existing is None:
         call.record_key = call.key
         return None
     return _outcome_of(call, existing)
+
+
+def _reserve(call: Call, store: IdempotencyStore, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
+    try:
+        return _guarded(call, "reserve", lambda: store.reserve(record), late=_give_back(store, record))
+    except DeadlineExceededError:
+        # The store may still insert it after we gave up: a pending record of an action that sent
+        # nothing. The worker gives it back when it lands; until then this process knows it.
+        ABANDONED.add(record.action_id)
+        raise
+
+
+def _give_back(store: IdempotencyStore, record: IdempotencyRecord) -> Callable[[object, Optional[BaseException]],
+                                                                                    None]:
+    """What the worker does when an abandoned reservation returns at last."""
+    def late(value: object, error: Optional[BaseException]) -> None:
+        if error is not None:
+            return  # unknown whether it landed: the action id stays known as abandoned
+        if value is None:  # it landed: ours, and nothing was sent under it
+            held = store.get(record.capability_id, record.key)
+            if held is not None and held.action_id == record.action_id and held.state == PENDING:
+                store.forget(record.capability_id, record.key)
+        ABANDONED.discard(record.action_id)
+    return late
 
 
 def _outcome_of(call: Call, existing: IdempotencyRecord) -> ActionResult:
@@ -94,14 +162,16 @@ def finish(call: Call, result: ActionResult, unsent: bool = False) -> None:
     if key is None:
         return
     store = call.runtime.store
+    deadline = None if call.ends_at is None else max(call.ends_at, time.time() + RECORD_GRACE_SECONDS)
     try:
         if unsent and result.status == "failed":
-            store.forget(call.capability_id, key)
+            call_store(store, lambda: store.forget(call.capability_id, key), deadline)
         else:
-            store.complete(call.capability_id, key, convert.action_result_to_json(result))
+            data = convert.action_result_to_json(result)
+            call_store(store, lambda: store.complete(call.capability_id, key, data), deadline)
             if call.retained_until is not None and time.time() >= call.retained_until:
                 # The retention ended while the call ran: the key is free now, as if it had expired.
-                store.forget(call.capability_id, key)
+                call_store(store, lambda: store.forget(call.capability_id, key), deadline)
     except Exception as exc:  # the record stays pending: later calls refuse rather than replay
         log.warning("hermes_sdk could not record an idempotency outcome (%s); the key stays pending",
                     type(exc).__name__)

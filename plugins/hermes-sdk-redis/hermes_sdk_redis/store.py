@@ -1,15 +1,23 @@
 """A Redis IdempotencyStore: atomic reserve with ``SET NX PX``, TTL from the record, action index.
 
 Safe across threads, processes and hosts: the only step that decides ownership of a key is one
-``SET ... NX`` on the Redis server.
+``SET ... NX`` on the Redis server. Every key carries the record's TTL, so Redis itself drops what
+has expired (nothing to prune).
+
+The SDK calls this store on a worker thread it stops waiting for at the call's deadline (a frozen
+or silent server cannot hold a call). Redis being unreachable is raised as ``ConnectionError``
+(``TimeoutError`` for its socket timeout), which the SDK reports as a retryable
+``StoreUnavailableError`` with nothing sent.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
@@ -19,6 +27,31 @@ from hermes_sdk.plugin import COMPLETED, IdempotencyRecord
 
 SCHEMES = ("redis", "rediss")
 DEFAULT_PREFIX = "hermes_sdk:idem:"
+#: Socket timeouts of a client made from a URL that names none: a call the SDK abandoned at its
+#: deadline ends within this long, rather than when a frozen server wakes up.
+DEFAULT_SOCKET_TIMEOUT = 5.0
+DEFAULT_CONNECT_TIMEOUT = 5.0
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextlib.contextmanager
+def _outage() -> Iterator[None]:
+    """Redis out of reach as the builtin errors every store raises for an outage."""
+    try:
+        yield
+    except redis.TimeoutError as exc:
+        raise TimeoutError(f"Redis did not answer in time: {type(exc).__name__}") from exc
+    except redis.ConnectionError as exc:  # refused, reset, loading, read-only replica...
+        raise ConnectionError(f"Redis is out of reach: {type(exc).__name__}") from exc
+
+
+def _typed_outage(method: F) -> F:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _outage():
+            return method(*args, **kwargs)
+    return wrapper  # type: ignore[return-value]
 
 
 def _dumps(record: IdempotencyRecord) -> str:
@@ -52,6 +85,7 @@ class RedisStore:
     def _act(self, action_id: str) -> str:
         return f"{self.prefix}act:{action_id}"
 
+    @_typed_outage
     def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
         name = self._rec(record.capability_id, record.key)
         for _ in range(5):
@@ -71,6 +105,7 @@ class RedisStore:
             # The holder expired or was forgotten between our SET and GET: try again.
         raise RuntimeError("could not reserve the idempotency key (contention)")
 
+    @_typed_outage
     def complete(self, capability_id: str, key: str, result: Mapping[str, Any]) -> None:
         name = self._rec(capability_id, key)
         raw = self.redis.get(name)
@@ -79,6 +114,7 @@ class RedisStore:
         record = attrs.evolve(_loads(raw), state=COMPLETED, result=dict(result), completed_at=time.time())
         self.redis.set(name, _dumps(record), xx=True, keepttl=True)
 
+    @_typed_outage
     def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
         raw = self.redis.get(self._rec(capability_id, key))
         if raw is None:
@@ -86,6 +122,7 @@ class RedisStore:
         record = _loads(raw)
         return None if record.expired() else record
 
+    @_typed_outage
     def get_by_action(self, action_id: str) -> Optional[IdempotencyRecord]:
         name = self.redis.get(self._act(action_id))
         if name is None:
@@ -96,6 +133,7 @@ class RedisStore:
         record = _loads(raw)
         return record if record.action_id == action_id and not record.expired() else None
 
+    @_typed_outage
     def forget(self, capability_id: str, key: str) -> bool:
         name = self._rec(capability_id, key)
         raw = self.redis.get(name)
@@ -120,5 +158,11 @@ def store_from_url(url: str) -> Optional[RedisStore]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
     rest = urlencode([(k, v) for k, v in query if k != "prefix"])
-    client = redis.Redis.from_url(urlunsplit(parts._replace(query=rest)))
+    options: dict[str, Any] = {}
+    names = {k for k, _ in query}
+    if "socket_timeout" not in names:
+        options["socket_timeout"] = DEFAULT_SOCKET_TIMEOUT
+    if "socket_connect_timeout" not in names:
+        options["socket_connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
+    client = redis.Redis.from_url(urlunsplit(parts._replace(query=rest)), **options)
     return RedisStore(client, prefix=prefix, owns_client=True)

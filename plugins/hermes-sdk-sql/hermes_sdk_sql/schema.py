@@ -9,6 +9,7 @@ schema is newer than this release knows is refused with :class:`SchemaVersionErr
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable, Optional, Union
 
@@ -19,7 +20,17 @@ from hermes_sdk.errors import PluginError
 from hermes_sdk.plugin import CorruptRecordError as CoreCorruptRecordError
 from hermes_sdk.plugin import private_sqlite_files
 
+try:
+    from hermes_sdk.plugin import store_deadline as store_deadline
+except ImportError:  # an SDK before 0.3: no call bound reaches the store
+    def store_deadline() -> Optional[float]:
+        return None
+
 SCHEMA_TABLE = "hermes_sdk_schema"
+#: Seconds a new PostgreSQL connection may take (unless the URL says ``connect_timeout``).
+CONNECT_TIMEOUT = 5
+#: SQLite's wait for another writer's lock, outside a call's deadline (milliseconds).
+SQLITE_BUSY_MS = 30000
 #: (component, from_version) -> migration that brings the component's tables to from_version + 1.
 MIGRATIONS: dict[tuple[str, int], Callable[[Connection], None]] = {}
 
@@ -80,14 +91,27 @@ def _sqlite_begin_immediate(engine: Engine, path: str) -> None:
         cur = dbapi_conn.cursor()
         try:
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA busy_timeout=%d" % SQLITE_BUSY_MS)
         finally:
             cur.close()
         private_sqlite_files(path)  # the -wal and -shm files sqlite may have created just now
 
     @sa.event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
+        # Within a call, the wait for the lock ends at the call's deadline: an abandoned store
+        # call then ends too, having written nothing.
+        ms = busy_ms(store_deadline())
+        if conn.info.get("busy_ms") != ms:
+            conn.exec_driver_sql("PRAGMA busy_timeout=%d" % ms)
+            conn.info["busy_ms"] = ms
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def busy_ms(deadline: Optional[float]) -> int:
+    """Milliseconds to wait for a lock: until ``deadline`` (epoch seconds, at least 1 ms), or the default."""
+    if deadline is None:
+        return SQLITE_BUSY_MS
+    return max(1, min(SQLITE_BUSY_MS, math.ceil((deadline - time.time()) * 1000)))
 
 
 def make_engine(url_or_engine: Union[str, URL, Engine], **engine_kwargs: Any) -> tuple[Engine, bool]:
@@ -99,6 +123,9 @@ def make_engine(url_or_engine: Union[str, URL, Engine], **engine_kwargs: Any) ->
     else:
         parsed = url_or_engine
     kwargs: dict[str, Any] = {"pool_pre_ping": True, "future": True}
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        # A frozen server: a new connection gives up (libpq waits forever by default).
+        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT}
     sqlite_path = ""
     if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
@@ -123,6 +150,9 @@ def ensure_schema(engine: Engine, metadata: sa.MetaData, component: str, version
                 if conn.dialect.name == "postgresql":
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(7412903311)"))
                 metadata.create_all(conn, checkfirst=True)
+                for table in metadata.sorted_tables:  # an index a later release added to an existing table
+                    for index in table.indexes:
+                        index.create(conn, checkfirst=True)
                 row = conn.execute(sa.select(table.c.version).where(table.c.component == component)).first()
                 if row is None:
                     conn.execute(table.insert().values(component=component, version=version,
