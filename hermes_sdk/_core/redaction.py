@@ -167,6 +167,10 @@ _COMMAND_PATTERNS: tuple[Pattern[str], ...] = (re.compile(r"(?i)(bearer )" + _VA
 # A word shaped like an API key (``sk-`` and 16+ characters mixing letters and digits) outside a
 # credential position: hidden from an approver, who is told so (``sk-payments-production`` has no
 # digit: a name, shown).
+# A credential value after a space is hidden from an approver only when shaped like a token: 16+
+# characters holding letters and digits (``rm``, ``mkfs.ext4``, ``hunter2`` are shown); the command is
+# then not fully shown, since such a word could also be an argument.
+_TOKEN_SHAPED = re.compile(r"(?=[A-Za-z0-9_.+=-]*[A-Za-z])(?=[A-Za-z0-9_.+=-]*[0-9])[A-Za-z0-9_.+=-]{16,}")
 _KEY_SHAPED = re.compile(r"\bsk-(?=[A-Za-z0-9_-]*[A-Za-z])(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{16,}")
 
 
@@ -177,16 +181,39 @@ def _value_start(pattern: Pattern[str], match: "re.Match[str]") -> int:
     return end if end >= 0 else match.start()
 
 
-def _replace_values(text: str, pattern: Pattern[str]) -> str:
-    """Each match's value (the run of SECRET_CHARS after its kept prefix) replaced, nothing else."""
+def _replace_values(text: str, pattern: Pattern[str], spaced: Optional[list[str]] = None) -> str:
+    """Each match's value (the run of SECRET_CHARS after its kept prefix) replaced, nothing else.
+
+    With ``spaced`` (a command's credential patterns), a value that starts after a space (``Token:
+    x``, ``Bearer x``) may be the next shell word, not a value: it is hidden only when it is shaped
+    like a token (:data:`_TOKEN_SHAPED`), and then noted in ``spaced``; a word like ``rm`` or
+    ``mkfs.ext4`` is shown.
+    """
     pieces, last = [], 0
     for match in pattern.finditer(text):
         run = _SECRET_RUN.match(text, _value_start(pattern, match), match.end())
         if run is None:
             continue
+        if spaced is not None and run.start() > 0 and text[run.start() - 1].isspace():
+            if not _TOKEN_SHAPED.fullmatch(run.group()):
+                continue
+            spaced.append(run.group())
         pieces += [text[last:run.start()], REDACTED]
         last = run.end()
     return "".join(pieces) + text[last:] if pieces else text
+
+
+def _scrub_command(text: str, patterns: Iterable[Pattern[str]] = ()) -> tuple[str, bool]:
+    # The command as shown, and whether a token-shaped word after a space was hidden.
+    for secret in tuple(_secrets):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    spaced: list[str] = []
+    for pattern in _COMMAND_PATTERNS:
+        text = _replace_values(text, pattern, spaced)
+    for pattern in patterns:
+        text = _replace_values(text, pattern)
+    return text, bool(spaced)
 
 
 def scrub_command(text: str, patterns: Iterable[Pattern[str]] = ()) -> str:
@@ -195,14 +222,10 @@ def scrub_command(text: str, patterns: Iterable[Pattern[str]] = ()) -> str:
     Registered secrets are replaced where they appear; a credential (or given) pattern's match
     replaces only the run of :data:`SECRET_CHARS` its value starts with, so
     ``export TOKEN=x&&rm${IFS}-rf${IFS}/srv`` is shown ``export TOKEN=[REDACTED]&&rm${IFS}-rf${IFS}/srv``.
+    A value after a space (``Token: rm -rf /srv``) is hidden only when shaped like a token.
     Identifiers (:data:`ID_PATTERNS`) are not secrets and are shown.
     """
-    for secret in tuple(_secrets):
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    for pattern in _COMMAND_PATTERNS + tuple(patterns):
-        text = _replace_values(text, pattern)
-    return text
+    return _scrub_command(text, patterns)[0]
 
 
 class CommandView(NamedTuple):
@@ -278,8 +301,8 @@ class Redactor:
         A filter that changes more than a run of :data:`SECRET_CHARS` (or fails) leaves nothing
         shown but ``[REDACTED]``, never a command other than the one approved.
         """
-        shown = scrub_command(value)
-        hidden: list[str] = []
+        shown, spaced = _scrub_command(value)
+        hidden: list[str] = ["a credential's value after a space"] if spaced else []
         for pattern, why in ((_KEY_SHAPED, "a word shaped like an API key"),) + tuple(
                 (p, "a redaction pattern of the client") for p in self.extra_patterns):
             changed = _replace_values(shown, pattern)

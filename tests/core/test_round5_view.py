@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_sdk import ApprovalDeniedError, ApprovalRequest, Redactor
@@ -66,9 +66,10 @@ def test_an_empty_secret_value_never_takes_the_next_word(command: str) -> None:
 
 SECRETS = [  # (command, as the approver sees it, as logs show it)
     ("TOKEN=abc123 rm x", "TOKEN=[REDACTED] rm x", "TOKEN=[REDACTED] rm x"),
-    ("Authorization: Bearer abc", "Authorization: Bearer [REDACTED]", "Authorization: [REDACTED]"),
-    ("password: hunter2", "password: [REDACTED]", "password: [REDACTED]"),
-    ("curl -H 'Authorization: Basic dXNlcjpwYXNz' x", "curl -H 'Authorization: Basic [REDACTED]' x",
+    # a value after a space is hidden from the approver only when shaped like a token (below)
+    ("Authorization: Bearer abc", "Authorization: Bearer abc", "Authorization: [REDACTED]"),
+    ("password: hunter2", "password: hunter2", "password: [REDACTED]"),
+    ("curl -H 'Authorization: Basic dXNlcjpwYXNz' x", "curl -H 'Authorization: Basic dXNlcjpwYXNz' x",
      "curl -H 'Authorization: Basic [REDACTED]' x"),
     ('{"password": "hunter2"}', '{"password": "[REDACTED]"}', '{"password": "[REDACTED]"}'),
     ("TOKEN=x&&rm -rf /srv", "TOKEN=[REDACTED]&&rm -rf /srv", "TOKEN=[REDACTED]&&rm -rf /srv"),
@@ -94,16 +95,37 @@ OPERATOR = st.sampled_from(["&&", "||", ";", "|", ">", "<", "$(", ")", "`", "&",
        st.lists(st.one_of(WORD, OPERATOR), min_size=1, max_size=6))
 def test_every_command_word_after_an_empty_secret_stays_visible(name: str, sep: str, space: str,
                                                               words: list[str]) -> None:
-    # (a value after ": " on the line is a value, as in YAML and headers: not generated here)
-    assume(not (sep == ":" and space[0] == " " and space[1:2] not in ("\t", "\n", "\r", " ")))
-    assume(not any(w.lower() in ("bearer", "basic", "digest", "negotiate") for w in words))
+    # (a word after ": " or a scheme word is shown too: none of these words is shaped like a token)
     command = f"{name}{sep}{space}" + " ".join(words)
     shown = Redactor().command(command)
     assert shown == command, (command, shown)
+    if sep == ":" and space[0] == " " and space[1:2] not in ("\t", "\n", "\r", " "):
+        return  # (logs take a word after ": " for a value, as in YAML and headers: over-hiding there is safe)
     logged = scrub(command)
     for word in words:
         if scrub(word) == word:  # (an id-shaped word is hidden in logs, on purpose)
             assert word in logged, (command, logged)
+
+
+SPACED = [  # a token-shaped value after a space: hidden, and the approver is told the command is not whole
+    "curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.x4Z' https://api.example/v1",
+    "curl -H 'X-Api-Key: 0123456789abcdefghij' https://api.example/v1",
+    "Token: production2024customers01",
+]
+
+
+@pytest.mark.parametrize("command", SPACED)
+def test_a_token_after_a_space_is_hidden_and_the_command_is_not_fully_shown(command: str) -> None:
+    # (such a word could be the next shell word, an argument: hiding it silently would be a blind approval)
+    view = Redactor().command_view(command)
+    assert REDACTED in view.text and not view.fully_shown and "after a space" in (view.not_shown or "")
+
+
+@pytest.mark.parametrize("command", ["Token: rm -rf /srv", "x-api-key: rm -rf /", "password: mkfs.ext4 /dev/sda1",
+                                     "authorization=basic rm -rf /", "X=Bearer rm -rf /srv"])
+def test_a_command_word_after_a_space_is_never_taken_for_a_value(command: str) -> None:
+    view = Redactor().command_view(command)
+    assert view.text == command and view.fully_shown
 
 
 # ---------------------------------------------------------------- 2. ids, paths and names are shown; hiding is told

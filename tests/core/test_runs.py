@@ -404,10 +404,11 @@ def test_run_provider_overrides_the_clients(tools_emu: HermesEmulator, client: H
 
 
 def test_the_snapshot_scrubs_credentials_in_the_command(client: HermesClient) -> None:
-    request = client.runs.approval_request("run_0123456789abcdef", "curl -H 'Authorization: Bearer abc123' x | sh")
-    assert "abc123" not in request.input_snapshot["command"] and "curl" in request.input_snapshot["command"]
-    assert request.input_hash == client.runs.approval_request(
-        "run_0123456789abcdef", "curl -H 'Authorization: Bearer abc123' x | sh").input_hash
+    command = "curl -H 'Authorization: Bearer abc123def456ghi789' x | sh"
+    request = client.runs.approval_request("run_0123456789abcdef", command)
+    assert "abc123def456ghi789" not in request.input_snapshot["command"] and "curl" in request.input_snapshot["command"]
+    assert not request.fully_shown  # (a token after a space could be an argument: the approver is told)
+    assert request.input_hash == client.runs.approval_request("run_0123456789abcdef", command).input_hash
 
 
 def test_a_decision_for_another_input_is_answered_deny(tools_emu: HermesEmulator) -> None:
