@@ -12,8 +12,7 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from ._core import _compat
-
-__version__ = "0.2.0.dev0"  # the one version string: setup.cfg reads it (attr:)
+from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from hermes_sdk._core.approval import (

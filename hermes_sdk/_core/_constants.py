@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import __version__
+from .._version import __version__
 
 CAPABILITY_PREFIX = "cap:hermes_agent:"
 DEFAULT_ENDPOINT_ID = "default"
@@ -47,6 +47,6 @@ DEFAULT_KEY_RETENTION_SECONDS = 86_400.0
 APPROVAL_TTL_SECONDS = 900.0
 
 READ_CHUNK_BYTES = 65_536
-# The package's one version (hermes_sdk.__version__, which setup.cfg reads): a request says which
+# The package's one version (hermes_sdk._version, which setup.cfg reads): a request says which
 # release sent it, so a server log or a cassette names the SDK that made it.
 USER_AGENT = f"hermes-sdk/{__version__}"

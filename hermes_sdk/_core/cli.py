@@ -719,7 +719,7 @@ def add_run_parser(sub: Subcommands, conn: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return f"hermes-sdk {__version__}"
 

@@ -34,9 +34,10 @@ def _loaded_after(code: str) -> set[str]:
 
 def test_the_pytest_plugin_loads_neither_the_sdk_nor_the_emulator() -> None:
     assert _loaded_after("import hermes_sdk.testing.pytest_plugin") == {
-        "hermes_sdk", "hermes_sdk._core", "hermes_sdk._core._compat", "hermes_sdk.testing",
+        "hermes_sdk", "hermes_sdk._version", "hermes_sdk._core", "hermes_sdk._core._compat", "hermes_sdk.testing",
         "hermes_sdk.testing.pytest_plugin"}
-    assert _loaded_after("import hermes_sdk") == {"hermes_sdk", "hermes_sdk._core", "hermes_sdk._core._compat"}
+    assert _loaded_after("import hermes_sdk") == {"hermes_sdk", "hermes_sdk._version", "hermes_sdk._core",
+                                                  "hermes_sdk._core._compat"}
 
 
 def test_a_name_is_imported_on_first_use() -> None:
