@@ -100,8 +100,8 @@ class RawServer:
                 self.connections += 1
                 self._conns.append(conn)
             t = threading.Thread(target=self._conn, args=(conn,), daemon=True)
+            t.start()  # before it is listed: close() on another thread joins only started threads
             self._threads.append(t)
-            t.start()
 
     def _conn(self, conn: socket.socket) -> None:
         buf = b""
