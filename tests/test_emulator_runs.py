@@ -539,13 +539,14 @@ def test_the_live_fake_llm_makes_the_same_calls_as_the_scripted_model(prompt: st
 
 
 def test_a_dropped_start_still_starts_the_run(emu: HermesEmulator) -> None:
+    before = set(emu.run_ids())  # (a run an earlier test left active survives the reset)
     emu.drop_connection("before_response")
     with pytest.raises(requests.exceptions.ConnectionError):
         start(emu, {"input": "lost 202"})
-    wait_for(lambda: len(emu.run_ids()) == 1)
-    (run_id,) = emu.run_ids()
+    wait_for(lambda: len(set(emu.run_ids()) - before) == 1)
+    (run_id,) = set(emu.run_ids()) - before
     assert emu.wait_run(run_id)["output"] == "ECHO: lost 202"  # type: ignore[index]
     emu.drop_connection("before_response", after_execution=False)
     with pytest.raises(requests.exceptions.ConnectionError):
         start(emu, {"input": "never started"})
-    assert len(emu.run_ids()) == 1
+    assert set(emu.run_ids()) - before == {run_id}
