@@ -29,12 +29,6 @@ if TYPE_CHECKING:
     from hermes_sdk._core.capabilities import capability_id
     from hermes_sdk._core.client import HermesClient
     from hermes_sdk._core.deadline import CallTimeout
-    from hermes_sdk._core.discovery import (
-        Health,
-        ModelInfo,
-        ServerCapabilities,
-        Toolset,
-    )
     from hermes_sdk._core.endpoints import (
         Endpoint,
         ExecutionContext,
@@ -70,7 +64,6 @@ if TYPE_CHECKING:
     from hermes_sdk._core.jobs import (
         Job,
         JobDeleted,
-        Skill,
     )
     from hermes_sdk._core.models import (
         ActionResult,
@@ -120,6 +113,13 @@ if TYPE_CHECKING:
         ResponseStream,
         RunEventStream,
     )
+    from hermes_sdk._families.discovery.types import (
+        Health,
+        ModelInfo,
+        ServerCapabilities,
+        Skill,
+        Toolset,
+    )
     from hermes_sdk.errors import (
         AgentIncompleteError,
         ApprovalDeniedError,
@@ -167,7 +167,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hermes_sdk._core.capabilities": ("capability_id",),
     "hermes_sdk._core.client": ("HermesClient",),
     "hermes_sdk._core.deadline": ("CallTimeout",),
-    "hermes_sdk._core.discovery": ("Health", "ModelInfo", "ServerCapabilities", "Toolset"),
     "hermes_sdk._core.endpoints": ("Endpoint", "ExecutionContext"),
     "hermes_sdk._core.events": ("ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput",
         "HermesStatus", "MessageDelta", "ReasoningAvailable", "ReasoningDelta", "RunCancelled", "RunCompleted",
@@ -175,7 +174,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ToolProgress", "ToolStarted"),
     "hermes_sdk._core.idempotency": ("CorruptRecordError", "IdempotencyRecord", "IdempotencyStore", "MemoryStore",
         "SQLiteStore"),
-    "hermes_sdk._core.jobs": ("Job", "JobDeleted", "Skill"),
+    "hermes_sdk._core.jobs": ("Job", "JobDeleted"),
     "hermes_sdk._core.models": ("ActionResult", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt",
         "HermesResponse", "StreamEvent", "StreamResult"),
     "hermes_sdk._core.operator": ("OperatorResult",),
@@ -188,6 +187,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
         "SessionTranscript"),
     "hermes_sdk._core.streaming": ("ChatStream", "ResponseStream", "RunEventStream"),
+    "hermes_sdk._families.discovery.types": ("Health", "ModelInfo", "ServerCapabilities", "Skill", "Toolset"),
     "hermes_sdk.errors": ("AgentIncompleteError", "ApprovalDeniedError", "ApprovalNotActiveError",
         "ApprovalNotPendingError",
         "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "DeadlineExceededError", "HermesError",

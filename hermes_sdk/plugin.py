@@ -62,14 +62,15 @@ _INTERNAL = {"Call": ("hermes_sdk._core.call", "Call"), "Runtime": ("hermes_sdk.
 
 def __getattr__(name: str) -> object:
     if name == "CONTRACTS":  # a process-wide registry before 0.2: the built-in contracts, read-only
+        import importlib
         import types
         import warnings
 
-        from ._core.builtin import BUILTIN_SPECS
-
+        # By name: the built-in families import this module, so a static import here would close a circle.
+        specs = importlib.import_module("hermes_sdk._core.builtin").BUILTIN_SPECS
         warnings.warn("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are client.capabilities()",
                       DeprecationWarning, stacklevel=2)
-        return types.MappingProxyType({name: spec.contract for name, spec in BUILTIN_SPECS.items()})
+        return types.MappingProxyType({name: spec.contract for name, spec in specs.items()})
     if name == "Invocation":  # the hook object's former name
         import warnings
 

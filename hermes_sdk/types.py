@@ -12,7 +12,6 @@ import hermes_sdk as _top
 from ._core import _compat
 from ._core.approval import ApprovalDecision, ApprovalRequest
 from ._core.deadline import CallTimeout
-from ._core.discovery import Health, ModelInfo, ServerCapabilities, Toolset
 from ._core.events import (
     ApprovalRequested,
     ApprovalResponded,
@@ -28,7 +27,7 @@ from ._core.events import (
     ToolProgress,
     ToolStarted,
 )
-from ._core.jobs import Job, JobDeleted, Skill
+from ._core.jobs import Job, JobDeleted
 from ._core.models import (
     ActionResult,
     ChatCompletion,
@@ -69,6 +68,7 @@ from ._core.sessions import (
     SessionTranscript,
 )
 from ._core.streaming import ChatStream, HermesStream, ResponseStream, RunEventStream
+from ._families.discovery.types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
 
 __all__ = [
     # results

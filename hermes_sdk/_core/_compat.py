@@ -26,7 +26,18 @@ MOVED_MODULES = frozenset({
     "streaming", "transport", "view",
 })
 
+#: Old paths whose module has since moved out of ``hermes_sdk._core`` (into a family's package).
+RELOCATED = {
+    "hermes_sdk.discovery": "hermes_sdk._families.discovery.types",
+    "hermes_sdk.resources.discovery": "hermes_sdk._families.discovery.resource",
+}
+
 _HINT = "import from hermes_sdk, hermes_sdk.types, hermes_sdk.errors or hermes_sdk.plugin instead"
+
+
+def new_home(old: str) -> str:
+    """Where the module once at ``old`` (``hermes_sdk.runs``) lives now."""
+    return RELOCATED.get(old, "hermes_sdk._core." + old[len("hermes_sdk."):])
 
 
 def warn_moved(old: str) -> None:
@@ -38,7 +49,7 @@ class _Alias(importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         warn_moved(spec.name)
-        module = importlib.import_module("hermes_sdk._core." + spec.name[len("hermes_sdk."):])
+        module = importlib.import_module(new_home(spec.name))
         self._spec = module.__spec__
         return module
 
@@ -80,7 +91,7 @@ def rehome(namespace: dict[str, object], names: Iterable[str], module: str) -> N
         obj = namespace.get(name)
         if not isinstance(obj, type) and not callable(obj):
             continue
-        if not getattr(obj, "__module__", "").startswith("hermes_sdk._core"):
+        if not getattr(obj, "__module__", "").startswith(("hermes_sdk._core", "hermes_sdk._families")):
             continue
         if isinstance(obj, type):
             try:

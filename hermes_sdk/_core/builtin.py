@@ -10,6 +10,7 @@ from typing import Mapping
 
 import attrs
 
+from .._families import discovery
 from ..hookspecs import hookimpl
 from . import capabilities
 from .families import Family
@@ -26,9 +27,9 @@ from .view import ClientView
 _CLI = "hermes_sdk._core._cli_families:"
 CHAT: Family[None] = Family("chat", catalog.SPECS)
 RUNS: Family[Runs] = Family("runs", runs.RUN_SPECS, Runs)
-DISCOVERY: Family[None] = Family("discovery", runs.DISCOVERY_SPECS)
+DISCOVERY: Family[None] = discovery.FAMILY
 JOBS: Family[Jobs] = Family("jobs", jobs.JOB_SPECS, Jobs, commands=_CLI + "add_jobs_commands")
-SERVER: Family[None] = Family("server", jobs.SERVER_SPECS)
+SERVER: Family[None] = discovery.SERVER_FAMILY
 OPERATOR: Family[None] = Family("operator", (attrs.evolve(operator.OPERATOR, composite=invoke_operator),))
 SESSIONS: Family[Sessions] = Family("sessions", sessions.SPECS, Sessions, commands=_CLI + "add_sessions_commands")
 

@@ -1,5 +1,4 @@
-"""HermesClient: construction, the six seed capabilities, ``invoke()`` and the resource families
-(``hermes_sdk/resources/``: ``client.runs``, ``client.sessions``, ...), all over one Executor."""
+"""HermesClient: construction, the six seed capabilities, ``invoke()`` and the families, over one Executor."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union, 
 import attrs
 import requests
 
+from .._families.discovery import DiscoveryMethods
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
 from ._plugin_manager import Plugin
@@ -27,7 +27,6 @@ from .operations import keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .options import CallOptions
 from .resources.compat import DeprecatedAliases
-from .resources.discovery import DiscoveryMethods
 from .resources.jobs import Jobs
 from .resources.operator import OperatorMethods
 from .resources.records import Records

@@ -22,6 +22,7 @@ from .idempotency import IdempotencyStore
 from .redaction import FilterFn, Redactor, install_log_filters, register_secret
 from .retry import RetryPolicy
 from .runtime import Runtime
+from .server_features import ServerFeatures
 from .transport import Transport
 from .view import ClientView
 
@@ -207,3 +208,8 @@ class ClientSettings:
     def allow_permanent_approvals(self) -> bool:
         """Whether the run approval choice ``always`` may be sent."""
         return self._executor.runtime.allow_permanent_approvals
+
+    def server_features(self, *, endpoint: Optional[str] = None, refresh: bool = False) -> ServerFeatures:
+        """What the endpoint's Hermes server supports (its version and ``/v1/capabilities``
+        features), read from the server once and kept; ``refresh=True`` reads it again."""
+        return self._executor.runtime.server_features.get(self._executor, endpoint, refresh=refresh)

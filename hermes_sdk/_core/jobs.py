@@ -1,4 +1,4 @@
-"""Hermes cron jobs (``/api/jobs``) and skills (``/v1/skills``): typed results.
+"""Hermes cron jobs (``/api/jobs``): typed results.
 
 What Hermes 0.19.0 does and the SDK relies on (``spec/hermes-sessions-jobs.md`` sections 7-8):
 
@@ -15,8 +15,7 @@ from typing import Any, Optional
 
 import attrs
 
-from ..errors import InvalidResponseError
-from .convert import NO_CONTEXT, DecodeContext, as_dict, many, one, shape
+from .convert import many, one, shape
 
 
 @shape("a job object", required=("id",), malformed="the job object has no id")
@@ -69,39 +68,12 @@ class JobDeleted:
     replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
 
 
-@shape("a skill object")
-@attrs.frozen
-class Skill:
-    """One entry of ``GET /v1/skills`` (``category`` is None for a skill directly under ``skills/``)."""
-
-    name: str
-    description: Optional[str] = None
-    category: Optional[str] = None
-    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
-
-
 #: ``{"job": {...}}``.
 job = one(Job, envelope="job", what="a job envelope")
 #: ``{"jobs": [...]}`` (creation order).
 jobs = many(Job, "jobs", "a job list")
 #: ``{"ok": true}``; the resource fills in the id it deleted.
 job_deleted = one(JobDeleted)
-#: ``{"object": "list", "data": [{name, description, category}...]}``.
-skills = many(Skill, "data", "a skill list", skip_non_objects=True)
 
 
-def health_detailed(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, object]:
-    """``GET /health/detailed`` as Hermes sends it (a dict: readiness checks, gateway state, pid...)."""
-    return as_dict(data, "a health object")
-
-
-def model_options(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, object]:
-    """``GET /api/model/options`` as Hermes sends it (``providers``: each with ``slug``, ``models``,
-    ``is_current``...)."""
-    found = as_dict(data, "a model options object")
-    if not isinstance(found.get("providers"), list):
-        raise InvalidResponseError("the model options have no 'providers' array")
-    return found
-
-
-__all__ = ["Job", "JobDeleted", "Skill"]
+__all__ = ["Job", "JobDeleted"]

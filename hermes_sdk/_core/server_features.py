@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, Mapping, Optional, Tuple
 
 import attrs
 
@@ -137,19 +137,20 @@ def learn(executor: Executor, endpoint: Optional[str] = None) -> ServerFeatures:
 
     A server without ``/v1/capabilities`` (404) has no features; any other failure raises.
     """
-    from .operations.runs import HEALTH, SERVER_CAPABILITIES
     from .options import CallOptions
 
+    # The discovery family's operations, found by name in the client's registry: the kernel imports no family.
+    specs = executor.runtime.registry
     options = CallOptions(endpoint=endpoint)
-    health = executor.request(HEALTH, {}, options)
+    version = getattr(executor.request(specs.spec("health"), {}, options), "version", None)
     try:
-        caps = executor.request(SERVER_CAPABILITIES, {}, options)
-        features = dict(caps.features)
+        found = getattr(executor.request(specs.spec("server_capabilities"), {}, options), "features", None)
+        features = dict(found) if isinstance(found, Mapping) else {}
     except NotFoundError:
         features = {}
     except HermesError:
         raise
-    return ServerFeatures(version=health.version, features=features)
+    return ServerFeatures(version=version if isinstance(version, str) else None, features=features)
 
 
 __all__ = ["FeatureCache", "ServerFeatures", "parse_version", "require"]

@@ -27,15 +27,16 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+def imports(name: str, path: Path, known: dict[str, Path], *, type_checking: bool = False) -> set[str]:
+    """The modules of ``known`` that ``name`` imports; ``type_checking=True`` counts ``if TYPE_CHECKING`` blocks."""
     is_package = path.name == "__init__.py"
     out: set[str] = set()
 
     class Visitor(ast.NodeVisitor):
         def visit_If(self, node: ast.If) -> None:
             test = node.test
-            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-                    isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
+            if not type_checking and ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                    isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")):
                 for child in node.orelse:
                     self.visit(child)
                 return

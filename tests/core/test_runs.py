@@ -665,8 +665,8 @@ def test_invoke_run_get(emu: HermesEmulator, client: HermesClient) -> None:
 
 
 def test_decoders() -> None:
-    from hermes_sdk._core import discovery
     from hermes_sdk._core.runs import approval_answer, run_started, run_status
+    from hermes_sdk._families.discovery import types as discovery
     from hermes_sdk.errors import InvalidResponseError
     from hermes_sdk.plugin import DecodeContext
 

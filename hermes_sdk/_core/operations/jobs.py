@@ -1,4 +1,4 @@
-"""The cron jobs family (``/api/jobs``) and ``/health/detailed``, ``/v1/skills``, as specs.
+"""The cron jobs family (``/api/jobs``), as specs.
 
 Inputs follow the connector (``spec/hermes-sessions-jobs.md`` section 9.2): a ``job_id`` must be
 12 lower-case hex characters (refused before I/O otherwise); create takes ``name`` (1-200),
@@ -123,12 +123,6 @@ def build_job(operation: str, raw: object) -> RequestParts:
     return RequestParts({}, path_params={"job_id": job_id_value(data.get("job_id"))})
 
 
-def build_empty(operation: str, raw: object) -> RequestParts:
-    """``/health/detailed`` and ``/v1/skills`` take no input."""
-    _only(require_input(raw), ())
-    return RequestParts({})
-
-
 def refine_job_error(error: HermesError) -> HermesError:
     """A jobs 500 with Hermes' ``{"error": "<text>"}`` body is the handler's broad ``except``
     around validation (a bad schedule, a past one-shot, invalid JSON, the lifecycle guard): nothing
@@ -176,18 +170,4 @@ JOB_RUN: OperationSpec[types.Job] = OperationSpec(
     _mutation("job_run", "POST", _J + "/run", risk="high", kind="agent", side_effects=_AGENT_WRITE),
     build_job, decode=types.job, refine_error=refine_job_error, reply_id="job.id")
 
-_PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
-HEALTH_DETAILED: OperationSpec[dict[str, object]] = OperationSpec(
-    contract("health_detailed", "GET", "/health/detailed", read_only=True, data=dict(_PUBLIC)), build_empty,
-    decode=types.health_detailed)
-SKILLS: OperationSpec[list[types.Skill]] = OperationSpec(
-    contract("skills", "GET", "/v1/skills", read_only=True, stability="experimental", data=dict(_PUBLIC)),
-    build_empty, decode=types.skills)
-
-# Hermes 0.20+: the provider/model inventory; refused before sending on a server without it.
-MODEL_OPTIONS: OperationSpec[dict[str, object]] = OperationSpec(
-    contract("model_options", "GET", "/api/model/options", read_only=True, stability="experimental",
-             data=dict(_PUBLIC)), build_empty, decode=types.model_options, server_feature="model_options")
-
 JOB_SPECS = (JOBS_LIST, JOB_CREATE, JOB_GET, JOB_UPDATE, JOB_DELETE, JOB_PAUSE, JOB_RESUME, JOB_RUN)
-SERVER_SPECS = (HEALTH_DETAILED, SKILLS, MODEL_OPTIONS)

@@ -1,4 +1,4 @@
-"""Durable runs (``/v1/runs``) and the discovery routes, as specs.
+"""Durable runs (``/v1/runs``), as specs.
 
 Inputs Hermes answers with a text/plain 500 (an ``input`` array ending in a string, a body that
 is not an object) are refused here, before anything is sent; so are the ones it answers 400.
@@ -24,7 +24,6 @@ from ...errors import (
     StaleApprovalError,
     SteerNotAcceptedError,
 )
-from .. import discovery
 from ..aggregate import Accumulator, Aggregate
 from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
 from ..events import RunEvent, parse_run_event
@@ -194,13 +193,6 @@ def build_steer(operation: str, raw: object) -> RequestParts:
     if len(text) > STEER_TEXT_MAX:
         raise bad("input", f"'input' must be at most {STEER_TEXT_MAX} characters")
     return RequestParts({}, encode_body({"input": text}), path_params={"run_id": run_id})
-
-
-def build_discovery(operation: str, raw: object) -> RequestParts:
-    """The discovery routes take no input."""
-    data = require_input(raw)
-    _only(data, ("_aip",))
-    return RequestParts({})
 
 
 # ------------------------------------------------------------------ local admission rules
@@ -385,18 +377,4 @@ RUN_STOP: OperationSpec[RunStatus] = OperationSpec(
               side_effects=("write", "external_network")),
     build_run, decode=run_status, admit=admit_stop, refine_error=refine_run_error, reply_id="run_id")
 
-_PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
-
-HEALTH: OperationSpec[discovery.Health] = OperationSpec(
-    _contract("health", "GET", "/health", data=dict(_PUBLIC)), build_discovery, decode=discovery.health,
-    public=True)
-MODELS: OperationSpec[list[discovery.ModelInfo]] = OperationSpec(
-    _contract("models", "GET", "/v1/models", data=dict(_PUBLIC)), build_discovery, decode=discovery.models)
-SERVER_CAPABILITIES: OperationSpec[discovery.ServerCapabilities] = OperationSpec(
-    _contract("server_capabilities", "GET", "/v1/capabilities", data=dict(_PUBLIC)), build_discovery,
-    decode=discovery.server_capabilities)
-TOOLSETS: OperationSpec[list[discovery.Toolset]] = OperationSpec(
-    _contract("toolsets", "GET", "/v1/toolsets", data=dict(_PUBLIC)), build_discovery, decode=discovery.toolsets)
-
 RUN_SPECS = (RUN_START, RUN_GET, RUN_EVENTS, RUN_APPROVAL, RUN_STEER, RUN_STOP)
-DISCOVERY_SPECS = (HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS)

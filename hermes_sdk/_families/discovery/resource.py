@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from ..deadline import TimeoutLike
-from ..discovery import Health, ModelInfo, ServerCapabilities, Toolset
-from ..endpoints import Deadline, ExecutionContext
-from ..executor import Executor
-from ..jobs import Skill
-from ..operations.jobs import HEALTH_DETAILED, MODEL_OPTIONS, SKILLS
-from ..operations.runs import HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS
-from ..options import CallOptions
-from ..server_features import ServerFeatures
+from hermes_sdk._core.deadline import TimeoutLike
+from hermes_sdk._core.endpoints import Deadline, ExecutionContext
+from hermes_sdk.plugin import CallOptions, FamilyExecutor
+
+from .operations import HEALTH, HEALTH_DETAILED, MODEL_OPTIONS, MODELS, SERVER_CAPABILITIES, SKILLS, TOOLSETS
+from .types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
 
 
 class DiscoveryMethods:
     """Mixed into :class:`~hermes_sdk.HermesClient`: read-only, retried, no idempotency key."""
 
-    _executor: Executor
+    if TYPE_CHECKING:  # read-only: the client's own executor (an Executor) satisfies it
+        @property
+        def _executor(self) -> FamilyExecutor: ...
 
     def health(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
@@ -68,11 +67,6 @@ class DiscoveryMethods:
         Hermes sends them. UnsupportedByServerError (nothing sent) on a server without it (0.19)."""
         return self._executor.request(MODEL_OPTIONS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
-
-    def server_features(self, *, endpoint: Optional[str] = None, refresh: bool = False) -> ServerFeatures:
-        """What the endpoint's Hermes server supports (its version and ``/v1/capabilities``
-        features), read from the server once and kept; ``refresh=True`` reads it again."""
-        return self._executor.runtime.server_features.get(self._executor, endpoint, refresh=refresh)
 
     def skills(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                context: Optional[ExecutionContext] = None, deadline: Deadline = None,

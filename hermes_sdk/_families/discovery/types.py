@@ -1,4 +1,5 @@
-"""Discovery results: ``/health``, ``/v1/models``, ``/v1/capabilities`` and ``/v1/toolsets``."""
+"""Discovery results: ``/health``, ``/v1/models``, ``/v1/capabilities``, ``/v1/toolsets``, ``/v1/skills``,
+``/health/detailed`` and ``/api/model/options``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from typing import Any, Optional
 
 import attrs
 
-from .convert import many, one, shape
+from hermes_sdk._core.convert import NO_CONTEXT, as_dict, many, one, shape
+from hermes_sdk.errors import InvalidResponseError
+from hermes_sdk.plugin import DecodeContext
 
 
 @shape("a health object")
@@ -68,6 +71,17 @@ class Toolset:
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
 
+@shape("a skill object")
+@attrs.frozen
+class Skill:
+    """One entry of ``GET /v1/skills`` (``category`` is None for a skill directly under ``skills/``)."""
+
+    name: str
+    description: Optional[str] = None
+    category: Optional[str] = None
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
+
+
 #: ``/health``.
 health = one(Health)
 #: ``/v1/models``.
@@ -76,6 +90,22 @@ models = many(ModelInfo, "data", "a models list", skip_non_objects=True)
 server_capabilities = one(ServerCapabilities)
 #: ``/v1/toolsets``.
 toolsets = many(Toolset, "data", "a toolsets list", skip_non_objects=True)
+#: ``{"object": "list", "data": [{name, description, category}...]}``.
+skills = many(Skill, "data", "a skill list", skip_non_objects=True)
 
 
-__all__ = ["Health", "ModelInfo", "ServerCapabilities", "Toolset"]
+def health_detailed(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, object]:
+    """``GET /health/detailed`` as Hermes sends it (a dict: readiness checks, gateway state, pid...)."""
+    return as_dict(data, "a health object")
+
+
+def model_options(data: object, ctx: DecodeContext = NO_CONTEXT) -> dict[str, object]:
+    """``GET /api/model/options`` as Hermes sends it (``providers``: each with ``slug``, ``models``,
+    ``is_current``...)."""
+    found = as_dict(data, "a model options object")
+    if not isinstance(found.get("providers"), list):
+        raise InvalidResponseError("the model options have no 'providers' array")
+    return found
+
+
+__all__ = ["Health", "ModelInfo", "ServerCapabilities", "Skill", "Toolset"]

@@ -1,0 +1,76 @@
+"""The discovery operations, as specs: what the server is and offers. They take no input, read
+only, are retried and need no idempotency key."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import attrs
+
+from hermes_sdk._core.operations.common import require_input
+from hermes_sdk.plugin import Contract, OperationSpec, RequestParts, invalid_input
+
+from . import types
+
+#: Control fields an empty-input server route (``/health/detailed`` ...) accepts as the jobs routes do.
+_CONTROL_FIELDS = ("idempotency_key", "_aip")
+#: What Hermes says here names no user and no conversation.
+_PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
+
+
+def _only(data: Mapping[str, object], allowed: tuple[str, ...], shown: tuple[str, ...]) -> None:
+    extra = sorted(k for k in data if k not in allowed)
+    if extra:
+        raise invalid_input(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(shown)}")
+
+
+def build_discovery(operation: str, raw: object) -> RequestParts:
+    """``/health``, ``/v1/models``, ``/v1/capabilities`` and ``/v1/toolsets`` take no input."""
+    _only(require_input(raw), ("_aip",), ())
+    return RequestParts({})
+
+
+def build_empty(operation: str, raw: object) -> RequestParts:
+    """``/health/detailed``, ``/v1/skills`` and ``/api/model/options`` take no input."""
+    _only(require_input(raw), _CONTROL_FIELDS, ())
+    return RequestParts({})
+
+
+def _contract(operation: str, path: str, **overrides: Any) -> Contract:
+    base = Contract(
+        operation=operation, method="GET", path=path, risk="low", stability="experimental",
+        requires_approval=False, key_requirement="optional", key_ttl_ms=None, retry_safe=True, streaming=False,
+        side_effects=("read", "external_network"), data=dict(_PUBLIC), expected_latency_ms=1_000,
+        timeout_ms=30_000,
+    )
+    return attrs.evolve(base, **overrides)
+
+
+def _server_contract(operation: str, path: str, **overrides: Any) -> Contract:
+    """The server-facts routes, published since 0.1 with the sessions and jobs families' defaults."""
+    return _contract(operation, path, **{"stability": "stable", "kind": "tool", "expected_latency_ms": 5_000,
+                                         "timeout_ms": 60_000, **overrides})
+
+
+HEALTH: OperationSpec[types.Health] = OperationSpec(
+    _contract("health", "/health"), build_discovery, decode=types.health, public=True)
+MODELS: OperationSpec[list[types.ModelInfo]] = OperationSpec(
+    _contract("models", "/v1/models"), build_discovery, decode=types.models)
+SERVER_CAPABILITIES: OperationSpec[types.ServerCapabilities] = OperationSpec(
+    _contract("server_capabilities", "/v1/capabilities"), build_discovery, decode=types.server_capabilities)
+TOOLSETS: OperationSpec[list[types.Toolset]] = OperationSpec(
+    _contract("toolsets", "/v1/toolsets"), build_discovery, decode=types.toolsets)
+
+HEALTH_DETAILED: OperationSpec[dict[str, object]] = OperationSpec(
+    _server_contract("health_detailed", "/health/detailed"), build_empty, decode=types.health_detailed)
+SKILLS: OperationSpec[list[types.Skill]] = OperationSpec(
+    _server_contract("skills", "/v1/skills", stability="experimental"), build_empty, decode=types.skills)
+# Hermes 0.20+: the provider/model inventory; refused before sending on a server without it.
+MODEL_OPTIONS: OperationSpec[dict[str, object]] = OperationSpec(
+    _server_contract("model_options", "/api/model/options", stability="experimental"), build_empty,
+    decode=types.model_options, server_feature="model_options")
+
+#: Published in capabilities() after the runs family (as since 0.1).
+DISCOVERY_SPECS = (HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS)
+#: Published after the jobs family (as since 0.1), as the family ``server``.
+SERVER_SPECS = (HEALTH_DETAILED, SKILLS, MODEL_OPTIONS)

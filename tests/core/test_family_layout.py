@@ -1,0 +1,129 @@
+"""The families' layout (issue 31): each built-in family is one package under ``hermes_sdk/_families``,
+written against the public family API, and the kernel (``hermes_sdk/_core``) imports no family.
+
+Imports are read with ``ast`` from the source, ``if TYPE_CHECKING`` blocks and function-level imports
+included, plus any string naming a ``hermes_sdk._core`` module in a family (an ``import_module`` by name).
+The two allowlists below are known exceptions with their reason: they may only shrink (an entry
+no longer used fails too, so it is removed when its import goes).
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+from test_architecture import imports, modules
+
+from hermes_sdk._core import builtin
+from hermes_sdk._core.operations.spec import OperationSpec
+
+FAMILIES = "hermes_sdk._families"
+#: What a family module may import besides its own package.
+PUBLIC_FAMILY_API = {"hermes_sdk.plugin", "hermes_sdk.errors", "hermes_sdk.hookspecs", f"{FAMILIES}._shared"}
+
+#: Family module -> the private kernel modules it still imports, and why (not yet in ``hermes_sdk.plugin``).
+FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
+    f"{FAMILIES}.discovery.types": {
+        "hermes_sdk._core.convert": "shape/one/many/as_dict/NO_CONTEXT: the cattrs decoders every built-in result "
+                                    "uses; not a public decoding API yet",
+    },
+    f"{FAMILIES}.discovery.operations": {
+        "hermes_sdk._core.operations.common": "require_input: the JSON-tree input rule every built-in builder "
+                                              "applies; due in _families/_shared.py with the jobs step",
+    },
+    f"{FAMILIES}.discovery.resource": {
+        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
+        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords "
+                                      "(ExecutionContext is public at the top, not in hermes_sdk.plugin)",
+    },
+}
+
+#: ``hermes_sdk._core`` modules that import a family, and why: the application layer (the client, the
+#: registration of the built-ins) still lives in ``_core``. No kernel module may join this list.
+CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
+    "hermes_sdk._core.builtin": {
+        f"{FAMILIES}.discovery": "registers the built-in families (the application layer's wiring)",
+    },
+    "hermes_sdk._core._compat": {
+        FAMILIES: "by name: rehome() gives a family's exported classes their public module too",
+        f"{FAMILIES}.discovery": "by name: the deprecated paths hermes_sdk.discovery and "
+                                 "hermes_sdk.resources.discovery load the modules that moved here",
+    },
+    "hermes_sdk._core.client": {
+        f"{FAMILIES}.discovery": "HermesClient mixes in the flat discovery methods (client.health() ...)",
+    },
+}
+
+
+def _family_of(module: str) -> str:
+    return ".".join(module.split(".")[:3])
+
+
+def _all_imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    found = imports(name, path, known, type_checking=True)
+    for node in ast.walk(ast.parse(path.read_text())):  # an import by name is an import too
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in known:
+            found.add(node.value)
+    return found - {name}
+
+
+def test_the_import_walk_counts_type_checking_and_function_level_imports(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text(textwrap.dedent("""
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from hermes_sdk._core.executor import Executor
+        def late():
+            from hermes_sdk._core.transport import Transport
+        NAMED = "hermes_sdk._core.redaction"
+    """))
+    known = modules()
+    seen = _all_imports(f"{FAMILIES}.probe.probe", source, known)
+    assert {"hermes_sdk._core.executor", "hermes_sdk._core.transport", "hermes_sdk._core.redaction"} <= seen
+
+
+def test_a_family_imports_only_the_public_family_api_and_its_own_package() -> None:
+    known = modules()
+    family_modules = [m for m in known if m.startswith(FAMILIES + ".") and m != f"{FAMILIES}._shared"]
+    assert f"{FAMILIES}.discovery" in family_modules
+    unexpected, stale = [], []
+    for name in sorted(family_modules):
+        allowed = FAMILY_IMPORTS_OF_CORE.get(name, {})
+        found = _all_imports(name, known[name], known)
+        for target in sorted(found):
+            own = target == _family_of(name) or target.startswith(_family_of(name) + ".")
+            if not own and target not in PUBLIC_FAMILY_API and target not in allowed:
+                unexpected.append(f"{name} imports {target}")
+        stale += [f"{name} no longer imports {t}: remove it from the list" for t in allowed if t not in found]
+    assert not unexpected, "\n".join(unexpected)
+    assert not stale, "\n".join(stale)
+
+
+def test_no_core_module_imports_a_family_beyond_the_listed_application_layer() -> None:
+    known = modules()
+    unexpected, stale = [], []
+    for name in sorted(m for m in known if m.startswith("hermes_sdk._core")):
+        allowed = CORE_IMPORTS_OF_FAMILIES.get(name, {})
+        found = {t for t in _all_imports(name, known[name], known) if t.startswith(FAMILIES)}
+        unexpected += [f"{name} imports {t}" for t in sorted(found) if _family_of(t) not in allowed]
+        stale += [f"{name} no longer imports {t}: remove it from the list" for t in allowed
+                  if not any(_family_of(f) == t for f in found)]
+    assert not unexpected, "\n".join(unexpected)
+    assert not stale, "\n".join(stale)
+
+
+def test_the_discovery_operations_are_registered_from_the_discovery_package() -> None:
+    import hermes_sdk._families.discovery as discovery
+
+    registered = {spec.name: spec for family in builtin.FAMILIES for spec in family.specs}
+    names = ("health", "models", "server_capabilities", "toolsets", "health_detailed", "skills", "model_options")
+    own: dict[str, OperationSpec[object]] = {s.name: s for s in discovery.FAMILY.specs + discovery.SERVER_FAMILY.specs}
+    assert sorted(own) == sorted(names)
+    for name in names:
+        assert registered[name] is own[name], name
+        assert own[name].build.__module__ == f"{FAMILIES}.discovery.operations", name
+    assert builtin.DISCOVERY is discovery.FAMILY and builtin.SERVER is discovery.SERVER_FAMILY
+    # capabilities() keeps the order published since 0.1: discovery after runs, the server facts after jobs
+    order = [family.name for family in builtin.FAMILIES]
+    assert order == ["chat", "runs", "discovery", "sessions", "jobs", "server", "operator"]
