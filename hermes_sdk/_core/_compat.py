@@ -32,6 +32,12 @@ RELOCATED = {
     "hermes_sdk.resources.discovery": "hermes_sdk._families.discovery.resource",
 }
 
+#: Public names (an old module's ``__all__``) that moved out of a module an old path still reaches:
+#: set on the module when the old path is imported, so ``from hermes_sdk.jobs import Skill`` works.
+RELOCATED_NAMES = {
+    "hermes_sdk.jobs": {"Skill": "hermes_sdk._families.discovery.types"},
+}
+
 _HINT = "import from hermes_sdk, hermes_sdk.types, hermes_sdk.errors or hermes_sdk.plugin instead"
 
 
@@ -50,6 +56,9 @@ class _Alias(importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         warn_moved(spec.name)
         module = importlib.import_module(new_home(spec.name))
+        for name, home in RELOCATED_NAMES.get(spec.name, {}).items():
+            if not hasattr(module, name):
+                setattr(module, name, getattr(importlib.import_module(home), name))
         self._spec = module.__spec__
         return module
 

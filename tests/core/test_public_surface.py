@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pickle
+import subprocess
 import sys
 import typing
 import warnings
@@ -132,3 +133,14 @@ def test_importing_the_package_itself_warns_about_nothing() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         importlib.reload(hermes_sdk.types)
+
+
+def test_a_public_name_that_left_its_old_module_is_still_found_there() -> None:
+    # hermes_sdk.jobs (0.1's public module, deprecated) listed Skill, which now lives with discovery.
+    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+            "try:\n    from hermes_sdk.jobs import Skill\nexcept DeprecationWarning: pass\n"
+            "warnings.simplefilter('ignore')\n"
+            "from hermes_sdk.jobs import Skill, Job\nimport hermes_sdk\n"
+            "assert Skill is hermes_sdk.Skill and Job is hermes_sdk.Job\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
