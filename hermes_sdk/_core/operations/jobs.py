@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
+from ..._families._shared import CONTROL_FIELDS, contract, only_fields, require_input
 from ...errors import HermesError, RemoteRejectedError
 from .. import jobs as types
 from ..capabilities import Contract
-from .common import RequestParts, bad, encode_body, path_id, require_input
-from .sessions import contract
+from .common import RequestParts, bad, encode_body, path_id
 from .spec import OperationSpec
 
 JOB_ID = re.compile(r"[a-f0-9]{12}")
@@ -29,13 +29,6 @@ MAX_SKILLS = 256
 MAX_SKILL_CHARS = 256
 CREATE_FIELDS = ("name", "schedule", "prompt", "deliver", "skills", "repeat")
 UPDATE_FIELDS = ("name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled")
-_CONTROL_FIELDS = ("idempotency_key", "_aip")
-
-
-def _only(data: Mapping[str, object], allowed: tuple[str, ...]) -> None:
-    extra = sorted(k for k in data if k not in allowed and k not in _CONTROL_FIELDS)
-    if extra:
-        raise bad(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(allowed)}")
 
 
 def job_id_value(value: object) -> str:
@@ -85,13 +78,13 @@ def _check_fields(data: Mapping[str, object], *, create: bool) -> dict[str, obje
     enabled = data.get("enabled")
     if enabled is not None and not isinstance(enabled, bool):
         raise bad("enabled", "'enabled' must be a boolean")
-    return {k: v for k, v in data.items() if k not in _CONTROL_FIELDS and k != "job_id" and v is not None}
+    return {k: v for k, v in data.items() if k not in CONTROL_FIELDS and k != "job_id" and v is not None}
 
 
 def build_list(operation: str, raw: object) -> RequestParts:
     """``GET /api/jobs?include_disabled=true|false``."""
     data = require_input(raw)
-    _only(data, ("include_disabled",))
+    only_fields(data, ("include_disabled",))
     flag = data.get("include_disabled")
     if flag is not None and not isinstance(flag, bool):
         raise bad("include_disabled", "'include_disabled' must be a boolean")
@@ -101,14 +94,14 @@ def build_list(operation: str, raw: object) -> RequestParts:
 def build_create(operation: str, raw: object) -> RequestParts:
     """``POST /api/jobs``: name and schedule required."""
     data = require_input(raw)
-    _only(data, CREATE_FIELDS)
+    only_fields(data, CREATE_FIELDS)
     return RequestParts({}, encode_body(_check_fields(data, create=True)))
 
 
 def build_update(operation: str, raw: object) -> RequestParts:
     """``PATCH /api/jobs/{job_id}``: at least one of the whitelisted fields."""
     data = require_input(raw)
-    _only(data, ("job_id",) + UPDATE_FIELDS)
+    only_fields(data, ("job_id",) + UPDATE_FIELDS)
     job_id = job_id_value(data.get("job_id"))
     body = _check_fields(data, create=False)
     if not body:
@@ -119,7 +112,7 @@ def build_update(operation: str, raw: object) -> RequestParts:
 def build_job(operation: str, raw: object) -> RequestParts:
     """``GET``/``DELETE /api/jobs/{job_id}`` and ``POST …/pause|resume|run``: the id only, no body."""
     data = require_input(raw)
-    _only(data, ("job_id",))
+    only_fields(data, ("job_id",))
     return RequestParts({}, path_params={"job_id": job_id_value(data.get("job_id"))})
 
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
-import attrs
-
+from ..._families._shared import contract, only_fields
 from ...errors import STREAM_FAILED, STREAM_INCOMPLETE, HermesError, StreamError
 from .._constants import DEFAULT_MAX_EVENTS
 from ..aggregate import Accumulator, Aggregate
-from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
+from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
 from ..models import StreamEvent
 from ..sessions import (
     Session,
@@ -55,13 +54,6 @@ MAX_LIST_LIMIT = 200
 MAX_LIST_OFFSET = 1_000_000
 _BAD_PATH_CHARS = ("\r", "\n", "\x00")  # what a list filter may not hold
 _DRIVE = re.compile(r"^[A-Za-z]:")
-_CONTROL_FIELDS = ("idempotency_key", "_aip")
-
-
-def _only(data: Mapping[str, object], allowed: tuple[str, ...]) -> None:
-    extra = sorted(k for k in data if k not in allowed and k not in _CONTROL_FIELDS)
-    if extra:
-        raise bad(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(allowed)}")
 
 
 def path_segment_id(field: str, value: object) -> str:
@@ -115,7 +107,7 @@ def create_id(value: object, field: str = "id") -> Optional[str]:
 def build_list(operation: str, raw: object) -> RequestParts:
     """``GET /api/sessions?limit&offset&source&include_children``."""
     data = require_input(raw)
-    _only(data, ("limit", "offset", "source", "include_children"))
+    only_fields(data, ("limit", "offset", "source", "include_children"))
     query: list[tuple[str, str]] = []
     for name, top in (("limit", MAX_LIST_LIMIT), ("offset", MAX_LIST_OFFSET)):
         value = data.get(name)
@@ -140,7 +132,7 @@ def build_list(operation: str, raw: object) -> RequestParts:
 def build_create(operation: str, raw: object) -> RequestParts:
     """``POST /api/sessions``: ``id`` (or ``session_id``), ``title``, ``system_prompt``, ``model``."""
     data = require_input(raw)
-    _only(data, ("id", "session_id", "title", "system_prompt", "model"))
+    only_fields(data, ("id", "session_id", "title", "system_prompt", "model"))
     if data.get("id") is not None and data.get("session_id") is not None and data["id"] != data["session_id"]:
         raise bad("session_id", "give 'id' or 'session_id', not both")
     body: dict[str, object] = {}
@@ -163,7 +155,7 @@ def build_create(operation: str, raw: object) -> RequestParts:
 def build_session(operation: str, raw: object) -> RequestParts:
     """``GET``/``DELETE /api/sessions/{id}`` and ``GET …/messages``: the session id only, no body."""
     data = require_input(raw)
-    _only(data, ("session_id",))
+    only_fields(data, ("session_id",))
     return RequestParts({}, path_params={"session_id": _session_id(data)})
 
 
@@ -176,7 +168,7 @@ def build_messages(operation: str, raw: object) -> RequestParts:
     """``GET …/messages``: the session id and, for a 0.20+ server's pages, ``limit`` (1-500),
     ``offset`` (>= 0) and ``order`` (``oldest``/``latest``); 0.19 ignores them and sends all."""
     data = require_input(raw)
-    _only(data, ("session_id", "limit", "offset", "order"))
+    only_fields(data, ("session_id", "limit", "offset", "order"))
     query: list[tuple[str, str]] = []
     for name, low, high in (("limit", 1, MESSAGES_PAGE_MAX), ("offset", 0, 10**9)):
         value = data.get(name)
@@ -196,7 +188,7 @@ def build_messages(operation: str, raw: object) -> RequestParts:
 def build_patch(operation: str, raw: object) -> RequestParts:
     """``PATCH /api/sessions/{id}``: only ``title`` (null clears it) and ``end_reason`` (the first wins)."""
     data = require_input(raw)
-    _only(data, ("session_id", "title", "end_reason"))
+    only_fields(data, ("session_id", "title", "end_reason"))
     sid = _session_id(data)
     body: dict[str, object] = {}
     if "title" in data:
@@ -212,7 +204,7 @@ def build_patch(operation: str, raw: object) -> RequestParts:
 def build_fork(operation: str, raw: object) -> RequestParts:
     """``POST /api/sessions/{id}/fork``: the new session's ``id`` and ``title`` (both optional)."""
     data = require_input(raw)
-    _only(data, ("session_id", "id", "title"))
+    only_fields(data, ("session_id", "id", "title"))
     sid = _session_id(data)
     body: dict[str, object] = {}
     if data.get("id") is not None:
@@ -232,7 +224,7 @@ def build_chat(operation: str, raw: object) -> RequestParts:
     ephemeral ``system_message`` (or ``instructions``), ``session_key`` as a header."""
     data = require_input(raw)
     streaming = operation == "session_chat_stream"
-    _only(data, ("session_id", "message", "input", "system_message", "instructions", "session_key")
+    only_fields(data, ("session_id", "message", "input", "system_message", "instructions", "session_key")
           + (("max_events",) if streaming else ()))
     sid = _session_id(data)
     name = "message" if data.get("message") is not None else "input"
@@ -313,23 +305,7 @@ class SessionChatAccumulator(Accumulator):
 
 # ------------------------------------------------------------------ contracts
 
-_READ = ("read", "external_network")
-_WRITE = ("read", "write", "external_network")
-INTERNAL = {"classification": "internal", "contains_pii": False, "redaction_required": True}
-WRITTEN = {"classification": "confidential", "contains_pii": True, "redaction_required": True}
 RESTRICTED = {"classification": "restricted", "contains_pii": True, "redaction_required": True}
-
-
-def contract(operation: str, method: str, path: str, *, read_only: bool, **overrides: Any) -> Contract:
-    """A contract of the sessions and jobs families (spec section 9.1): read-only operations are
-    low risk, retry-safe, key optional; the others unsafe, and key-required ones keep it 24 h."""
-    base = Contract(
-        operation=operation, method=method, path=path, risk="low" if read_only else "medium", stability="stable",
-        requires_approval=False, key_requirement="optional", key_ttl_ms=None, retry_safe=read_only,
-        streaming=False, side_effects=_READ if read_only else _WRITE, kind="tool",
-        data=dict(INTERNAL if read_only else WRITTEN), expected_latency_ms=5_000, timeout_ms=60_000)
-    found = attrs.evolve(base, **overrides)
-    return attrs.evolve(found, key_ttl_ms=86_400_000) if found.key_requirement == "required" else found
 
 
 _S = "/api/sessions/{session_id}"

@@ -3,36 +3,29 @@ only, are retried and need no idempotency key."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import attrs
 
-from hermes_sdk._core.operations.common import require_input
-from hermes_sdk.plugin import Contract, OperationSpec, RequestParts, invalid_input
+from hermes_sdk._families._shared import CONTROL_FIELDS, only_fields, require_input
+from hermes_sdk.plugin import Contract, OperationSpec, RequestParts
 
 from . import types
 
-#: Control fields an empty-input server route (``/health/detailed`` ...) accepts as the jobs routes do.
-_CONTROL_FIELDS = ("idempotency_key", "_aip")
 #: What Hermes says here names no user and no conversation.
 _PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
 
 
-def _only(data: Mapping[str, object], allowed: tuple[str, ...], shown: tuple[str, ...]) -> None:
-    extra = sorted(k for k in data if k not in allowed)
-    if extra:
-        raise invalid_input(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(shown)}")
-
-
 def build_discovery(operation: str, raw: object) -> RequestParts:
     """``/health``, ``/v1/models``, ``/v1/capabilities`` and ``/v1/toolsets`` take no input."""
-    _only(require_input(raw), ("_aip",), ())
+    only_fields(require_input(raw), (), control=("_aip",))
     return RequestParts({})
 
 
 def build_empty(operation: str, raw: object) -> RequestParts:
-    """``/health/detailed``, ``/v1/skills`` and ``/api/model/options`` take no input."""
-    _only(require_input(raw), _CONTROL_FIELDS, ())
+    """``/health/detailed``, ``/v1/skills`` and ``/api/model/options`` take no input (but the control
+    fields, as the jobs routes do)."""
+    only_fields(require_input(raw), (), control=CONTROL_FIELDS)
     return RequestParts({})
 
 
