@@ -61,10 +61,6 @@ if TYPE_CHECKING:
         MemoryStore,
         SQLiteStore,
     )
-    from hermes_sdk._core.jobs import (
-        Job,
-        JobDeleted,
-    )
     from hermes_sdk._core.models import (
         ActionResult,
         ChatCompletion,
@@ -120,6 +116,10 @@ if TYPE_CHECKING:
         Skill,
         Toolset,
     )
+    from hermes_sdk._families.jobs.types import (
+        Job,
+        JobDeleted,
+    )
     from hermes_sdk.errors import (
         AgentIncompleteError,
         ApprovalDeniedError,
@@ -174,7 +174,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ToolProgress", "ToolStarted"),
     "hermes_sdk._core.idempotency": ("CorruptRecordError", "IdempotencyRecord", "IdempotencyStore", "MemoryStore",
         "SQLiteStore"),
-    "hermes_sdk._core.jobs": ("Job", "JobDeleted"),
     "hermes_sdk._core.models": ("ActionResult", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt",
         "HermesResponse", "StreamEvent", "StreamResult"),
     "hermes_sdk._core.operator": ("OperatorResult",),
@@ -188,6 +187,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SessionTranscript"),
     "hermes_sdk._core.streaming": ("ChatStream", "ResponseStream", "RunEventStream"),
     "hermes_sdk._families.discovery.types": ("Health", "ModelInfo", "ServerCapabilities", "Skill", "Toolset"),
+    "hermes_sdk._families.jobs.types": ("Job", "JobDeleted"),
     "hermes_sdk.errors": ("AgentIncompleteError", "ApprovalDeniedError", "ApprovalNotActiveError",
         "ApprovalNotPendingError",
         "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "DeadlineExceededError", "HermesError",

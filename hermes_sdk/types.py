@@ -27,7 +27,6 @@ from ._core.events import (
     ToolProgress,
     ToolStarted,
 )
-from ._core.jobs import Job, JobDeleted
 from ._core.models import (
     ActionResult,
     ChatCompletion,
@@ -39,7 +38,6 @@ from ._core.models import (
     StreamResult,
 )
 from ._core.operator import OperatorResult
-from ._core.resources.jobs import Jobs
 from ._core.resources.operator import OperatorMethods
 from ._core.resources.records import Records
 from ._core.resources.runs import Runs
@@ -69,6 +67,7 @@ from ._core.sessions import (
 )
 from ._core.streaming import ChatStream, HermesStream, ResponseStream, RunEventStream
 from ._families.discovery.types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
+from ._families.jobs import Job, JobDeleted, Jobs
 
 __all__ = [
     # results

@@ -27,8 +27,8 @@ from .cli import (
 from .display import visible
 
 if TYPE_CHECKING:
+    from .._families.jobs.types import Job
     from .cli import Subcommands
-    from .jobs import Job
     from .sessions import Session
 
 

@@ -30,6 +30,9 @@ MOVED_MODULES = frozenset({
 RELOCATED = {
     "hermes_sdk.discovery": "hermes_sdk._families.discovery.types",
     "hermes_sdk.resources.discovery": "hermes_sdk._families.discovery.resource",
+    "hermes_sdk.jobs": "hermes_sdk._families.jobs.types",
+    "hermes_sdk.resources.jobs": "hermes_sdk._families.jobs.resource",
+    "hermes_sdk.operations.jobs": "hermes_sdk._families.jobs.operations",
 }
 
 #: Public names (an old module's ``__all__``) that moved out of a module an old path still reaches:

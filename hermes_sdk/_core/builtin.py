@@ -10,15 +10,14 @@ from typing import Mapping
 
 import attrs
 
-from .._families import discovery
+from .._families import discovery, jobs
 from ..hookspecs import hookimpl
 from . import capabilities
 from .families import Family
-from .operations import catalog, jobs, operator, runs, sessions
+from .operations import catalog, operator, runs, sessions
 from .operations.common import ProviderRequest
 from .operations.spec import OperationSpec
 from .redaction import register_route
-from .resources.jobs import Jobs
 from .resources.operator import invoke_operator
 from .resources.runs import Runs
 from .resources.sessions import Sessions
@@ -28,7 +27,8 @@ _CLI = "hermes_sdk._core._cli_families:"
 CHAT: Family[None] = Family("chat", catalog.SPECS)
 RUNS: Family[Runs] = Family("runs", runs.RUN_SPECS, Runs)
 DISCOVERY: Family[None] = discovery.FAMILY
-JOBS: Family[Jobs] = Family("jobs", jobs.JOB_SPECS, Jobs, commands=_CLI + "add_jobs_commands")
+#: The jobs family with its commands, which live in the CLI (the application layer) for now.
+JOBS: Family[jobs.Jobs] = attrs.evolve(jobs.FAMILY, commands=_CLI + "add_jobs_commands")
 SERVER: Family[None] = discovery.SERVER_FAMILY
 OPERATOR: Family[None] = Family("operator", (attrs.evolve(operator.OPERATOR, composite=invoke_operator),))
 SESSIONS: Family[Sessions] = Family("sessions", sessions.SPECS, Sessions, commands=_CLI + "add_sessions_commands")

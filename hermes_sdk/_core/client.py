@@ -11,6 +11,7 @@ import attrs
 import requests
 
 from .._families.discovery import DiscoveryMethods
+from .._families.jobs import Jobs
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
 from ._plugin_manager import Plugin
@@ -27,7 +28,6 @@ from .operations import keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .options import CallOptions
 from .resources.compat import DeprecatedAliases
-from .resources.jobs import Jobs
 from .resources.operator import OperatorMethods
 from .resources.records import Records
 from .resources.runs import RunInput, Runs

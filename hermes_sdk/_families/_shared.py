@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from hermes_sdk._core.operations.common import require_input
+from hermes_sdk._core.operations.common import encode_body, require_input
 from hermes_sdk.plugin import Contract, invalid_input
 
 #: Control fields every tool-like operation accepts besides its own (the key, the AIP envelope).
@@ -42,4 +42,4 @@ def contract(operation: str, method: str, path: str, *, read_only: bool, **overr
     return attrs.evolve(found, key_ttl_ms=86_400_000) if found.key_requirement == "required" else found
 
 
-__all__ = ["CONTROL_FIELDS", "contract", "only_fields", "require_input"]
+__all__ = ["CONTROL_FIELDS", "contract", "encode_body", "only_fields", "require_input"]

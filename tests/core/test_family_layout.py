@@ -29,9 +29,22 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
                                     "uses; not a public decoding API yet",
     },
     f"{FAMILIES}._shared": {
-        "hermes_sdk._core.operations.common": "require_input: the JSON-tree input rule every builder applies, "
-                                              "the kernel's runs and chat builders included; families reach it "
-                                              "only through _shared",
+        "hermes_sdk._core.operations.common": "require_input, encode_body: the JSON-tree input rule and the one "
+                                              "body encoder (413 refused locally) of every builder, the kernel's "
+                                              "runs and chat builders included; families reach them only through "
+                                              "_shared",
+    },
+    f"{FAMILIES}.jobs.types": {
+        "hermes_sdk._core.convert": "shape/one/many: the cattrs decoders every built-in result uses; not a public "
+                                    "decoding API yet",
+    },
+    f"{FAMILIES}.jobs.resource": {
+        "hermes_sdk._core._sentinels": "REQUIRED, UNCHANGED: the keyword defaults help() shows as <required> and "
+                                       "<unchanged>",
+        "hermes_sdk._core.approval": "ApprovalDecision: the type of the approval= keyword (public at the top, not "
+                                     "in hermes_sdk.plugin)",
+        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
+        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
     },
     f"{FAMILIES}.discovery.resource": {
         "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
@@ -45,22 +58,25 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
 CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
     "hermes_sdk._core.builtin": {
         f"{FAMILIES}.discovery": "registers the built-in families (the application layer's wiring)",
+        f"{FAMILIES}.jobs": "registers the built-in families, and attaches the jobs commands of the CLI",
     },
     "hermes_sdk._core._compat": {
         FAMILIES: "by name: rehome() gives a family's exported classes their public module too",
         f"{FAMILIES}.discovery": "by name: the deprecated paths hermes_sdk.discovery and "
                                  "hermes_sdk.resources.discovery load the modules that moved here",
+        f"{FAMILIES}.jobs": "by name: the deprecated paths hermes_sdk.jobs, hermes_sdk.resources.jobs and "
+                            "hermes_sdk.operations.jobs load the modules that moved here",
     },
     "hermes_sdk._core.operations.sessions": {
         f"{FAMILIES}._shared": "contract, only_fields: the sessions family's specs, until they move to their "
                                "package (issue 31, sessions step)",
     },
-    "hermes_sdk._core.operations.jobs": {
-        f"{FAMILIES}._shared": "contract, only_fields, require_input: the jobs family's specs, until they move to "
-                               "their package (issue 31, jobs step)",
+    "hermes_sdk._core._cli_families": {
+        f"{FAMILIES}.jobs": "the hermes-sdk jobs commands (application layer) annotate with Job",
     },
     "hermes_sdk._core.client": {
         f"{FAMILIES}.discovery": "HermesClient mixes in the flat discovery methods (client.health() ...)",
+        f"{FAMILIES}.jobs": "client.jobs is built in the client (the Jobs annotation and instance)",
     },
 }
 
@@ -136,3 +152,20 @@ def test_the_discovery_operations_are_registered_from_the_discovery_package() ->
     # capabilities() keeps the order published since 0.1: discovery after runs, the server facts after jobs
     order = [family.name for family in builtin.FAMILIES]
     assert order == ["chat", "runs", "discovery", "sessions", "jobs", "server", "operator"]
+
+
+def test_the_jobs_operations_and_resource_come_from_the_jobs_package() -> None:
+    import hermes_sdk._families.jobs as jobs
+    from hermes_sdk import HermesClient
+
+    registered = {spec.name: spec for family in builtin.FAMILIES for spec in family.specs}
+    own: dict[str, OperationSpec[object]] = {s.name: s for s in jobs.FAMILY.specs}
+    assert sorted(own) == sorted(["jobs_list", "job_create", "job_get", "job_update", "job_delete", "job_pause",
+                                  "job_resume", "job_run"])
+    for name, spec in own.items():
+        assert registered[name] is spec, name
+        assert spec.build.__module__ == f"{FAMILIES}.jobs.operations", name
+    assert builtin.JOBS.specs == jobs.FAMILY.specs and builtin.JOBS.resource is jobs.Jobs
+    assert builtin.JOBS.commands == "hermes_sdk._core._cli_families:add_jobs_commands"
+    with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
+        assert isinstance(client.jobs, jobs.Jobs)

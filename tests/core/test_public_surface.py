@@ -95,6 +95,15 @@ def test_an_old_module_path_warns_and_is_the_same_module(old: str) -> None:
     assert module.__spec__ is not None and module.__spec__.name == home
 
 
+@pytest.mark.parametrize("old", sorted(_compat.RELOCATED))
+def test_an_old_path_of_a_module_now_in_a_family_package_is_that_module(old: str) -> None:
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} is private now"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(_compat.RELOCATED[old])
+    assert _compat.RELOCATED[old].startswith("hermes_sdk._families.")
+
+
 def test_old_spellings_of_moved_modules_work_from_import_statements() -> None:
     sys.modules.pop("hermes_sdk.runs", None)
     with pytest.warns(DeprecationWarning):

@@ -7,13 +7,13 @@ from typing import Optional, TypeVar
 
 import attrs
 
-from .._sentinels import REQUIRED, UNCHANGED
-from ..approval import ApprovalDecision
-from ..deadline import TimeoutLike
-from ..endpoints import Deadline, ExecutionContext
-from ..executor import Executor
-from ..jobs import Job, JobDeleted
-from ..operations.jobs import (
+from hermes_sdk._core._sentinels import REQUIRED, UNCHANGED
+from hermes_sdk._core.approval import ApprovalDecision
+from hermes_sdk._core.deadline import TimeoutLike
+from hermes_sdk._core.endpoints import Deadline, ExecutionContext
+from hermes_sdk.plugin import CallOptions, FamilyExecutor, OperationSpec
+
+from .operations import (
     JOB_CREATE,
     JOB_DELETE,
     JOB_GET,
@@ -24,8 +24,7 @@ from ..operations.jobs import (
     JOBS_LIST,
     UPDATE_FIELDS,
 )
-from ..operations.spec import OperationSpec
-from ..options import CallOptions
+from .types import Job, JobDeleted
 
 T = TypeVar("T")
 
@@ -42,7 +41,7 @@ class Jobs:
     Every method also takes ``endpoint=``, ``action_id=``, ``context=``, ``deadline=``, ``timeout=``.
     """
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: FamilyExecutor) -> None:
         self._executor = executor
 
     def list(self, *, include_disabled: bool = False, endpoint: Optional[str] = None,

@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from ..._families._shared import CONTROL_FIELDS, contract, only_fields, require_input
-from ...errors import HermesError, RemoteRejectedError
-from .. import jobs as types
-from ..capabilities import Contract
-from .common import RequestParts, bad, encode_body, path_id
-from .spec import OperationSpec
+from hermes_sdk._families._shared import CONTROL_FIELDS, contract, encode_body, only_fields, require_input
+from hermes_sdk.errors import HermesError, RemoteRejectedError
+from hermes_sdk.plugin import Contract, OperationSpec, RequestParts, path_id
+from hermes_sdk.plugin import invalid_input as bad
+
+from . import types
 
 JOB_ID = re.compile(r"[a-f0-9]{12}")
 MAX_NAME_CHARS = 200
