@@ -82,7 +82,23 @@ if TYPE_CHECKING:
         SteerAnswer,
     )
     from hermes_sdk._core.server_features import ServerFeatures
-    from hermes_sdk._core.sessions import (
+    from hermes_sdk._core.streaming import (
+        ChatStream,
+        ResponseStream,
+        RunEventStream,
+    )
+    from hermes_sdk._families.discovery.types import (
+        Health,
+        ModelInfo,
+        ServerCapabilities,
+        Skill,
+        Toolset,
+    )
+    from hermes_sdk._families.jobs.types import (
+        Job,
+        JobDeleted,
+    )
+    from hermes_sdk._families.sessions.types import (
         HermesSession,
         SessionAssistantCompleted,
         SessionChatStream,
@@ -103,22 +119,6 @@ if TYPE_CHECKING:
         SessionToolFailed,
         SessionToolStarted,
         SessionTranscript,
-    )
-    from hermes_sdk._core.streaming import (
-        ChatStream,
-        ResponseStream,
-        RunEventStream,
-    )
-    from hermes_sdk._families.discovery.types import (
-        Health,
-        ModelInfo,
-        ServerCapabilities,
-        Skill,
-        Toolset,
-    )
-    from hermes_sdk._families.jobs.types import (
-        Job,
-        JobDeleted,
     )
     from hermes_sdk.errors import (
         AgentIncompleteError,
@@ -180,14 +180,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hermes_sdk._core.redaction": ("Redactor",),
     "hermes_sdk._core.runs": ("ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "SteerAnswer"),
     "hermes_sdk._core.server_features": ("ServerFeatures",),
-    "hermes_sdk._core.sessions": ("HermesSession", "SessionAssistantCompleted", "SessionChatStream", "SessionDeleted",
-        "SessionDelta", "SessionDone", "SessionEvent", "SessionMessage", "SessionMessageStarted", "SessionPage",
-        "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError", "SessionThinking",
-        "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
-        "SessionTranscript"),
     "hermes_sdk._core.streaming": ("ChatStream", "ResponseStream", "RunEventStream"),
     "hermes_sdk._families.discovery.types": ("Health", "ModelInfo", "ServerCapabilities", "Skill", "Toolset"),
     "hermes_sdk._families.jobs.types": ("Job", "JobDeleted"),
+    "hermes_sdk._families.sessions.types": ("HermesSession", "SessionAssistantCompleted", "SessionChatStream",
+        "SessionDeleted", "SessionDelta", "SessionDone", "SessionEvent", "SessionMessage", "SessionMessageStarted",
+        "SessionPage", "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError",
+        "SessionThinking", "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
+        "SessionTranscript"),
     "hermes_sdk.errors": ("AgentIncompleteError", "ApprovalDeniedError", "ApprovalNotActiveError",
         "ApprovalNotPendingError",
         "ApprovalRequiredError", "AuthenticationError", "BadRequestError", "DeadlineExceededError", "HermesError",

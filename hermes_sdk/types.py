@@ -41,9 +41,12 @@ from ._core.operator import OperatorResult
 from ._core.resources.operator import OperatorMethods
 from ._core.resources.records import Records
 from ._core.resources.runs import Runs
-from ._core.resources.sessions import Sessions
 from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
-from ._core.sessions import (
+from ._core.streaming import ChatStream, HermesStream, ResponseStream, RunEventStream
+from ._families.discovery.types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
+from ._families.jobs import Job, JobDeleted, Jobs
+from ._families.sessions import Sessions
+from ._families.sessions.types import (
     HermesSession,
     SessionAssistantCompleted,
     SessionChatStream,
@@ -65,9 +68,6 @@ from ._core.sessions import (
     SessionToolStarted,
     SessionTranscript,
 )
-from ._core.streaming import ChatStream, HermesStream, ResponseStream, RunEventStream
-from ._families.discovery.types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
-from ._families.jobs import Job, JobDeleted, Jobs
 
 __all__ = [
     # results

@@ -28,8 +28,8 @@ from .display import visible
 
 if TYPE_CHECKING:
     from .._families.jobs.types import Job
+    from .._families.sessions.types import Session
     from .cli import Subcommands
-    from .sessions import Session
 
 
 def _when(value: object) -> str:

@@ -33,6 +33,9 @@ RELOCATED = {
     "hermes_sdk.jobs": "hermes_sdk._families.jobs.types",
     "hermes_sdk.resources.jobs": "hermes_sdk._families.jobs.resource",
     "hermes_sdk.operations.jobs": "hermes_sdk._families.jobs.operations",
+    "hermes_sdk.sessions": "hermes_sdk._families.sessions.types",
+    "hermes_sdk.resources.sessions": "hermes_sdk._families.sessions.resource",
+    "hermes_sdk.operations.sessions": "hermes_sdk._families.sessions.operations",
 }
 
 #: Public names (an old module's ``__all__``) that moved out of a module an old path still reaches:

@@ -10,28 +10,26 @@ from typing import Mapping
 
 import attrs
 
-from .._families import discovery, jobs
+from .._families import discovery, jobs, sessions
 from ..hookspecs import hookimpl
 from . import capabilities
 from .families import Family
-from .operations import catalog, operator, runs, sessions
+from .operations import catalog, operator, runs
 from .operations.common import ProviderRequest
 from .operations.spec import OperationSpec
 from .redaction import register_route
 from .resources.operator import invoke_operator
 from .resources.runs import Runs
-from .resources.sessions import Sessions
 from .view import ClientView
 
 _CLI = "hermes_sdk._core._cli_families:"
 CHAT: Family[None] = Family("chat", catalog.SPECS)
 RUNS: Family[Runs] = Family("runs", runs.RUN_SPECS, Runs)
 DISCOVERY: Family[None] = discovery.FAMILY
-#: The jobs family with its commands, which live in the CLI (the application layer) for now.
 JOBS: Family[jobs.Jobs] = attrs.evolve(jobs.FAMILY, commands=_CLI + "add_jobs_commands")
 SERVER: Family[None] = discovery.SERVER_FAMILY
 OPERATOR: Family[None] = Family("operator", (attrs.evolve(operator.OPERATOR, composite=invoke_operator),))
-SESSIONS: Family[Sessions] = Family("sessions", sessions.SPECS, Sessions, commands=_CLI + "add_sessions_commands")
+SESSIONS: Family[sessions.Sessions] = attrs.evolve(sessions.FAMILY, commands=_CLI + "add_sessions_commands")
 
 FAMILIES: tuple[Family[object], ...] = (CHAT, RUNS, DISCOVERY, SESSIONS, JOBS, SERVER, OPERATOR)
 #: The built-in operations by name (what ``parse_capability_id`` knows without a client).

@@ -12,6 +12,7 @@ import requests
 
 from .._families.discovery import DiscoveryMethods
 from .._families.jobs import Jobs
+from .._families.sessions import Sessions
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
 from ._plugin_manager import Plugin
@@ -31,7 +32,6 @@ from .resources.compat import DeprecatedAliases
 from .resources.operator import OperatorMethods
 from .resources.records import Records
 from .resources.runs import RunInput, Runs
-from .resources.sessions import Sessions
 from .retry import RetryPolicy
 from .runs import Run
 from .stream_approvals import answer_approvals

@@ -34,6 +34,34 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
                                               "runs and chat builders included; families reach them only through "
                                               "_shared",
     },
+    f"{FAMILIES}.sessions.types": {
+        "hermes_sdk._core.convert": "one/read/shape/json_object/NO_CONTEXT: the cattrs decoders every built-in "
+                                    "result uses; not a public decoding API yet",
+        "hermes_sdk._core.events": "TOOL_EVENT_CLASSES: the session stream's tool events are the run events' "
+                                   "classes (one set of tool events, shared with the runs family)",
+        "hermes_sdk._core.lenient": "opt_str/opt_object: the one lenient reader of server fields",
+    },
+    f"{FAMILIES}.sessions.operations": {
+        "hermes_sdk._core._constants": "DEFAULT_MAX_EVENTS: the bound of every event stream, one number for all",
+        "hermes_sdk._core.aggregate": "Aggregate: what a stream accumulator reads (the public Accumulator's input)",
+        "hermes_sdk._core.capabilities": "CONFIDENTIAL, MODEL_SIDE_EFFECTS: the contract values the model-calling "
+                                         "operations of every family publish",
+        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
+        "hermes_sdk._core.operations.common": "control_headers, max_events_value, visible_text: input rules shared "
+                                              "with the kernel's chat and runs builders",
+    },
+    f"{FAMILIES}.sessions.resource": {
+        "hermes_sdk._core._constants": "DEFAULT_MAX_EVENTS: the default max_events= of chat_stream",
+        "hermes_sdk._core._sentinels": "REQUIRED, UNCHANGED: the keyword defaults help() shows as <required> and "
+                                       "<unchanged>",
+        "hermes_sdk._core.approval": "ApprovalDecision: the type of the approval= keyword (public at the top, not "
+                                     "in hermes_sdk.plugin)",
+        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
+        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
+        "hermes_sdk._core.executor": "Executor: messages() reads the client's server-feature cache "
+                                     "(executor.runtime.server_features, fork_redirect); no public way to read "
+                                     "server facts from a family yet",
+    },
     f"{FAMILIES}.jobs.types": {
         "hermes_sdk._core.convert": "shape/one/many: the cattrs decoders every built-in result uses; not a public "
                                     "decoding API yet",
@@ -59,6 +87,7 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
     "hermes_sdk._core.builtin": {
         f"{FAMILIES}.discovery": "registers the built-in families (the application layer's wiring)",
         f"{FAMILIES}.jobs": "registers the built-in families, and attaches the jobs commands of the CLI",
+        f"{FAMILIES}.sessions": "registers the built-in families, and attaches the sessions commands of the CLI",
     },
     "hermes_sdk._core._compat": {
         FAMILIES: "by name: rehome() gives a family's exported classes their public module too",
@@ -66,17 +95,17 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
                                  "hermes_sdk.resources.discovery load the modules that moved here",
         f"{FAMILIES}.jobs": "by name: the deprecated paths hermes_sdk.jobs, hermes_sdk.resources.jobs and "
                             "hermes_sdk.operations.jobs load the modules that moved here",
-    },
-    "hermes_sdk._core.operations.sessions": {
-        f"{FAMILIES}._shared": "contract, only_fields: the sessions family's specs, until they move to their "
-                               "package (issue 31, sessions step)",
+        f"{FAMILIES}.sessions": "by name: the deprecated paths hermes_sdk.sessions, hermes_sdk.resources.sessions "
+                                "and hermes_sdk.operations.sessions load the modules that moved here",
     },
     "hermes_sdk._core._cli_families": {
         f"{FAMILIES}.jobs": "the hermes-sdk jobs commands (application layer) annotate with Job",
+        f"{FAMILIES}.sessions": "the hermes-sdk sessions commands (application layer) annotate with Session",
     },
     "hermes_sdk._core.client": {
         f"{FAMILIES}.discovery": "HermesClient mixes in the flat discovery methods (client.health() ...)",
         f"{FAMILIES}.jobs": "client.jobs is built in the client (the Jobs annotation and instance)",
+        f"{FAMILIES}.sessions": "client.sessions is built in the client (the Sessions annotation and instance)",
     },
 }
 
@@ -112,7 +141,8 @@ def test_a_family_imports_only_the_public_family_api_and_its_own_package() -> No
     known = modules()
     family_modules = [m for m in known if m.startswith(FAMILIES + ".")]  # _shared too: it is held to the same rule
     assert f"{FAMILIES}.discovery" in family_modules
-    unexpected, stale = [], []
+    unexpected, stale = [], [f"{m} is no module: remove it from the list" for m in FAMILY_IMPORTS_OF_CORE
+                             if m not in known]
     for name in sorted(family_modules):
         allowed = FAMILY_IMPORTS_OF_CORE.get(name, {})
         found = _all_imports(name, known[name], known)
@@ -127,7 +157,8 @@ def test_a_family_imports_only_the_public_family_api_and_its_own_package() -> No
 
 def test_no_core_module_imports_a_family_beyond_the_listed_application_layer() -> None:
     known = modules()
-    unexpected, stale = [], []
+    unexpected, stale = [], [f"{m} is no module: remove it from the list" for m in CORE_IMPORTS_OF_FAMILIES
+                             if m not in known]
     for name in sorted(m for m in known if m.startswith("hermes_sdk._core")):
         allowed = CORE_IMPORTS_OF_FAMILIES.get(name, {})
         found = {t for t in _all_imports(name, known[name], known) if t.startswith(FAMILIES)}
@@ -169,3 +200,18 @@ def test_the_jobs_operations_and_resource_come_from_the_jobs_package() -> None:
     assert builtin.JOBS.commands == "hermes_sdk._core._cli_families:add_jobs_commands"
     with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
         assert isinstance(client.jobs, jobs.Jobs)
+
+
+def test_the_sessions_operations_and_resource_come_from_the_sessions_package() -> None:
+    import hermes_sdk._families.sessions as sessions
+    from hermes_sdk import HermesClient
+
+    registered = {spec.name: spec for family in builtin.FAMILIES for spec in family.specs}
+    assert {s.name for s in sessions.FAMILY.specs} == {n for n in registered if n.startswith("session")}
+    for spec in sessions.FAMILY.specs:
+        assert registered[spec.name] is spec, spec.name
+        assert spec.build.__module__ == f"{FAMILIES}.sessions.operations", spec.name
+    assert builtin.SESSIONS.specs == sessions.FAMILY.specs and builtin.SESSIONS.resource is sessions.Sessions
+    assert builtin.SESSIONS.commands == "hermes_sdk._core._cli_families:add_sessions_commands"
+    with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
+        assert isinstance(client.sessions, sessions.Sessions)

@@ -14,13 +14,17 @@ import re
 import unicodedata
 from typing import Mapping, Optional
 
-from ..._families._shared import contract, only_fields
-from ...errors import STREAM_FAILED, STREAM_INCOMPLETE, HermesError, StreamError
-from .._constants import DEFAULT_MAX_EVENTS
-from ..aggregate import Accumulator, Aggregate
-from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
-from ..models import StreamEvent
-from ..sessions import (
+from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS
+from hermes_sdk._core.aggregate import Aggregate
+from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
+from hermes_sdk._core.models import StreamEvent
+from hermes_sdk._core.operations.common import control_headers, max_events_value, visible_text
+from hermes_sdk._families._shared import contract, encode_body, only_fields, require_input
+from hermes_sdk.errors import STREAM_FAILED, STREAM_INCOMPLETE, HermesError, StreamError
+from hermes_sdk.plugin import Accumulator, OperationSpec, RequestParts, path_id
+from hermes_sdk.plugin import invalid_input as bad
+
+from .types import (
     Session,
     SessionChatStream,
     SessionDeleted,
@@ -36,17 +40,6 @@ from ..sessions import (
     session_reply,
     transcript,
 )
-from .common import (
-    RequestParts,
-    bad,
-    control_headers,
-    encode_body,
-    max_events_value,
-    path_id,
-    require_input,
-    visible_text,
-)
-from .spec import OperationSpec
 
 MAX_CREATE_ID_CHARS = 256
 MAX_TITLE_CHARS = 100

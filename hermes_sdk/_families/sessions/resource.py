@@ -7,14 +7,16 @@ from typing import Optional, Union
 
 import attrs
 
-from ...errors import HermesError, InvalidInputError, InvalidResponseError
-from .._constants import DEFAULT_MAX_EVENTS
-from .._sentinels import REQUIRED, UNCHANGED
-from ..approval import ApprovalDecision
-from ..deadline import TimeoutLike
-from ..endpoints import Deadline, ExecutionContext
-from ..executor import Executor
-from ..operations.sessions import (
+from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS
+from hermes_sdk._core._sentinels import REQUIRED, UNCHANGED
+from hermes_sdk._core.approval import ApprovalDecision
+from hermes_sdk._core.deadline import TimeoutLike
+from hermes_sdk._core.endpoints import Deadline, ExecutionContext
+from hermes_sdk._core.executor import Executor
+from hermes_sdk.errors import HermesError, InvalidInputError, InvalidResponseError
+from hermes_sdk.plugin import CallOptions
+
+from .operations import (
     MAX_LIST_LIMIT,
     MAX_LIST_OFFSET,
     MESSAGES_PAGE_MAX,
@@ -28,8 +30,7 @@ from ..operations.sessions import (
     SESSION_PATCH,
     SESSIONS_LIST,
 )
-from ..options import CallOptions
-from ..sessions import Session, SessionChatStream, SessionDeleted, SessionPage, SessionReply, SessionTranscript
+from .types import Session, SessionChatStream, SessionDeleted, SessionPage, SessionReply, SessionTranscript
 
 #: A chat turn's ``message``: a string, or a list of content parts (objects, or strings).
 ChatMessage = Union[str, Sequence[Union[str, Mapping[str, object]]]]
@@ -47,7 +48,7 @@ class Sessions:
     replay return the first outcome: Hermes ignores ``Idempotency-Key`` on these routes).
     """
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Executor) -> None:  # the kernel's: _fork_redirect reads its feature cache
         self._executor = executor
 
     def _options(self, endpoint: Optional[str], key: Optional[str], action_id: Optional[str],

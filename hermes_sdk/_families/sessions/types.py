@@ -18,11 +18,11 @@ from typing import Any, ClassVar, Iterator, Mapping, Optional
 
 import attrs
 
-from ..errors import AgentIncompleteError, InvalidResponseError
-from .convert import NO_CONTEXT, DecodeContext, json_object, one, read, shape
-from .events import TOOL_EVENT_CLASSES
-from .lenient import opt_object, opt_str
-from .streaming import HermesStream
+from hermes_sdk._core.convert import NO_CONTEXT, json_object, one, read, shape
+from hermes_sdk._core.events import TOOL_EVENT_CLASSES
+from hermes_sdk._core.lenient import opt_object, opt_str
+from hermes_sdk.errors import AgentIncompleteError, InvalidResponseError
+from hermes_sdk.plugin import DecodeContext, HermesStream
 
 # ------------------------------------------------------------------ results
 
