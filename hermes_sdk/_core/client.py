@@ -11,8 +11,6 @@ import attrs
 import requests
 
 from .._families.discovery import DiscoveryMethods
-from .._families.jobs import Jobs
-from .._families.sessions import Sessions
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
 from ._plugin_manager import Plugin
@@ -29,6 +27,7 @@ from .operations import keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .options import CallOptions
 from .resources.compat import DeprecatedAliases
+from .resources.families import FamilyResources
 from .resources.operator import OperatorMethods
 from .resources.records import Records
 from .resources.runs import RunInput, Runs
@@ -42,7 +41,7 @@ R = TypeVar("R")
 __all__ = ["HermesClient", "REQUIRED", "UNCHANGED"]
 
 
-class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, DeprecatedAliases):
+class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMethods, DeprecatedAliases):
     """A synchronous client for the Hermes Agent capabilities. Safe to share between threads.
 
     Args:
@@ -71,8 +70,6 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
 
     runs: Runs  #: durable agent runs (``/v1/runs``)
     records: Records  #: durable records and the recovery tools
-    sessions: Sessions  #: addressable, persistent sessions (``/api/sessions``)
-    jobs: Jobs  #: cron jobs (``/api/jobs``)
 
     def __init__(
         self,
@@ -111,7 +108,6 @@ class HermesClient(ClientSettings, DiscoveryMethods, OperatorMethods, Deprecated
         self._lock = lock
         self.runs = Runs(executor)
         self.records = Records(executor)
-        self.sessions, self.jobs = Sessions(executor), Jobs(executor)
         self._extra: dict[str, object] = {}
 
     def resource(self, resource: Callable[..., R]) -> R:

@@ -102,10 +102,12 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
         f"{FAMILIES}.jobs": "the hermes-sdk jobs commands (application layer) annotate with Job",
         f"{FAMILIES}.sessions": "the hermes-sdk sessions commands (application layer) annotate with Session",
     },
+    "hermes_sdk._core.resources.families": {
+        f"{FAMILIES}.jobs": "client.jobs is client.resource(Jobs): a property typed with Jobs",
+        f"{FAMILIES}.sessions": "client.sessions is client.resource(Sessions): a property typed with Sessions",
+    },
     "hermes_sdk._core.client": {
         f"{FAMILIES}.discovery": "HermesClient mixes in the flat discovery methods (client.health() ...)",
-        f"{FAMILIES}.jobs": "client.jobs is built in the client (the Jobs annotation and instance)",
-        f"{FAMILIES}.sessions": "client.sessions is built in the client (the Sessions annotation and instance)",
     },
 }
 
@@ -200,6 +202,8 @@ def test_the_jobs_operations_and_resource_come_from_the_jobs_package() -> None:
     assert builtin.JOBS.commands == "hermes_sdk._core._cli_families:add_jobs_commands"
     with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
         assert isinstance(client.jobs, jobs.Jobs)
+        assert client.resource(jobs.Jobs) is client.jobs is client.jobs  # one resource, from the registry
+        assert client.with_options(timeout=3).jobs is not client.jobs  # a copy has its own
 
 
 def test_the_sessions_operations_and_resource_come_from_the_sessions_package() -> None:
@@ -215,3 +219,4 @@ def test_the_sessions_operations_and_resource_come_from_the_sessions_package() -
     assert builtin.SESSIONS.commands == "hermes_sdk._core._cli_families:add_sessions_commands"
     with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
         assert isinstance(client.sessions, sessions.Sessions)
+        assert client.resource(sessions.Sessions) is client.sessions is client.sessions
