@@ -659,13 +659,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         _print_json_line({"type": "result", "run_id": result.run_id, "status": result.status,
                           "output": result.output, "usage": result.usage, "error": result.error,
-                          "events_complete": result.events_complete, "unapproved_commands": refused})
+                          "events_complete": result.events_complete, "events_note": result.events_note,
+                          "unapproved_commands": refused})
     else:
         if open_line:
             sys.stdout.write("\n")
         if not result.events_complete:
-            sys.stderr.write("[run] the events were not all seen (a replayed key, or a broken stream): "
-                             "the output comes from the run's status\n")
+            _note(f"[run] the events were not all seen ({result.events_note or 'a replayed key'}): "
+                  "the whole output follows")
             if result.output:
                 sys.stdout.write(_agent_text(result.output) + "\n")
     if result.status != "completed":

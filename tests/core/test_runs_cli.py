@@ -95,6 +95,7 @@ def test_json_output_is_json_lines(env: Any, capsys: pytest.CaptureFixture[str])
     assert [e["event"] for e in events][:2] == ["tool.started", "tool.completed"]
     assert events[0]["data"]["tool"] == "terminal" and events[0]["run_id"] == first["run_id"]
     assert code == 0 and doc["type"] == "result" and doc["status"] == "completed" and doc["events_complete"] is True
+    assert doc["events_note"] is None
     assert doc["output"].startswith("DONE:") and doc["usage"]["total_tokens"] > 0
     assert doc["unapproved_commands"] == []
 
@@ -121,6 +122,9 @@ def test_a_replayed_key_prints_the_output(env: Any, capsys: pytest.CaptureFixtur
     code, out, err = run(capsys, "once please", "--idempotency-key", "cli-replay")
     assert code == 0 and out == "ECHO: once please\n" and "(replayed)" in err and "were not all seen" in err
     assert len([r for r in env.requests_seen if r.path == "/v1/runs"]) == 1
+    code, out, _ = run(capsys, "once please", "--idempotency-key", "cli-replay", "--json")
+    doc = json.loads(out.splitlines()[-1])
+    assert code == 0 and doc["events_complete"] is False and doc["events_note"]  # says why, as the text says it
 
 
 def test_a_task_of_several_words_needs_no_quotes(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
