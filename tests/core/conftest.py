@@ -9,6 +9,7 @@ from core_support import Handler, RawServer, approve_all
 
 from hermes_sdk import HermesClient
 from hermes_sdk.testing import HermesEmulator
+from hermes_sdk.testing.emulator import TOOLSETS
 
 # Files whose tests hold a call to a sub-second deadline while pushing tens of MiB through it, or
 # measure memory over thousands of calls: CPU-bound, so they run alone (tox runs the rest with
@@ -33,6 +34,14 @@ def private_state_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest
 @pytest.fixture
 def emu(hermes_emulator: HermesEmulator) -> HermesEmulator:
     return hermes_emulator
+
+
+@pytest.fixture
+def tools_emu(emu: HermesEmulator) -> HermesEmulator:
+    """The emulator with its tools on and a file to keep at /srv/data (a module may override it)."""
+    emu.toolsets = TOOLSETS
+    emu.files["/srv/data/keep.txt"] = "precious"
+    return emu
 
 
 @pytest.fixture

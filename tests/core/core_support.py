@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import uuid
 from typing import Any, Callable, Optional
 
 from hermes_sdk import ApprovalRequest, HermesClient
@@ -203,3 +204,8 @@ def raw_client(server: RawServer, **kwargs: Any) -> HermesClient:
     kwargs.setdefault("api_key", "raw-key")
     kwargs.setdefault("load_entrypoints", False)
     return HermesClient(server.base_url, **kwargs)
+
+
+def uniq(prefix: str) -> str:
+    """A name no other test (or earlier run against the same emulator) has used."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"

@@ -8,11 +8,11 @@ import io
 import re
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from core_support import uniq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +29,6 @@ from hermes_sdk._core.cli import main
 from hermes_sdk._core.redaction import REDACTED, SECRET_CHARS, only_secrets_replaced
 from hermes_sdk.plugin import visible
 from hermes_sdk.testing import HermesEmulator
-from hermes_sdk.testing.emulator import TOOLSETS
 
 # Commands built to hide a dangerous tail behind something a credential pattern matches, and how
 # the approver sees each: the secret's value replaced, every other byte there.
@@ -49,17 +48,6 @@ HIDING = [
     ("rm -r /tmp/c; export PASSWORD='hunter2'\"$(rm -rf /srv/data)\"",
      "rm -r /tmp/c; export PASSWORD='[REDACTED]'\"$(rm -rf /srv/data)\""),
 ]
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def tools_emu(hermes_emulator: HermesEmulator) -> HermesEmulator:
-    hermes_emulator.toolsets = TOOLSETS
-    hermes_emulator.files["/srv/data/keep.txt"] = "precious"
-    return hermes_emulator
 
 
 def approvals_sent(emu: HermesEmulator) -> list[Any]:

@@ -7,12 +7,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from core_support import approve_all
+from core_support import approve_all, uniq
 
 from hermes_sdk import (
     ApprovalRequest,
@@ -29,10 +28,6 @@ from hermes_sdk.testing.emulator import TOOLSETS
 ROOT = Path(__file__).resolve().parents[2]
 VICTIM = "/scratch/operator-victim"
 DANGEROUS = f"TOOL:terminal:rm -rf {VICTIM}"
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def approval_for(client: HermesClient, data: dict[str, Any]) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import pytest
-from core_support import RawRequest, RawServer, chunk, json_response, raw_client, sse_head
+from core_support import RawRequest, RawServer, chunk, json_response, raw_client, sse_head, uniq
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,15 +21,10 @@ from hermes_sdk._core.operations.runs import wire_run_key
 from hermes_sdk._core.operator import RUN_INDEX_NAMESPACE, scope_digest
 from hermes_sdk._core.stream_approvals import EARLY_MAX
 from hermes_sdk.testing import HermesEmulator
-from hermes_sdk.testing.emulator import TOOLSETS
 
 MINE = "chatcmpl-" + "a" * 29
 VICTIM_RUN = "run_" + "b" * 32
 SECRET_COMMAND = "rm -rf /srv/data --token=s3cr3t-value"
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 # ---------------------------------------------------------------- 3. a chat stream answers only its own approvals
@@ -161,13 +156,6 @@ def test_a_stream_naming_an_operators_run_is_refused_by_the_gate_and_still_settl
 
 def undecided(request: ApprovalRequest) -> None:
     return None
-
-
-@pytest.fixture
-def tools_emu(emu: HermesEmulator) -> HermesEmulator:
-    emu.toolsets = TOOLSETS
-    emu.files["/srv/data/keep.txt"] = "precious"
-    return emu
 
 
 def approvals_sent(emu: HermesEmulator) -> list[Any]:

@@ -8,13 +8,13 @@ import io
 import json
 import re
 import threading
-import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from core_support import uniq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,18 +24,6 @@ from hermes_sdk._core.cli import main
 from hermes_sdk._core.redaction import REDACTED, scrub
 from hermes_sdk.plugin import visible
 from hermes_sdk.testing import HermesEmulator
-from hermes_sdk.testing.emulator import TOOLSETS
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def tools_emu(hermes_emulator: HermesEmulator) -> HermesEmulator:
-    hermes_emulator.toolsets = TOOLSETS
-    hermes_emulator.files["/srv/data/keep.txt"] = "precious"
-    return hermes_emulator
 
 
 def approvals_sent(emu: HermesEmulator) -> list[Any]:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 import pytest
-from core_support import RawServer, json_response, raw_client
+from core_support import RawServer, json_response, raw_client, uniq
 
 from hermes_sdk import (
     AgentIncompleteError,
@@ -31,10 +30,6 @@ from hermes_sdk import (
 )
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def session_requests(emu: HermesEmulator) -> list[Any]:
