@@ -4,15 +4,14 @@ run's wait() bounded while the inbox waits for the person. Against the emulator 
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
-from flask import Flask
-from hermes_sdk_inbox import Inbox, InboxProvider, inbox_blueprint
+from hermes_sdk_inbox import InboxProvider
 from hermes_sdk_inbox.cli import main as cli_main
+from inbox_support import csrf_of, host_app
 
 from hermes_sdk import ApprovalRequiredError, HermesClient, InvalidInputError
 from hermes_sdk.testing import HermesEmulator
@@ -22,23 +21,6 @@ VICTIM = "/scratch/victim"  # the tools_emulator fixture seeds a file under it
 # right-to-left override that would reorder what follows.
 COMMAND = f"rm -r {VICTIM}/cache && export TOKEN=x&&rm${{IFS}}-rf${{IFS}}{VICTIM}\x1b[2K\x1b[1Gls \u202e"
 SHOWN = f"rm -r {VICTIM}/cache && export TOKEN=[REDACTED]&&rm${{IFS}}-rf${{IFS}}{VICTIM}\\x1b[2K\\x1b[1Gls <U+202E>"
-
-
-def host_app(inbox: Inbox) -> Flask:
-    app = Flask("host")
-    app.config["SECRET_KEY"] = "host-secret"
-
-    def authenticate(request: Any) -> Optional[str]:
-        return request.headers.get("X-User")
-
-    app.register_blueprint(inbox_blueprint(inbox, authenticate=authenticate), url_prefix="/inbox")
-    return app
-
-
-def csrf_of(html: str) -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
-    assert match, html
-    return match.group(1)
 
 
 def test_a_run_command_is_shown_whole_and_visible_and_wait_keeps_its_bound(

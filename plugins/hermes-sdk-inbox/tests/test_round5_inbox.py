@@ -7,11 +7,11 @@ import random
 import re
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
-from flask import Flask
-from hermes_sdk_inbox import Inbox, InboxProvider, MemoryQueue, inbox_blueprint
+from hermes_sdk_inbox import Inbox, InboxProvider, MemoryQueue
 from hermes_sdk_inbox.inbox import InboxError
+from inbox_support import host_app
 
 from hermes_sdk import HermesClient, hookimpl
 from hermes_sdk.errors import HermesError
@@ -19,17 +19,6 @@ from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
 PER_PAGE = 50  # the page's size (hermes_sdk_inbox.inbox.PER_PAGE)
-
-
-def _app(inbox: Inbox) -> Flask:
-    app = Flask("host")
-    app.config["SECRET_KEY"] = "host-secret"
-
-    def authenticate(request: Any) -> Optional[str]:
-        return request.headers.get("X-User")
-
-    app.register_blueprint(inbox_blueprint(inbox, authenticate=authenticate), url_prefix="/inbox")
-    return app
 
 
 def _listed(html: str) -> list[str]:
@@ -47,7 +36,7 @@ def test_the_page_shows_every_pending_entry_soonest_to_lapse_first() -> None:
         request = sdk.runs.approval_request("run_load", f"rm -rf /scratch/r{n}", pattern_key="delete in root path")
         queued.append(inbox.submit(request, run={"command": f"rm -rf /scratch/r{n}"}, expires_at=now + 600 + n)["id"])
     sdk.close()
-    web = _app(inbox).test_client()
+    web = host_app(inbox).test_client()
     seen: list[str] = []
     page = web.get("/inbox/", headers={"X-User": "alice"})
     for number in (1, 2, 3):

@@ -3,32 +3,19 @@ not fully shown and lets them deny it, never approve it. Against the emulator (r
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
-from typing import Any, Optional
 
 import pytest
-from flask import Flask
-from hermes_sdk_inbox import Inbox, InboxProvider, inbox_blueprint
+from hermes_sdk_inbox import InboxProvider
 from hermes_sdk_inbox.cli import main as cli_main
 from hermes_sdk_inbox.inbox import InvalidDecision
+from inbox_support import csrf_of, host_app
 
 from hermes_sdk import HermesClient
 from hermes_sdk.testing import HermesEmulator
 
 VICTIM = "/scratch/victim"  # the tools_emulator fixture seeds a file under it
-
-
-def host_app(inbox: Inbox) -> Flask:
-    app = Flask("host")
-    app.config["SECRET_KEY"] = "host-secret"
-
-    def authenticate(request: Any) -> Optional[str]:
-        return request.headers.get("X-User")
-
-    app.register_blueprint(inbox_blueprint(inbox, authenticate=authenticate), url_prefix="/inbox")
-    return app
 
 
 def test_a_command_not_fully_shown_can_be_denied_never_approved(
@@ -53,10 +40,8 @@ def test_a_command_not_fully_shown_can_be_denied_never_approved(
         assert "(not fully shown)" in web.get("/inbox/", headers={"X-User": "alice"}).text
         page = web.get(f"/inbox/{entry['id']}", headers={"X-User": "alice"}).text
         assert 'id="not-fully-shown"' in page and 'id="approve-once"' not in page and 'id="deny"' in page
-        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)
-        assert csrf is not None
         forged = web.post(f"/inbox/{entry['id']}/decide", headers={"X-User": "alice"}, data={
-            "csrf_token": csrf.group(1), "input_hash": entry["input_hash"], "operator": "",
+            "csrf_token": csrf_of(page), "input_hash": entry["input_hash"], "operator": "",
             "reason": "approve anyway", "action": "approve_once"})
         assert forged.status_code == 400 and provider.inbox.get(entry["id"])["state"] == "pending"
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from flask import Flask
 from hermes_sdk_inbox import Inbox, MemoryQueue, create_app, inbox_blueprint
+from inbox_support import csrf_of, host_app
 
 from hermes_sdk import HermesClient
 
@@ -22,25 +23,6 @@ def sdk() -> Any:
     client = HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False)
     yield client
     client.close()
-
-
-def host_app(inbox: Inbox, authorize: Any = None) -> Flask:
-    """An existing application with its own login (here: a header), the inbox mounted under /inbox."""
-    app = Flask("host")
-    app.config["SECRET_KEY"] = "host-secret"
-
-    def authenticate(request: Any) -> Optional[str]:
-        return request.headers.get("X-User")
-
-    app.register_blueprint(inbox_blueprint(inbox, authenticate=authenticate, authorize=authorize),
-                           url_prefix="/inbox")
-    return app
-
-
-def csrf_of(html: str) -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
-    assert match, html
-    return match.group(1)
 
 
 def queue_delete(inbox: Inbox, sdk: HermesClient, rid: str = "resp_1", reason: str = "cleanup") -> dict[str, Any]:
