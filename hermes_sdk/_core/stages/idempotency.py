@@ -25,7 +25,7 @@ from ..approval import input_hash
 from ..call import Call
 from ..idempotency import COMPLETED, PENDING, IdempotencyRecord, IdempotencyStore
 from ..models import ActionResult
-from ..store_calls import ABANDONED, StoreTimeout, call_store
+from ..store_calls import ABANDONED, Late, StoreTimeout, call_store
 
 T = TypeVar("T")
 
@@ -40,8 +40,7 @@ RECORD_GRACE_SECONDS = 0.5
 _DEADLINE_SLACK = 0.05
 
 
-def _guarded(call: Call, what: str, fn: Callable[[], T], late: Optional[Callable[[object, Optional[BaseException]],
-                                                                                 None]] = None) -> T:
+def _guarded(call: Call, what: str, fn: Callable[[], T], late: Optional[Late] = None) -> T:
     """One store call before anything is sent, bounded by the call's deadline, its failures typed:
     the deadline (:class:`DeadlineExceededError`), an outage (:class:`StoreUnavailableError`, both
     retryable) or a bug (:class:`PluginError`); each says ``details["sent"]`` False."""
@@ -126,8 +125,7 @@ def _reserve(call: Call, store: IdempotencyStore, record: IdempotencyRecord) -> 
         raise
 
 
-def _give_back(store: IdempotencyStore, record: IdempotencyRecord) -> Callable[[object, Optional[BaseException]],
-                                                                                    None]:
+def _give_back(store: IdempotencyStore, record: IdempotencyRecord) -> Late:
     """What the worker does when an abandoned reservation returns at last."""
     def late(value: object, error: Optional[BaseException]) -> None:
         if error is not None:
