@@ -203,29 +203,23 @@ def _replace_values(text: str, pattern: Pattern[str], spaced: Optional[list[str]
     return "".join(pieces) + text[last:] if pieces else text
 
 
-def _scrub_command(text: str, patterns: Iterable[Pattern[str]] = ()) -> tuple[str, bool]:
-    # The command as shown, and whether a token-shaped word after a space was hidden.
+def scrub_command(text: str) -> tuple[str, bool]:
+    """A command as an approver sees it, and whether a token-shaped word after a space was hidden.
+
+    Each secret's value is replaced and every other byte kept. Registered secrets are replaced
+    where they appear; a credential pattern's match replaces only the run of :data:`SECRET_CHARS`
+    its value starts with, so ``export TOKEN=x&&rm${IFS}-rf${IFS}/srv`` is shown
+    ``export TOKEN=[REDACTED]&&rm${IFS}-rf${IFS}/srv``. A value after a space (``Token: rm -rf
+    /srv``) is hidden only when shaped like a token (the second item is then True). Identifiers
+    (:data:`ID_PATTERNS`) are not secrets and are shown.
+    """
     for secret in tuple(_secrets):
         if secret in text:
             text = text.replace(secret, REDACTED)
     spaced: list[str] = []
     for pattern in _COMMAND_PATTERNS:
         text = _replace_values(text, pattern, spaced)
-    for pattern in patterns:
-        text = _replace_values(text, pattern)
     return text, bool(spaced)
-
-
-def scrub_command(text: str, patterns: Iterable[Pattern[str]] = ()) -> str:
-    """A command as an approver sees it: each secret's value replaced, every other byte kept.
-
-    Registered secrets are replaced where they appear; a credential (or given) pattern's match
-    replaces only the run of :data:`SECRET_CHARS` its value starts with, so
-    ``export TOKEN=x&&rm${IFS}-rf${IFS}/srv`` is shown ``export TOKEN=[REDACTED]&&rm${IFS}-rf${IFS}/srv``.
-    A value after a space (``Token: rm -rf /srv``) is hidden only when shaped like a token.
-    Identifiers (:data:`ID_PATTERNS`) are not secrets and are shown.
-    """
-    return _scrub_command(text, patterns)[0]
 
 
 class CommandView(NamedTuple):
@@ -301,7 +295,7 @@ class Redactor:
         A filter that changes more than a run of :data:`SECRET_CHARS` (or fails) leaves nothing
         shown but ``[REDACTED]``, never a command other than the one approved.
         """
-        shown, spaced = _scrub_command(value)
+        shown, spaced = scrub_command(value)
         hidden: list[str] = ["a credential's value after a space"] if spaced else []
         for pattern, why in ((_KEY_SHAPED, "a word shaped like an API key"),) + tuple(
                 (p, "a redaction pattern of the client") for p in self.extra_patterns):
