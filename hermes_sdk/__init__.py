@@ -252,8 +252,6 @@ _RENAMED = {"Response": "HermesResponse", "Session": "HermesSession", "Timeout":
 
 
 def __getattr__(name: str) -> object:
-    import warnings
-
     module_name = _WHERE.get(name)
     if module_name is not None:
         value = getattr(importlib.import_module(module_name), name)
@@ -261,19 +259,18 @@ def __getattr__(name: str) -> object:
         globals()[name] = value  # imported once: later lookups do not come here
         return value
     if name in _LEFT_THE_TOP:
-        warnings.warn(f"hermes_sdk.{name} is in hermes_sdk.types now (the top level keeps the client, its "
-                      "configuration, errors and results); the old name is removed in 0.3.0", DeprecationWarning,
-                      stacklevel=2)
+        _compat.deprecated(f"hermes_sdk.{name} is in hermes_sdk.types now (the top level keeps the client, its "
+                           "configuration, errors and results)")
         return getattr(importlib.import_module("hermes_sdk.types"), name)
     if name in _MOVED:
         from . import plugin
 
-        warnings.warn(f"hermes_sdk.{name} moved to hermes_sdk.plugin.{name}", DeprecationWarning, stacklevel=2)
+        _compat.deprecated(f"hermes_sdk.{name} moved to hermes_sdk.plugin.{name}")
         return getattr(plugin, name)
     if name in _RENAMED:
         new = _RENAMED[name]
-        warnings.warn(f"hermes_sdk.{name} is now hermes_sdk.{new} (the old name collides with requests' or "
-                      "the standard library's)", DeprecationWarning, stacklevel=2)
+        _compat.deprecated(f"hermes_sdk.{name} is now hermes_sdk.{new} (the old name collides with requests' or "
+                           "the standard library's)")
         return __getattr__(new) if new not in globals() else globals()[new]
     module = _compat.moved_module(name)
     if module is not None:

@@ -72,7 +72,60 @@ def test_the_top_keeps_the_client_configuration_errors_and_results() -> None:
 @pytest.mark.parametrize("name", sorted(hermes_sdk._LEFT_THE_TOP))
 def test_a_name_that_left_the_top_still_answers_there_with_its_removal_release(name: str) -> None:
     assert name not in hermes_sdk.__all__ and name in hermes_sdk.types.__all__
-    with pytest.warns(DeprecationWarning, match=rf"hermes_sdk\.{name} is in hermes_sdk\.types .* removed in 0\.3\.0"):
+    pattern = rf"hermes_sdk\.{name} is in hermes_sdk\.types .*removed in hermes-sdk 0\.3\.0"
+    with pytest.warns(DeprecationWarning, match=pattern):
         value = getattr(hermes_sdk, name)
     assert value is getattr(hermes_sdk.types, name)
     assert value.__module__ == "hermes_sdk.types"
+
+
+def test_every_deprecation_goes_through_the_one_helper_that_names_the_removing_release() -> None:
+    import ast
+
+    found = []
+    for path in (ROOT / "hermes_sdk").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Name) and node.id == "DeprecationWarning":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == [f"hermes_sdk/_core/_compat.py:{_line_of_the_helper()}"]
+
+
+def _line_of_the_helper() -> int:
+    import inspect
+
+    from hermes_sdk._core import _compat
+
+    source, start = inspect.getsourcelines(_compat.deprecated)
+    return start + next(i for i, line in enumerate(source) if "DeprecationWarning" in line)
+
+
+def _old_hook(pm_name: str) -> None:
+    from hermes_sdk import HermesClient, hookimpl
+
+    class Old:
+        @hookimpl
+        def hermes_invocation(self, invocation: object) -> None:
+            return None
+
+    HermesClient("http://127.0.0.1:9", "k", plugins=[Old()], load_entrypoints=False).close()
+
+
+SHIMS = {
+    "old module path": lambda: importlib.import_module("hermes_sdk.transport"),
+    "event at the top": lambda: hermes_sdk.RunCompleted,  # type: ignore[attr-defined]
+    "plugin type at the top": lambda: hermes_sdk.Contract,  # type: ignore[attr-defined]
+    "renamed": lambda: hermes_sdk.Timeout,  # type: ignore[attr-defined]
+    "renamed error": lambda: importlib.import_module("hermes_sdk.errors").CancelledError,
+    "CONTRACTS": lambda: importlib.import_module("hermes_sdk.plugin").CONTRACTS,
+    "Invocation": lambda: importlib.import_module("hermes_sdk.plugin").Invocation,
+    "internal Call": lambda: importlib.import_module("hermes_sdk.plugin").Call,
+    "old hook": lambda: _old_hook("old"),
+}
+
+
+@pytest.mark.parametrize("shim", sorted(SHIMS))
+def test_each_shim_names_the_release_that_removes_it(shim: str) -> None:
+    for name in ("hermes_sdk.transport",):
+        sys.modules.pop(name, None)
+    with pytest.warns(DeprecationWarning, match=r"removed in hermes-sdk 0\.3\.0"):
+        SHIMS[shim]()
