@@ -499,8 +499,9 @@ _BY_CODE = {k.default_code: k for k in reversed(_ALL)}
 
 def __getattr__(name: str) -> object:
     if name == "CancelledError":  # renamed: asyncio and concurrent.futures have a CancelledError
-        import warnings
 
-        warnings.warn("hermes_sdk.errors.CancelledError is now StreamCancelledError", DeprecationWarning, stacklevel=2)
+        from ._core import _compat
+
+        _compat.deprecated("hermes_sdk.errors.CancelledError is now StreamCancelledError")
         return StreamCancelledError
     raise AttributeError(f"module 'hermes_sdk.errors' has no attribute {name!r}")

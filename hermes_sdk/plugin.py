@@ -61,28 +61,26 @@ _INTERNAL = {"Call": ("hermes_sdk._core.call", "Call"), "Runtime": ("hermes_sdk.
 
 
 def __getattr__(name: str) -> object:
+    from ._core import _compat
+
     if name == "CONTRACTS":  # a process-wide registry before 0.2: the built-in contracts, read-only
         import importlib
         import types
-        import warnings
 
         # By name: the built-in families import this module, so a static import here would close a circle.
         specs = importlib.import_module("hermes_sdk._core.builtin").BUILTIN_SPECS
-        warnings.warn("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are client.capabilities()",
-                      DeprecationWarning, stacklevel=2)
+        _compat.deprecated("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are "
+                           "client.capabilities()")
         return types.MappingProxyType({name: spec.contract for name, spec in specs.items()})
     if name == "Invocation":  # the hook object's former name
-        import warnings
 
-        warnings.warn("hermes_sdk.plugin.Invocation is deprecated: hooks receive a CallView", DeprecationWarning,
-                      stacklevel=2)
+        _compat.deprecated("hermes_sdk.plugin.Invocation is deprecated: hooks receive a CallView")
         return CallView
     if name in _INTERNAL:
         import importlib
-        import warnings
 
         module, attr = _INTERNAL[name]
-        warnings.warn(f"hermes_sdk.plugin.{name} is internal and no longer given to hooks (they receive "
-                      "CallView); it will be removed", DeprecationWarning, stacklevel=2)
+        _compat.deprecated(f"hermes_sdk.plugin.{name} is internal and no longer given to hooks (they receive "
+                           "CallView)")
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'hermes_sdk.plugin' has no attribute {name!r}")

@@ -10,83 +10,96 @@ from __future__ import annotations
 import hermes_sdk as _top
 
 from ._core import _compat
-from ._core.approval import ApprovalDecision, ApprovalRequest
-from ._core.deadline import CallTimeout
+
+# -- written by tools/exports.py from _TABLE: do not edit --
+from ._core.approval import ApprovalDecision as ApprovalDecision, ApprovalRequest as ApprovalRequest
+from ._core.deadline import CallTimeout as CallTimeout
 from ._core.events import (
-    ApprovalRequested,
-    ApprovalResponded,
-    FunctionCall,
-    FunctionCallOutput,
-    MessageDelta,
-    ReasoningAvailable,
-    RunCancelled,
-    RunCompleted,
-    RunEvent,
-    RunFailed,
-    ToolCompleted,
-    ToolProgress,
-    ToolStarted,
+    ApprovalRequested as ApprovalRequested,
+    ApprovalResponded as ApprovalResponded,
+    FunctionCall as FunctionCall,
+    FunctionCallOutput as FunctionCallOutput,
+    HermesStatus as HermesStatus,
+    MessageDelta as MessageDelta,
+    ReasoningAvailable as ReasoningAvailable,
+    ReasoningDelta as ReasoningDelta,
+    RunCancelled as RunCancelled,
+    RunCompleted as RunCompleted,
+    RunEnded as RunEnded,
+    RunEvent as RunEvent,
+    RunFailed as RunFailed,
+    RunInterrupted as RunInterrupted,
+    RunSteered as RunSteered,
+    SubagentEvent as SubagentEvent,
+    ToolCompleted as ToolCompleted,
+    ToolProgress as ToolProgress,
+    ToolStarted as ToolStarted,
 )
 from ._core.models import (
-    ActionResult,
-    ChatCompletion,
-    ChatMessage,
-    Choice,
-    DeletionReceipt,
-    HermesResponse,
-    StreamEvent,
-    StreamResult,
+    ActionResult as ActionResult,
+    ChatCompletion as ChatCompletion,
+    ChatMessage as ChatMessage,
+    Choice as Choice,
+    DeletionReceipt as DeletionReceipt,
+    HermesResponse as HermesResponse,
+    StreamEvent as StreamEvent,
+    StreamResult as StreamResult,
 )
-from ._core.operator import OperatorResult
-from ._core.resources.operator import OperatorMethods
-from ._core.resources.records import Records
-from ._core.resources.runs import Runs
-from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
-from ._core.streaming import ChatStream, HermesStream, ResponseStream, RunEventStream
-from ._families.discovery.types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
-from ._families.jobs import Job, JobDeleted, Jobs
-from ._families.sessions import Sessions
+from ._core.operator import OperatorResult as OperatorResult
+from ._core.resources.operator import OperatorMethods as OperatorMethods
+from ._core.resources.records import Records as Records
+from ._core.resources.runs import Runs as Runs
+from ._core.runs import (
+    ApprovalAnswer as ApprovalAnswer,
+    Run as Run,
+    RunResult as RunResult,
+    RunStarted as RunStarted,
+    RunStatus as RunStatus,
+    SteerAnswer as SteerAnswer,
+)
+from ._core.server_features import ServerFeatures as ServerFeatures
+from ._core.streaming import (
+    ChatStream as ChatStream,
+    HermesStream as HermesStream,
+    ResponseStream as ResponseStream,
+    RunEventStream as RunEventStream,
+)
+from ._families.discovery.types import (
+    Health as Health,
+    ModelInfo as ModelInfo,
+    ServerCapabilities as ServerCapabilities,
+    Skill as Skill,
+    Toolset as Toolset,
+)
+from ._families.jobs import Jobs as Jobs
+from ._families.jobs.types import Job as Job, JobDeleted as JobDeleted
+from ._families.sessions import Sessions as Sessions
 from ._families.sessions.types import (
-    HermesSession,
-    SessionAssistantCompleted,
-    SessionChatStream,
-    SessionDeleted,
-    SessionDelta,
-    SessionDone,
-    SessionEvent,
-    SessionMessage,
-    SessionMessageStarted,
-    SessionPage,
-    SessionReply,
-    SessionRunCompleted,
-    SessionRunStarted,
-    SessionStreamError,
-    SessionThinking,
-    SessionToolCompleted,
-    SessionToolEvent,
-    SessionToolFailed,
-    SessionToolStarted,
-    SessionTranscript,
+    HermesSession as HermesSession,
+    SessionAssistantCompleted as SessionAssistantCompleted,
+    SessionChatStream as SessionChatStream,
+    SessionDeleted as SessionDeleted,
+    SessionDelta as SessionDelta,
+    SessionDone as SessionDone,
+    SessionEvent as SessionEvent,
+    SessionMessage as SessionMessage,
+    SessionMessageStarted as SessionMessageStarted,
+    SessionPage as SessionPage,
+    SessionReply as SessionReply,
+    SessionRunCompleted as SessionRunCompleted,
+    SessionRunStarted as SessionRunStarted,
+    SessionStreamError as SessionStreamError,
+    SessionThinking as SessionThinking,
+    SessionToolCompleted as SessionToolCompleted,
+    SessionToolEvent as SessionToolEvent,
+    SessionToolFailed as SessionToolFailed,
+    SessionToolStarted as SessionToolStarted,
+    SessionTranscript as SessionTranscript,
 )
+# -- end of the written imports --
 
-__all__ = [
-    # results
-    "ActionResult", "ApprovalAnswer", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt", "Health",
-    "HermesResponse", "HermesSession", "Job", "JobDeleted", "ModelInfo", "OperatorResult", "Run", "RunResult",
-    "RunStarted", "RunStatus", "ServerCapabilities", "SessionDeleted", "SessionMessage", "SessionPage",
-    "SessionReply", "SessionTranscript", "Skill", "StreamResult", "Toolset",
-    # streams and their events
-    "ChatStream", "HermesStream", "ResponseStream", "RunEventStream", "SessionChatStream", "StreamEvent",
-    "ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "MessageDelta",
-    "ReasoningAvailable", "RunCancelled", "RunCompleted", "RunEvent", "RunFailed", "ToolCompleted", "ToolProgress",
-    "ToolStarted", "SessionAssistantCompleted", "SessionDelta", "SessionDone", "SessionEvent",
-    "SessionMessageStarted", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError", "SessionThinking",
-    "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed", "SessionToolStarted",
-    # approvals and limits
-    "ApprovalDecision", "ApprovalRequest", "CallTimeout",
-    # the resources: client.runs, client.sessions, client.jobs, client.records, client.operate
-    "Jobs", "OperatorMethods", "Records", "Runs", "Sessions",
-]
+#: Every value, stream, event and resource type (hermes_sdk._TABLE's "top" and "types" rows).
+__all__ = sorted(name for _module, place, names in _top._TABLE if place in ("top", "types") for name in names)
 
 # Names also exported at the top have hermes_sdk as their home; the rest live here.
 _compat.rehome(globals(), [n for n in __all__ if n in _top.__all__], _top.__name__)

@@ -1,4 +1,4 @@
-"""Old import paths and names, kept for one release with a ``DeprecationWarning``.
+"""Old import paths and names, kept until 0.3.0 with a ``DeprecationWarning`` that says so.
 
 Before 0.2 every implementation module sat at the top of ``hermes_sdk`` (``hermes_sdk.transport``,
 ``hermes_sdk.runs``...). They now live in the private ``hermes_sdk._core``; an import of the old
@@ -45,6 +45,13 @@ RELOCATED_NAMES = {
 }
 
 _HINT = "import from hermes_sdk, hermes_sdk.types, hermes_sdk.errors or hermes_sdk.plugin instead"
+#: The release that removes every deprecated path, name and protocol (the CHANGELOG lists them).
+REMOVED_IN = "0.3.0"
+
+
+def deprecated(message: str, stacklevel: int = 2) -> None:
+    """Warn that something is deprecated, naming the release that removes it: every shim says so here."""
+    warnings.warn(f"{message} (removed in hermes-sdk {REMOVED_IN})", DeprecationWarning, stacklevel=stacklevel + 1)
 
 
 def new_home(old: str) -> str:
@@ -53,7 +60,7 @@ def new_home(old: str) -> str:
 
 
 def warn_moved(old: str) -> None:
-    warnings.warn(f"{old} is private now (hermes_sdk._core); {_HINT}", DeprecationWarning, stacklevel=3)
+    deprecated(f"{old} is private now (hermes_sdk._core); {_HINT}", stacklevel=3)
 
 
 class _Alias(importlib.abc.Loader):

@@ -21,7 +21,6 @@ import os
 import sys
 import time
 import traceback
-import warnings
 from importlib.metadata import Distribution, EntryPoint
 from types import CodeType
 from typing import Callable, Generator, Iterable, Mapping, Optional, Protocol, TypeVar, cast
@@ -31,6 +30,7 @@ import pluggy
 from .. import hookspecs
 from ..errors import HermesError, PluginError
 from ..hookspecs import hookimpl
+from ._compat import deprecated
 from ._detach import detach
 from .exchange import Attempt
 from .idempotency import IdempotencyStore, store_from_url
@@ -273,8 +273,8 @@ def _companion_for(pm: _Manager, plugin: object, plugin_name: str) -> Optional[_
         args = _argnames(plugin, attr, opts)
         renamed = tuple(RENAMED_ARGS.get(a, a) for a in args)
         if hook != attr or renamed != args:
-            warnings.warn(f"plugin {plugin_name!r}: {attr}({', '.join(args)}) is deprecated; implement "
-                          f"{hook}({', '.join(renamed)})", DeprecationWarning, stacklevel=4)
+            deprecated(f"plugin {plugin_name!r}: {attr}({', '.join(args)}) is deprecated; implement "
+                               f"{hook}({', '.join(renamed)})", stacklevel=4)
         spec = getattr(pm.hook, hook).spec
         unknown = set(renamed) - set(spec.argnames if spec is not None else ())
         if unknown:

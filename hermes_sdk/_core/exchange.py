@@ -7,12 +7,12 @@ what it received in :class:`Received`, which no hook is given.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable, Optional
 
 import attrs
 
+from ._compat import deprecated
 from .view import _Sealed, redacted_headers
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class Attempt(_Sealed):
     @property
     def invocation(self) -> Optional["CallView"]:
         """``call``, under its former name (deprecated)."""
-        warnings.warn("Attempt.invocation is deprecated: use Attempt.call", DeprecationWarning, stacklevel=2)
+        deprecated("Attempt.invocation is deprecated: use Attempt.call")
         return self._call
 
     @property

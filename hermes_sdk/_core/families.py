@@ -7,12 +7,12 @@ owns the resulting :class:`Registry`; nothing is registered process-wide.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Callable, Generic, Iterable, Mapping, Optional, Protocol, TypeVar, cast
 
 import attrs
 
 from ..errors import PluginError
+from ._compat import deprecated
 from .capabilities import Contract
 from .operations.spec import OperationSpec, check_spec
 from .options import CallOptions
@@ -100,8 +100,8 @@ _LEGACY_RESOURCES: dict[str, Callable[[FamilyExecutor], object]] = {}
 
 
 def _warn(old: str) -> None:
-    warnings.warn(f"hermes_sdk.plugin.{old} registers process-wide and is deprecated: return a "
-                  "hermes_sdk.plugin.Family from the hermes_families hook instead", DeprecationWarning, stacklevel=3)
+    deprecated(f"hermes_sdk.plugin.{old} registers process-wide and is deprecated: return a "
+                       "hermes_sdk.plugin.Family from the hermes_families hook instead", stacklevel=3)
 
 
 def register(spec: OperationSpec[T]) -> OperationSpec[T]:

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import warnings
-
+from .._core import _compat
 from .._core._plugin_manager import (  # noqa: F401  (the names this module had)
     BUILTINS,
     ENTRY_POINT_GROUP,
@@ -31,5 +30,5 @@ def __getattr__(name: str) -> object:
     return getattr(_plugin_manager, name)
 
 
-warnings.warn("hermes_sdk.plugins is deprecated: plugin authors use hermes_sdk.plugin; `hermes-sdk plugins` "
-              "prints what loads", DeprecationWarning, stacklevel=2)
+_compat.deprecated("hermes_sdk.plugins is deprecated: plugin authors use hermes_sdk.plugin; `hermes-sdk plugins` "
+                   "prints what loads")

@@ -25,6 +25,8 @@ from hermes_sdk import (
     InvalidInputError,
     NotFoundError,
     RemoteRejectedError,
+)
+from hermes_sdk.types import (
     SessionAssistantCompleted,
     SessionDelta,
     SessionDone,

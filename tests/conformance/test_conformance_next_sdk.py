@@ -15,17 +15,15 @@ from runs_helpers import RunsTarget, uniq
 
 from hermes_sdk import (
     ApprovalRequest,
-    ApprovalRequested,
     AuthenticationError,
     HermesClient,
     OutcomeUnknownError,
-    RunCompleted,
-    RunSteered,
     StaleApprovalError,
     SteerNotAcceptedError,
     UnsupportedByServerError,
 )
 from hermes_sdk._core.idempotency import IdempotencyRecord, MemoryStore
+from hermes_sdk.types import ApprovalRequested, RunCompleted, RunSteered
 
 V19, V20, V22 = (SERVER_VERSION == v for v in ("0.19.0", "0.20.1", "0.22.2"))
 

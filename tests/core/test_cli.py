@@ -513,7 +513,8 @@ def test_continue_the_last_session_from_a_private_state_file(env: Any, capsys: p
 def test_the_emulator_command_takes_tools_and_asks_for_approval() -> None:
     import signal
 
-    from hermes_sdk import ApprovalRequested, HermesClient
+    from hermes_sdk import HermesClient
+    from hermes_sdk.types import ApprovalRequested
 
     proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk", "emulator", "--tools", "--approval-timeout", "5"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

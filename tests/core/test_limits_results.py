@@ -9,7 +9,6 @@ from core_support import agent_requests, chunk, json_response, raw_client, sse_h
 
 from hermes_sdk import (
     ChatCompletion,
-    Choice,
     HermesClient,
     HermesResponse,
     InvalidResponseError,
@@ -17,6 +16,7 @@ from hermes_sdk import (
     RemoteRejectedError,
 )
 from hermes_sdk._core.models import ChatMessage
+from hermes_sdk.types import Choice
 
 MiB = 1024 * 1024
 

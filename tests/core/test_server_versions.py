@@ -10,18 +10,7 @@ from typing import Any, Iterator
 import pytest
 from core_support import approve_all
 
-from hermes_sdk import (
-    ApprovalRequested,
-    HermesClient,
-    HermesStatus,
-    ReasoningDelta,
-    RunCompleted,
-    RunSteered,
-    StaleApprovalError,
-    SteerNotAcceptedError,
-    TransportError,
-    UnsupportedByServerError,
-)
+from hermes_sdk import HermesClient, StaleApprovalError, SteerNotAcceptedError, TransportError, UnsupportedByServerError
 from hermes_sdk._core.events import parse_run_event, typed_stream_event
 from hermes_sdk._core.models import StreamEvent
 from hermes_sdk._core.operations.runs import wire_run_key
@@ -29,6 +18,7 @@ from hermes_sdk.errors import InvalidInputError
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 from hermes_sdk.testing.versions import SERVER_VERSIONS
+from hermes_sdk.types import ApprovalRequested, HermesStatus, ReasoningDelta, RunCompleted, RunSteered
 
 VICTIM = "/scratch/victim"
 DANGEROUS = f"TOOL:terminal:rm -rf {VICTIM}"

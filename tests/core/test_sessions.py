@@ -16,20 +16,22 @@ from hermes_sdk import (
     InvalidInputError,
     NotFoundError,
     RemoteRejectedError,
-    SessionAssistantCompleted,
     SessionChatStream,
+    SessionPage,
+)
+from hermes_sdk.testing import HermesEmulator
+from hermes_sdk.testing.emulator import TOOLSETS
+from hermes_sdk.types import (
+    SessionAssistantCompleted,
     SessionDelta,
     SessionDone,
     SessionMessageStarted,
-    SessionPage,
     SessionRunCompleted,
     SessionRunStarted,
     SessionThinking,
     SessionToolCompleted,
     SessionToolStarted,
 )
-from hermes_sdk.testing import HermesEmulator
-from hermes_sdk.testing.emulator import TOOLSETS
 
 
 def session_requests(emu: HermesEmulator) -> list[Any]:

@@ -240,8 +240,8 @@ def test_a_denials_reason_is_kept_in_the_error(make_client: Any, hermes_emulator
 
 def test_a_runs_command_request_says_run_approval_with_the_run_id_and_pattern_key(
         hermes_emulator_factory: Any) -> None:
-    from hermes_sdk import ApprovalRequested
     from hermes_sdk.testing import TOOLSETS
+    from hermes_sdk.types import ApprovalRequested
 
     emulator = hermes_emulator_factory(toolsets=TOOLSETS)
     seen: list[ApprovalRequest] = []

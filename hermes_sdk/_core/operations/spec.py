@@ -6,7 +6,6 @@ A new capability is a new spec in a :class:`~hermes_sdk.plugin.Family`; no stage
 from __future__ import annotations
 
 import inspect
-import warnings
 from typing import TYPE_CHECKING, Callable, Generic, Mapping, Optional, TypeVar, cast
 from urllib.parse import quote
 
@@ -14,6 +13,7 @@ import attrs
 
 from ...errors import HermesError
 from .. import convert
+from .._compat import deprecated
 from ..aggregate import Accumulator
 from ..capabilities import Contract
 from ..convert import DecodeContext
@@ -107,10 +107,9 @@ class OperationSpec(Generic[T]):
         for name in ("decode", "from_record"):
             given = getattr(self, name)
             if given is not None and _positional(given):
-                warnings.warn(
+                deprecated(
                     f"OperationSpec({self.contract.operation!r}): a {name} taking (data, session_id, action_id, "
-                    "...) is deprecated; take (data, ctx: hermes_sdk.plugin.DecodeContext)",
-                    DeprecationWarning, stacklevel=3)
+                    "...) is deprecated; take (data, ctx: hermes_sdk.plugin.DecodeContext)", stacklevel=3)
                 object.__setattr__(self, name, _adapted(given, name == "from_record"))
 
     def typed_from_record(self, output: object, session_id: Optional[str], action_id: Optional[str]) -> T:

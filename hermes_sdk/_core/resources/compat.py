@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import TYPE_CHECKING, Callable, Optional, TypeVar, cast
 
+from .._compat import deprecated
 from ..families import legacy_resources
 
 if TYPE_CHECKING:
@@ -27,8 +27,7 @@ def _moved(new: str) -> Callable[[F], F]:
     def wrap(method: F) -> F:
         @functools.wraps(method)
         def alias(self: object, *args: object, **kwargs: object) -> object:
-            warnings.warn(f"HermesClient.{method.__name__}() is deprecated: use client.{new}()",
-                          DeprecationWarning, stacklevel=2)
+            deprecated(f"HermesClient.{method.__name__}() is deprecated: use client.{new}()")
             return method(self, *args, **kwargs)
         alias.__doc__ = f"Deprecated alias of ``client.{new}()``."
         return cast(F, alias)  # the same signature: it passes every argument on
