@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .jobs import Ticker, tick
+from .cron import Ticker, tick
+from .families import FAMILY_MODULES
 from .model import Reply, ReplyLike, RequestInfo, Responder
+from .routes import reset_families
 from .server import HermesHTTPServer
 from .sessiondb import SessionDB
 from .state import FAULT_MODES, EmulatorState, Fault, SeenRequest, Settings
@@ -130,6 +132,7 @@ class HermesEmulator:
         self._state.default_approval_mode = model.toolbox.approval_mode = approval_mode
         model.toolbox.files.update(files or {})
         model.followup_delay = max(0.0, tool_followup_delay)
+        self._families = tuple(FAMILY_MODULES)  # what this emulator serves, read once
         self._server: HermesHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._ticker: Ticker | None = None
@@ -140,7 +143,7 @@ class HermesEmulator:
         if self._server is not None:
             return self
         self._state.model.stopping.clear()
-        self._server = HermesHTTPServer((self.host, self._port), self._state, self._verbose)
+        self._server = HermesHTTPServer((self.host, self._port), self._state, self._families, self._verbose)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -542,6 +545,7 @@ class HermesEmulator:
     def reset(self) -> None:
         """Clear scripts, faults, counters, stores and restore constructor settings."""
         self._state.reset()
+        reset_families(self._families, self._state)
 
     def __repr__(self) -> str:
         where = self.base_url if self.running else "stopped"
