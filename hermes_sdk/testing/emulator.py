@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from . import families
 from .cron import Ticker, tick
-from .families import FAMILY_MODULES
 from .model import Reply, ReplyLike, RequestInfo, Responder
 from .routes import reset_families
 from .server import HermesHTTPServer
@@ -132,7 +132,7 @@ class HermesEmulator:
         self._state.default_approval_mode = model.toolbox.approval_mode = approval_mode
         model.toolbox.files.update(files or {})
         model.followup_delay = max(0.0, tool_followup_delay)
-        self._families = tuple(FAMILY_MODULES)  # what this emulator serves, read once
+        self._families = tuple(families.FAMILY_MODULES)  # what this emulator serves, read once
         self._server: HermesHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._ticker: Ticker | None = None

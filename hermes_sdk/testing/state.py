@@ -7,8 +7,9 @@ state.db, the response store), and each family's ``reset(state)`` clears what is
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from .cron import JobStore
 from .model import AgentResult, ScriptedModel
@@ -18,6 +19,7 @@ from .store import IdempotencyCache, ResponseStore
 from .versions import Behaviour
 
 FAULT_MODES = ("before_response", "mid_body", "mid_stream")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,14 @@ class EmulatorState:
         self._connections = 0
         self._requests: list[SeenRequest] = []
         self._faults: list[Fault] = []
+        self._slots: dict[str, object] = {}
+
+    def slot(self, name: str, factory: Callable[[], T]) -> T:
+        """A family's own store, made by ``factory`` on first use (a family added later keeps its state here)."""
+        with self._lock:
+            if name not in self._slots:
+                self._slots[name] = factory()
+            return cast(T, self._slots[name])
 
     @property
     def behaviour(self) -> Behaviour:
