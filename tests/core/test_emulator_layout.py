@@ -153,3 +153,36 @@ def test_a_new_family_is_one_module_and_one_line_in_the_list(tmp_path: Path, mon
         emu.reset()  # the family's reset(state) runs with the others
         assert http.get(url, timeout=30).json()["data"] == []
     assert (PACKAGE / "testing" / "server.py").read_bytes() == server_before
+
+
+def test_each_family_has_its_control_and_the_flat_members_reach_it() -> None:
+    """``emulator.runs`` / ``.sessions`` / ``.jobs`` / ``.responses`` / ``.discovery`` hold each family's
+    controls; the documented flat members (``run_status``, ``approval_timeout``, ``add_skill``, ...) are
+    the same controls, and ``reset()`` restores what the constructor set."""
+    with HermesEmulator(approval_timeout=7.0, jobs_tick_seconds=0, server_version="0.20.1") as emu:
+        assert emu.control("runs") is emu.runs and emu.runs.approval_timeout == emu.approval_timeout == 7.0
+        emu.runs.stop_latency = 0.5
+        assert emu.stop_latency == 0.5
+        emu.run_stream_ttl = 12
+        assert emu.runs.stream_ttl == 12.0
+        with requests.Session() as http:
+            http.headers["Authorization"] = f"Bearer {emu.api_key}"
+            run_id = http.post(emu.base_url + "/v1/runs", json={"input": "hello"}, timeout=30).json()["run_id"]
+            assert emu.runs.wait(run_id, 30) == emu.run_status(run_id)
+            assert emu.runs.ids() == emu.run_ids() == [run_id]
+            assert [e["event"] for e in emu.runs.events(run_id)][-1] == "run.completed"
+            session_id = http.post(emu.base_url + "/api/sessions", json={}, timeout=30).json()["session"]["id"]
+            http.post(f"{emu.base_url}/api/sessions/{session_id}/chat", json={"message": "hi"}, timeout=30)
+            assert session_id in emu.sessions.ids() and emu.sessions.ids() == emu.session_ids()
+            assert emu.sessions.rows(session_id) == emu.session_rows(session_id) != []
+            emu.discovery.add_skill("notes", "keeps notes")
+            assert [s["name"] for s in http.get(emu.base_url + "/v1/skills", timeout=30).json()["data"]] == ["notes"]
+        assert emu.skills == emu.discovery.skills
+        assert emu.responses.store is emu.store and emu.jobs.tick() == emu.tick_jobs() == []
+        emu.jobs.tick_seconds = 5
+        assert emu.jobs_tick_seconds == 5.0
+        emu.reset()
+        assert (emu.runs.stop_latency, emu.runs.stream_ttl, emu.jobs.tick_seconds) == (0.2, 300.0, 0.0)
+        assert emu.runs.ids() == [] and emu.sessions.ids() == [] and emu.discovery.skills == []
+    with pytest.raises(LookupError):
+        emu.control("memory")

@@ -354,6 +354,22 @@ def _skills(ex: Exchange) -> None:
     ex.send_json(200, skills(ex.state.skills))
 
 
+class DiscoveryControl:
+    """``emulator.discovery``: the skills ``/v1/skills`` lists."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    @property
+    def skills(self) -> list[dict[str, object]]:
+        """``/v1/skills`` entries (``name``, ``description``, ``category``); mutable, cleared by ``reset()``."""
+        return self._state.skills
+
+    def add_skill(self, name: str, description: str = "", category: str | None = None) -> None:
+        """Install a skill, as a ``HERMES_HOME/skills/[category/]name/SKILL.md`` would."""
+        self._state.skills.append({"name": name, "description": description, "category": category})
+
+
 def reset(state: EmulatorState) -> None:
     """Uninstall every skill."""
     state.skills.clear()
@@ -370,3 +386,5 @@ ROUTES = (
     Route(("GET",), "/v1/skills", _skills),
     Route(("GET",), "/api/model/options", handle_model_options, since="model_options"),
 )
+
+CONTROL = DiscoveryControl

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from ..cron import JobStore, check_not_past, iso, job_id_of, next_run, parse_schedule, schedule_of, utcnow
+from ..cron import JobStore, check_not_past, iso, job_id_of, next_run, parse_schedule, schedule_of, tick, utcnow
 from ..routes import Route
 from ..sessiondb import UPSTREAM_MODEL
 from ..wire import JSONDict
@@ -314,6 +314,35 @@ def handle_run(ex: Exchange, job_id: str) -> None:
     _mutate(ex, job_id, trigger)
 
 
+class JobsControl:
+    """``emulator.jobs``: the cron jobs, the ticker's interval and a tick on demand."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    def get(self, job_id: str) -> JSONDict | None:
+        """The job object ``GET /api/jobs/{id}`` would return, or None."""
+        return self._state.jobs.get(job_id)
+
+    def ids(self) -> list[str]:
+        """Every job id (disabled ones too), in creation order."""
+        return [str(j["id"]) for j in self._state.jobs.listing(include_disabled=True)]
+
+    def tick(self) -> list[str]:
+        """Run the cron ticker once now: every enabled job whose ``next_run_at`` is due runs one
+        agent turn (in a ``cron_<id>_<stamp>`` session); returns the ids of the jobs that ran."""
+        return tick(self._state)
+
+    @property
+    def tick_seconds(self) -> float:
+        """The background ticker's interval in seconds (Hermes: 60; 0 = only ``tick()``); settable."""
+        return self._state.settings.jobs_tick_seconds
+
+    @tick_seconds.setter
+    def tick_seconds(self, seconds: float) -> None:
+        self._state.settings.jobs_tick_seconds = max(0.0, float(seconds))
+
+
 def reset(state: EmulatorState) -> None:
     """Forget every job and execution."""
     state.jobs.clear()
@@ -330,3 +359,5 @@ ROUTES = (
     Route(("POST",), _ITEM + "/resume", handle_resume, decoded=True),
     Route(("POST",), _ITEM + "/run", handle_run, decoded=True),
 )
+
+CONTROL = JobsControl

@@ -13,7 +13,7 @@ from ..model import AgentHooks, AgentResult, RequestInfo
 from ..model import io_usage as _usage
 from ..routes import Route
 from ..sse import AgentPump, ClientGone, named_event
-from ..store import StoredResponse
+from ..store import ResponseStore, StoredResponse
 from ..tools import ToolRecord
 from ..wire import (
     DEFAULT_MODEL,
@@ -461,6 +461,22 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
             pump.join(0.5)
 
 
+class ResponsesControl:
+    """``emulator.responses``: the response store ``GET``/``DELETE /v1/responses/{id}`` read."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    @property
+    def store(self) -> ResponseStore:
+        """The response store (``ids()``, ``peek(id)``, ``conversations()``, ``len()``, ``in``)."""
+        return self._state.store
+
+    def stored(self, response_id: str) -> JSONDict | None:
+        """The stored envelope for ``response_id``, or None (does not refresh its LRU position)."""
+        return self._state.store.peek(response_id)
+
+
 def reset(state: EmulatorState) -> None:
     """Empty the response store and restore its constructor size."""
     state.store.clear()
@@ -472,3 +488,5 @@ ROUTES = (
     Route(("GET", "HEAD"), "/v1/responses/{response_id}", handle_get),
     Route(("DELETE",), "/v1/responses/{response_id}", handle_delete),
 )
+
+CONTROL = ResponsesControl

@@ -508,6 +508,88 @@ def _transcript(info: RequestInfo, result: AgentResult | None) -> list[dict[str,
     return turn
 
 
+class RunsControl:
+    """``emulator.runs``: the runs' observations and settings (Hermes' ``approvals.timeout``, the
+    events keepalive, the unsubscribed-buffer sweep, finished-run retention and the stop latency)."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    def status(self, run_id: str) -> JSONDict | None:
+        """The run object ``GET /v1/runs/{id}`` would return, or None."""
+        run = self._state.runs.get(run_id)
+        return None if run is None else run.snapshot()
+
+    def ids(self) -> list[str]:
+        """Every run id the emulator still knows, oldest first."""
+        with self._state.runs.lock:
+            return list(self._state.runs.runs)
+
+    def events(self, run_id: str) -> list[JSONDict]:
+        """Every event the run queued so far, whoever (if anyone) received it."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return []
+        with run.lock:
+            return [dict(e) for e in run.events_emitted]
+
+    def pending_approvals(self, run_id: str) -> list[JSONDict]:
+        """The run's unanswered approval requests, oldest first (payload fields only)."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return []
+        with run.lock:
+            return [p.danger.payload() for p in run.approvals]
+
+    def wait(self, run_id: str, timeout: float = 10.0) -> JSONDict | None:
+        """Block until the run's task finished (or ``timeout``); return its run object."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return None
+        run.done.wait(timeout)
+        return run.snapshot()
+
+    @property
+    def approval_timeout(self) -> float:
+        return self._state.settings.approval_timeout
+
+    @approval_timeout.setter
+    def approval_timeout(self, seconds: float) -> None:
+        self._state.settings.approval_timeout = float(seconds)
+
+    @property
+    def events_keepalive_seconds(self) -> float:
+        return self._state.settings.run_events_keepalive_seconds
+
+    @events_keepalive_seconds.setter
+    def events_keepalive_seconds(self, seconds: float) -> None:
+        self._state.settings.run_events_keepalive_seconds = float(seconds)
+
+    @property
+    def stream_ttl(self) -> float:
+        return self._state.settings.run_stream_ttl
+
+    @stream_ttl.setter
+    def stream_ttl(self, seconds: float) -> None:
+        self._state.settings.run_stream_ttl = float(seconds)
+
+    @property
+    def status_ttl(self) -> float:
+        return self._state.settings.run_status_ttl
+
+    @status_ttl.setter
+    def status_ttl(self, seconds: float) -> None:
+        self._state.settings.run_status_ttl = float(seconds)
+
+    @property
+    def stop_latency(self) -> float:
+        return self._state.settings.stop_latency
+
+    @stop_latency.setter
+    def stop_latency(self, seconds: float) -> None:
+        self._state.settings.stop_latency = max(0.0, float(seconds))
+
+
 def reset(state: EmulatorState) -> None:
     """Forget finished runs and the run keys; runs in flight belong to requests still open."""
     state.runs.clear_finished()
@@ -525,4 +607,7 @@ ROUTES = (
     Route(("POST",), _RUN + "/steer", handle_steer, since="steer"),
 )
 
-__all__ = ["ROUTES", "reset"]
+
+CONTROL = RunsControl
+
+__all__ = ["CONTROL", "ROUTES", "RunsControl", "reset"]

@@ -583,6 +583,30 @@ def handle_chat_stream(ex: Exchange, session_id: str) -> None:
             state.release_run()
 
 
+class SessionsControl:
+    """``emulator.sessions``: the session store (Hermes' state.db) as the routes see it."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    def get(self, session_id: str) -> JSONDict | None:
+        """The session object ``GET /api/sessions/{id}`` would return, or None."""
+        row = self._state.transcripts.get(session_id)
+        return None if row is None else row.payload()
+
+    def ids(self) -> list[str]:
+        """Every session id in the store (any source), most recently active first."""
+        return [row.id for row in self._state.transcripts.listing(source=None, include_children=True)]
+
+    def rows(self, session_id: str) -> list[JSONDict]:
+        """The session's message rows as ``GET …/messages`` shapes them (no fork redirect)."""
+        return self._state.transcripts.messages(session_id) or []
+
+    def transcript(self, session_id: str) -> list[dict[str, str]]:
+        """The chat transcript kept for ``session_id`` (any route's turns)."""
+        return self._state.transcripts.history(session_id)
+
+
 def reset(state: EmulatorState) -> None:
     """Empty the session store (state.db): sessions and every route's transcripts."""
     state.transcripts.clear()
@@ -601,4 +625,7 @@ ROUTES = (
     Route(("POST",), _ITEM + "/chat/stream", handle_chat_stream, decoded=True),
 )
 
-__all__ = ["ROUTES", "reset"]
+
+CONTROL = SessionsControl
+
+__all__ = ["CONTROL", "ROUTES", "SessionsControl", "reset"]
