@@ -1098,14 +1098,12 @@ def _documented_routes() -> set[tuple[str, str]]:
 
 def test_the_route_table_is_the_servers() -> None:
     """The emulator page lists every route the server answers, and nothing it does not: the table is
-    built from the server's own routing tables here, and each route is asked once."""
-    from hermes_sdk.testing import server
+    built from the families' own ROUTES here, and each route is asked once."""
+    from hermes_sdk.testing.families import FAMILY_MODULES
+    from hermes_sdk.testing.routes import Router
 
-    served = {(m, path) for path, table in server._STATIC_ROUTES.items() for m in table}
-    served |= {(m, "/v1/responses/{id}") for m in server._ITEM_ROUTE}
-    for prefix, routes in (("/v1/runs/{id}", server._RUN_ROUTES), ("/api/sessions/{id}", server._SESSION_ROUTES),
-                           ("/api/jobs/{id}", server._JOB_ROUTES)):
-        served |= {(m, prefix + (f"/{suffix}" if suffix else "")) for suffix, table in routes.items() for m in table}
+    served = {(m, re.sub(r"\{[a-z_]+\}", "{id}", route.template))
+              for route in Router(FAMILY_MODULES).routes for m in route.methods}
     assert _documented_routes() == served
     from hermes_sdk.testing.versions import SERVER_VERSIONS
 

@@ -15,8 +15,8 @@ import pytest
 import requests
 
 from hermes_sdk.testing import HermesEmulator, Reply
+from hermes_sdk.testing.cron import cron_next, parse_schedule
 from hermes_sdk.testing.emulator import TOOLSETS
-from hermes_sdk.testing.jobs import cron_next, parse_schedule
 
 
 @pytest.fixture

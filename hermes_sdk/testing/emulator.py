@@ -10,12 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .jobs import Ticker, tick
+from . import families
+from .controls import FamilyControls, controls_of
+from .cron import Ticker
 from .model import Reply, ReplyLike, RequestInfo, Responder
+from .routes import reset_families
 from .server import HermesHTTPServer
-from .sessiondb import SessionDB
 from .state import FAULT_MODES, EmulatorState, Fault, SeenRequest, Settings
-from .store import ResponseStore
 from .tools import DEFAULT_TOOLSETS, TOOLSET_TOOLS
 from .versions import SERVER_VERSIONS, check_version
 
@@ -53,7 +54,7 @@ class EmulatorOptions(TypedDict, total=False):
 APPROVAL_MODES = ("manual", "smart", "off")
 
 
-class HermesEmulator:
+class HermesEmulator(FamilyControls):
     """A Hermes-compatible HTTP server with a deterministic scripted model.
 
     Stdlib only, bound to ``host`` (loopback by default) on an ephemeral port
@@ -130,6 +131,8 @@ class HermesEmulator:
         self._state.default_approval_mode = model.toolbox.approval_mode = approval_mode
         model.toolbox.files.update(files or {})
         model.followup_delay = max(0.0, tool_followup_delay)
+        self._families = tuple(families.FAMILY_MODULES)  # what this emulator serves, read once
+        self._controls = controls_of(self._families, self._state)
         self._server: HermesHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._ticker: Ticker | None = None
@@ -140,7 +143,7 @@ class HermesEmulator:
         if self._server is not None:
             return self
         self._state.model.stopping.clear()
-        self._server = HermesHTTPServer((self.host, self._port), self._state, self._verbose)
+        self._server = HermesHTTPServer((self.host, self._port), self._state, self._families, self._verbose)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -313,46 +316,6 @@ class HermesEmulator:
         self._state.model.toolbox.approval_mode = value
 
     @property
-    def approval_timeout(self) -> float:
-        return self._state.settings.approval_timeout
-
-    @approval_timeout.setter
-    def approval_timeout(self, seconds: float) -> None:
-        self._state.settings.approval_timeout = float(seconds)
-
-    @property
-    def run_events_keepalive_seconds(self) -> float:
-        return self._state.settings.run_events_keepalive_seconds
-
-    @run_events_keepalive_seconds.setter
-    def run_events_keepalive_seconds(self, seconds: float) -> None:
-        self._state.settings.run_events_keepalive_seconds = float(seconds)
-
-    @property
-    def run_stream_ttl(self) -> float:
-        return self._state.settings.run_stream_ttl
-
-    @run_stream_ttl.setter
-    def run_stream_ttl(self, seconds: float) -> None:
-        self._state.settings.run_stream_ttl = float(seconds)
-
-    @property
-    def run_status_ttl(self) -> float:
-        return self._state.settings.run_status_ttl
-
-    @run_status_ttl.setter
-    def run_status_ttl(self, seconds: float) -> None:
-        self._state.settings.run_status_ttl = float(seconds)
-
-    @property
-    def stop_latency(self) -> float:
-        return self._state.settings.stop_latency
-
-    @stop_latency.setter
-    def stop_latency(self, seconds: float) -> None:
-        self._state.settings.stop_latency = max(0.0, float(seconds))
-
-    @property
     def tool_followup_delay(self) -> float:
         return self._state.model.followup_delay
 
@@ -372,39 +335,6 @@ class HermesEmulator:
     def command_allowlist(self) -> set[str]:
         """Pattern keys approved with ``always`` (process-wide, like Hermes' ``command_allowlist``)."""
         return self._state.model.toolbox.command_allowlist
-
-    def run_status(self, run_id: str) -> dict[str, object] | None:
-        """The run object ``GET /v1/runs/{id}`` would return, or None."""
-        run = self._state.runs.get(run_id)
-        return None if run is None else run.snapshot()
-
-    def run_ids(self) -> list[str]:
-        with self._state.runs.lock:
-            return list(self._state.runs.runs)
-
-    def run_events(self, run_id: str) -> list[dict[str, object]]:
-        """Every event the run queued so far, whoever (if anyone) received it."""
-        run = self._state.runs.get(run_id)
-        if run is None:
-            return []
-        with run.lock:
-            return [dict(e) for e in run.events_emitted]
-
-    def pending_approvals(self, run_id: str) -> list[dict[str, object]]:
-        """The run's unanswered approval requests, oldest first (payload fields only)."""
-        run = self._state.runs.get(run_id)
-        if run is None:
-            return []
-        with run.lock:
-            return [p.danger.payload() for p in run.approvals]
-
-    def wait_run(self, run_id: str, timeout: float = 10.0) -> dict[str, object] | None:
-        """Block until the run's task finished (or ``timeout``); return its run object."""
-        run = self._state.runs.get(run_id)
-        if run is None:
-            return None
-        run.done.wait(timeout)
-        return run.snapshot()
 
     def drop_connection(
         self,
@@ -475,73 +405,10 @@ class HermesEmulator:
         """Agent runs in flight now."""
         return self._state.active_runs
 
-    @property
-    def store(self) -> ResponseStore:
-        """The response store (``ids()``, ``peek(id)``, ``conversations()``, ``len()``, ``in``)."""
-        return self._state.store
-
-    def stored_response(self, response_id: str) -> dict[str, object] | None:
-        """The stored Responses envelope for ``response_id``, or None (does not refresh its LRU position)."""
-        return self._state.store.peek(response_id)
-
-    def session_messages(self, session_id: str) -> list[dict[str, str]]:
-        """The chat transcript kept for ``session_id`` (Hermes' state.db)."""
-        return self._state.transcripts.history(session_id)
-
-    # -- sessions, cron jobs, skills (spec/hermes-sessions-jobs.md) ------------------------
-    def session(self, session_id: str) -> dict[str, object] | None:
-        """The session object ``GET /api/sessions/{id}`` would return, or None."""
-        db = self._state.transcripts
-        assert isinstance(db, SessionDB)
-        row = db.get(session_id)
-        return None if row is None else row.payload()
-
-    def session_ids(self) -> list[str]:
-        """Every session id in the store (any source), most recently active first."""
-        db = self._state.transcripts
-        assert isinstance(db, SessionDB)
-        return [row.id for row in db.listing(source=None, include_children=True)]
-
-    def session_rows(self, session_id: str) -> list[dict[str, object]]:
-        """The session's message rows as ``GET …/messages`` shapes them (no fork redirect)."""
-        db = self._state.transcripts
-        assert isinstance(db, SessionDB)
-        return db.messages(session_id) or []
-
-    def job(self, job_id: str) -> dict[str, object] | None:
-        """The job object ``GET /api/jobs/{id}`` would return, or None."""
-        return self._state.jobs.get(job_id)
-
-    def job_ids(self) -> list[str]:
-        """Every job id (disabled ones too), in creation order."""
-        return [str(j["id"]) for j in self._state.jobs.listing(include_disabled=True)]
-
-    def tick_jobs(self) -> list[str]:
-        """Run the cron ticker once now: every enabled job whose ``next_run_at`` is due runs one
-        agent turn (in a ``cron_<id>_<stamp>`` session); returns the ids of the jobs that ran."""
-        return tick(self._state)
-
-    @property
-    def jobs_tick_seconds(self) -> float:
-        """The background ticker's interval in seconds (Hermes: 60; 0 = only ``tick_jobs()``); settable."""
-        return self._state.settings.jobs_tick_seconds
-
-    @jobs_tick_seconds.setter
-    def jobs_tick_seconds(self, seconds: float) -> None:
-        self._state.settings.jobs_tick_seconds = max(0.0, float(seconds))
-
-    @property
-    def skills(self) -> list[dict[str, object]]:
-        """``/v1/skills`` entries (``name``, ``description``, ``category``); mutable, cleared by ``reset()``."""
-        return self._state.skills
-
-    def add_skill(self, name: str, description: str = "", category: str | None = None) -> None:
-        """Install a skill, as a ``HERMES_HOME/skills/[category/]name/SKILL.md`` would."""
-        self._state.skills.append({"name": name, "description": description, "category": category})
-
     def reset(self) -> None:
         """Clear scripts, faults, counters, stores and restore constructor settings."""
         self._state.reset()
+        reset_families(self._families, self._state)
 
     def __repr__(self) -> str:
         where = self.base_url if self.running else "stopped"

@@ -1,5 +1,7 @@
 """HTTP plumbing: a stdlib HTTP/1.1 server that frames bytes the way Hermes does.
 
+It names no route: the table is built from the family modules it is given (``families/``).
+
 The order of checks follows Hermes' middleware chain: Origin (CORS 403), body
 size from Content-Length (413, before auth), route resolution (aiohttp's plain
 404/405), auth (401), then the endpoint handler (429 before the body is
@@ -13,14 +15,14 @@ import json
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Sequence
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Optional
-from urllib.parse import unquote
+from types import ModuleType
 
-from . import chat, discovery, jobs, responses, runs, sessions
+from .exchange import DropConnection, Exchange
 from .model import Cancelled
+from .routes import Router
 from .sse import SSEWriter
 from .state import EmulatorState, Fault, SeenRequest
 from .wire import (
@@ -36,66 +38,6 @@ from .wire import (
 )
 
 SERVER_HEADER = f"Python/{sys.version_info[0]}.{sys.version_info[1]} hermes-sdk-emulator"
-
-
-class DropConnection(Exception):
-    """Raised to abandon a request without (finishing) a response."""
-
-
-class Exchange:
-    """One request/response as seen by the endpoint handlers."""
-
-    def __init__(
-        self,
-        handler: HermesHandler,
-        path: str,
-        raw_body: bytes,
-        oversize: bool,
-        fault: Fault | None,
-    ) -> None:
-        self._handler = handler
-        self.state: EmulatorState = handler.server.state
-        self.method = handler.command
-        self.path = path
-        self.query = handler.path.split("?", 1)[1] if "?" in handler.path else ""
-        self.client_ip = str(handler.client_address[0])
-        self.headers = handler.headers
-        self.raw_body = raw_body
-        self.oversize = oversize
-        self.fault = fault
-
-    def header(self, name: str) -> str | None:
-        """A request header by name (case-insensitive), or None."""
-        value = self.headers.get(name)
-        return None if value is None else str(value)
-
-    def json_object(self) -> dict[str, object] | None:
-        """The body as a JSON object, or None (a chunked oversize body ends here too)."""
-        if self.oversize:
-            return None
-        try:
-            body = json.loads(self.raw_body.decode("utf-8"))
-        except ValueError:
-            return None
-        return body if isinstance(body, dict) else None
-
-    def send_json(self, status: int, payload: object, headers: Headers | None = None) -> None:
-        """Send a JSON response with Hermes' security headers, unless an armed fault cuts it."""
-        self._handler.send_body(
-            status,
-            dumps(payload),
-            JSON_CONTENT_TYPE,
-            headers or [],
-            security=True,
-            fault=self.fault,
-        )
-
-    def open_sse(self, headers: Headers, check_alive: bool = False) -> SSEWriter:
-        return self._handler.open_sse(headers, self.fault, check_alive)
-
-    def send_crash(self) -> None:
-        """aiohttp's answer to an unhandled exception: text/plain 500, connection closed."""
-        self._handler.send_crash()
 
 
 class HermesHandler(BaseHTTPRequestHandler):
@@ -200,22 +142,22 @@ class HermesHandler(BaseHTTPRequestHandler):
                 b"" if oversize else raw_body,
             )
         )
-        route = _resolve(self.command, path)
-        if not isinstance(route, int) and route[0] in _ADDED_IN and not getattr(state.behaviour, _ADDED_IN[route[0]]):
+        route = self.server.router.resolve(self.command, path)
+        if not isinstance(route, int) and route[0].since and not getattr(state.behaviour, route[0].since):
             route = 404
         if isinstance(route, int):
             return self._plain_error(route, path)
-        name, arg = route
-        if name not in ("health",) and not self._authorised():
+        found, params = route
+        if found.auth and not self._authorised():
             body = auth_error(state.behaviour.gateway_auth_401)
             return self.send_body(401, dumps(body), JSON_CONTENT_TYPE, [], security=True)
         fault = state.take_fault(self.command, path)
         if fault is not None and fault.mode == "before_response" and not fault.after_execution:
             self._abort()
             return None
-        ex = Exchange(self, path, raw_body, oversize, fault)
+        ex = Exchange(self, state, path, raw_body, oversize, fault)
         try:
-            _HANDLERS[name](ex, arg)
+            found.handler(ex, *params)
         except DropConnection:
             self._abort()
 
@@ -229,7 +171,7 @@ class HermesHandler(BaseHTTPRequestHandler):
     def _plain_error(self, status: int, path: str) -> None:
         if status == 404:
             return self._send_raw(404, b"404: Not Found", TEXT_CONTENT_TYPE, [])
-        allow = _allowed_methods(path)
+        allow = self.server.router.allowed(path)
         return self._send_raw(405, b"405: Method Not Allowed", TEXT_CONTENT_TYPE, [("Allow", allow)])
 
     # -- body reading -------------------------------------------------------------
@@ -399,8 +341,10 @@ class HermesHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128  # socketserver's default of 5 resets bursts of concurrent clients
 
-    def __init__(self, address: tuple[str, int], state: EmulatorState, verbose: bool = False) -> None:
+    def __init__(self, address: tuple[str, int], state: EmulatorState, families: Sequence[ModuleType],
+                 verbose: bool = False) -> None:
         self.state = state
+        self.router = Router(families)  # the families' own ROUTES: this module names no route
         self.verbose = verbose
         self._open: dict[int, socket.socket] = {}
         self._conn_threads: list[threading.Thread] = []
@@ -456,129 +400,6 @@ class HermesHTTPServer(ThreadingHTTPServer):
             thread.join(timeout)
 
 
-Route = tuple[str, Optional[str]]  # noqa: UP045 - runtime alias, must work on 3.9
-_HANDLERS: dict[str, Callable[[Exchange, str | None], None]] = {
-    "health": lambda ex, _arg: ex.send_json(
-        200, {"status": "ok", "platform": "hermes-agent", "version": ex.state.behaviour.reported}
-    ),
-    "models": lambda ex, _arg: ex.send_json(200, _models_payload()),
-    "chat": lambda ex, _arg: chat.handle(ex),
-    "responses": lambda ex, _arg: responses.handle_create(ex),
-    "response_get": lambda ex, arg: responses.handle_get(ex, arg or ""),
-    "response_delete": lambda ex, arg: responses.handle_delete(ex, arg or ""),
-    "capabilities": lambda ex, _arg: ex.send_json(200, discovery.capabilities(ex.state.behaviour)),
-    "toolsets": lambda ex, _arg: ex.send_json(200, discovery.toolsets(ex.state.model.toolbox.toolsets)),
-    "health_detailed": lambda ex, _arg: ex.send_json(
-        200, discovery.health_detailed(ex.state.active_api_runs, ex.state.behaviour.reported)
-    ),
-    "model_options": lambda ex, _arg: discovery.handle_model_options(ex),
-    "run_create": lambda ex, _arg: runs.handle_create(ex),
-    "run_get": lambda ex, arg: runs.handle_get(ex, arg or ""),
-    "run_events": lambda ex, arg: runs.handle_events(ex, arg or ""),
-    "run_approval": lambda ex, arg: runs.handle_approval(ex, arg or ""),
-    "run_stop": lambda ex, arg: runs.handle_stop(ex, arg or ""),
-    "run_steer": lambda ex, arg: runs.handle_steer(ex, arg or ""),
-    "skills": lambda ex, _arg: ex.send_json(200, discovery.skills(ex.state.skills)),
-    "sessions_list": lambda ex, _arg: sessions.handle_list(ex),
-    "session_create": lambda ex, _arg: sessions.handle_create(ex),
-    "session_get": lambda ex, arg: sessions.handle_get(ex, arg or ""),
-    "session_patch": lambda ex, arg: sessions.handle_patch(ex, arg or ""),
-    "session_delete": lambda ex, arg: sessions.handle_delete(ex, arg or ""),
-    "session_messages": lambda ex, arg: sessions.handle_messages(ex, arg or ""),
-    "session_fork": lambda ex, arg: sessions.handle_fork(ex, arg or ""),
-    "session_chat": lambda ex, arg: sessions.handle_chat(ex, arg or ""),
-    "session_chat_stream": lambda ex, arg: sessions.handle_chat_stream(ex, arg or ""),
-    "jobs_list": lambda ex, _arg: jobs.handle_list(ex),
-    "job_create": lambda ex, _arg: jobs.handle_create(ex),
-    "job_get": lambda ex, arg: jobs.handle_get(ex, arg or ""),
-    "job_update": lambda ex, arg: jobs.handle_update(ex, arg or ""),
-    "job_delete": lambda ex, arg: jobs.handle_delete(ex, arg or ""),
-    "job_pause": lambda ex, arg: jobs.handle_pause(ex, arg or ""),
-    "job_resume": lambda ex, arg: jobs.handle_resume(ex, arg or ""),
-    "job_run": lambda ex, arg: jobs.handle_run(ex, arg or ""),
-}
-
-_STATIC_ROUTES: dict[str, dict[str, str]] = {
-    "/health": {"GET": "health", "HEAD": "health"},
-    "/v1/health": {"GET": "health", "HEAD": "health"},
-    "/v1/models": {"GET": "models", "HEAD": "models"},
-    "/v1/chat/completions": {"POST": "chat"},
-    "/v1/responses": {"POST": "responses"},
-    "/v1/runs": {"POST": "run_create"},
-    "/v1/capabilities": {"GET": "capabilities", "HEAD": "capabilities"},
-    "/v1/toolsets": {"GET": "toolsets", "HEAD": "toolsets"},
-    "/health/detailed": {"GET": "health_detailed", "HEAD": "health_detailed"},
-    "/v1/skills": {"GET": "skills"},
-    "/api/model/options": {"GET": "model_options"},
-    "/api/sessions": {"GET": "sessions_list", "POST": "session_create"},
-    "/api/jobs": {"GET": "jobs_list", "POST": "job_create"},
-}
-# /api/sessions/{session_id}[/suffix] (the id percent-decoded, "+" literal) and /api/jobs/{job_id}[/suffix].
-_SESSION_ROUTES: dict[str, dict[str, str]] = {
-    "": {"GET": "session_get", "PATCH": "session_patch", "DELETE": "session_delete"},
-    "messages": {"GET": "session_messages"},
-    "fork": {"POST": "session_fork"},
-    "chat": {"POST": "session_chat"},
-    "chat/stream": {"POST": "session_chat_stream"},
-}
-_JOB_ROUTES: dict[str, dict[str, str]] = {
-    "": {"GET": "job_get", "PATCH": "job_update", "DELETE": "job_delete"},
-    "pause": {"POST": "job_pause"},
-    "resume": {"POST": "job_resume"},
-    "run": {"POST": "job_run"},
-}
-_ITEM_ROUTE = {
-    "GET": "response_get",
-    "HEAD": "response_get",
-    "DELETE": "response_delete",
-}
-# /v1/runs/{run_id}[/suffix]: aiohttp lists only the registered method in Allow (hermes-wire/34).
-_RUN_ROUTES: dict[str, dict[str, str]] = {
-    "": {"GET": "run_get"},
-    "events": {"GET": "run_events"},
-    "approval": {"POST": "run_approval"},
-    "stop": {"POST": "run_stop"},
-    "steer": {"POST": "run_steer"},
-}
-#: Routes a release does not have yet (404 like any unknown path), by the Behaviour switch that adds them.
-_ADDED_IN = {"run_steer": "steer", "model_options": "model_options"}
-
-
-def _table(path: str) -> tuple[dict[str, str] | None, str | None]:
-    table = _STATIC_ROUTES.get(path)
-    if table is not None:
-        return table, None
-    if path.startswith("/v1/responses/"):
-        arg = path[len("/v1/responses/") :]
-        if arg and "/" not in arg:
-            return _ITEM_ROUTE, arg
-    if path.startswith("/v1/runs/"):
-        run_id, _, suffix = path[len("/v1/runs/") :].partition("/")
-        if run_id and suffix in _RUN_ROUTES:
-            return _RUN_ROUTES[suffix], run_id
-    for prefix, routes in (("/api/sessions/", _SESSION_ROUTES), ("/api/jobs/", _JOB_ROUTES)):
-        if path.startswith(prefix):
-            item, _, suffix = path[len(prefix) :].partition("/")
-            if item and suffix in routes:
-                return routes[suffix], unquote(item)
-    return None, None
-
-
-def _resolve(method: str, path: str) -> Route | int:
-    table, arg = _table(path)
-    if table is None:
-        return 404
-    name = table.get(method)
-    if name is None:
-        return 405
-    return name, arg
-
-
-def _allowed_methods(path: str) -> str:
-    table, _arg = _table(path)
-    return ",".join(sorted(table or _ITEM_ROUTE))
-
-
 def _strip_profile(path: str) -> str:
     # /p/<profile>/... mirrors every route; the prefix is ignored without multiplexing.
     if path.startswith("/p/"):
@@ -591,22 +412,3 @@ def _strip_profile(path: str) -> str:
 
 def _headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
     return {key: str(value) for key, value in handler.headers.items()}
-
-
-def _models_payload() -> dict[str, object]:
-    import time
-
-    return {
-        "object": "list",
-        "data": [
-            {
-                "id": "hermes-agent",
-                "object": "model",
-                "created": int(time.time()),
-                "owned_by": "hermes",
-                "permission": [],
-                "root": "hermes-agent",
-                "parent": None,
-            }
-        ],
-    }

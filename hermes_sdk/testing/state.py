@@ -1,19 +1,25 @@
-"""Shared mutable state of one emulator: config, stores, counters, faults."""
+"""Shared mutable state of one emulator: config, stores, counters, faults.
+
+It imports no family: the stores two families share live here (the run registry chat and runs use,
+state.db, the response store), and each family's ``reset(state)`` clears what is its own.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from .jobs import JobStore
+from .cron import JobStore
 from .model import AgentResult, ScriptedModel
-from .runs import RunRegistry
+from .runmachine import RunRegistry
 from .sessiondb import SessionDB
 from .store import IdempotencyCache, ResponseStore
 from .versions import Behaviour
 
 FAULT_MODES = ("before_response", "mid_body", "mid_stream")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ class EmulatorState:
         self.default_toolsets: tuple[str, ...] = ()
         self.default_approval_mode = "manual"
         self.store = ResponseStore(max_stored_responses)
-        self._default_store_size = max_stored_responses
+        self.default_store_size = max_stored_responses
         self.idempotency: IdempotencyCache[Any] = IdempotencyCache()
         #: 0.21+: POST /v1/runs keys -> (body fingerprint, run id), kept like runs_idempotency.db.
         self.run_keys: dict[str, tuple[str, str]] = {}
@@ -108,6 +114,14 @@ class EmulatorState:
         self._connections = 0
         self._requests: list[SeenRequest] = []
         self._faults: list[Fault] = []
+        self._slots: dict[str, object] = {}
+
+    def slot(self, name: str, factory: Callable[[], T]) -> T:
+        """A family's own store, made by ``factory`` on first use (a family added later keeps its state here)."""
+        with self._lock:
+            if name not in self._slots:
+                self._slots[name] = factory()
+            return cast(T, self._slots[name])
 
     @property
     def behaviour(self) -> Behaviour:
@@ -185,28 +199,23 @@ class EmulatorState:
         return None
 
     def reset(self) -> None:
-        """Clear stores, counters and faults and restore the settings; runs in flight are left alone."""
+        """Clear the model, the tools, the replay cache, counters and faults and restore the settings.
+
+        The families' own stores are cleared by their ``reset(state)`` (``routes.reset_families``).
+        """
         self.model.reset()
-        self.runs.clear_finished()
         toolbox = self.model.toolbox
         with toolbox._lock:
             toolbox.files.clear()
             toolbox.command_allowlist.clear()
         toolbox.toolsets = self.default_toolsets
         toolbox.approval_mode = self.default_approval_mode
-        self.store.clear()
         self.idempotency.clear()
-        self.run_keys.clear()
-        self.transcripts.clear()
-        self.jobs.clear()
-        self.skills.clear()
         with self._lock:
             self._connections = 0
             self._requests.clear()
             self._faults.clear()
             self.settings = Settings(**vars(self.defaults))
-            self.store.max_items = self._default_store_size
-        # Active runs are left alone: they belong to requests still in flight.
 
 
 __all__ = [

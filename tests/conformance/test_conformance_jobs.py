@@ -16,7 +16,7 @@ import pytest
 from conformance_helpers import FAIL500_TEXT, Target
 from families_helpers import AUTH_401, JOB_ID, JOB_KEYS, JSON_TYPE, SECURITY, Wire, sid
 
-from hermes_sdk.testing.jobs import cron_next
+from hermes_sdk.testing.cron import cron_next
 
 INVALID_SCHEDULE = (
     "Invalid schedule '{0}'. Use:\n"

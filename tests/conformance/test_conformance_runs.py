@@ -26,7 +26,7 @@ from runs_helpers import (
     without_deltas,
 )
 
-from hermes_sdk.testing.discovery import CAPABILITIES
+from hermes_sdk.testing.families.discovery import CAPABILITIES
 
 RUN_ID = re.compile(r"^run_[0-9a-f]{32}$")
 CALL_ID = re.compile(r"^call_[A-Za-z0-9_]+$")

@@ -1,4 +1,5 @@
-"""Discovery payloads: capabilities, toolsets, ``/health/detailed``, ``/v1/skills`` (hermes-wire/42, 70).
+"""Discovery: health, models, capabilities, toolsets, ``/health/detailed``, ``/v1/skills`` and model
+options (hermes-wire/42, 70).
 
 ``/v1/capabilities`` is static (byte-identical with tools on or off); ``/v1/toolsets`` reports
 ``enabled`` per toolset from the emulator's ``toolsets``; ``/health/detailed`` counts active runs.
@@ -12,11 +13,13 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from .wire import HERMES_VERSION, JSONDict
+from ..routes import Route
+from ..wire import HERMES_VERSION, JSONDict
 
 if TYPE_CHECKING:
-    from .server import Exchange
-    from .versions import Behaviour
+    from ..exchange import Exchange
+    from ..state import EmulatorState
+    from ..versions import Behaviour
 
 # fmt: off
 CAPABILITIES: JSONDict = {'object': 'hermes.api_server.capabilities',
@@ -307,3 +310,81 @@ def skills(entries: list[dict[str, object]]) -> JSONDict:
     # a category is a skills/ directory name (str) or None; name is a str above
     data.sort(key=lambda e: (str(e["category"] or ""), str(e["name"])))
     return {"object": "list", "data": data}
+
+
+def models() -> JSONDict:
+    """``GET /v1/models``: the one model, ``hermes-agent``."""
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": "hermes-agent",
+                "object": "model",
+                "created": int(time.time()),
+                "owned_by": "hermes",
+                "permission": [],
+                "root": "hermes-agent",
+                "parent": None,
+            }
+        ],
+    }
+
+
+def _health(ex: Exchange) -> None:
+    ex.send_json(200, {"status": "ok", "platform": "hermes-agent", "version": ex.state.behaviour.reported})
+
+
+def _models(ex: Exchange) -> None:
+    ex.send_json(200, models())
+
+
+def _capabilities(ex: Exchange) -> None:
+    ex.send_json(200, capabilities(ex.state.behaviour))
+
+
+def _toolsets(ex: Exchange) -> None:
+    ex.send_json(200, toolsets(ex.state.model.toolbox.toolsets))
+
+
+def _health_detailed(ex: Exchange) -> None:
+    ex.send_json(200, health_detailed(ex.state.active_api_runs, ex.state.behaviour.reported))
+
+
+def _skills(ex: Exchange) -> None:
+    ex.send_json(200, skills(ex.state.skills))
+
+
+class DiscoveryControl:
+    """``emulator.discovery``: the skills ``/v1/skills`` lists."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    @property
+    def skills(self) -> list[dict[str, object]]:
+        """``/v1/skills`` entries (``name``, ``description``, ``category``); mutable, cleared by ``reset()``."""
+        return self._state.skills
+
+    def add_skill(self, name: str, description: str = "", category: str | None = None) -> None:
+        """Install a skill, as a ``HERMES_HOME/skills/[category/]name/SKILL.md`` would."""
+        self._state.skills.append({"name": name, "description": description, "category": category})
+
+
+def reset(state: EmulatorState) -> None:
+    """Uninstall every skill."""
+    state.skills.clear()
+
+
+_GET = ("GET", "HEAD")
+ROUTES = (
+    Route(_GET, "/health", _health, auth=False),
+    Route(_GET, "/v1/health", _health, auth=False),
+    Route(_GET, "/v1/models", _models),
+    Route(_GET, "/v1/capabilities", _capabilities),
+    Route(_GET, "/v1/toolsets", _toolsets),
+    Route(_GET, "/health/detailed", _health_detailed),
+    Route(("GET",), "/v1/skills", _skills),
+    Route(("GET",), "/api/model/options", handle_model_options, since="model_options"),
+)
+
+CONTROL = DiscoveryControl

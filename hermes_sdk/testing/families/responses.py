@@ -8,13 +8,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .chat import refused_before_work
-from .model import AgentHooks, AgentResult, RequestInfo
-from .model import io_usage as _usage
-from .sse import AgentPump, ClientGone, named_event
-from .store import StoredResponse
-from .tools import ToolRecord
-from .wire import (
+from ..exchange import DropConnection, refused_before_work
+from ..model import AgentHooks, AgentResult, RequestInfo
+from ..model import io_usage as _usage
+from ..routes import Route
+from ..sse import AgentPump, ClientGone, named_event
+from ..store import ResponseStore, StoredResponse
+from ..tools import ToolRecord
+from ..wire import (
     DEFAULT_MODEL,
     ContentError,
     Headers,
@@ -30,7 +31,8 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from .server import Exchange
+    from ..exchange import Exchange
+    from ..state import EmulatorState
 
 FINGERPRINT_KEYS = (
     "input",
@@ -294,8 +296,6 @@ def _save(ex: Exchange, turn: _Turn, envelope: JSONDict, result: AgentResult | N
 
 
 def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
-    from .server import DropConnection
-
     state = ex.state
     rid, created_at = response_id(), int(time.time())
     head: JSONDict = {
@@ -459,3 +459,34 @@ def _stream(ex: Exchange, turn: _Turn, key_echo: Headers) -> None:
     finally:
         if pump is not None:
             pump.join(0.5)
+
+
+class ResponsesControl:
+    """``emulator.responses``: the response store ``GET``/``DELETE /v1/responses/{id}`` read."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    @property
+    def store(self) -> ResponseStore:
+        """The response store (``ids()``, ``peek(id)``, ``conversations()``, ``len()``, ``in``)."""
+        return self._state.store
+
+    def stored(self, response_id: str) -> JSONDict | None:
+        """The stored envelope for ``response_id``, or None (does not refresh its LRU position)."""
+        return self._state.store.peek(response_id)
+
+
+def reset(state: EmulatorState) -> None:
+    """Empty the response store and restore its constructor size."""
+    state.store.clear()
+    state.store.max_items = state.default_store_size
+
+
+ROUTES = (
+    Route(("POST",), "/v1/responses", handle_create),
+    Route(("GET", "HEAD"), "/v1/responses/{response_id}", handle_get),
+    Route(("DELETE",), "/v1/responses/{response_id}", handle_delete),
+)
+
+CONTROL = ResponsesControl

@@ -1,4 +1,8 @@
-"""POST /v1/chat/completions, as Hermes 0.19.0 serves it."""
+"""POST /v1/chat/completions, as Hermes 0.19.0 serves it.
+
+Chat keeps no state of its own (its idempotency replays and transcripts are the emulator's shared
+stores), so it has no ``reset``; a streamed turn on 0.21+ is a run of ``runmachine.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,14 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from .model import AgentHooks, AgentResult, RequestInfo
-from .runs import Run, _Emitter, await_approval
-from .sse import AgentPump, ClientGone, data_event, named_event
-from .state import CachedChat
-from .tools import EMOJI, ToolCall, ToolRecord
-from .wire import (
+from ..exchange import DropConnection, refused_before_work
+from ..model import AgentHooks, AgentResult, RequestInfo
+from ..routes import Route
+from ..runmachine import Emitter, Run, await_approval
+from ..sse import AgentPump, ClientGone, data_event, named_event
+from ..state import CachedChat
+from ..tools import EMOJI, ToolCall, ToolRecord
+from ..wire import (
     DEFAULT_MODEL,
     ContentError,
     Headers,
@@ -27,40 +33,10 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from .server import Exchange
-    from .state import EmulatorState
+    from ..exchange import Exchange
+    from ..state import EmulatorState
 
 FINGERPRINT_KEYS = ("model", "messages", "tools", "tool_choice", "stream")
-
-
-def rate_limited(ex: Exchange) -> None:
-    """Answer 429 ``rate_limit_exceeded`` with ``Retry-After: 1``, as Hermes does at its run cap."""
-    cap = ex.state.settings.max_concurrent_runs
-    ex.send_json(
-        429,
-        openai_error(
-            f"Too many concurrent runs (max {cap})",
-            err_type="rate_limit_error",
-            code="rate_limit_exceeded",
-        ),
-        [("Retry-After", "1")],
-    )
-
-
-def refused_before_work(ex: Exchange) -> bool:
-    """Answer Hermes' gates after auth, before the body is parsed (draining 503, then the cap 429); True if refused."""
-    if ex.state.settings.draining:
-        # Source only (L1047-1058): no transcript shows the message text.
-        ex.send_json(
-            503,
-            openai_error("Gateway is draining; retry shortly", err_type="server_error", code="gateway_draining"),
-            [("Retry-After", "1")],
-        )
-        return True
-    if not ex.state.try_acquire_run():
-        rate_limited(ex)
-        return True
-    return False
 
 
 def handle(ex: Exchange) -> None:
@@ -254,8 +230,6 @@ def _header_safe(text: str) -> str:
 
 
 def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> None:
-    from .server import DropConnection
-
     state = ex.state
     base: JSONDict = {
         "id": chat_id(),
@@ -316,7 +290,7 @@ def _stream(ex: Exchange, info: RequestInfo, model: str, key_echo: Headers) -> N
             end_stream_run(state, run)
 
 
-class _StreamEmitter(_Emitter):
+class _StreamEmitter(Emitter):
     """Sends a streamed turn's approval request on its own stream (0.21+), with its session id."""
 
     def __init__(self, state: EmulatorState, run: Run, pump: AgentPump, session_id: str) -> None:
@@ -373,3 +347,6 @@ def tool_progress(call: ToolCall, record: ToolRecord | None) -> JSONDict | None:
         "toolCallId": call.call_id,
         "status": "running",
     }
+
+
+ROUTES = (Route(("POST",), "/v1/chat/completions", handle),)

@@ -17,15 +17,26 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import parse_qs
 
-from .chat import rate_limited
-from .model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
-from .sessiondb import UPSTREAM_MODEL, SessionDB, SessionRow, TitleError, generated_session_id, sanitize_title
-from .sse import AgentPump, ClientGone, named_event
-from .tools import ToolCall, ToolRecord
-from .wire import DEFAULT_MODEL, SESSION_ID_MAX, ContentError, Headers, JSONDict, bare_error, content_text, openai_error
+from ..exchange import DropConnection, rate_limited
+from ..model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
+from ..routes import Route
+from ..sessiondb import UPSTREAM_MODEL, SessionDB, SessionRow, TitleError, generated_session_id, sanitize_title
+from ..sse import AgentPump, ClientGone, named_event
+from ..tools import ToolCall, ToolRecord
+from ..wire import (
+    DEFAULT_MODEL,
+    SESSION_ID_MAX,
+    ContentError,
+    Headers,
+    JSONDict,
+    bare_error,
+    content_text,
+    openai_error,
+)
 
 if TYPE_CHECKING:
-    from .server import Exchange
+    from ..exchange import Exchange
+    from ..state import EmulatorState
 
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
@@ -477,8 +488,6 @@ def handle_chat(ex: Exchange, session_id: str) -> None:
 
 @_guarded
 def handle_chat_stream(ex: Exchange, session_id: str) -> None:
-    from .server import DropConnection
-
     turn = _prepare_turn(ex, session_id)
     state = ex.state
     if not state.try_acquire_run():
@@ -574,14 +583,49 @@ def handle_chat_stream(ex: Exchange, session_id: str) -> None:
             state.release_run()
 
 
-__all__ = [
-    "handle_chat",
-    "handle_chat_stream",
-    "handle_create",
-    "handle_delete",
-    "handle_fork",
-    "handle_get",
-    "handle_list",
-    "handle_messages",
-    "handle_patch",
-]
+class SessionsControl:
+    """``emulator.sessions``: the session store (Hermes' state.db) as the routes see it."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    def get(self, session_id: str) -> JSONDict | None:
+        """The session object ``GET /api/sessions/{id}`` would return, or None."""
+        row = self._state.transcripts.get(session_id)
+        return None if row is None else row.payload()
+
+    def ids(self) -> list[str]:
+        """Every session id in the store (any source), most recently active first."""
+        return [row.id for row in self._state.transcripts.listing(source=None, include_children=True)]
+
+    def rows(self, session_id: str) -> list[JSONDict]:
+        """The session's message rows as ``GET …/messages`` shapes them (no fork redirect)."""
+        return self._state.transcripts.messages(session_id) or []
+
+    def transcript(self, session_id: str) -> list[dict[str, str]]:
+        """The chat transcript kept for ``session_id`` (any route's turns)."""
+        return self._state.transcripts.history(session_id)
+
+
+def reset(state: EmulatorState) -> None:
+    """Empty the session store (state.db): sessions and every route's transcripts."""
+    state.transcripts.clear()
+
+
+_ITEM = "/api/sessions/{session_id}"  # the id percent-decoded, "+" literal
+ROUTES = (
+    Route(("GET",), "/api/sessions", handle_list),
+    Route(("POST",), "/api/sessions", handle_create),
+    Route(("GET",), _ITEM, handle_get, decoded=True),
+    Route(("PATCH",), _ITEM, handle_patch, decoded=True),
+    Route(("DELETE",), _ITEM, handle_delete, decoded=True),
+    Route(("GET",), _ITEM + "/messages", handle_messages, decoded=True),
+    Route(("POST",), _ITEM + "/fork", handle_fork, decoded=True),
+    Route(("POST",), _ITEM + "/chat", handle_chat, decoded=True),
+    Route(("POST",), _ITEM + "/chat/stream", handle_chat_stream, decoded=True),
+)
+
+
+CONTROL = SessionsControl
+
+__all__ = ["CONTROL", "ROUTES", "SessionsControl", "reset"]

@@ -23,21 +23,20 @@ import json
 import threading
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
-from .sse import ClientGone
-from .tools import Danger, ToolCall, ToolRecord
-from .wire import DEFAULT_MODEL, JSONDict, bare_error, openai_error, parse_bool
+from ..exchange import DropConnection, draining, rate_limited
+from ..model import AgentHooks, AgentResult, Cancelled, RequestInfo, io_usage
+from ..routes import Route
+from ..runmachine import Emitter, PendingApproval, Run, RunQueue, await_approval
+from ..sse import ClientGone
+from ..tools import ToolCall, ToolRecord
+from ..wire import DEFAULT_MODEL, JSONDict, bare_error, openai_error, parse_bool
 
 if TYPE_CHECKING:
-    from .server import Exchange
-    from .state import EmulatorState
+    from ..exchange import Exchange
+    from ..state import EmulatorState
 
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "interrupted"})
 REQUEST_ID_MAX = 256
 RUN_KEY_MAX = 255
 APPROVAL_CHOICES = ("once", "session", "always", "deny")
@@ -45,174 +44,8 @@ CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
 SESSION_KEY_MAX = 256
 SUBSCRIBE_TRIES = 20  # the events route waits 20 x 50 ms for the run's queue (L5147-5152)
 SUBSCRIBE_STEP = 0.05
-APPROVAL_POLL_SECONDS = 1.0  # the approval wait notices a stop within ~1 s (tools/approval.py:3134)
 INVALID_CHOICE = "Invalid approval choice; expected one of: once, session, always, deny"
 
-
-HANDOFF_WAIT_SECONDS = 1.0
-
-
-def _no_ack() -> None:
-    return None
-
-
-class RunQueue:
-    """``asyncio.Queue`` semantics for threads: each item goes to ONE getter, oldest waiter first.
-
-    A hand-off to a waiting subscriber blocks the producer until that subscriber has written
-    the item (or found its client gone), as Hermes' single event loop orders it: a dead
-    subscriber then drops the buffer before the next event is queued.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: deque[JSONDict | None] = deque()
-        self._waiters: deque[_Waiter] = deque()
-
-    def put(self, item: JSONDict | None) -> None:
-        with self._lock:
-            waiter = self._waiters.popleft() if self._waiters else None
-            if waiter is None:
-                self._items.append(item)
-                return
-            waiter.item = item
-            waiter.ready.set()
-        waiter.processed.wait(HANDOFF_WAIT_SECONDS)
-
-    def get(self, timeout: float) -> tuple[bool, JSONDict | None, Callable[[], None]]:
-        """``(True, item, ack)``, or ``(False, None, ack)`` after ``timeout`` s without one.
-
-        Call ``ack()`` once the item was written (or the write failed).
-        """
-        with self._lock:
-            if self._items:
-                return True, self._items.popleft(), _no_ack
-            waiter = _Waiter()
-            self._waiters.append(waiter)
-        if waiter.ready.wait(max(0.0, timeout)):
-            return True, waiter.item, waiter.processed.set
-        with self._lock:
-            if waiter.ready.is_set():  # handed over just as the wait timed out
-                return True, waiter.item, waiter.processed.set
-            self._waiters.remove(waiter)
-        return False, None, _no_ack
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
-
-
-@dataclass
-class _Waiter:
-    ready: threading.Event = field(default_factory=threading.Event)
-    processed: threading.Event = field(default_factory=threading.Event)
-    item: JSONDict | None = None
-
-
-@dataclass
-class PendingApproval:
-    danger: Danger
-    answered: threading.Event = field(default_factory=threading.Event)
-    choice: str | None = None
-    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-
-class Run:
-    """One run: its status object, control state and pending approvals."""
-
-    def __init__(self, run_id: str, session_id: str, model: object, created_at: float) -> None:
-        self.run_id = run_id
-        self.lock = threading.Lock()
-        self.status: JSONDict = {
-            "object": "hermes.run",
-            "run_id": run_id,
-            "status": "queued",
-            "updated_at": created_at,
-            "created_at": created_at,
-            "session_id": session_id,
-            "model": model,
-        }
-        self.cancel = threading.Event()
-        self.stop_requested = threading.Event()  # POST /stop was answered; cancel lands later
-        self.done = threading.Event()  # the agent task has finished
-        # The approval session closes when the agent returns, before the terminal status and event:
-        # a caller who saw ``run.completed`` must get ``approval_not_active``, never ``not_pending``.
-        self.approvals_closed = threading.Event()
-        self.approvals: deque[PendingApproval] = deque()
-        self.session_patterns: set[str] = set()
-        self.steers: list[str] = []  # 0.20+: steer messages taken in
-        self.exact_approvals = False  # 0.21+: an answer's request_id resolves exactly that request
-        self.events_emitted: list[JSONDict] = []  # everything the agent queued (for tests; 0.21+: replay log)
-        self.closed = False  # 0.21+: the log is complete (the run's task ended)
-        self.changed = threading.Condition(self.lock)  # 0.21+: a log reader waits for the next event
-
-    def set_status(self, status: str | None = None, **fields: object) -> None:
-        """Hermes' ``_set_run_status``: status and ``updated_at`` first, then the fields."""
-        with self.lock:
-            if status is not None:
-                self.status["status"] = status
-            self.status["updated_at"] = time.time()
-            self.status.update(fields)
-
-    def snapshot(self) -> JSONDict:
-        with self.lock:
-            return dict(self.status)
-
-    @property
-    def state(self) -> str:
-        with self.lock:
-            return str(self.status["status"])
-
-
-class RunRegistry:
-    """All runs of one emulator plus the per-run event queues (Hermes' ``_run_streams``)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.runs: dict[str, Run] = {}
-        self.streams: dict[str, RunQueue] = {}
-        self.streams_created: dict[str, float] = {}
-        self.subscribers: set[str] = set()
-
-    def get(self, run_id: str) -> Run | None:
-        with self.lock:
-            return self.runs.get(run_id)
-
-    def put_event(self, run_id: str, queue: RunQueue, event: JSONDict | None) -> None:
-        """``_put_event_if_active``: only while this run still owns its transport."""
-        with self.lock:
-            if self.streams.get(run_id) is not queue:
-                return
-        queue.put(event)
-
-    def drop_stream(self, run_id: str) -> None:
-        with self.lock:
-            self.subscribers.discard(run_id)
-            self.streams.pop(run_id, None)
-            self.streams_created.pop(run_id, None)
-
-    def sweep(self, now: float, stream_ttl: float, status_ttl: float) -> None:
-        """Unsubscribed buffers older than ``stream_ttl``; terminal runs ``status_ttl`` after update."""
-        with self.lock:
-            for run_id, created in list(self.streams_created.items()):
-                if now - created > stream_ttl and run_id not in self.subscribers:
-                    self.streams.pop(run_id, None)
-                    self.streams_created.pop(run_id, None)
-            for run_id, run in list(self.runs.items()):
-                snap = run.snapshot()
-                updated = snap["updated_at"]
-                assert isinstance(updated, float)  # set_status() stores time.time()
-                if snap["status"] in TERMINAL_STATUSES and now - updated > status_ttl:
-                    del self.runs[run_id]
-
-    def clear_finished(self) -> None:
-        with self.lock:
-            for run_id, run in list(self.runs.items()):
-                if run.done.is_set():
-                    del self.runs[run_id]
-                    self.streams.pop(run_id, None)
-                    self.streams_created.pop(run_id, None)
-                    self.subscribers.discard(run_id)
 
 
 class _BadInput(Exception):
@@ -241,12 +74,7 @@ def handle_create(ex: Exchange) -> None:
     state = ex.state
     _sweep(state)
     if state.settings.draining:
-        ex.send_json(
-            503,
-            openai_error("Gateway is draining; retry shortly", err_type="server_error", code="gateway_draining"),
-            [("Retry-After", "1")],
-        )
-        return
+        return draining(ex)
     session_key = ex.header("X-Hermes-Session-Key")
     if session_key is not None:
         if len(session_key) > SESSION_KEY_MAX:
@@ -270,8 +98,6 @@ def handle_create(ex: Exchange) -> None:
             status = run.state if run is not None else "started"
             return ex.send_json(202, {"run_id": known[1], "status": status, "replayed": True})
     if not state.try_acquire_run():  # before the body is parsed (hermes-wire/37)
-        from .chat import rate_limited  # chat imports state, which imports this module
-
         return rate_limited(ex)
     started = False
     try:
@@ -395,8 +221,6 @@ def handle_get(ex: Exchange, run_id: str) -> None:
 
 
 def handle_events(ex: Exchange, run_id: str) -> None:
-    from .server import DropConnection
-
     state = ex.state
     _sweep(state)
     if state.behaviour.event_ids:
@@ -456,8 +280,6 @@ def _resume_point(ex: Exchange) -> int:
 def _events_from_log(ex: Exchange, run_id: str) -> None:
     """0.21+: every subscriber reads the run's numbered log from its resume point (``: open``
     first, ``id: N`` per event), so a dropped connection resumes without loss or repeats."""
-    from .server import DropConnection
-
     run = ex.state.runs.get(run_id)
     if run is None:
         return not_found(ex, run_id)
@@ -534,7 +356,7 @@ def handle_approval(ex: Exchange, run_id: str) -> None:
     for pending in resolved:
         pending.choice = choice
         pending.answered.set()
-    emitter = _Emitter(ex.state, run, _queue_of(ex.state, run_id))
+    emitter = Emitter(ex.state, run, _queue_of(ex.state, run_id))
     run.set_status("running", last_event="approval.responded")
     with run.lock:
         run.status.pop("approval", None)
@@ -582,7 +404,7 @@ def handle_steer(ex: Exchange, run_id: str) -> None:
                                               code="run_not_accepting_steer"))
     with run.lock:
         run.steers.append(text)
-    _Emitter(ex.state, run, _queue_of(ex.state, run_id)).event("run.steered", accepted=True)
+    Emitter(ex.state, run, _queue_of(ex.state, run_id)).event("run.steered", accepted=True)
     ex.send_json(200, {"object": "hermes.run.steer", "run_id": run_id, "accepted": True})
 
 
@@ -594,37 +416,8 @@ def _queue_of(state: EmulatorState, run_id: str) -> RunQueue | None:
 # --------------------------------------------------------------------------- the agent task
 
 
-class _Emitter:
-    """Queues events for the run's subscriber and keeps ``last_event`` current."""
-
-    def __init__(self, state: EmulatorState, run: Run, queue: RunQueue | None) -> None:
-        self.state = state
-        self.run = run
-        self.queue = queue
-
-    def put(self, event: JSONDict | None) -> None:
-        numbered = self.state.behaviour.event_ids
-        with self.run.lock:
-            if event is not None:
-                if numbered:
-                    event["seq"] = len(self.run.events_emitted)
-                self.run.events_emitted.append(event)
-            else:
-                self.run.closed = True
-            self.run.changed.notify_all()
-        if self.queue is not None:
-            self.state.runs.put_event(self.run.run_id, self.queue, event)
-
-    def event(self, event_type: str, **fields: object) -> None:
-        event: JSONDict = {"event": event_type, "run_id": self.run.run_id, "timestamp": time.time()}
-        event.update(fields)
-        if event_type != "message.delta":  # deltas never touch the status object
-            self.run.set_status(last_event=event_type)
-        self.put(event)
-
-
 def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo) -> None:
-    emit = _Emitter(state, run, queue)
+    emit = Emitter(state, run, queue)
     try:
         hooks = AgentHooks(
             tool_started=lambda call: _tool_started(emit, call),
@@ -694,54 +487,16 @@ def _ended(state: EmulatorState, run: Run, completed: bool) -> JSONDict:
     return fields
 
 
-def _tool_started(emit: _Emitter, call: ToolCall) -> None:
+def _tool_started(emit: Emitter, call: ToolCall) -> None:
     emit.event("tool.started", tool=call.name, preview=call.preview)
 
 
-def _tool_completed(emit: _Emitter, run: Run, record: ToolRecord) -> None:
+def _tool_completed(emit: Emitter, run: Run, record: ToolRecord) -> None:
     emit.event("tool.completed", tool=record.call.name, duration=round(record.duration, 3), error=record.error)
     if run.stop_requested.is_set():
         # Hermes checks its interrupt flag when a tool returns: a stop lands here at the latest,
         # however late the stop_latency timer fires on a busy machine.
         run.cancel.set()
-
-
-def await_approval(state: EmulatorState, run: Run, emit: _Emitter, danger: Danger) -> str:
-    """Block like ``_await_gateway_decision``: answer, timeout, or a stop (resolved as deny)."""
-    pending = PendingApproval(danger)
-    with run.lock:
-        run.approvals.append(pending)
-    event = approval_event(state, danger, pending, run.run_id)
-    run.set_status("waiting_for_approval", last_event="approval.request")
-    if state.behaviour.exact_approvals:  # 0.21+: the status embeds the pending request
-        run.set_status(approval=dict(event))
-    emit.put(event)
-    deadline = time.monotonic() + state.settings.approval_timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or state.model.stopping.is_set():
-            outcome = "timeout"
-            break
-        if pending.answered.wait(min(remaining, APPROVAL_POLL_SECONDS)):
-            return pending.choice or "deny"
-        if run.cancel.is_set():
-            outcome = "deny"
-            break
-    with run.lock:
-        if pending in run.approvals:
-            run.approvals.remove(pending)
-    if pending.answered.is_set():
-        return pending.choice or "deny"
-    return outcome
-
-
-def approval_event(state: EmulatorState, danger: Danger, pending: PendingApproval, run_id: str) -> JSONDict:
-    """An ``approval.request`` as the played version sends it (0.20+: ``request_id``, ``allow_session``)."""
-    event: JSONDict = danger.payload()
-    if state.behaviour.request_ids:
-        event.update(allow_session="session" in danger.choices, request_id=pending.request_id)
-    event.update(event="approval.request", run_id=run_id, timestamp=time.time(), choices=danger.choices)
-    return event
 
 
 def _transcript(info: RequestInfo, result: AgentResult | None) -> list[dict[str, str]]:
@@ -753,14 +508,106 @@ def _transcript(info: RequestInfo, result: AgentResult | None) -> list[dict[str,
     return turn
 
 
-__all__ = [
-    "Run",
-    "RunQueue",
-    "RunRegistry",
-    "handle_approval",
-    "handle_create",
-    "handle_events",
-    "handle_get",
-    "handle_steer",
-    "handle_stop",
-]
+class RunsControl:
+    """``emulator.runs``: the runs' observations and settings (Hermes' ``approvals.timeout``, the
+    events keepalive, the unsubscribed-buffer sweep, finished-run retention and the stop latency)."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self._state = state
+
+    def status(self, run_id: str) -> JSONDict | None:
+        """The run object ``GET /v1/runs/{id}`` would return, or None."""
+        run = self._state.runs.get(run_id)
+        return None if run is None else run.snapshot()
+
+    def ids(self) -> list[str]:
+        """Every run id the emulator still knows, oldest first."""
+        with self._state.runs.lock:
+            return list(self._state.runs.runs)
+
+    def events(self, run_id: str) -> list[JSONDict]:
+        """Every event the run queued so far, whoever (if anyone) received it."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return []
+        with run.lock:
+            return [dict(e) for e in run.events_emitted]
+
+    def pending_approvals(self, run_id: str) -> list[JSONDict]:
+        """The run's unanswered approval requests, oldest first (payload fields only)."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return []
+        with run.lock:
+            return [p.danger.payload() for p in run.approvals]
+
+    def wait(self, run_id: str, timeout: float = 10.0) -> JSONDict | None:
+        """Block until the run's task finished (or ``timeout``); return its run object."""
+        run = self._state.runs.get(run_id)
+        if run is None:
+            return None
+        run.done.wait(timeout)
+        return run.snapshot()
+
+    @property
+    def approval_timeout(self) -> float:
+        return self._state.settings.approval_timeout
+
+    @approval_timeout.setter
+    def approval_timeout(self, seconds: float) -> None:
+        self._state.settings.approval_timeout = float(seconds)
+
+    @property
+    def events_keepalive_seconds(self) -> float:
+        return self._state.settings.run_events_keepalive_seconds
+
+    @events_keepalive_seconds.setter
+    def events_keepalive_seconds(self, seconds: float) -> None:
+        self._state.settings.run_events_keepalive_seconds = float(seconds)
+
+    @property
+    def stream_ttl(self) -> float:
+        return self._state.settings.run_stream_ttl
+
+    @stream_ttl.setter
+    def stream_ttl(self, seconds: float) -> None:
+        self._state.settings.run_stream_ttl = float(seconds)
+
+    @property
+    def status_ttl(self) -> float:
+        return self._state.settings.run_status_ttl
+
+    @status_ttl.setter
+    def status_ttl(self, seconds: float) -> None:
+        self._state.settings.run_status_ttl = float(seconds)
+
+    @property
+    def stop_latency(self) -> float:
+        return self._state.settings.stop_latency
+
+    @stop_latency.setter
+    def stop_latency(self, seconds: float) -> None:
+        self._state.settings.stop_latency = max(0.0, float(seconds))
+
+
+def reset(state: EmulatorState) -> None:
+    """Forget finished runs and the run keys; runs in flight belong to requests still open."""
+    state.runs.clear_finished()
+    state.run_keys.clear()
+
+
+_RUN = "/v1/runs/{run_id}"
+# aiohttp lists only the registered method in Allow (hermes-wire/34).
+ROUTES = (
+    Route(("POST",), "/v1/runs", handle_create),
+    Route(("GET",), _RUN, handle_get),
+    Route(("GET",), _RUN + "/events", handle_events),
+    Route(("POST",), _RUN + "/approval", handle_approval),
+    Route(("POST",), _RUN + "/stop", handle_stop),
+    Route(("POST",), _RUN + "/steer", handle_steer, since="steer"),
+)
+
+
+CONTROL = RunsControl
+
+__all__ = ["CONTROL", "ROUTES", "RunsControl", "reset"]
