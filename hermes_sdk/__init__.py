@@ -63,11 +63,6 @@ if TYPE_CHECKING:
     )
     from hermes_sdk._core.models import (
         ActionResult,
-        ChatCompletion,
-        ChatMessage,
-        Choice,
-        DeletionReceipt,
-        HermesResponse,
         StreamEvent,
         StreamResult,
     )
@@ -83,9 +78,13 @@ if TYPE_CHECKING:
     )
     from hermes_sdk._core.server_features import ServerFeatures
     from hermes_sdk._core.streaming import (
-        ChatStream,
-        ResponseStream,
         RunEventStream,
+    )
+    from hermes_sdk._families.chat.types import (
+        ChatCompletion,
+        ChatMessage,
+        ChatStream,
+        Choice,
     )
     from hermes_sdk._families.discovery.types import (
         Health,
@@ -97,6 +96,11 @@ if TYPE_CHECKING:
     from hermes_sdk._families.jobs.types import (
         Job,
         JobDeleted,
+    )
+    from hermes_sdk._families.responses.types import (
+        DeletionReceipt,
+        HermesResponse,
+        ResponseStream,
     )
     from hermes_sdk._families.sessions.types import (
         HermesSession,
@@ -174,15 +178,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ToolProgress", "ToolStarted"),
     "hermes_sdk._core.idempotency": ("CorruptRecordError", "IdempotencyRecord", "IdempotencyStore", "MemoryStore",
         "SQLiteStore"),
-    "hermes_sdk._core.models": ("ActionResult", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt",
-        "HermesResponse", "StreamEvent", "StreamResult"),
+    "hermes_sdk._core.models": ("ActionResult", "StreamEvent", "StreamResult"),
     "hermes_sdk._core.operator": ("OperatorResult",),
     "hermes_sdk._core.redaction": ("Redactor",),
     "hermes_sdk._core.runs": ("ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "SteerAnswer"),
     "hermes_sdk._core.server_features": ("ServerFeatures",),
-    "hermes_sdk._core.streaming": ("ChatStream", "ResponseStream", "RunEventStream"),
+    "hermes_sdk._core.streaming": ("RunEventStream",),
+    "hermes_sdk._families.chat.types": ("ChatCompletion", "ChatMessage", "ChatStream", "Choice"),
     "hermes_sdk._families.discovery.types": ("Health", "ModelInfo", "ServerCapabilities", "Skill", "Toolset"),
     "hermes_sdk._families.jobs.types": ("Job", "JobDeleted"),
+    "hermes_sdk._families.responses.types": ("DeletionReceipt", "HermesResponse", "ResponseStream"),
     "hermes_sdk._families.sessions.types": ("HermesSession", "SessionAssistantCompleted", "SessionChatStream",
         "SessionDeleted", "SessionDelta", "SessionDone", "SessionEvent", "SessionMessage", "SessionMessageStarted",
         "SessionPage", "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError",

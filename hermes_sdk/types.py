@@ -27,24 +27,17 @@ from ._core.events import (
     ToolProgress,
     ToolStarted,
 )
-from ._core.models import (
-    ActionResult,
-    ChatCompletion,
-    ChatMessage,
-    Choice,
-    DeletionReceipt,
-    HermesResponse,
-    StreamEvent,
-    StreamResult,
-)
+from ._core.models import ActionResult, StreamEvent, StreamResult
 from ._core.operator import OperatorResult
 from ._core.resources.operator import OperatorMethods
 from ._core.resources.records import Records
 from ._core.resources.runs import Runs
 from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
-from ._core.streaming import ChatStream, HermesStream, ResponseStream, RunEventStream
+from ._core.streaming import HermesStream, RunEventStream
+from ._families.chat.types import ChatCompletion, ChatMessage, ChatStream, Choice
 from ._families.discovery.types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
 from ._families.jobs import Job, JobDeleted, Jobs
+from ._families.responses.types import DeletionReceipt, HermesResponse, ResponseStream
 from ._families.sessions import Sessions
 from ._families.sessions.types import (
     HermesSession,

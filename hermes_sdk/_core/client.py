@@ -10,7 +10,9 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union, 
 import attrs
 import requests
 
+from .._families.chat.types import ChatCompletion, ChatStream
 from .._families.discovery import DiscoveryMethods
+from .._families.responses.types import DeletionReceipt, Response, ResponseStream
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
 from ._plugin_manager import Plugin
@@ -22,7 +24,7 @@ from .deadline import TimeoutLike, as_timeout
 from .endpoints import Deadline, Endpoint, ExecutionContext
 from .executor import Executor
 from .idempotency import IdempotencyStore
-from .models import ActionResult, ChatCompletion, DeletionReceipt, Response
+from .models import ActionResult
 from .operations import keywords
 from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .options import CallOptions
@@ -34,7 +36,6 @@ from .resources.runs import RunInput, Runs
 from .retry import RetryPolicy
 from .runs import Run
 from .stream_approvals import answer_approvals
-from .streaming import ChatStream, ResponseStream
 
 log = logging.getLogger("hermes_sdk")
 R = TypeVar("R")

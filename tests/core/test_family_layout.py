@@ -74,6 +74,14 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
         "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
         "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
     },
+    f"{FAMILIES}.chat.types": {
+        "hermes_sdk._core.convert": "converter/json_object/NO_CONTEXT: the cattrs converter every built-in result "
+                                    "is read with; not a public decoding API yet",
+    },
+    f"{FAMILIES}.responses.types": {
+        "hermes_sdk._core.convert": "converter/json_object/NO_CONTEXT: the cattrs converter every built-in result "
+                                    "is read with; not a public decoding API yet",
+    },
     f"{FAMILIES}.discovery.resource": {
         "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
         "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords "
@@ -91,6 +99,10 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
     },
     "hermes_sdk._core._compat": {
         FAMILIES: "by name: rehome() gives a family's exported classes their public module too",
+        f"{FAMILIES}.chat": "by name: the deprecated paths hermes_sdk.models, hermes_sdk.convert and "
+                            "hermes_sdk.streaming still give the chat names that moved here",
+        f"{FAMILIES}.responses": "by name: the deprecated paths hermes_sdk.models, hermes_sdk.convert and "
+                                 "hermes_sdk.streaming still give the Responses names that moved here",
         f"{FAMILIES}.discovery": "by name: the deprecated paths hermes_sdk.discovery and "
                                  "hermes_sdk.resources.discovery load the modules that moved here",
         f"{FAMILIES}.jobs": "by name: the deprecated paths hermes_sdk.jobs, hermes_sdk.resources.jobs and "
@@ -108,6 +120,13 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
     },
     "hermes_sdk._core.client": {
         f"{FAMILIES}.discovery": "HermesClient mixes in the flat discovery methods (client.health() ...)",
+        f"{FAMILIES}.chat": "the flat client.chat() and chat_stream() return ChatCompletion and ChatStream",
+        f"{FAMILIES}.responses": "the flat client.responses() ... return HermesResponse, ResponseStream and "
+                                 "DeletionReceipt",
+    },
+    "hermes_sdk._core.operations.catalog": {  # goes with the next step: the specs move into the families
+        f"{FAMILIES}.chat": "the chat specs' result types and decoder, until the specs move to the family",
+        f"{FAMILIES}.responses": "the Responses specs' result types and decoders, until the specs move to the family",
     },
 }
 

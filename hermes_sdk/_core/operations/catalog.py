@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import convert
+from ..._families.chat.types import ChatCompletion, ChatStream, chat_completion
+from ..._families.responses.types import DeletionReceipt, Response, ResponseStream, deletion_receipt, response
 from .._constants import DEFAULT_MODEL
 from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
-from ..models import ChatCompletion, DeletionReceipt, Response
-from ..streaming import ChatStream, ResponseStream
 from . import chat, responses, stored
 from .spec import OperationSpec
 
@@ -47,7 +46,7 @@ def _described(fields: Mapping[str, object]) -> dict[str, object]:
 
 CHAT: OperationSpec[ChatCompletion] = OperationSpec(
     _model_contract("chat", "/v1/chat/completions", False), chat.build,
-    decode=convert.chat_completion, describe=_describe_chat)
+    decode=chat_completion, describe=_describe_chat)
 
 CHAT_STREAM: OperationSpec[ChatStream] = OperationSpec(
     _model_contract("chat_stream", "/v1/chat/completions", True), chat.build,
@@ -55,7 +54,7 @@ CHAT_STREAM: OperationSpec[ChatStream] = OperationSpec(
 
 RESPONSES: OperationSpec[Response] = OperationSpec(
     _model_contract("responses", "/v1/responses", False), responses.build,
-    decode=convert.response, describe=_describe_responses)
+    decode=response, describe=_describe_responses)
 
 RESPONSES_STREAM: OperationSpec[ResponseStream] = OperationSpec(
     _model_contract("responses_stream", "/v1/responses", True), responses.build,
@@ -70,7 +69,7 @@ RESPONSE_GET: OperationSpec[Response] = OperationSpec(
         retry_safe=True, streaming=False, side_effects=("read", "external_network"), data=dict(CONFIDENTIAL),
         expected_latency_ms=5_000, timeout_ms=60_000,
     ),
-    stored.build, decode=convert.response, reply_id="id")
+    stored.build, decode=response, reply_id="id")
 
 RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
     Contract(
@@ -80,7 +79,7 @@ RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
         data={"classification": "restricted", "contains_pii": True, "redaction_required": True},
         expected_latency_ms=5_000, timeout_ms=60_000,
     ),
-    stored.build, decode=convert.deletion_receipt, reply_id="id")
+    stored.build, decode=deletion_receipt, reply_id="id")
 
 #: The seed page's six operations, in its order.
 SPECS = (CHAT, CHAT_STREAM, RESPONSES, RESPONSES_STREAM, RESPONSE_GET, RESPONSE_DELETE)
