@@ -36,6 +36,8 @@ RELOCATED = {
     "hermes_sdk.sessions": "hermes_sdk._families.sessions.types",
     "hermes_sdk.resources.sessions": "hermes_sdk._families.sessions.resource",
     "hermes_sdk.operations.sessions": "hermes_sdk._families.sessions.operations",
+    "hermes_sdk.operations.chat": "hermes_sdk._families.chat.operations",
+    "hermes_sdk.operations.responses": "hermes_sdk._families.responses.operations",
 }
 
 #: Public names (an old module's ``__all__``) that moved out of a module an old path still reaches:

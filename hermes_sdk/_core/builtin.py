@@ -11,10 +11,12 @@ from typing import Mapping
 import attrs
 
 from .._families import discovery, jobs, sessions
+from .._families.chat import operations as chat
+from .._families.responses import operations as responses
 from ..hookspecs import hookimpl
 from . import capabilities
 from .families import Family
-from .operations import catalog, operator, runs
+from .operations import operator, runs
 from .operations.common import ProviderRequest
 from .operations.spec import OperationSpec
 from .redaction import register_route
@@ -23,7 +25,7 @@ from .resources.runs import Runs
 from .view import ClientView
 
 _CLI = "hermes_sdk._core._cli_families:"
-CHAT: Family[None] = Family("chat", catalog.SPECS)
+CHAT: Family[None] = Family("chat", chat.SPECS + responses.SPECS)
 RUNS: Family[Runs] = Family("runs", runs.RUN_SPECS, Runs)
 DISCOVERY: Family[None] = discovery.FAMILY
 JOBS: Family[jobs.Jobs] = attrs.evolve(jobs.FAMILY, commands=_CLI + "add_jobs_commands")

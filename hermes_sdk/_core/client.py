@@ -10,8 +10,10 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union, 
 import attrs
 import requests
 
+from .._families.chat.operations import CHAT, CHAT_STREAM, chat_input
 from .._families.chat.types import ChatCompletion, ChatStream
 from .._families.discovery import DiscoveryMethods
+from .._families.responses import operations as responses_ops
 from .._families.responses.types import DeletionReceipt, Response, ResponseStream
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
@@ -25,8 +27,6 @@ from .endpoints import Deadline, Endpoint, ExecutionContext
 from .executor import Executor
 from .idempotency import IdempotencyStore
 from .models import ActionResult
-from .operations import keywords
-from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
 from .options import CallOptions
 from .resources.compat import DeprecatedAliases
 from .resources.families import FamilyResources
@@ -203,7 +203,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         provider body. Inspect ``finish_reason`` and ``hermes`` of the result, not only ``text``.
         Not retried: a failure after sending says ``uncertain_outcome=True``.
         """
-        data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
+        data = chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         return self._executor.request(CHAT, data, CallOptions(endpoint, idempotency_key, action_id, context, deadline,
                                                              timeout))
 
@@ -223,7 +223,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         An ``approval.request`` on the stream (Hermes 0.21+) goes to ``approval_provider`` (default: the
         client's) as it is read; the answer goes to ``/v1/runs/{completion id}/approval`` with its ``request_id``.
         """
-        data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
+        data = chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         data["max_events"] = max_events
         stream: ChatStream = self._executor.request(CHAT_STREAM, data, CallOptions(
             endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
@@ -240,9 +240,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         (not both); ``store=False`` keeps it out of storage. A field given both in ``body`` and as a
         keyword with different values is an InvalidInputError.
         """
-        data = keywords.responses_input(body, session_key, body_fields, extra_body)
-        return self._executor.request(RESPONSES, data, CallOptions(endpoint, idempotency_key, action_id, context,
-                                                                   deadline, timeout))
+        data = responses_ops.responses_input(body, session_key, body_fields, extra_body)
+        return self._executor.request(responses_ops.RESPONSES, data, CallOptions(
+            endpoint, idempotency_key, action_id, context, deadline, timeout))
 
     def responses_stream(self, body: Optional[Mapping[str, object]] = None, *, session_key: Optional[str] = None,
                          idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
@@ -252,9 +252,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
                          idle_timeout: Optional[float] = None, extra_body: Optional[Mapping[str, object]] = None,
                          **body_fields: object) -> ResponseStream:
         """A streamed response: iterate the ResponseStream; ``result().final`` is the terminal envelope."""
-        data = keywords.responses_input(body, session_key, body_fields, extra_body)
+        data = responses_ops.responses_input(body, session_key, body_fields, extra_body)
         data["max_events"] = max_events
-        return self._executor.request(RESPONSES_STREAM, data, CallOptions(
+        return self._executor.request(responses_ops.RESPONSES_STREAM, data, CallOptions(
             endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
 
     def response_get(self, response_id: str, *, session_key: Optional[str] = None,
@@ -266,9 +266,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         The one capability retried automatically (bounded, jittered, honouring ``Retry-After``).
         :class:`~hermes_sdk.NotFoundError` for an unknown or deleted id.
         """
-        data = keywords.stored_input(response_id, session_key)
-        return self._executor.request(RESPONSE_GET, data, CallOptions(endpoint, idempotency_key, action_id, context,
-                                                                      deadline, timeout))
+        data = responses_ops.stored_input(response_id, session_key)
+        return self._executor.request(responses_ops.RESPONSE_GET, data, CallOptions(
+            endpoint, idempotency_key, action_id, context, deadline, timeout))
 
     def response_delete(self, response_id: str, *, idempotency_key: str = REQUIRED,
                         approval: Optional[ApprovalDecision] = None, reason: Optional[str] = None,
@@ -281,9 +281,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         nothing is sent and ApprovalRequiredError is raised. A replay of the same key returns the
         recorded receipt without asking again.
         """
-        data = keywords.stored_input(response_id, session_key)
+        data = responses_ops.stored_input(response_id, session_key)
         key = None if idempotency_key is REQUIRED else idempotency_key
-        return self._executor.request(RESPONSE_DELETE, data, CallOptions(
+        return self._executor.request(responses_ops.RESPONSE_DELETE, data, CallOptions(
             endpoint, key, action_id, context, deadline, timeout, approval=approval, reason=reason))
 
     def run(self, input: RunInput = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,

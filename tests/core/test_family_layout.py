@@ -29,10 +29,17 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
                                     "uses; not a public decoding API yet",
     },
     f"{FAMILIES}._shared": {
-        "hermes_sdk._core.operations.common": "require_input, encode_body: the JSON-tree input rule and the one "
-                                              "body encoder (413 refused locally) of every builder, the kernel's "
-                                              "runs and chat builders included; families reach them only through "
-                                              "_shared",
+        "hermes_sdk._core.operations.common": "require_input, encode_body, control_headers, max_events_value, "
+                                              "check_message, check_numbers, is_number, visible_text: the JSON-tree "
+                                              "input rule, the one body encoder (413 refused locally) and the "
+                                              "message and header rules of every builder, the kernel's runs "
+                                              "builders included; families reach them through _shared",
+        "hermes_sdk._core._constants": "DEFAULT_MODEL, DEFAULT_MAX_EVENTS, MAX_SAFE_INTEGER: one number for every "
+                                       "family (the runs builders use them too)",
+        "hermes_sdk._core.capabilities": "CONFIDENTIAL, MODEL_SIDE_EFFECTS: the contract values of every "
+                                         "model-calling operation (runs and session chat too)",
+        "hermes_sdk._core.operations.keywords": "CALL_KEYWORDS, close_match: the unknown-keyword hint, which the "
+                                                "CLI's close-match shares",
     },
     f"{FAMILIES}.sessions.types": {
         "hermes_sdk._core.convert": "one/read/shape/json_object/NO_CONTEXT: the cattrs decoders every built-in "
@@ -74,6 +81,18 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
         "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
         "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
     },
+    f"{FAMILIES}.chat.operations": {
+        "hermes_sdk._core.aggregate": "Aggregate: what a stream accumulator reads (the public Accumulator's input)",
+        "hermes_sdk._core.events": "tool_event, typed_stream_event: a chat stream's tool progress and typed "
+                                   "events are the run events' classes (one set of tool events)",
+        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
+    },
+    f"{FAMILIES}.responses.operations": {
+        "hermes_sdk._core.aggregate": "Aggregate: what a stream accumulator reads (the public Accumulator's input)",
+        "hermes_sdk._core.events": "tool_event, typed_stream_event: a Responses stream's function calls and typed "
+                                   "events are the run events' classes (one set of tool events)",
+        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
+    },
     f"{FAMILIES}.chat.types": {
         "hermes_sdk._core.convert": "converter/json_object/NO_CONTEXT: the cattrs converter every built-in result "
                                     "is read with; not a public decoding API yet",
@@ -93,6 +112,8 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
 #: registration of the built-ins) still lives in ``_core``. No kernel module may join this list.
 CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
     "hermes_sdk._core.builtin": {
+        f"{FAMILIES}.chat": "registers the built-in families (the application layer's wiring)",
+        f"{FAMILIES}.responses": "registers the built-in families (the application layer's wiring)",
         f"{FAMILIES}.discovery": "registers the built-in families (the application layer's wiring)",
         f"{FAMILIES}.jobs": "registers the built-in families, and attaches the jobs commands of the CLI",
         f"{FAMILIES}.sessions": "registers the built-in families, and attaches the sessions commands of the CLI",
@@ -110,6 +131,11 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
         f"{FAMILIES}.sessions": "by name: the deprecated paths hermes_sdk.sessions, hermes_sdk.resources.sessions "
                                 "and hermes_sdk.operations.sessions load the modules that moved here",
     },
+    "hermes_sdk._core.cli": {
+        f"{FAMILIES}.chat": "the hermes-sdk chat command (application layer) offers chat()'s provider fields as flags",
+        f"{FAMILIES}.responses": "the hermes-sdk responses command (application layer) offers responses()' body "
+                                 "fields as flags",
+    },
     "hermes_sdk._core._cli_families": {
         f"{FAMILIES}.jobs": "the hermes-sdk jobs commands (application layer) annotate with Job",
         f"{FAMILIES}.sessions": "the hermes-sdk sessions commands (application layer) annotate with Session",
@@ -120,13 +146,8 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
     },
     "hermes_sdk._core.client": {
         f"{FAMILIES}.discovery": "HermesClient mixes in the flat discovery methods (client.health() ...)",
-        f"{FAMILIES}.chat": "the flat client.chat() and chat_stream() return ChatCompletion and ChatStream",
-        f"{FAMILIES}.responses": "the flat client.responses() ... return HermesResponse, ResponseStream and "
-                                 "DeletionReceipt",
-    },
-    "hermes_sdk._core.operations.catalog": {  # goes with the next step: the specs move into the families
-        f"{FAMILIES}.chat": "the chat specs' result types and decoder, until the specs move to the family",
-        f"{FAMILIES}.responses": "the Responses specs' result types and decoders, until the specs move to the family",
+        f"{FAMILIES}.chat": "the flat client.chat() and chat_stream() call the chat specs",
+        f"{FAMILIES}.responses": "the flat client.responses() ... response_delete() call the Responses specs",
     },
 }
 
