@@ -61,11 +61,6 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
     )
     from hermes_sdk._core.models import (
         ActionResult as ActionResult,
-        ChatCompletion as ChatCompletion,
-        ChatMessage as ChatMessage,
-        Choice as Choice,
-        DeletionReceipt as DeletionReceipt,
-        HermesResponse as HermesResponse,
         StreamEvent as StreamEvent,
         StreamResult as StreamResult,
     )
@@ -80,10 +75,12 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
         SteerAnswer as SteerAnswer,
     )
     from hermes_sdk._core.server_features import ServerFeatures as ServerFeatures
-    from hermes_sdk._core.streaming import (
+    from hermes_sdk._core.streaming import RunEventStream as RunEventStream
+    from hermes_sdk._families.chat.types import (
+        ChatCompletion as ChatCompletion,
+        ChatMessage as ChatMessage,
         ChatStream as ChatStream,
-        ResponseStream as ResponseStream,
-        RunEventStream as RunEventStream,
+        Choice as Choice,
     )
     from hermes_sdk._families.discovery.types import (
         Health as Health,
@@ -93,6 +90,11 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
         Toolset as Toolset,
     )
     from hermes_sdk._families.jobs.types import Job as Job, JobDeleted as JobDeleted
+    from hermes_sdk._families.responses.types import (
+        DeletionReceipt as DeletionReceipt,
+        HermesResponse as HermesResponse,
+        ResponseStream as ResponseStream,
+    )
     from hermes_sdk._families.sessions.types import (
         HermesSession as HermesSession,
         SessionAssistantCompleted as SessionAssistantCompleted,
@@ -172,9 +174,11 @@ _TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("hermes_sdk._core.builtin", "client", ("parse_capability_id",)),
     ("hermes_sdk.hookspecs", "client", ("hookimpl",)),
     # results
-    ("hermes_sdk._core.models", "top", ("ActionResult", "ChatCompletion", "DeletionReceipt", "HermesResponse",
-                                        "StreamResult")),
-    ("hermes_sdk._core.models", "types", ("ChatMessage", "Choice", "StreamEvent")),
+    ("hermes_sdk._core.models", "top", ("ActionResult", "StreamResult")),
+    ("hermes_sdk._core.models", "types", ("StreamEvent",)),
+    ("hermes_sdk._families.chat.types", "top", ("ChatCompletion",)),
+    ("hermes_sdk._families.chat.types", "types", ("ChatMessage", "Choice")),
+    ("hermes_sdk._families.responses.types", "top", ("DeletionReceipt", "HermesResponse")),
     ("hermes_sdk._core.runs", "top", ("ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus",
                                       "SteerAnswer")),
     ("hermes_sdk._core.operator", "top", ("OperatorResult",)),
@@ -186,7 +190,9 @@ _TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
                                                     "SessionReply", "SessionTranscript")),
     ("hermes_sdk._families.sessions.types", "types", ("SessionMessage",)),
     # live streams and the events they yield
-    ("hermes_sdk._core.streaming", "top", ("ChatStream", "ResponseStream", "RunEventStream")),
+    ("hermes_sdk._core.streaming", "top", ("RunEventStream",)),
+    ("hermes_sdk._families.chat.types", "top", ("ChatStream",)),
+    ("hermes_sdk._families.responses.types", "top", ("ResponseStream",)),
     ("hermes_sdk._core.streaming", "types", ("HermesStream",)),
     ("hermes_sdk._families.sessions.types", "top", ("SessionChatStream",)),
     ("hermes_sdk._core.events", "types", ("ApprovalRequested", "ApprovalResponded", "FunctionCall",
@@ -201,6 +207,8 @@ _TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
                                                       "SessionToolStarted")),
     # the resources: client.runs, client.sessions, client.jobs, client.records, client.operate
     ("hermes_sdk._core.resources.runs", "types", ("Runs",)),
+    ("hermes_sdk._families.chat", "types", ("Chat",)),
+    ("hermes_sdk._families.responses", "types", ("Responses",)),
     ("hermes_sdk._families.sessions", "types", ("Sessions",)),
     ("hermes_sdk._families.jobs", "types", ("Jobs",)),
     ("hermes_sdk._core.resources.records", "types", ("Records",)),

@@ -35,16 +35,7 @@ from ._core.events import (
     ToolProgress as ToolProgress,
     ToolStarted as ToolStarted,
 )
-from ._core.models import (
-    ActionResult as ActionResult,
-    ChatCompletion as ChatCompletion,
-    ChatMessage as ChatMessage,
-    Choice as Choice,
-    DeletionReceipt as DeletionReceipt,
-    HermesResponse as HermesResponse,
-    StreamEvent as StreamEvent,
-    StreamResult as StreamResult,
-)
+from ._core.models import ActionResult as ActionResult, StreamEvent as StreamEvent, StreamResult as StreamResult
 from ._core.operator import OperatorResult as OperatorResult
 from ._core.resources.operator import OperatorMethods as OperatorMethods
 from ._core.resources.records import Records as Records
@@ -58,11 +49,13 @@ from ._core.runs import (
     SteerAnswer as SteerAnswer,
 )
 from ._core.server_features import ServerFeatures as ServerFeatures
-from ._core.streaming import (
+from ._core.streaming import HermesStream as HermesStream, RunEventStream as RunEventStream
+from ._families.chat import Chat as Chat
+from ._families.chat.types import (
+    ChatCompletion as ChatCompletion,
+    ChatMessage as ChatMessage,
     ChatStream as ChatStream,
-    HermesStream as HermesStream,
-    ResponseStream as ResponseStream,
-    RunEventStream as RunEventStream,
+    Choice as Choice,
 )
 from ._families.discovery.types import (
     Health as Health,
@@ -73,6 +66,12 @@ from ._families.discovery.types import (
 )
 from ._families.jobs import Jobs as Jobs
 from ._families.jobs.types import Job as Job, JobDeleted as JobDeleted
+from ._families.responses import Responses as Responses
+from ._families.responses.types import (
+    DeletionReceipt as DeletionReceipt,
+    HermesResponse as HermesResponse,
+    ResponseStream as ResponseStream,
+)
 from ._families.sessions import Sessions as Sessions
 from ._families.sessions.types import (
     HermesSession as HermesSession,

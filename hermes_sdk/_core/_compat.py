@@ -36,12 +36,24 @@ RELOCATED = {
     "hermes_sdk.sessions": "hermes_sdk._families.sessions.types",
     "hermes_sdk.resources.sessions": "hermes_sdk._families.sessions.resource",
     "hermes_sdk.operations.sessions": "hermes_sdk._families.sessions.operations",
+    "hermes_sdk.operations.chat": "hermes_sdk._families.chat.operations",
+    "hermes_sdk.operations.responses": "hermes_sdk._families.responses.operations",
 }
 
 #: Public names (an old module's ``__all__``) that moved out of a module an old path still reaches:
 #: set on the module when the old path is imported, so ``from hermes_sdk.jobs import Skill`` works.
 RELOCATED_NAMES = {
     "hermes_sdk.jobs": {"Skill": "hermes_sdk._families.discovery.types"},
+    "hermes_sdk.models": {
+        **dict.fromkeys(("ChatCompletion", "ChatMessage", "Choice"), "hermes_sdk._families.chat.types"),
+        **dict.fromkeys(("DeletionReceipt", "HermesResponse", "Response", "output_text"),
+                        "hermes_sdk._families.responses.types"),
+    },
+    "hermes_sdk.convert": {"chat_completion": "hermes_sdk._families.chat.types",
+                           "deletion_receipt": "hermes_sdk._families.responses.types",
+                           "response": "hermes_sdk._families.responses.types"},
+    "hermes_sdk.streaming": {"ChatStream": "hermes_sdk._families.chat.types",
+                             "ResponseStream": "hermes_sdk._families.responses.types"},
 }
 
 _HINT = "import from hermes_sdk, hermes_sdk.types, hermes_sdk.errors or hermes_sdk.plugin instead"

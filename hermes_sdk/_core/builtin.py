@@ -1,7 +1,7 @@
 """The built-in families, registered through the ``hermes_families`` hook like any plugin's (llm's model).
 
-Order is ``capabilities()`` order (as published since 0.1): the seed page's six, runs, discovery,
-sessions, cron jobs, server facts, the operator.
+Order is ``capabilities()`` order (as published since 0.1): the seed page's six (chat, then
+Responses), runs, discovery, sessions, cron jobs, server facts, the operator.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Mapping
 
 import attrs
 
-from .._families import discovery, jobs, sessions
+from .._families import chat, discovery, jobs, responses, sessions
 from ..hookspecs import hookimpl
 from . import capabilities
 from .families import Family
-from .operations import catalog, operator, runs
+from .operations import operator, runs
 from .operations.common import ProviderRequest
 from .operations.spec import OperationSpec
 from .redaction import register_route
@@ -23,7 +23,8 @@ from .resources.runs import Runs
 from .view import ClientView
 
 _CLI = "hermes_sdk._core._cli_families:"
-CHAT: Family[None] = Family("chat", catalog.SPECS)
+CHAT: Family[chat.Chat] = chat.FAMILY
+RESPONSES: Family[responses.Responses] = responses.FAMILY
 RUNS: Family[Runs] = Family("runs", runs.RUN_SPECS, Runs)
 DISCOVERY: Family[None] = discovery.FAMILY
 JOBS: Family[jobs.Jobs] = attrs.evolve(jobs.FAMILY, commands=_CLI + "add_jobs_commands")
@@ -31,7 +32,7 @@ SERVER: Family[None] = discovery.SERVER_FAMILY
 OPERATOR: Family[None] = Family("operator", (attrs.evolve(operator.OPERATOR, composite=invoke_operator),))
 SESSIONS: Family[sessions.Sessions] = attrs.evolve(sessions.FAMILY, commands=_CLI + "add_sessions_commands")
 
-FAMILIES: tuple[Family[object], ...] = (CHAT, RUNS, DISCOVERY, SESSIONS, JOBS, SERVER, OPERATOR)
+FAMILIES: tuple[Family[object], ...] = (CHAT, RESPONSES, RUNS, DISCOVERY, SESSIONS, JOBS, SERVER, OPERATOR)
 #: The built-in operations by name (what ``parse_capability_id`` knows without a client).
 BUILTIN_SPECS: dict[str, OperationSpec[object]] = {s.name: s for f in FAMILIES for s in f.specs}
 for _spec in BUILTIN_SPECS.values():  # log lines are scrubbed of their ids before any client exists

@@ -1,6 +1,6 @@
 """Capability ids and the published AIP contract shape, as data.
 
-Each operation's contract lives in its spec (``operations/catalog.py``); this module knows how a
+Each operation's contract lives in its spec (its family's ``operations.py``); this module knows how a
 contract is named (``cap:hermes_agent:<endpoint_id>:<operation>``) and published.
 """
 

@@ -17,6 +17,8 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
 
+from .._families.chat.operations import CHAT_FIELDS
+from .._families.responses.operations import RESPONSES_FIELDS
 from ..errors import HermesError, MissingCredentialError
 from ._cli_support import (
     NO_TERMINAL,
@@ -31,7 +33,6 @@ from ._cli_support import (
 )
 from ._signals import interrupt_on_signals
 from .display import visible
-from .operations.keywords import CHAT_FIELDS, RESPONSES_FIELDS
 
 if TYPE_CHECKING:
     from .approval import ApprovalDecision, ApprovalProvider, ApprovalRequest

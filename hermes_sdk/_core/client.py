@@ -10,7 +10,10 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union, 
 import attrs
 import requests
 
+from .._families.chat import Chat, ChatCompletion, ChatStream
 from .._families.discovery import DiscoveryMethods
+from .._families.responses import DeletionReceipt, Responses, ResponseStream
+from .._families.responses.types import Response
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
 from ._plugin_manager import Plugin
@@ -22,9 +25,7 @@ from .deadline import TimeoutLike, as_timeout
 from .endpoints import Deadline, Endpoint, ExecutionContext
 from .executor import Executor
 from .idempotency import IdempotencyStore
-from .models import ActionResult, ChatCompletion, DeletionReceipt, Response
-from .operations import keywords
-from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM
+from .models import ActionResult
 from .options import CallOptions
 from .resources.compat import DeprecatedAliases
 from .resources.families import FamilyResources
@@ -33,8 +34,6 @@ from .resources.records import Records
 from .resources.runs import RunInput, Runs
 from .retry import RetryPolicy
 from .runs import Run
-from .stream_approvals import answer_approvals
-from .streaming import ChatStream, ResponseStream
 
 log = logging.getLogger("hermes_sdk")
 R = TypeVar("R")
@@ -202,9 +201,10 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         provider body. Inspect ``finish_reason`` and ``hermes`` of the result, not only ``text``.
         Not retried: a failure after sending says ``uncertain_outcome=True``.
         """
-        data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
-        return self._executor.request(CHAT, data, CallOptions(endpoint, idempotency_key, action_id, context, deadline,
-                                                             timeout))
+        return self.resource(Chat).create(
+            prompt=prompt, query=query, messages=messages, model=model, session_id=session_id, session_key=session_key,
+            idempotency_key=idempotency_key, endpoint=endpoint, action_id=action_id, context=context,
+            deadline=deadline, timeout=timeout, extra_body=extra_body, **provider_fields)
 
     def chat_stream(self, *, prompt: Optional[str] = None, query: Optional[str] = None,
                     messages: Optional[list[Any]] = None, model: str = DEFAULT_MODEL,
@@ -222,11 +222,11 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         An ``approval.request`` on the stream (Hermes 0.21+) goes to ``approval_provider`` (default: the
         client's) as it is read; the answer goes to ``/v1/runs/{completion id}/approval`` with its ``request_id``.
         """
-        data = keywords.chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
-        data["max_events"] = max_events
-        stream: ChatStream = self._executor.request(CHAT_STREAM, data, CallOptions(
-            endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
-        return answer_approvals(stream, self.runs, approval_provider, endpoint, context, deadline)
+        return self.resource(Chat).stream(
+            prompt=prompt, query=query, messages=messages, model=model, session_id=session_id, session_key=session_key,
+            idempotency_key=idempotency_key, max_events=max_events, keep_events=keep_events, endpoint=endpoint,
+            action_id=action_id, context=context, deadline=deadline, timeout=timeout, idle_timeout=idle_timeout,
+            extra_body=extra_body, approval_provider=approval_provider, **provider_fields)
 
     def responses(self, body: Optional[Mapping[str, object]] = None, *, session_key: Optional[str] = None,
                   idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
@@ -239,9 +239,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         (not both); ``store=False`` keeps it out of storage. A field given both in ``body`` and as a
         keyword with different values is an InvalidInputError.
         """
-        data = keywords.responses_input(body, session_key, body_fields, extra_body)
-        return self._executor.request(RESPONSES, data, CallOptions(endpoint, idempotency_key, action_id, context,
-                                                                   deadline, timeout))
+        return self.resource(Responses).create(
+            body, session_key=session_key, idempotency_key=idempotency_key, endpoint=endpoint, action_id=action_id,
+            context=context, deadline=deadline, timeout=timeout, extra_body=extra_body, **body_fields)
 
     def responses_stream(self, body: Optional[Mapping[str, object]] = None, *, session_key: Optional[str] = None,
                          idempotency_key: Optional[str] = None, max_events: int = DEFAULT_MAX_EVENTS,
@@ -251,10 +251,10 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
                          idle_timeout: Optional[float] = None, extra_body: Optional[Mapping[str, object]] = None,
                          **body_fields: object) -> ResponseStream:
         """A streamed response: iterate the ResponseStream; ``result().final`` is the terminal envelope."""
-        data = keywords.responses_input(body, session_key, body_fields, extra_body)
-        data["max_events"] = max_events
-        return self._executor.request(RESPONSES_STREAM, data, CallOptions(
-            endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
+        return self.resource(Responses).stream(
+            body, session_key=session_key, idempotency_key=idempotency_key, max_events=max_events,
+            keep_events=keep_events, endpoint=endpoint, action_id=action_id, context=context, deadline=deadline,
+            timeout=timeout, idle_timeout=idle_timeout, extra_body=extra_body, **body_fields)
 
     def response_get(self, response_id: str, *, session_key: Optional[str] = None,
                      idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,
@@ -265,9 +265,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         The one capability retried automatically (bounded, jittered, honouring ``Retry-After``).
         :class:`~hermes_sdk.NotFoundError` for an unknown or deleted id.
         """
-        data = keywords.stored_input(response_id, session_key)
-        return self._executor.request(RESPONSE_GET, data, CallOptions(endpoint, idempotency_key, action_id, context,
-                                                                      deadline, timeout))
+        return self.resource(Responses).get(
+            response_id, session_key=session_key, idempotency_key=idempotency_key, endpoint=endpoint,
+            action_id=action_id, context=context, deadline=deadline, timeout=timeout)
 
     def response_delete(self, response_id: str, *, idempotency_key: str = REQUIRED,
                         approval: Optional[ApprovalDecision] = None, reason: Optional[str] = None,
@@ -280,10 +280,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         nothing is sent and ApprovalRequiredError is raised. A replay of the same key returns the
         recorded receipt without asking again.
         """
-        data = keywords.stored_input(response_id, session_key)
-        key = None if idempotency_key is REQUIRED else idempotency_key
-        return self._executor.request(RESPONSE_DELETE, data, CallOptions(
-            endpoint, key, action_id, context, deadline, timeout, approval=approval, reason=reason))
+        return self.resource(Responses).delete(
+            response_id, idempotency_key=idempotency_key, approval=approval, reason=reason, session_key=session_key,
+            endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout)
 
     def run(self, input: RunInput = REQUIRED, *, idempotency_key: str = REQUIRED, instructions: Optional[str] = None,
             session_id: Optional[str] = None, session_key: Optional[str] = None, model: Optional[str] = None,

@@ -19,7 +19,7 @@ import cattrs
 from ..errors import HermesError, InvalidResponseError
 from .events import tool_event_from_json, tool_event_to_json
 from .lenient import opt_bool, opt_float, opt_int, opt_list, opt_object, opt_str, strings
-from .models import ActionResult, ChatCompletion, DeletionReceipt, Response, StreamEvent, StreamResult
+from .models import ActionResult, StreamEvent, StreamResult
 
 T = TypeVar("T")
 
@@ -265,53 +265,6 @@ def json_object(data: object, what: str) -> Mapping[str, object]:
     return data
 
 
-def chat_completion(data: object, ctx: DecodeContext = NO_CONTEXT) -> ChatCompletion:
-    """A ChatCompletion from Hermes' JSON (InvalidResponseError if it is not one)."""
-    obj = json_object(data, "a chat completion object")
-    if not isinstance(obj.get("choices"), list) or not isinstance(obj.get("id"), str):
-        raise InvalidResponseError("malformed chat completion: no 'id' or 'choices'")
-    try:
-        return converter.structure(
-            {
-                "id": obj.get("id", ""), "model": obj.get("model"), "created": obj.get("created"),
-                "choices": obj.get("choices") or [], "usage": obj.get("usage"), "hermes": obj.get("hermes"),
-                "session_id": ctx.session_id, "raw": dict(obj), "action_id": ctx.action_id,
-                "replayed": ctx.replayed, "headers": ctx.headers,
-            },
-            ChatCompletion,
-        )
-    except (cattrs.BaseValidationError, TypeError, ValueError, AttributeError) as exc:
-        raise InvalidResponseError(f"malformed chat completion: {type(exc).__name__}") from None
-
-
-def response(data: object, ctx: DecodeContext = NO_CONTEXT) -> Response:
-    """A Response from Hermes' JSON (InvalidResponseError if it is not one)."""
-    obj = json_object(data, "a response object")
-    if not isinstance(obj.get("id"), str) or not isinstance(obj.get("output", []), list):
-        raise InvalidResponseError("malformed response object: no 'id' or 'output'")
-    try:
-        return converter.structure(
-            {
-                "id": obj.get("id", ""), "status": obj.get("status"), "model": obj.get("model"),
-                "created_at": obj.get("created_at"), "output": obj.get("output") or [],
-                "usage": obj.get("usage"), "session_id": ctx.session_id, "raw": dict(obj),
-                "action_id": ctx.action_id, "replayed": ctx.replayed, "headers": ctx.headers,
-            },
-            Response,
-        )
-    except (cattrs.BaseValidationError, TypeError, ValueError, AttributeError) as exc:
-        raise InvalidResponseError(f"malformed response object: {type(exc).__name__}") from None
-
-
-def deletion_receipt(data: object, ctx: DecodeContext = NO_CONTEXT) -> DeletionReceipt:
-    """A DeletionReceipt from Hermes' JSON (InvalidResponseError unless it says ``deleted: true``)."""
-    obj = json_object(data, "a deletion receipt object")
-    if not isinstance(obj.get("id"), str) or obj.get("deleted") is not True:
-        raise InvalidResponseError("malformed deletion receipt")
-    return DeletionReceipt(id=str(obj["id"]), object=str(obj.get("object", "response")), deleted=True,
-                           action_id=ctx.action_id, replayed=ctx.replayed, headers=ctx.headers)
-
-
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
@@ -385,4 +338,4 @@ def recorded_result(data: object) -> ActionResult:
         raise corrupt("idempotency", f"(its result does not rebuild: {type(exc).__name__})") from None
 
 
-__all__ = ["converter", "chat_completion", "response", "deletion_receipt"]
+__all__ = ["converter"]

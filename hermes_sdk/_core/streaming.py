@@ -405,17 +405,6 @@ class HermesStream:
             pass
 
 
-class ChatStream(HermesStream):
-    """The live stream of a :meth:`~hermes_sdk.HermesClient.chat_stream` call (chat completion chunks)."""
-
-
-class ResponseStream(HermesStream):
-    """The live stream of a :meth:`~hermes_sdk.HermesClient.responses_stream` call.
-
-    Its events are Responses events; ``result().final`` is the terminal Responses envelope.
-    """
-
-
 class RunEventStream(HermesStream):
     """A ``run_events`` subscription: data-only SSE (the event type is the JSON ``event`` field, no
     ``[DONE]``); it ends after ``run.completed|failed|cancelled`` with the comment ``: stream closed``.

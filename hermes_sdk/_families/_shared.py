@@ -1,13 +1,27 @@
 """What several built-in families share: the input rule every builder applies, the one check of
-unknown input fields, and the contract defaults of the sessions and jobs families."""
+unknown input fields, the contract defaults of the sessions and jobs families and of the chat and
+Responses model calls, and the typed methods' keyword rules (unknown keywords, ``extra_body=``)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core.operations.common import encode_body, require_input
+from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_SAFE_INTEGER
+from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
+from hermes_sdk._core.operations.common import (
+    check_message,
+    check_numbers,
+    control_headers,
+    encode_body,
+    is_number,
+    max_events_value,
+    require_input,
+    visible_text,
+)
+from hermes_sdk._core.operations.keywords import CALL_KEYWORDS, close_match
+from hermes_sdk.errors import InvalidInputError
 from hermes_sdk.plugin import Contract, invalid_input
 
 #: Control fields every tool-like operation accepts besides its own (the key, the AIP envelope).
@@ -42,4 +56,57 @@ def contract(operation: str, method: str, path: str, *, read_only: bool, **overr
     return attrs.evolve(found, key_ttl_ms=86_400_000) if found.key_requirement == "required" else found
 
 
-__all__ = ["CONTROL_FIELDS", "contract", "encode_body", "only_fields", "require_input"]
+def model_contract(operation: str, path: str, streaming: bool) -> Contract:
+    """A contract of the chat and Responses model calls: medium risk, never retried, key optional;
+    a stream may be cancelled and is given 300 s (a call 60 s)."""
+    return Contract(
+        operation=operation, method="POST", path=path, risk="medium", stability="stable",
+        requires_approval=False, key_requirement="optional", key_ttl_ms=None, retry_safe=False,
+        streaming=streaming, side_effects=MODEL_SIDE_EFFECTS, data=dict(CONFIDENTIAL),
+        expected_latency_ms=30_000 if streaming else 5_000, timeout_ms=300_000 if streaming else 60_000,
+        supports_async=streaming, supports_cancel=streaming,
+    )
+
+
+_SAMPLING = ("max_tokens", "temperature", "top_p")
+
+
+def described(fields: Mapping[str, object]) -> dict[str, object]:
+    """The request model and sampling controls a caller gave: names and numbers only."""
+    out: dict[str, object] = {"request.model": fields.get("model") or DEFAULT_MODEL}
+    for name in _SAMPLING:
+        value = fields.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[f"request.{name}"] = value
+    return out
+
+
+def check_known(fields: Mapping[str, object], known: frozenset[str], method: str) -> None:
+    """Refuse a keyword the method does not model, before anything is sent, suggesting the close match."""
+    for name in fields:
+        if name in known:
+            continue
+        close = close_match(name, sorted(known) + list(CALL_KEYWORDS))
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise InvalidInputError(
+            f"{method}() got an unknown keyword argument {name!r}{hint}. Provider fields the SDK does not "
+            "model go through extra_body={...}",
+            details={"field": name, **({"suggestion": close} if close else {})})
+
+
+def merge_extra(fields: dict[str, object], extra_body: Optional[Mapping[str, object]]) -> dict[str, object]:
+    """``fields`` over ``extra_body``; a field given in both with different values is refused."""
+    if extra_body is None:
+        return fields
+    if not isinstance(extra_body, Mapping):
+        raise InvalidInputError("extra_body must be a JSON object", details={"field": "extra_body"})
+    clash = sorted(k for k in extra_body if k in fields and fields[k] != extra_body[k])
+    if clash:
+        raise InvalidInputError(f"{clash[0]!r} is given as a keyword and in extra_body with different values",
+                                details={"field": clash[0]})
+    return {**extra_body, **fields}
+
+
+__all__ = ["CONFIDENTIAL", "CONTROL_FIELDS", "DEFAULT_MAX_EVENTS", "DEFAULT_MODEL", "MAX_SAFE_INTEGER", "check_known",
+           "check_message", "check_numbers", "contract", "control_headers", "described", "encode_body", "is_number",
+           "max_events_value", "merge_extra", "model_contract", "only_fields", "require_input", "visible_text"]

@@ -11,6 +11,8 @@ import attrs
 from hermes_sdk import HermesClient
 from hermes_sdk._core.operations import keywords
 from hermes_sdk._core.options import CallOptions
+from hermes_sdk._families.chat import Chat
+from hermes_sdk._families.responses import Responses
 
 #: What every call takes (CallOptions' fields a method may expose as keywords).
 SHARED = ("endpoint", "action_id", "context", "deadline", "timeout")
@@ -27,6 +29,7 @@ LOCAL = {"client.approval_request": ["endpoint", "action_id"], "client.server_fe
 def _methods(client: HermesClient) -> Iterator[tuple[str, Callable[..., Any]]]:
     owners: list[tuple[str, object]] = [("client", client)]
     owners += [(name, getattr(client, name)) for name in ("runs", "sessions", "jobs")]
+    owners += [("chat", client.resource(Chat)), ("responses", client.resource(Responses))]
     for owner_name, owner in owners:
         for name, member in inspect.getmembers(type(owner), inspect.isfunction):
             if not name.startswith("_") and not member.__module__.endswith(".compat"):  # deprecated aliases
@@ -56,7 +59,7 @@ def test_every_method_taking_call_keywords_takes_them_as_call_options_declares_t
                     assert params[name].default == defaults[name], (where, name, params[name].default)
     finally:
         client.close()
-    assert checked >= 20  # the six, invoke, run and the resources' methods
+    assert checked >= 26  # the six, invoke, run and the resources' methods (chat's and Responses' six too)
 
 
 def test_the_unknown_keyword_hint_knows_every_call_option() -> None:

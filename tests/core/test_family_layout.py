@@ -12,11 +12,14 @@ from __future__ import annotations
 import ast
 import textwrap
 from pathlib import Path
+from typing import Callable
 
+import pytest
 from test_architecture import imports, modules
 
 from hermes_sdk._core import builtin
 from hermes_sdk._core.operations.spec import OperationSpec
+from hermes_sdk.testing import HermesEmulator
 
 FAMILIES = "hermes_sdk._families"
 #: What a family module may import besides its own package.
@@ -29,10 +32,17 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
                                     "uses; not a public decoding API yet",
     },
     f"{FAMILIES}._shared": {
-        "hermes_sdk._core.operations.common": "require_input, encode_body: the JSON-tree input rule and the one "
-                                              "body encoder (413 refused locally) of every builder, the kernel's "
-                                              "runs and chat builders included; families reach them only through "
-                                              "_shared",
+        "hermes_sdk._core.operations.common": "require_input, encode_body, control_headers, max_events_value, "
+                                              "check_message, check_numbers, is_number, visible_text: the JSON-tree "
+                                              "input rule, the one body encoder (413 refused locally) and the "
+                                              "message and header rules of every builder, the kernel's runs "
+                                              "builders included; families reach them through _shared",
+        "hermes_sdk._core._constants": "DEFAULT_MODEL, DEFAULT_MAX_EVENTS, MAX_SAFE_INTEGER: one number for every "
+                                       "family (the runs builders use them too)",
+        "hermes_sdk._core.capabilities": "CONFIDENTIAL, MODEL_SIDE_EFFECTS: the contract values of every "
+                                         "model-calling operation (runs and session chat too)",
+        "hermes_sdk._core.operations.keywords": "CALL_KEYWORDS, close_match: the unknown-keyword hint, which the "
+                                                "CLI's close-match shares",
     },
     f"{FAMILIES}.sessions.types": {
         "hermes_sdk._core.convert": "one/read/shape/json_object/NO_CONTEXT: the cattrs decoders every built-in "
@@ -74,6 +84,43 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
         "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
         "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
     },
+    f"{FAMILIES}.chat.operations": {
+        "hermes_sdk._core.aggregate": "Aggregate: what a stream accumulator reads (the public Accumulator's input)",
+        "hermes_sdk._core.events": "tool_event, typed_stream_event: a chat stream's tool progress and typed "
+                                   "events are the run events' classes (one set of tool events)",
+        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
+    },
+    f"{FAMILIES}.responses.operations": {
+        "hermes_sdk._core.aggregate": "Aggregate: what a stream accumulator reads (the public Accumulator's input)",
+        "hermes_sdk._core.events": "tool_event, typed_stream_event: a Responses stream's function calls and typed "
+                                   "events are the run events' classes (one set of tool events)",
+        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
+    },
+    f"{FAMILIES}.chat.resource": {
+        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
+        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
+        "hermes_sdk._core.executor": "Executor: a chat stream's approvals are answered through Runs, which takes "
+                                     "the client's executor (until the runs family moves)",
+        "hermes_sdk._core.resources.runs": "Runs: a chat stream's approval requests (Hermes 0.21+) are answered "
+                                           "with the runs family's approve (POST /v1/runs/{chatcmpl id}/approval)",
+        "hermes_sdk._core.stream_approvals": "answer_approvals: the reader that hands a chat stream's approval "
+                                             "requests to the provider; it stays beside the runs code it calls",
+    },
+    f"{FAMILIES}.responses.resource": {
+        "hermes_sdk._core._sentinels": "REQUIRED: the keyword default help() shows as <required>",
+        "hermes_sdk._core.approval": "ApprovalDecision: the type of the approval= keyword (public at the top, not "
+                                     "in hermes_sdk.plugin)",
+        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
+        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
+    },
+    f"{FAMILIES}.chat.types": {
+        "hermes_sdk._core.convert": "converter/json_object/NO_CONTEXT: the cattrs converter every built-in result "
+                                    "is read with; not a public decoding API yet",
+    },
+    f"{FAMILIES}.responses.types": {
+        "hermes_sdk._core.convert": "converter/json_object/NO_CONTEXT: the cattrs converter every built-in result "
+                                    "is read with; not a public decoding API yet",
+    },
     f"{FAMILIES}.discovery.resource": {
         "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
         "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords "
@@ -85,18 +132,29 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
 #: registration of the built-ins) still lives in ``_core``. No kernel module may join this list.
 CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
     "hermes_sdk._core.builtin": {
+        f"{FAMILIES}.chat": "registers the built-in families (the application layer's wiring)",
+        f"{FAMILIES}.responses": "registers the built-in families (the application layer's wiring)",
         f"{FAMILIES}.discovery": "registers the built-in families (the application layer's wiring)",
         f"{FAMILIES}.jobs": "registers the built-in families, and attaches the jobs commands of the CLI",
         f"{FAMILIES}.sessions": "registers the built-in families, and attaches the sessions commands of the CLI",
     },
     "hermes_sdk._core._compat": {
         FAMILIES: "by name: rehome() gives a family's exported classes their public module too",
+        f"{FAMILIES}.chat": "by name: the deprecated paths hermes_sdk.models, hermes_sdk.convert and "
+                            "hermes_sdk.streaming still give the chat names that moved here",
+        f"{FAMILIES}.responses": "by name: the deprecated paths hermes_sdk.models, hermes_sdk.convert and "
+                                 "hermes_sdk.streaming still give the Responses names that moved here",
         f"{FAMILIES}.discovery": "by name: the deprecated paths hermes_sdk.discovery and "
                                  "hermes_sdk.resources.discovery load the modules that moved here",
         f"{FAMILIES}.jobs": "by name: the deprecated paths hermes_sdk.jobs, hermes_sdk.resources.jobs and "
                             "hermes_sdk.operations.jobs load the modules that moved here",
         f"{FAMILIES}.sessions": "by name: the deprecated paths hermes_sdk.sessions, hermes_sdk.resources.sessions "
                                 "and hermes_sdk.operations.sessions load the modules that moved here",
+    },
+    "hermes_sdk._core.cli": {
+        f"{FAMILIES}.chat": "the hermes-sdk chat command (application layer) offers chat()'s provider fields as flags",
+        f"{FAMILIES}.responses": "the hermes-sdk responses command (application layer) offers responses()' body "
+                                 "fields as flags",
     },
     "hermes_sdk._core._cli_families": {
         f"{FAMILIES}.jobs": "the hermes-sdk jobs commands (application layer) annotate with Job",
@@ -108,6 +166,9 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
     },
     "hermes_sdk._core.client": {
         f"{FAMILIES}.discovery": "HermesClient mixes in the flat discovery methods (client.health() ...)",
+        f"{FAMILIES}.chat": "the flat client.chat() and chat_stream() delegate to client.resource(Chat)",
+        f"{FAMILIES}.responses": "the flat client.responses() ... response_delete() delegate to "
+                                 "client.resource(Responses)",
     },
 }
 
@@ -184,7 +245,7 @@ def test_the_discovery_operations_are_registered_from_the_discovery_package() ->
     assert builtin.DISCOVERY is discovery.FAMILY and builtin.SERVER is discovery.SERVER_FAMILY
     # capabilities() keeps the order published since 0.1: discovery after runs, the server facts after jobs
     order = [family.name for family in builtin.FAMILIES]
-    assert order == ["chat", "runs", "discovery", "sessions", "jobs", "server", "operator"]
+    assert order == ["chat", "responses", "runs", "discovery", "sessions", "jobs", "server", "operator"]
 
 
 def test_the_jobs_operations_and_resource_come_from_the_jobs_package() -> None:
@@ -220,3 +281,58 @@ def test_the_sessions_operations_and_resource_come_from_the_sessions_package() -
     with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
         assert isinstance(client.sessions, sessions.Sessions)
         assert client.resource(sessions.Sessions) is client.sessions is client.sessions
+
+
+def test_the_chat_and_responses_operations_and_resources_come_from_their_packages() -> None:
+    import hermes_sdk._families.chat as chat
+    import hermes_sdk._families.responses as responses
+    from hermes_sdk import HermesClient
+
+    registered = {spec.name: spec for family in builtin.FAMILIES for spec in family.specs}
+    for family, names in ((chat, ("chat", "chat_stream")),
+                          (responses, ("responses", "responses_stream", "response_get", "response_delete"))):
+        own = {s.name: s for s in family.FAMILY.specs}
+        assert tuple(own) == names
+        for name, spec in own.items():
+            assert registered[name] is spec, name
+            assert spec.build.__module__ == f"{family.__name__}.operations", name
+    assert builtin.CHAT is chat.FAMILY and builtin.RESPONSES is responses.FAMILY
+    # the seed page's six come first in capabilities(), in its order, as published since 0.1
+    six = ["chat", "chat_stream", "responses", "responses_stream", "response_get", "response_delete"]
+    assert list(registered)[:6] == six
+    with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
+        assert [d["operation"] for d in client.capabilities()][:6] == six
+        assert isinstance(client.resource(chat.Chat), chat.Chat)
+        assert client.resource(chat.Chat) is client.resource(chat.Chat)  # one resource, from the registry
+        assert client.with_options(timeout=3).resource(responses.Responses) is not client.resource(responses.Responses)
+
+
+def test_the_flat_methods_delegate_to_the_resources(hermes_emulator: HermesEmulator,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_sdk._families.chat import Chat
+    from hermes_sdk._families.responses import Responses
+
+    calls: list[str] = []
+
+    def spied(cls: type, name: str) -> Callable[..., object]:
+        real = getattr(cls, name)
+
+        def method(self: object, *args: object, **kwargs: object) -> object:
+            calls.append(f"{cls.__name__}.{name}")
+            return real(self, *args, **kwargs)
+        return method
+
+    for cls, names in ((Chat, ("create", "stream")), (Responses, ("create", "stream", "get", "delete"))):
+        for name in names:
+            monkeypatch.setattr(cls, name, spied(cls, name))
+    with hermes_emulator.client(load_entrypoints=False) as client:
+        assert client.chat(prompt="hi").text
+        assert client.chat_stream(prompt="hi").result().status == "completed"
+        created = client.responses(input="keep")
+        assert client.responses_stream(input="hi").result().status == "completed"
+        assert client.response_get(created.id).id == created.id
+        request = client.approval_request("response_delete", {"response_id": created.id}, reason="cleanup")
+        decision = request.approve(approver="test", policy_decision_id="p")
+        assert client.response_delete(created.id, idempotency_key="k-del", approval=decision, reason="cleanup").deleted
+    assert calls == ["Chat.create", "Chat.stream", "Responses.create", "Responses.stream", "Responses.get",
+                     "Responses.delete"]

@@ -15,8 +15,7 @@ from hermes_sdk import (
     PayloadTooLargeError,
     RemoteRejectedError,
 )
-from hermes_sdk._core.models import ChatMessage
-from hermes_sdk.types import Choice
+from hermes_sdk.types import ChatMessage, Choice
 
 MiB = 1024 * 1024
 

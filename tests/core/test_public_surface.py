@@ -156,3 +156,15 @@ def test_a_public_name_that_left_its_old_module_is_still_found_there() -> None:
             "assert Skill is hermes_sdk.Skill and Job is hermes_sdk.Job\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("old", sorted(_compat.RELOCATED_NAMES))
+def test_every_name_that_left_an_old_module_is_found_there_as_its_new_home_has_it(old: str) -> None:
+    # e.g. hermes_sdk.models.ChatCompletion (0.1) now lives in the chat family's package
+    code = ("import importlib, warnings\nwarnings.simplefilter('ignore')\n"
+            "from hermes_sdk._core import _compat\n"
+            f"old = importlib.import_module({old!r})\n"
+            f"for name, home in _compat.RELOCATED_NAMES[{old!r}].items():\n"
+            "    assert getattr(old, name) is getattr(importlib.import_module(home), name), name\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -10,7 +10,7 @@ import pytest
 from core_support import agent_requests, approve_all, json_response, raw_client
 
 from hermes_sdk import HermesClient, InvalidInputError
-from hermes_sdk._core.operations.keywords import CHAT_FIELDS
+from hermes_sdk._families.chat.operations import CHAT_FIELDS
 
 CODE = "connector.hermes_agent.configuration_or_input"
 LONG = "s" * 257

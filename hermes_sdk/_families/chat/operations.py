@@ -1,27 +1,36 @@
-"""chat / chat_stream: POST /v1/chat/completions."""
+"""chat / chat_stream: ``POST /v1/chat/completions``, as specs, and the chat methods' keywords packed
+into the capability's input."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from ...errors import STREAM_FAILED, HermesError, StreamError
-from .._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_SAFE_INTEGER
-from ..aggregate import Accumulator, Aggregate
-from ..events import tool_event, typed_stream_event
-from ..models import StreamEvent
-from .common import (
-    RequestParts,
-    bad,
+from hermes_sdk._core.aggregate import Aggregate
+from hermes_sdk._core.events import tool_event, typed_stream_event
+from hermes_sdk._core.models import StreamEvent
+from hermes_sdk._families._shared import (
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MODEL,
+    MAX_SAFE_INTEGER,
+    check_known,
     check_message,
     check_numbers,
     control_headers,
+    described,
     encode_body,
     is_number,
     max_events_value,
+    merge_extra,
+    model_contract,
     require_input,
     visible_text,
 )
+from hermes_sdk.errors import STREAM_FAILED, HermesError, StreamError
+from hermes_sdk.plugin import Accumulator, OperationSpec, RequestParts
+from hermes_sdk.plugin import invalid_input as bad
+
+from .types import ChatCompletion, ChatStream, chat_completion
 
 # Control fields travel as headers or steer the SDK; they never reach the provider JSON body.
 CONTROL_FIELDS = ("session_id", "session_key", "idempotency_key", "max_events", "_aip", "stream")
@@ -166,3 +175,46 @@ class ChatAccumulator(Accumulator):
 
     def typed(self, event: StreamEvent, piece: Optional[str]) -> object:
         return typed_stream_event(event, piece)
+
+
+# ------------------------------------------------------------------ the specs
+
+
+def _describe_chat(input: Mapping[str, object]) -> dict[str, object]:
+    return described(input)
+
+
+CHAT: OperationSpec[ChatCompletion] = OperationSpec(
+    model_contract("chat", "/v1/chat/completions", False), build,
+    decode=chat_completion, describe=_describe_chat)
+
+CHAT_STREAM: OperationSpec[ChatStream] = OperationSpec(
+    model_contract("chat_stream", "/v1/chat/completions", True), build,
+    stream_class=ChatStream, accumulator=ChatAccumulator, describe=_describe_chat)
+
+#: The chat operations, in the seed page's order.
+SPECS = (CHAT, CHAT_STREAM)
+
+
+# ------------------------------------------------------------------ the methods' keywords
+
+#: The provider fields chat() models; anything else goes through ``extra_body=``.
+CHAT_FIELDS = frozenset({"temperature", "top_p", "max_tokens", "stop", "tools", "tool_choice", "response_format",
+                         "user", "metadata", "stream_options", "n", "seed", "presence_penalty", "frequency_penalty",
+                         "logprobs", "top_logprobs", "logit_bias", "parallel_tool_calls", "max_completion_tokens"})
+
+
+def chat_input(prompt: Optional[str], query: Optional[str], messages: Optional[Sequence[object]], model: str,
+               session_id: Optional[str], session_key: Optional[str], provider_fields: Mapping[str, object],
+               extra_body: Optional[Mapping[str, object]] = None) -> dict[str, object]:
+    """The chat capability input from ``chat()``'s keywords."""
+    check_known(provider_fields, CHAT_FIELDS, "chat")
+    data = merge_extra(dict(provider_fields), extra_body)
+    for name, value in (("prompt", prompt), ("query", query), ("messages", messages), ("model", model),
+                        ("session_id", session_id), ("session_key", session_key)):
+        if value is not None:
+            data[name] = value
+    return data
+
+
+__all__ = ["CHAT", "CHAT_FIELDS", "CHAT_STREAM", "ChatAccumulator", "SPECS", "build", "chat_input"]
