@@ -35,24 +35,13 @@ if TYPE_CHECKING:
     )
     from hermes_sdk._core.events import (
         ApprovalRequested,
-        ApprovalResponded,
         FunctionCall,
         FunctionCallOutput,
         HermesStatus,
         MessageDelta,
-        ReasoningAvailable,
         ReasoningDelta,
-        RunCancelled,
-        RunCompleted,
-        RunEnded,
         RunEvent,
-        RunFailed,
-        RunInterrupted,
-        RunSteered,
-        SubagentEvent,
-        ToolCompleted,
         ToolProgress,
-        ToolStarted,
     )
     from hermes_sdk._core.idempotency import (
         CorruptRecordError,
@@ -71,21 +60,11 @@ if TYPE_CHECKING:
         StreamEvent,
         StreamResult,
     )
-    from hermes_sdk._core.operator import OperatorResult
     from hermes_sdk._core.redaction import Redactor
-    from hermes_sdk._core.runs import (
-        ApprovalAnswer,
-        Run,
-        RunResult,
-        RunStarted,
-        RunStatus,
-        SteerAnswer,
-    )
     from hermes_sdk._core.server_features import ServerFeatures
     from hermes_sdk._core.streaming import (
         ChatStream,
         ResponseStream,
-        RunEventStream,
     )
     from hermes_sdk._families.discovery.types import (
         Health,
@@ -97,6 +76,29 @@ if TYPE_CHECKING:
     from hermes_sdk._families.jobs.types import (
         Job,
         JobDeleted,
+    )
+    from hermes_sdk._families.operator.types import OperatorResult
+    from hermes_sdk._families.runs.events import (
+        ApprovalResponded,
+        ReasoningAvailable,
+        RunCancelled,
+        RunCompleted,
+        RunEnded,
+        RunFailed,
+        RunInterrupted,
+        RunSteered,
+        SubagentEvent,
+        ToolCompleted,
+        ToolStarted,
+    )
+    from hermes_sdk._families.runs.run import Run
+    from hermes_sdk._families.runs.types import (
+        ApprovalAnswer,
+        RunEventStream,
+        RunResult,
+        RunStarted,
+        RunStatus,
+        SteerAnswer,
     )
     from hermes_sdk._families.sessions.types import (
         HermesSession,
@@ -168,21 +170,23 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hermes_sdk._core.client": ("HermesClient",),
     "hermes_sdk._core.deadline": ("CallTimeout",),
     "hermes_sdk._core.endpoints": ("Endpoint", "ExecutionContext"),
-    "hermes_sdk._core.events": ("ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput",
-        "HermesStatus", "MessageDelta", "ReasoningAvailable", "ReasoningDelta", "RunCancelled", "RunCompleted",
-        "RunEnded", "RunEvent", "RunFailed", "RunInterrupted", "RunSteered", "SubagentEvent", "ToolCompleted",
-        "ToolProgress", "ToolStarted"),
+    "hermes_sdk._core.events": ("ApprovalRequested", "FunctionCall", "FunctionCallOutput", "HermesStatus",
+        "MessageDelta", "ReasoningDelta", "RunEvent", "ToolProgress"),
     "hermes_sdk._core.idempotency": ("CorruptRecordError", "IdempotencyRecord", "IdempotencyStore", "MemoryStore",
         "SQLiteStore"),
     "hermes_sdk._core.models": ("ActionResult", "ChatCompletion", "ChatMessage", "Choice", "DeletionReceipt",
         "HermesResponse", "StreamEvent", "StreamResult"),
-    "hermes_sdk._core.operator": ("OperatorResult",),
     "hermes_sdk._core.redaction": ("Redactor",),
-    "hermes_sdk._core.runs": ("ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "SteerAnswer"),
     "hermes_sdk._core.server_features": ("ServerFeatures",),
-    "hermes_sdk._core.streaming": ("ChatStream", "ResponseStream", "RunEventStream"),
+    "hermes_sdk._core.streaming": ("ChatStream", "ResponseStream"),
     "hermes_sdk._families.discovery.types": ("Health", "ModelInfo", "ServerCapabilities", "Skill", "Toolset"),
     "hermes_sdk._families.jobs.types": ("Job", "JobDeleted"),
+    "hermes_sdk._families.operator.types": ("OperatorResult",),
+    "hermes_sdk._families.runs.events": ("ApprovalResponded", "ReasoningAvailable", "RunCancelled", "RunCompleted",
+        "RunEnded", "RunFailed", "RunInterrupted", "RunSteered", "SubagentEvent", "ToolCompleted", "ToolStarted"),
+    "hermes_sdk._families.runs.run": ("Run",),
+    "hermes_sdk._families.runs.types": ("ApprovalAnswer", "RunEventStream", "RunResult", "RunStarted", "RunStatus",
+        "SteerAnswer"),
     "hermes_sdk._families.sessions.types": ("HermesSession", "SessionAssistantCompleted", "SessionChatStream",
         "SessionDeleted", "SessionDelta", "SessionDone", "SessionEvent", "SessionMessage", "SessionMessageStarted",
         "SessionPage", "SessionReply", "SessionRunCompleted", "SessionRunStarted", "SessionStreamError",

@@ -12,21 +12,7 @@ import hermes_sdk as _top
 from ._core import _compat
 from ._core.approval import ApprovalDecision, ApprovalRequest
 from ._core.deadline import CallTimeout
-from ._core.events import (
-    ApprovalRequested,
-    ApprovalResponded,
-    FunctionCall,
-    FunctionCallOutput,
-    MessageDelta,
-    ReasoningAvailable,
-    RunCancelled,
-    RunCompleted,
-    RunEvent,
-    RunFailed,
-    ToolCompleted,
-    ToolProgress,
-    ToolStarted,
-)
+from ._core.events import ApprovalRequested, FunctionCall, FunctionCallOutput, MessageDelta, RunEvent, ToolProgress
 from ._core.models import (
     ActionResult,
     ChatCompletion,
@@ -37,14 +23,22 @@ from ._core.models import (
     StreamEvent,
     StreamResult,
 )
-from ._core.operator import OperatorResult
-from ._core.resources.operator import OperatorMethods
 from ._core.resources.records import Records
-from ._core.resources.runs import Runs
-from ._core.runs import ApprovalAnswer, Run, RunResult, RunStarted, RunStatus
-from ._core.streaming import ChatStream, HermesStream, ResponseStream, RunEventStream
+from ._core.streaming import ChatStream, HermesStream, ResponseStream
 from ._families.discovery.types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
 from ._families.jobs import Job, JobDeleted, Jobs
+from ._families.operator import OperatorMethods, OperatorResult
+from ._families.runs import Run, Runs
+from ._families.runs.events import (
+    ApprovalResponded,
+    ReasoningAvailable,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    ToolCompleted,
+    ToolStarted,
+)
+from ._families.runs.types import ApprovalAnswer, RunEventStream, RunResult, RunStarted, RunStatus
 from ._families.sessions import Sessions
 from ._families.sessions.types import (
     HermesSession,

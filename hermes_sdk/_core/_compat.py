@@ -36,12 +36,23 @@ RELOCATED = {
     "hermes_sdk.sessions": "hermes_sdk._families.sessions.types",
     "hermes_sdk.resources.sessions": "hermes_sdk._families.sessions.resource",
     "hermes_sdk.operations.sessions": "hermes_sdk._families.sessions.operations",
+    "hermes_sdk.runs": "hermes_sdk._families.runs.types",
+    "hermes_sdk.resources.runs": "hermes_sdk._families.runs.resource",
+    "hermes_sdk.operations.runs": "hermes_sdk._families.runs.operations",
+    "hermes_sdk.operator": "hermes_sdk._families.operator.types",
+    "hermes_sdk.resources.operator": "hermes_sdk._families.operator.resource",
+    "hermes_sdk.operations.operator": "hermes_sdk._families.operator.operations",
 }
 
 #: Public names (an old module's ``__all__``) that moved out of a module an old path still reaches:
 #: set on the module when the old path is imported, so ``from hermes_sdk.jobs import Skill`` works.
+_RUN_EVENTS = ("ApprovalResponded", "ReasoningAvailable", "RunCancelled", "RunCompleted", "RunEnded", "RunFailed",
+               "RunInterrupted", "RunSteered", "SubagentEvent", "ToolCompleted", "ToolStarted", "parse_run_event")
 RELOCATED_NAMES = {
     "hermes_sdk.jobs": {"Skill": "hermes_sdk._families.discovery.types"},
+    "hermes_sdk.runs": {"Run": "hermes_sdk._families.runs.run", "choice_for": "hermes_sdk._families.runs.run"},
+    "hermes_sdk.events": {name: "hermes_sdk._families.runs.events" for name in _RUN_EVENTS},
+    "hermes_sdk.streaming": {"RunEventStream": "hermes_sdk._families.runs.types"},
 }
 
 _HINT = "import from hermes_sdk, hermes_sdk.types, hermes_sdk.errors or hermes_sdk.plugin instead"

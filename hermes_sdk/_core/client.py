@@ -11,6 +11,8 @@ import attrs
 import requests
 
 from .._families.discovery import DiscoveryMethods
+from .._families.operator import OperatorMethods
+from .._families.runs import Run, RunInput, answer_approvals
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
 from ._plugin_manager import Plugin
@@ -28,12 +30,8 @@ from .operations.catalog import CHAT, CHAT_STREAM, RESPONSE_DELETE, RESPONSE_GET
 from .options import CallOptions
 from .resources.compat import DeprecatedAliases
 from .resources.families import FamilyResources
-from .resources.operator import OperatorMethods
 from .resources.records import Records
-from .resources.runs import RunInput, Runs
 from .retry import RetryPolicy
-from .runs import Run
-from .stream_approvals import answer_approvals
 from .streaming import ChatStream, ResponseStream
 
 log = logging.getLogger("hermes_sdk")
@@ -68,7 +66,6 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
             command pattern process-wide and rewrites its own config.yaml); refused by default.
     """
 
-    runs: Runs  #: durable agent runs (``/v1/runs``)
     records: Records  #: durable records and the recovery tools
 
     def __init__(
@@ -106,7 +103,6 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         self._executor = executor
         self._closed = not owns_pool  # a with_options copy does not close the pool it shares
         self._lock = lock
-        self.runs = Runs(executor)
         self.records = Records(executor)
         self._extra: dict[str, object] = {}
 
