@@ -2,7 +2,7 @@
 
 One capability, several HTTP calls: ``POST /v1/runs`` starts it, its events (or ``GET
 /v1/runs/{id}``) follow it, ``POST /v1/runs/{id}/approval`` answers it on resume. The registered
-spec is composite (``invoke()`` hands the whole action to ``resources/operator.py``); its two
+spec is composite (``invoke()`` hands the whole action to ``resource.py``); its two
 internal specs share its contract and capability id, so the idempotency key, the approval binding
 and the records of a start and of a resume are the operator's.
 """
