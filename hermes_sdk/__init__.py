@@ -33,24 +33,13 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
     from hermes_sdk._core.endpoints import Endpoint as Endpoint, ExecutionContext as ExecutionContext
     from hermes_sdk._core.events import (
         ApprovalRequested as ApprovalRequested,
-        ApprovalResponded as ApprovalResponded,
         FunctionCall as FunctionCall,
         FunctionCallOutput as FunctionCallOutput,
         HermesStatus as HermesStatus,
         MessageDelta as MessageDelta,
-        ReasoningAvailable as ReasoningAvailable,
         ReasoningDelta as ReasoningDelta,
-        RunCancelled as RunCancelled,
-        RunCompleted as RunCompleted,
-        RunEnded as RunEnded,
         RunEvent as RunEvent,
-        RunFailed as RunFailed,
-        RunInterrupted as RunInterrupted,
-        RunSteered as RunSteered,
-        SubagentEvent as SubagentEvent,
-        ToolCompleted as ToolCompleted,
         ToolProgress as ToolProgress,
-        ToolStarted as ToolStarted,
     )
     from hermes_sdk._core.idempotency import (
         CorruptRecordError as CorruptRecordError,
@@ -64,18 +53,8 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
         StreamEvent as StreamEvent,
         StreamResult as StreamResult,
     )
-    from hermes_sdk._core.operator import OperatorResult as OperatorResult
     from hermes_sdk._core.redaction import Redactor as Redactor
-    from hermes_sdk._core.runs import (
-        ApprovalAnswer as ApprovalAnswer,
-        Run as Run,
-        RunResult as RunResult,
-        RunStarted as RunStarted,
-        RunStatus as RunStatus,
-        SteerAnswer as SteerAnswer,
-    )
     from hermes_sdk._core.server_features import ServerFeatures as ServerFeatures
-    from hermes_sdk._core.streaming import RunEventStream as RunEventStream
     from hermes_sdk._families.chat.types import (
         ChatCompletion as ChatCompletion,
         ChatMessage as ChatMessage,
@@ -90,10 +69,33 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
         Toolset as Toolset,
     )
     from hermes_sdk._families.jobs.types import Job as Job, JobDeleted as JobDeleted
+    from hermes_sdk._families.operator.types import OperatorResult as OperatorResult
     from hermes_sdk._families.responses.types import (
         DeletionReceipt as DeletionReceipt,
         HermesResponse as HermesResponse,
         ResponseStream as ResponseStream,
+    )
+    from hermes_sdk._families.runs.events import (
+        ApprovalResponded as ApprovalResponded,
+        ReasoningAvailable as ReasoningAvailable,
+        RunCancelled as RunCancelled,
+        RunCompleted as RunCompleted,
+        RunEnded as RunEnded,
+        RunFailed as RunFailed,
+        RunInterrupted as RunInterrupted,
+        RunSteered as RunSteered,
+        SubagentEvent as SubagentEvent,
+        ToolCompleted as ToolCompleted,
+        ToolStarted as ToolStarted,
+    )
+    from hermes_sdk._families.runs.run import Run as Run
+    from hermes_sdk._families.runs.types import (
+        ApprovalAnswer as ApprovalAnswer,
+        RunEventStream as RunEventStream,
+        RunResult as RunResult,
+        RunStarted as RunStarted,
+        RunStatus as RunStatus,
+        SteerAnswer as SteerAnswer,
     )
     from hermes_sdk._families.sessions.types import (
         HermesSession as HermesSession,
@@ -179,9 +181,10 @@ _TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("hermes_sdk._families.chat.types", "top", ("ChatCompletion",)),
     ("hermes_sdk._families.chat.types", "types", ("ChatMessage", "Choice")),
     ("hermes_sdk._families.responses.types", "top", ("DeletionReceipt", "HermesResponse")),
-    ("hermes_sdk._core.runs", "top", ("ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus",
-                                      "SteerAnswer")),
-    ("hermes_sdk._core.operator", "top", ("OperatorResult",)),
+    ("hermes_sdk._families.runs.run", "top", ("Run",)),
+    ("hermes_sdk._families.runs.types", "top", ("ApprovalAnswer", "RunResult", "RunStarted", "RunStatus",
+                                                "SteerAnswer")),
+    ("hermes_sdk._families.operator.types", "top", ("OperatorResult",)),
     ("hermes_sdk._core.server_features", "top", ("ServerFeatures",)),
     ("hermes_sdk._families.discovery.types", "top", ("Health", "ModelInfo", "ServerCapabilities", "Skill",
                                                      "Toolset")),
@@ -190,29 +193,29 @@ _TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
                                                     "SessionReply", "SessionTranscript")),
     ("hermes_sdk._families.sessions.types", "types", ("SessionMessage",)),
     # live streams and the events they yield
-    ("hermes_sdk._core.streaming", "top", ("RunEventStream",)),
+    ("hermes_sdk._families.runs.types", "top", ("RunEventStream",)),
     ("hermes_sdk._families.chat.types", "top", ("ChatStream",)),
     ("hermes_sdk._families.responses.types", "top", ("ResponseStream",)),
     ("hermes_sdk._core.streaming", "types", ("HermesStream",)),
     ("hermes_sdk._families.sessions.types", "top", ("SessionChatStream",)),
-    ("hermes_sdk._core.events", "types", ("ApprovalRequested", "ApprovalResponded", "FunctionCall",
-                                          "FunctionCallOutput", "HermesStatus", "MessageDelta", "ReasoningAvailable",
-                                          "ReasoningDelta", "RunCancelled", "RunCompleted", "RunEnded", "RunEvent",
-                                          "RunFailed", "RunInterrupted", "RunSteered", "SubagentEvent",
-                                          "ToolCompleted", "ToolProgress", "ToolStarted")),
+    ("hermes_sdk._core.events", "types", ("ApprovalRequested", "FunctionCall", "FunctionCallOutput", "HermesStatus",
+                                          "MessageDelta", "ReasoningDelta", "RunEvent", "ToolProgress")),
+    ("hermes_sdk._families.runs.events", "types", ("ApprovalResponded", "ReasoningAvailable", "RunCancelled",
+                                                   "RunCompleted", "RunEnded", "RunFailed", "RunInterrupted",
+                                                   "RunSteered", "SubagentEvent", "ToolCompleted", "ToolStarted")),
     ("hermes_sdk._families.sessions.types", "types", ("SessionAssistantCompleted", "SessionDelta", "SessionDone",
                                                       "SessionEvent", "SessionMessageStarted", "SessionRunCompleted",
                                                       "SessionRunStarted", "SessionStreamError", "SessionThinking",
                                                       "SessionToolCompleted", "SessionToolEvent", "SessionToolFailed",
                                                       "SessionToolStarted")),
     # the resources: client.runs, client.sessions, client.jobs, client.records, client.operate
-    ("hermes_sdk._core.resources.runs", "types", ("Runs",)),
+    ("hermes_sdk._families.runs", "types", ("Runs",)),
     ("hermes_sdk._families.chat", "types", ("Chat",)),
     ("hermes_sdk._families.responses", "types", ("Responses",)),
     ("hermes_sdk._families.sessions", "types", ("Sessions",)),
     ("hermes_sdk._families.jobs", "types", ("Jobs",)),
     ("hermes_sdk._core.resources.records", "types", ("Records",)),
-    ("hermes_sdk._core.resources.operator", "types", ("OperatorMethods",)),
+    ("hermes_sdk._families.operator", "types", ("OperatorMethods",)),
     ("hermes_sdk.errors", "client", ("AgentIncompleteError", "ApprovalDeniedError", "ApprovalNotActiveError",
                                      "ApprovalNotPendingError", "ApprovalRequiredError", "AuthenticationError",
                                      "BadRequestError", "DeadlineExceededError", "HermesError",

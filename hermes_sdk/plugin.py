@@ -1,7 +1,11 @@
 """What plugin authors use: the hook marker, the :class:`Plugin` type, the objects hooks receive, the
 store and approval-provider protocols (:data:`ApprovalProvider`), and
 everything a third-party family needs (:class:`Family`, :class:`OperationSpec`, :class:`Contract`,
-:class:`DecodeContext`, :class:`HermesStream`, :class:`Accumulator`, :func:`invalid_input`, :func:`path_id`).
+:class:`DecodeContext`, :class:`HermesStream`, :class:`Accumulator` and the :class:`Aggregate` it folds into,
+:func:`invalid_input`, :func:`path_id`), and what the built-in families use the same way: an
+:class:`AdmitContext` for a spec's ``admit`` rule, per-client family state (``Family(state=...)``,
+``FamilyExecutor.state``), a :class:`CompositeContext` for a composite operation and a read-only
+:class:`RecordsView` of the idempotency store.
 
 Applications import from :mod:`hermes_sdk`; plugins (stores, approval providers, redaction
 filters, tracers, families) import from here. Every hook is documented in :mod:`hermes_sdk.hookspecs`.
@@ -17,7 +21,8 @@ manager now, and the old path imports with a DeprecationWarning.)
 from __future__ import annotations
 
 from ._core._plugin_manager import Plugin
-from ._core.aggregate import Accumulator
+from ._core.admission import AdmitContext, CompositeContext, RecordsView
+from ._core.aggregate import Accumulator, Aggregate
 from ._core.approval import ApprovalCallback, ApprovalProvider, HasRequestApproval, ProviderAnswer
 from ._core.capabilities import Contract, descriptor
 from ._core.convert import DecodeContext
@@ -46,14 +51,13 @@ from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
 
 __all__ = [
-    "Accumulator", "ActionResult", "ApprovalCallback", "ApprovalProvider", "Attempt", "CallOptions", "CallView",
-    "ClientView", "COMPLETED", "Contract", "CorruptRecordError", "DecodeContext", "descriptor", "Family",
-    "FamilyExecutor", "HasRequestApproval", "HermesStream", "hookimpl", "hookspec", "HttpReply", "IdempotencyRecord",
-    "IdempotencyStore", "invalid_input", "load_record", "OperationSpec", "path_id", "PENDING", "Plugin",
-    "private_sqlite_files", "ProviderAnswer", "ProviderRequest", "REDACTED", "Redactor", "register",
-    "register_resource", "RequestParts", "SQLiteConnections", "store_deadline", "store_from_url", "unregister",
-    "unregister_resource",
-    "visible", "visible_value",
+    "Accumulator", "ActionResult", "AdmitContext", "Aggregate", "ApprovalCallback", "ApprovalProvider", "Attempt",
+    "CallOptions", "CallView", "ClientView", "COMPLETED", "CompositeContext", "Contract", "CorruptRecordError",
+    "DecodeContext", "descriptor", "Family", "FamilyExecutor", "HasRequestApproval", "HermesStream", "hookimpl",
+    "hookspec", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "load_record", "OperationSpec",
+    "path_id", "PENDING", "Plugin", "private_sqlite_files", "ProviderAnswer", "ProviderRequest", "RecordsView",
+    "REDACTED", "Redactor", "register", "register_resource", "RequestParts", "SQLiteConnections", "store_deadline",
+    "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
 ]
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

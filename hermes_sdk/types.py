@@ -16,40 +16,18 @@ from ._core.approval import ApprovalDecision as ApprovalDecision, ApprovalReques
 from ._core.deadline import CallTimeout as CallTimeout
 from ._core.events import (
     ApprovalRequested as ApprovalRequested,
-    ApprovalResponded as ApprovalResponded,
     FunctionCall as FunctionCall,
     FunctionCallOutput as FunctionCallOutput,
     HermesStatus as HermesStatus,
     MessageDelta as MessageDelta,
-    ReasoningAvailable as ReasoningAvailable,
     ReasoningDelta as ReasoningDelta,
-    RunCancelled as RunCancelled,
-    RunCompleted as RunCompleted,
-    RunEnded as RunEnded,
     RunEvent as RunEvent,
-    RunFailed as RunFailed,
-    RunInterrupted as RunInterrupted,
-    RunSteered as RunSteered,
-    SubagentEvent as SubagentEvent,
-    ToolCompleted as ToolCompleted,
     ToolProgress as ToolProgress,
-    ToolStarted as ToolStarted,
 )
 from ._core.models import ActionResult as ActionResult, StreamEvent as StreamEvent, StreamResult as StreamResult
-from ._core.operator import OperatorResult as OperatorResult
-from ._core.resources.operator import OperatorMethods as OperatorMethods
 from ._core.resources.records import Records as Records
-from ._core.resources.runs import Runs as Runs
-from ._core.runs import (
-    ApprovalAnswer as ApprovalAnswer,
-    Run as Run,
-    RunResult as RunResult,
-    RunStarted as RunStarted,
-    RunStatus as RunStatus,
-    SteerAnswer as SteerAnswer,
-)
 from ._core.server_features import ServerFeatures as ServerFeatures
-from ._core.streaming import HermesStream as HermesStream, RunEventStream as RunEventStream
+from ._core.streaming import HermesStream as HermesStream
 from ._families.chat import Chat as Chat
 from ._families.chat.types import (
     ChatCompletion as ChatCompletion,
@@ -66,11 +44,36 @@ from ._families.discovery.types import (
 )
 from ._families.jobs import Jobs as Jobs
 from ._families.jobs.types import Job as Job, JobDeleted as JobDeleted
+from ._families.operator import OperatorMethods as OperatorMethods
+from ._families.operator.types import OperatorResult as OperatorResult
 from ._families.responses import Responses as Responses
 from ._families.responses.types import (
     DeletionReceipt as DeletionReceipt,
     HermesResponse as HermesResponse,
     ResponseStream as ResponseStream,
+)
+from ._families.runs import Runs as Runs
+from ._families.runs.events import (
+    ApprovalResponded as ApprovalResponded,
+    ReasoningAvailable as ReasoningAvailable,
+    RunCancelled as RunCancelled,
+    RunCompleted as RunCompleted,
+    RunEnded as RunEnded,
+    RunFailed as RunFailed,
+    RunInterrupted as RunInterrupted,
+    RunSteered as RunSteered,
+    SubagentEvent as SubagentEvent,
+    ToolCompleted as ToolCompleted,
+    ToolStarted as ToolStarted,
+)
+from ._families.runs.run import Run as Run
+from ._families.runs.types import (
+    ApprovalAnswer as ApprovalAnswer,
+    RunEventStream as RunEventStream,
+    RunResult as RunResult,
+    RunStarted as RunStarted,
+    RunStatus as RunStatus,
+    SteerAnswer as SteerAnswer,
 )
 from ._families.sessions import Sessions as Sessions
 from ._families.sessions.types import (

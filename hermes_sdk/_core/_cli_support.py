@@ -359,7 +359,7 @@ def print_error(as_json: bool, err: Optional[HermesError], code: str = "", messa
 def unapproved_commands(events: Iterable[RunEvent]) -> list[str]:
     """The commands the agent asked to run and did not get approved: denied, or never answered
     (Hermes' approval timeout, a stop). Hermes answers a run's approvals oldest first."""
-    from .events import ApprovalRequested, ApprovalResponded
+    from .._families.runs.events import ApprovalRequested, ApprovalResponded
 
     waiting: deque[str] = deque()
     refused: list[str] = []

@@ -38,10 +38,18 @@ RELOCATED = {
     "hermes_sdk.operations.sessions": "hermes_sdk._families.sessions.operations",
     "hermes_sdk.operations.chat": "hermes_sdk._families.chat.operations",
     "hermes_sdk.operations.responses": "hermes_sdk._families.responses.operations",
+    "hermes_sdk.runs": "hermes_sdk._families.runs.types",
+    "hermes_sdk.resources.runs": "hermes_sdk._families.runs.resource",
+    "hermes_sdk.operations.runs": "hermes_sdk._families.runs.operations",
+    "hermes_sdk.operator": "hermes_sdk._families.operator.types",
+    "hermes_sdk.resources.operator": "hermes_sdk._families.operator.resource",
+    "hermes_sdk.operations.operator": "hermes_sdk._families.operator.operations",
 }
 
 #: Public names (an old module's ``__all__``) that moved out of a module an old path still reaches:
 #: set on the module when the old path is imported, so ``from hermes_sdk.jobs import Skill`` works.
+_RUN_EVENTS = ("ApprovalResponded", "ReasoningAvailable", "RunCancelled", "RunCompleted", "RunEnded", "RunFailed",
+               "RunInterrupted", "RunSteered", "SubagentEvent", "ToolCompleted", "ToolStarted", "parse_run_event")
 RELOCATED_NAMES = {
     "hermes_sdk.jobs": {"Skill": "hermes_sdk._families.discovery.types"},
     "hermes_sdk.models": {
@@ -53,7 +61,10 @@ RELOCATED_NAMES = {
                            "deletion_receipt": "hermes_sdk._families.responses.types",
                            "response": "hermes_sdk._families.responses.types"},
     "hermes_sdk.streaming": {"ChatStream": "hermes_sdk._families.chat.types",
-                             "ResponseStream": "hermes_sdk._families.responses.types"},
+                             "ResponseStream": "hermes_sdk._families.responses.types",
+                             "RunEventStream": "hermes_sdk._families.runs.types"},
+    "hermes_sdk.runs": {"Run": "hermes_sdk._families.runs.run", "choice_for": "hermes_sdk._families.runs.run"},
+    "hermes_sdk.events": {name: "hermes_sdk._families.runs.events" for name in _RUN_EVENTS},
 }
 
 _HINT = "import from hermes_sdk, hermes_sdk.types, hermes_sdk.errors or hermes_sdk.plugin instead"

@@ -10,26 +10,23 @@ from typing import Mapping
 
 import attrs
 
-from .._families import chat, discovery, jobs, responses, sessions
+from .._families import chat, discovery, jobs, operator, responses, runs, sessions
 from ..hookspecs import hookimpl
 from . import capabilities
 from .families import Family
-from .operations import operator, runs
-from .operations.common import ProviderRequest
+from .operations.common import ProviderRequest, split_key
 from .operations.spec import OperationSpec
 from .redaction import register_route
-from .resources.operator import invoke_operator
-from .resources.runs import Runs
 from .view import ClientView
 
 _CLI = "hermes_sdk._core._cli_families:"
 CHAT: Family[chat.Chat] = chat.FAMILY
 RESPONSES: Family[responses.Responses] = responses.FAMILY
-RUNS: Family[Runs] = Family("runs", runs.RUN_SPECS, Runs)
+RUNS: Family[runs.Runs] = runs.FAMILY
 DISCOVERY: Family[None] = discovery.FAMILY
 JOBS: Family[jobs.Jobs] = attrs.evolve(jobs.FAMILY, commands=_CLI + "add_jobs_commands")
 SERVER: Family[None] = discovery.SERVER_FAMILY
-OPERATOR: Family[None] = Family("operator", (attrs.evolve(operator.OPERATOR, composite=invoke_operator),))
+OPERATOR: Family[None] = operator.FAMILY
 SESSIONS: Family[sessions.Sessions] = attrs.evolve(sessions.FAMILY, commands=_CLI + "add_sessions_commands")
 
 FAMILIES: tuple[Family[object], ...] = (CHAT, RESPONSES, RUNS, DISCOVERY, SESSIONS, JOBS, SERVER, OPERATOR)
@@ -54,5 +51,6 @@ def parse_capability_id(value: str) -> tuple[str, str]:
 
 
 def build_request(operation: str, input: Mapping[str, object]) -> ProviderRequest:
-    """Validate ``input`` for a built-in ``operation`` and map it; raises InvalidInputError before any I/O."""
-    return BUILTIN_SPECS[operation].request(input)
+    """Validate ``input`` for a built-in ``operation`` and map it; raises InvalidInputError before any I/O.
+    Its ``idempotency_key`` is checked and taken off as a call's is (:func:`split_key`), never sent in the body."""
+    return BUILTIN_SPECS[operation].request(split_key(input, None)[1])

@@ -593,7 +593,7 @@ def _run_approver(mode: str, terminal: Terminal) -> TerminalApprover:
 
 def _run_line(event: RunEvent) -> Optional[str]:
     """The stderr line of one run event (None: not shown there)."""
-    from .events import ApprovalResponded, RunCancelled, RunFailed, ToolCompleted, ToolStarted
+    from .._families.runs.events import ApprovalResponded, RunCancelled, RunFailed, ToolCompleted, ToolStarted
 
     if isinstance(event, ToolStarted):
         return visible(f"[tool] {event.tool}: {event.preview or ''}".rstrip())

@@ -12,8 +12,10 @@ import requests
 
 from .._families.chat import Chat, ChatCompletion, ChatStream
 from .._families.discovery import DiscoveryMethods
+from .._families.operator import OperatorMethods
 from .._families.responses import DeletionReceipt, Responses, ResponseStream
 from .._families.responses.types import Response
+from .._families.runs import Run, RunInput, answer_approvals
 from ..errors import InvalidInputError
 from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
 from ._plugin_manager import Plugin
@@ -29,11 +31,8 @@ from .models import ActionResult
 from .options import CallOptions
 from .resources.compat import DeprecatedAliases
 from .resources.families import FamilyResources
-from .resources.operator import OperatorMethods
 from .resources.records import Records
-from .resources.runs import RunInput, Runs
 from .retry import RetryPolicy
-from .runs import Run
 
 log = logging.getLogger("hermes_sdk")
 R = TypeVar("R")
@@ -67,7 +66,6 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
             command pattern process-wide and rewrites its own config.yaml); refused by default.
     """
 
-    runs: Runs  #: durable agent runs (``/v1/runs``)
     records: Records  #: durable records and the recovery tools
 
     def __init__(
@@ -105,7 +103,6 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         self._executor = executor
         self._closed = not owns_pool  # a with_options copy does not close the pool it shares
         self._lock = lock
-        self.runs = Runs(executor)
         self.records = Records(executor)
         self._extra: dict[str, object] = {}
 
@@ -222,11 +219,12 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         An ``approval.request`` on the stream (Hermes 0.21+) goes to ``approval_provider`` (default: the
         client's) as it is read; the answer goes to ``/v1/runs/{completion id}/approval`` with its ``request_id``.
         """
-        return self.resource(Chat).stream(
+        stream = self.resource(Chat).stream(
             prompt=prompt, query=query, messages=messages, model=model, session_id=session_id, session_key=session_key,
             idempotency_key=idempotency_key, max_events=max_events, keep_events=keep_events, endpoint=endpoint,
             action_id=action_id, context=context, deadline=deadline, timeout=timeout, idle_timeout=idle_timeout,
-            extra_body=extra_body, approval_provider=approval_provider, **provider_fields)
+            extra_body=extra_body, **provider_fields)
+        return answer_approvals(stream, self.runs, approval_provider, endpoint, context, deadline)
 
     def responses(self, body: Optional[Mapping[str, object]] = None, *, session_key: Optional[str] = None,
                   idempotency_key: Optional[str] = None, endpoint: Optional[str] = None,

@@ -1,10 +1,10 @@
-"""Typed events: the events of a run (``/v1/runs/{id}/events``) and the tool events of chat and
-Responses streams.
+"""Typed stream events that several families' streams yield: the event base class and the events a
+chat or Responses stream shares with a run's (text pieces, approval requests, status notices,
+reasoning), and the tool events of chat and Responses streams. The events only a run sends (its
+tools, answers, ends, steers, subagents) and their parser are the runs family's.
 
 Every class keeps the event's JSON in ``raw``, so a field the SDK does not model is never lost; an
-event type the SDK does not know arrives as a plain :class:`RunEvent`. Correlate ``ToolStarted``
-and ``ToolCompleted`` by order: Hermes runs one run's tools one after another and sends no tool-call
-id on runs (``spec/hermes-runs.md`` section 3).
+event type the SDK does not know arrives as a plain :class:`RunEvent`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import ClassVar, Mapping, Optional, TypedDict, Union
 import attrs
 
 from .aggregate import event_name
-from .lenient import opt_bool, opt_float, opt_int, opt_object, opt_str, strings, text
+from .lenient import opt_bool, opt_float, opt_int, opt_str, strings, text
 from .models import StreamEvent
 
 
 @attrs.frozen(kw_only=True)
 class RunEvent:
-    """One event of a run. Unknown event types arrive as this class, with their JSON in ``raw``.
+    """One typed stream event (the base class). Unknown event types arrive as this class, with their JSON in ``raw``.
 
     ``seq`` is the event's position in the run (Hermes 0.21+ numbers every event and sends it as
     the SSE ``id:`` too, which makes the stream resumable); None on older servers.
@@ -46,34 +46,6 @@ class MessageDelta(RunEvent):
 
 
 @attrs.frozen(kw_only=True)
-class ToolStarted(RunEvent):
-    """A tool began (``tool.started``): ``preview`` is the command of ``terminal``, a file name, ..."""
-
-    tool: str = ""
-    preview: Optional[str] = None
-
-
-@attrs.frozen(kw_only=True)
-class ToolCompleted(RunEvent):
-    """A tool ended (``tool.completed``); ``error`` is true for a failed, denied or timed-out command.
-
-    ``preview``: a bounded, redacted preview of the result (0.21+), else None."""
-
-    tool: str = ""
-    duration: Optional[float] = None
-    error: bool = False
-    preview: Optional[str] = None
-
-
-@attrs.frozen(kw_only=True)
-class ReasoningAvailable(RunEvent):
-    """``reasoning.available``: despite its name it carries the assistant's **content** (think tags
-    removed, inner text kept, at most 500 characters), not model reasoning. Never part of ``text``."""
-
-    text: str = ""
-
-
-@attrs.frozen(kw_only=True)
 class ApprovalRequested(RunEvent):
     """The agent waits for a decision on a dangerous command (``approval.request``).
 
@@ -95,75 +67,6 @@ class ApprovalRequested(RunEvent):
 
 
 @attrs.frozen(kw_only=True)
-class ApprovalResponded(RunEvent):
-    """An answer was applied (``approval.responded``): the normalised ``choice`` and how many it resolved."""
-
-    choice: str = ""
-    resolved: int = 0
-
-
-@attrs.frozen(kw_only=True)
-class RunEnded(RunEvent):
-    """What every terminal event may carry (Hermes 0.20+; None on older servers): ``runtime``
-    (``{provider, model, route_source, ...}``), ``completed``, ``partial``, ``interrupted``,
-    ``turn_exit_reason`` and ``pending_steer``."""
-
-    runtime: Optional[dict[str, object]] = None
-    completed: Optional[bool] = None
-    partial: Optional[bool] = None
-    interrupted: Optional[bool] = None
-    turn_exit_reason: Optional[str] = None
-    pending_steer: object = None
-    terminal: ClassVar[bool] = True
-
-
-@attrs.frozen(kw_only=True)
-class RunCompleted(RunEnded):
-    """The run ended ``completed``; ``output`` may be None, and a denied command still completes."""
-
-    output: Optional[str] = None
-    usage: Optional[dict[str, object]] = None
-
-
-@attrs.frozen(kw_only=True)
-class RunFailed(RunEnded):
-    """The run ended ``failed`` (an agent-level failure, e.g. the model's upstream refused)."""
-
-    error: Optional[str] = None
-
-
-@attrs.frozen(kw_only=True)
-class RunCancelled(RunEnded):
-    """The run ended ``cancelled`` (after a stop)."""
-
-
-@attrs.frozen(kw_only=True)
-class RunInterrupted(RunEnded):
-    """The run ended ``interrupted`` (Hermes 0.21+: the gateway shut down under it)."""
-
-    output: Optional[str] = None
-    error: Optional[str] = None
-
-
-@attrs.frozen(kw_only=True)
-class RunSteered(RunEvent):
-    """``run.steered`` (Hermes 0.20+): a steer message reached the running agent (``accepted``).
-    Text the agent had not taken in when the run ended is the terminal event's ``pending_steer``."""
-
-    accepted: Optional[bool] = None
-
-
-@attrs.frozen(kw_only=True)
-class SubagentEvent(RunEvent):
-    """``subagent.start`` / ``subagent.complete`` (0.20+) and ``subagent.spawn_requested`` /
-    ``.progress`` / ``.tool`` (0.21+): a delegated subagent's life; its fields stay in ``raw``."""
-
-    subagent_id: Optional[str] = None
-    goal: Optional[str] = None
-    status: Optional[str] = None
-
-
-@attrs.frozen(kw_only=True)
 class HermesStatus(RunEvent):
     """``hermes.status`` (chat streams, Hermes 0.21+): a lifecycle notice (``kind``, ``text``) such
     as a retry or "API failed after N retries". Not part of the answer's text."""
@@ -180,7 +83,7 @@ class ReasoningDelta(RunEvent):
     delta: str = ""
 
 
-class _EventFields(TypedDict):
+class EventFields(TypedDict):
     """What every :class:`RunEvent` is built with."""
 
     event: str
@@ -190,70 +93,22 @@ class _EventFields(TypedDict):
     seq: Optional[int]
 
 
-class _EndedFields(_EventFields):
-    """What every :class:`RunEnded` is built with."""
-
-    runtime: Optional[dict[str, object]]
-    completed: Optional[bool]
-    partial: Optional[bool]
-    interrupted: Optional[bool]
-    turn_exit_reason: Optional[str]
-    pending_steer: object
-
-
-def parse_run_event(data: Mapping[str, object]) -> RunEvent:
-    """The typed event for one decoded ``/v1/runs/{id}/events`` payload."""
+def event_fields(data: Mapping[str, object]) -> EventFields:
+    """The base fields of one decoded event payload (its JSON kept in ``raw``)."""
     raw = dict(data)
-    name = text(raw.get("event"))
-    seq = raw.get("seq")
-    base: _EventFields = {"event": name, "run_id": opt_str(raw.get("run_id")),
-                     "timestamp": opt_float(raw.get("timestamp")), "raw": raw,
-                     "seq": opt_int(seq)}
-    if name == "message.delta":
-        return MessageDelta(delta=text(raw.get("delta")), **base)
-    if name == "tool.started":
-        return ToolStarted(tool=text(raw.get("tool")), preview=opt_str(raw.get("preview")), **base)
-    if name == "tool.completed":
-        return ToolCompleted(tool=text(raw.get("tool")), duration=opt_float(raw.get("duration")),
-                             error=raw.get("error") is True, preview=opt_str(raw.get("preview")), **base)
-    if name == "reasoning.available":
-        return ReasoningAvailable(text=text(raw.get("text")), **base)
-    if name == "approval.request":
-        return ApprovalRequested(
-            command=text(raw.get("command")), pattern_key=opt_str(raw.get("pattern_key")),
-            pattern_keys=strings(raw.get("pattern_keys")), description=opt_str(raw.get("description")),
-            choices=strings(raw.get("choices")), allow_permanent=raw.get("allow_permanent") is True,
-            smart_denied=raw.get("smart_denied") is True, request_id=opt_str(raw.get("request_id")) or None,
-            allow_session=opt_bool(raw.get("allow_session")), **base)
-    if name == "approval.responded":
-        return ApprovalResponded(choice=text(raw.get("choice")), resolved=opt_int(raw.get("resolved")) or 0, **base)
-    if name in _ENDED:
-        ended = _ended_fields(base)
-        if name == "run.completed":
-            return RunCompleted(output=opt_str(raw.get("output")), usage=opt_object(raw.get("usage")), **ended)
-        if name == "run.failed":
-            return RunFailed(error=opt_str(raw.get("error")), **ended)
-        if name == "run.interrupted":
-            return RunInterrupted(output=opt_str(raw.get("output")), error=opt_str(raw.get("error")), **ended)
-        return RunCancelled(**ended)
-    if name == "run.steered":
-        return RunSteered(accepted=opt_bool(raw.get("accepted")), **base)
-    if name.startswith("subagent."):
-        sub = raw.get("subagent_id") if "subagent_id" in raw else raw.get("id")
-        return SubagentEvent(subagent_id=opt_str(sub), goal=opt_str(raw.get("goal")),
-                             status=opt_str(raw.get("status")), **base)
-    return RunEvent(**base)
+    return {"event": text(raw.get("event")), "run_id": opt_str(raw.get("run_id")),
+            "timestamp": opt_float(raw.get("timestamp")), "raw": raw, "seq": opt_int(raw.get("seq"))}
 
 
-_ENDED = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted"})
-
-
-def _ended_fields(base: _EventFields) -> _EndedFields:
+def approval_requested(base: EventFields) -> ApprovalRequested:
+    """The :class:`ApprovalRequested` of an ``approval.request`` payload (a run's or a chat stream's)."""
     raw = base["raw"]
-    return {**base, "runtime": opt_object(raw.get("runtime")),
-            "completed": opt_bool(raw.get("completed")), "partial": opt_bool(raw.get("partial")),
-            "interrupted": opt_bool(raw.get("interrupted")),
-            "turn_exit_reason": opt_str(raw.get("turn_exit_reason")), "pending_steer": raw.get("pending_steer")}
+    return ApprovalRequested(
+        command=text(raw.get("command")), pattern_key=opt_str(raw.get("pattern_key")),
+        pattern_keys=strings(raw.get("pattern_keys")), description=opt_str(raw.get("description")),
+        choices=strings(raw.get("choices")), allow_permanent=raw.get("allow_permanent") is True,
+        smart_denied=raw.get("smart_denied") is True, request_id=opt_str(raw.get("request_id")) or None,
+        allow_session=opt_bool(raw.get("allow_session")), **base)
 
 
 # ------------------------------------------------------------------ chat and Responses tool events
@@ -363,7 +218,7 @@ def typed_stream_event(event: StreamEvent, piece: Optional[str]) -> Union[ToolEv
     if found is not None:
         return found
     if isinstance(data, dict) and name == "approval.request":
-        return parse_run_event({**data, "event": "approval.request"})
+        return approval_requested(event_fields({**data, "event": "approval.request"}))
     if isinstance(data, dict) and name == "hermes.status":
         return HermesStatus(event="hermes.status", kind=opt_str(data.get("kind")), text=text(data.get("text")),
                             raw=dict(data))
@@ -404,8 +259,6 @@ def tool_event_from_json(data: Mapping[str, object]) -> Union[ToolEvent, dict[st
 
 
 __all__ = [
-    "ApprovalRequested", "ApprovalResponded", "FunctionCall", "FunctionCallOutput", "HermesStatus", "MessageDelta",
-    "ReasoningAvailable", "ReasoningDelta", "RunCancelled", "RunCompleted", "RunEnded", "RunEvent", "RunFailed",
-    "RunInterrupted", "RunSteered", "SubagentEvent", "ToolCompleted",
-    "ToolEvent", "ToolProgress", "ToolStarted", "parse_run_event", "tool_event", "tool_item",
+    "ApprovalRequested", "FunctionCall", "FunctionCallOutput", "HermesStatus", "MessageDelta", "ReasoningDelta",
+    "RunEvent", "ToolEvent", "ToolProgress", "tool_event", "tool_item",
 ]

@@ -10,7 +10,7 @@ import os
 import random
 import time
 from collections.abc import Mapping
-from typing import Optional, TypeVar
+from typing import Callable, Optional, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -19,6 +19,7 @@ from ..errors import ApprovalRequiredError, HermesError, InvalidInputError
 from . import convert, server_features, stages
 from ._constants import DEFAULT_ENDPOINT_ID
 from ._detach import detach
+from .admission import CompositeContext
 from .approval import ApprovalRequest
 from .call import Call
 from .capabilities import capability_id, parse_capability_id
@@ -26,13 +27,14 @@ from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
 from .models import ActionResult
 from .operations import OperationSpec
-from .operations.common import idempotency_value
+from .operations.common import split_key
 from .options import CallOptions
 from .runtime import Runtime
 from .stages.approval import request_for
 from .streaming import HermesStream
 from .view import CallView
 
+S = TypeVar("S")
 T = TypeVar("T")
 DEFAULT_OPTIONS = CallOptions()
 
@@ -61,6 +63,10 @@ class Executor:
         except HermesError as exc:
             raise detach(exc)  # noqa: B904 (the same error again: its own cause stays)
 
+    def state(self, kind: Callable[[], S]) -> S:
+        """This client's state of the family declared with ``Family(state=kind)``."""
+        return self.runtime.registry.state(kind)
+
     def _request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions) -> T:
         call = self.build(spec, self.endpoint(options.endpoint), data, options)
         server_features.require(self, call)
@@ -84,9 +90,9 @@ class Executor:
                                         details={"field": "capability_id"})
             spec = self.runtime.registry.spec(operation)
             if spec.composite is not None:  # several calls under one capability (the operator)
-                if not isinstance(input, Mapping):
-                    raise InvalidInputError("input must be a JSON object", details={"field": "input"})
-                composite: ActionResult = spec.composite(self, endpoint, input, _with_action(options, action_id))
+                key, clean = split_key(input, options.idempotency_key)
+                given = attrs.evolve(options, action_id=action_id, endpoint=endpoint.id, idempotency_key=key)
+                composite: ActionResult = spec.composite(CompositeContext(self, endpoint.id, clean, given))
                 return composite
             call = self.build(spec, endpoint, input, _with_action(options, action_id))
             server_features.require(self, call)
@@ -116,7 +122,7 @@ class Executor:
             limits = effective(as_timeout(options.timeout), self.runtime.timeout)
             idle = None if options.idle_timeout is None else seconds_value(options.idle_timeout, "idle_timeout",
                                                                            positive=True)
-            key, clean = _split_input(input, options.idempotency_key)
+            key, clean = split_key(input, options.idempotency_key)
             request = spec.request(clean)
             ctx = options.context if options.context is not None else self.context
             if ctx is not None and not isinstance(ctx, ExecutionContext):
@@ -172,14 +178,6 @@ _CONTEXT = ("context", "the context's deadline (ExecutionContext(deadline=...))"
 
 
 Bound = tuple[str, str, str]  # which bound ends a call, and how to change it: (source, what, fix)
-
-
-def _split_input(input: object, given_key: Optional[str]) -> tuple[Optional[str], dict[str, object]]:
-    """The idempotency key (the keyword's, else the input's) and the input without it."""
-    if not isinstance(input, Mapping):
-        raise InvalidInputError("input must be a JSON object", details={"field": "input"})
-    key = idempotency_value(given_key if given_key is not None else input.get("idempotency_key"))
-    return key, {k: v for k, v in input.items() if k != "idempotency_key"}
 
 
 def resolve_deadline(operation: str, contract_timeout: float, options: CallOptions,

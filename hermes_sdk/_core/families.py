@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .executor import Executor
 
 R = TypeVar("R")
+S = TypeVar("S")
 T = TypeVar("T")
 #: A family's resource type: covariant, so a registry holds families of every resource as ``Family[object]``.
 R_co = TypeVar("R_co", covariant=True)
@@ -34,13 +35,19 @@ class FamilyExecutor(Protocol):
         """Run one call of ``spec``: validation, policy, idempotency, approval, the HTTP exchange."""
         ...
 
+    def state(self, kind: Callable[[], S]) -> S:
+        """This client's state of the family declared with ``Family(state=kind)`` (built once per client)."""
+        ...
+
 
 @attrs.frozen
 class Family(Generic[R_co]):
     """A family of operations: ``specs`` (invoke(), capabilities()) and a resource built once per client.
 
     ``resource`` is the resource class (or any factory ``(executor) -> R``); reach it with
-    ``client.resource(ResourceClass)``.
+    ``client.resource(ResourceClass)``. ``state`` is a factory (a class) of the family's per-client
+    state: the registry builds it once per client (shared with its ``with_options`` copies); the
+    resource reaches it with ``executor.state(StateClass)``, an ``admit`` rule as ``ctx.state``.
     """
 
     name: str
@@ -50,6 +57,7 @@ class Family(Generic[R_co]):
     #: ``"module:function"`` adding this family's ``hermes-sdk`` subcommands: ``function(subparsers,
     #: connection_parent, json_parent)``. Named, not imported, so the library never loads the CLI.
     commands: Optional[str] = None
+    state: Optional[Callable[[], object]] = None
 
     def __attrs_post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -64,6 +72,9 @@ class Registry:
     def __init__(self, families: Iterable[Family[object]]) -> None:
         self.families: dict[str, Family[object]] = {}
         self.specs: dict[str, OperationSpec[object]] = {}
+        #: Each family's per-client state by its factory, and by operation name (what ``admit`` is given).
+        self.states: dict[Callable[[], object], object] = {}
+        self._state_of_operation: dict[str, object] = {}
         for family in families:
             if not isinstance(family, Family):
                 raise PluginError(f"hermes_families returned {type(family).__name__}, not a hermes_sdk.plugin.Family")
@@ -75,6 +86,11 @@ class Registry:
                 self.specs[spec.name] = spec
                 register_route(spec.contract.path)  # log text never shows this operation's ids either
             self.families[family.name] = family
+            if family.state is not None:
+                if family.state in self.states:
+                    raise PluginError(f"family {family.name!r} declares the state of another family")
+                built = self.states[family.state] = family.state()
+                self._state_of_operation.update((spec.name, built) for spec in family.specs)
 
     @property
     def contracts(self) -> dict[str, Contract]:
@@ -84,6 +100,14 @@ class Registry:
     def spec(self, operation: str) -> OperationSpec[object]:
         """The spec of ``operation`` (KeyError when no family of this client has it)."""
         return self.specs[operation]
+
+    def state(self, kind: Callable[[], S]) -> S:
+        """The state of the family declared with ``Family(state=kind)`` (KeyError when none)."""
+        return cast(S, self.states[kind])  # built by kind() in __init__
+
+    def state_of(self, operation: str) -> object:
+        """The state of the family that registered ``operation`` (None when it has none)."""
+        return self._state_of_operation.get(operation)
 
     def family_of(self, resource: Callable[..., R]) -> Family[R]:
         """The family whose resource is ``resource``."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 import time
 from typing import TYPE_CHECKING, Iterator, Mapping, Optional, Protocol
 
@@ -405,23 +404,3 @@ class HermesStream:
             pass
 
 
-class RunEventStream(HermesStream):
-    """A ``run_events`` subscription: data-only SSE (the event type is the JSON ``event`` field, no
-    ``[DONE]``); it ends after ``run.completed|failed|cancelled`` with the comment ``: stream closed``.
-
-    Hermes has one queue per run and no resume: never open a second one for the same run
-    (:class:`hermes_sdk._core.runs.Run` holds the only one, read on a thread of its own).
-    """
-
-    #: The thread that reads this stream (set by :class:`~hermes_sdk._core.runs.Run`), or None.
-    owner: Optional[threading.Thread] = None
-
-    def close(self) -> None:
-        """Cancel the subscription; from another thread than its reader, only interrupt the read
-        (the reader settles the stream: two threads must never read one socket)."""
-        owner = self.owner
-        if owner is not None and owner is not threading.current_thread() and owner.is_alive():
-            if self._result is None:
-                self.abort()
-            return
-        super().close()

@@ -570,7 +570,7 @@ class Transport:
 
 
 def _may_start(path: str, route: str) -> bool:
-    """Whether some URL path of ``route`` (``/api/sessions/{session_id}/chat``) starts with ``path``,
+    """Whether some URL path of ``route`` (``/api/things/{thing_id}/parts``) starts with ``path``,
     compared as requests matches mount prefixes (case-insensitively); a parameter is one segment."""
     path, i = path.lower(), 0
     for part in re.split(r"(\{[^}]*\})", route.lower()):

@@ -10,10 +10,11 @@ import attrs
 import pytest
 
 from hermes_sdk import HermesError, InvalidResponseError
-from hermes_sdk._core import convert, runs
+from hermes_sdk._core import convert
 from hermes_sdk._core.builtin import BUILTIN_SPECS
 from hermes_sdk._families.discovery import types as discovery
 from hermes_sdk._families.jobs import types as jobs
+from hermes_sdk._families.runs import types as runs
 from hermes_sdk._families.sessions import types as sessions
 from hermes_sdk.plugin import ClientView, Contract, DecodeContext, Family, OperationSpec, RequestParts, hookimpl
 from hermes_sdk.testing import HermesEmulator

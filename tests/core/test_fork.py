@@ -22,6 +22,7 @@ from hermes_sdk import DeadlineExceededError, HermesClient, InvalidInputError
 from hermes_sdk._core.capabilities import capability_id
 from hermes_sdk._core.deadline import WATCHDOG
 from hermes_sdk._core.idempotency import SQLiteStore
+from hermes_sdk._families.runs import RunsState
 from hermes_sdk.testing import HermesEmulator
 
 pytestmark = [
@@ -159,7 +160,7 @@ def test_locks_held_at_fork_time_do_not_deadlock_the_child(used_client: HermesCl
     """Another thread of the parent holds the store's, the transport's and the watchdog's locks
     (and the stopped-runs set's) at the moment of the fork: the child must still make calls."""
     runtime = used_client._executor.runtime
-    locks = [runtime.store._lock, runtime.transport._lock, runtime.stopped_runs._lock,  # type: ignore[attr-defined]
+    locks = [runtime.store._lock, runtime.transport._lock, used_client._executor.state(RunsState).stopped._lock,  # type: ignore[attr-defined]
              WATCHDOG._cond]
     held, release = threading.Event(), threading.Event()
 

@@ -18,7 +18,8 @@ from core_support import RawRequest, RawServer, chunk, json_response, raw_client
 
 from hermes_sdk._core.executor import _SERVERS_MAX, _servers, server_attributes
 from hermes_sdk._core.idempotency import IdempotencyRecord, MemoryStore
-from hermes_sdk._core.runtime import StoppedRuns
+from hermes_sdk._families.runs import RunsState
+from hermes_sdk._families.runs.state import StoppedRuns
 
 CHAT_OK = (b'{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,'
            b'"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}')
@@ -84,7 +85,7 @@ class _FastRuns:
 def test_5000_runs_leave_memory_flat(raw_server: Any) -> None:
     server = raw_server(_FastRuns())
     with raw_client(server, key_retention=0) as client:
-        stopped = client._executor.runtime.stopped_runs
+        stopped = client._executor.state(RunsState).stopped
         stopped.max_entries = 500  # reached during the warm-up: what is measured is the bound holding
 
         def work(i: int) -> None:
@@ -97,7 +98,7 @@ def test_5000_runs_leave_memory_flat(raw_server: Any) -> None:
 
         grew = growth(work, warm=1024 + 1, measured=4096)
         assert len(stopped) == 500
-        assert len(client._executor.runtime.followed_runs) < 50  # each Run dropped with its handle
+        assert len(client._executor.state(RunsState).followed) < 50  # each Run dropped with its handle
     assert grew < 512 * 1024, f"{grew} bytes kept by 4,096 runs"
 
 

@@ -21,7 +21,8 @@ from hermes_sdk import (
     InvalidInputError,
     OperatorResult,
 )
-from hermes_sdk._core.resources.operator import Operator
+from hermes_sdk._families.operator.resource import Operator
+from hermes_sdk.plugin import CallOptions, CompositeContext
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
@@ -160,7 +161,8 @@ def test_an_unknown_start_is_never_replayed(emu: HermesEmulator, tmp_path: Path)
     with emu.client(load_entrypoints=False, idempotency_store=store, approval_provider=approve_all) as client:
         cap = "cap:hermes_agent:default:operator"
         # A process that saved its action's first state, reserved the key and died before recording the run id.
-        Operator(client._executor).save(client._executor.endpoint(None), OperatorResult("starting", "act_crashed"))
+        operator = Operator(CompositeContext(client._executor, None, {}, CallOptions()))
+        operator.save(OperatorResult("starting", "act_crashed"))
         client._executor.runtime.store.reserve(IdempotencyRecord(
             capability_id=cap, key="crashed", action_id="act_crashed", input_hash="h", state="pending",
             created_at=0.0, expires_at=None))

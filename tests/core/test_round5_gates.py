@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hermes_sdk import ApprovalRequest, HermesClient, IdempotencyRecord, OperatorRunError
-from hermes_sdk._core.operations.runs import wire_run_key
-from hermes_sdk._core.operator import RUN_INDEX_NAMESPACE, scope_digest
-from hermes_sdk._core.stream_approvals import EARLY_MAX
+from hermes_sdk._families.runs.operations import wire_run_key
+from hermes_sdk._families.runs.state import RUN_INDEX_NAMESPACE, scope_digest
+from hermes_sdk._families.runs.stream_approvals import EARLY_MAX
 from hermes_sdk.testing import HermesEmulator
 
 MINE = "chatcmpl-" + "a" * 29
@@ -133,7 +133,7 @@ def test_requests_kept_before_the_id_are_bounded(raw_server: Any) -> None:
 
 
 def test_a_stream_naming_an_operators_run_is_refused_by_the_gate_and_still_settles(raw_server: Any) -> None:
-    from hermes_sdk._core.operator import mark_operator_run
+    from hermes_sdk._families.runs.state import mark_operator_run
 
     hostile = Hostile(raw_server, text(MINE, "a") + request(MINE, "r1") + text(MINE, "b") + finish(MINE))
     asked: list[ApprovalRequest] = []

@@ -26,24 +26,21 @@ from hermes_sdk import (
     InvalidInputError,
     OutcomeUnknownError,
 )
-from hermes_sdk._core.events import (
+from hermes_sdk._core.events import FunctionCall, FunctionCallOutput, MessageDelta, RunEvent, ToolProgress
+from hermes_sdk._families.runs.events import (
     ApprovalRequested,
     ApprovalResponded,
-    FunctionCall,
-    FunctionCallOutput,
-    MessageDelta,
     ReasoningAvailable,
     RunCancelled,
     RunCompleted,
-    RunEvent,
     RunFailed,
     ToolCompleted,
-    ToolProgress,
     ToolStarted,
     parse_run_event,
 )
-from hermes_sdk._core.operations.runs import refine_run_error
-from hermes_sdk._core.runs import Run, RunResult, RunStatus
+from hermes_sdk._families.runs.operations import refine_run_error
+from hermes_sdk._families.runs.run import Run
+from hermes_sdk._families.runs.types import RunResult, RunStatus
 from hermes_sdk.errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
@@ -665,8 +662,8 @@ def test_invoke_run_get(emu: HermesEmulator, client: HermesClient) -> None:
 
 
 def test_decoders() -> None:
-    from hermes_sdk._core.runs import approval_answer, run_started, run_status
     from hermes_sdk._families.discovery import types as discovery
+    from hermes_sdk._families.runs.types import approval_answer, run_started, run_status
     from hermes_sdk.errors import InvalidResponseError
     from hermes_sdk.plugin import DecodeContext
 
@@ -775,7 +772,7 @@ def test_observers_see_run_events_redacted(tools_emu: HermesEmulator) -> None:
 
 def test_a_run_longer_than_a_read_timeout_keeps_its_one_stream(emu: HermesEmulator, client: HermesClient,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_sdk._core.resources.runs as client_module
+    import hermes_sdk._families.runs.resource as client_module
 
     monkeypatch.setattr(client_module, "RUN_EVENTS_READ_TIMEOUT", 1.0)
     emu.run_events_keepalive_seconds = 0.3  # keepalives keep a 1 s read timeout from firing
@@ -785,7 +782,7 @@ def test_a_run_longer_than_a_read_timeout_keeps_its_one_stream(emu: HermesEmulat
 
 def test_a_silent_stream_is_found_broken_by_its_read_timeout(emu: HermesEmulator, client: HermesClient,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import hermes_sdk._core.resources.runs as client_module
+    import hermes_sdk._families.runs.resource as client_module
 
     monkeypatch.setattr(client_module, "RUN_EVENTS_READ_TIMEOUT", 0.5)
     emu.run_events_keepalive_seconds = 30  # nothing arrives for 2 s: the read times out, then polling

@@ -11,9 +11,10 @@ import pytest
 from core_support import approve_all
 
 from hermes_sdk import HermesClient, StaleApprovalError, SteerNotAcceptedError, TransportError, UnsupportedByServerError
-from hermes_sdk._core.events import parse_run_event, typed_stream_event
+from hermes_sdk._core.events import typed_stream_event
 from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.operations.runs import wire_run_key
+from hermes_sdk._families.runs.events import parse_run_event
+from hermes_sdk._families.runs.operations import wire_run_key
 from hermes_sdk.errors import InvalidInputError
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
@@ -121,7 +122,7 @@ def test_a_streamed_chat_approval_goes_to_the_provider(emu: HermesEmulator) -> N
 
 
 def test_a_streamed_chat_approval_about_another_completion_is_not_answered() -> None:
-    from hermes_sdk._core.stream_approvals import StreamApprovals
+    from hermes_sdk._families.runs.stream_approvals import StreamApprovals
 
     calls: list[Any] = []
 
@@ -375,7 +376,7 @@ def test_new_events_are_typed_and_unknown_ones_kept_raw() -> None:
 
 
 def test_an_interrupted_run_ends_the_wait() -> None:
-    from hermes_sdk._core.runs import TERMINAL_STATUSES, run_status
+    from hermes_sdk._families.runs.types import TERMINAL_STATUSES, run_status
 
     status = run_status({"run_id": "r", "status": "interrupted", "interrupted": True, "partial": True})
     assert status.terminal and status.interrupted and "interrupted" in TERMINAL_STATUSES

@@ -17,6 +17,7 @@ import attrs
 from hermes_sdk import HermesError
 from hermes_sdk.plugin import (
     Accumulator,
+    Aggregate,
     CallOptions,
     ClientView,
     Contract,
@@ -52,7 +53,7 @@ class ToyAccumulator(Accumulator):
     terminal_names = frozenset({"toy.done"})
     failed_names = frozenset({"toy.error"})
 
-    def fold(self, agg: Any, name: Optional[str], data: dict[str, Any]) -> Optional[str]:
+    def fold(self, agg: Aggregate, name: Optional[str], data: dict[str, Any]) -> Optional[str]:
         delta = data.get("delta")
         if name == "toy.delta" and isinstance(delta, str):
             return delta

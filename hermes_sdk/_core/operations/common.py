@@ -214,17 +214,25 @@ def idempotency_value(value: object) -> Optional[str]:
     return validate_header_value("idempotency_key", value)
 
 
+def split_key(input: object, given_key: Optional[str]) -> tuple[Optional[str], dict[str, object]]:
+    """The one place a call's idempotency key is taken off its input: the keyword's key, else the
+    input's ``idempotency_key`` (validated), and the input without it. Builders never see the key;
+    the policy stage sends it as ``Idempotency-Key``."""
+    if not isinstance(input, Mapping):
+        raise InvalidInputError("input must be a JSON object", details={"field": "input"})
+    key = idempotency_value(given_key if given_key is not None else input.get("idempotency_key"))
+    return key, {k: v for k, v in input.items() if k != "idempotency_key"}
+
+
 def control_headers(fields: Mapping[str, object], with_session_id: bool = False) -> dict[str, str]:
-    """Validate the control fields that travel as headers and map them (never into the JSON body)."""
+    """Validate the control fields that travel as headers and map them (never into the JSON body;
+    the idempotency key is not one of them: :func:`split_key` took it off the input)."""
     headers: dict[str, str] = {}
     pairs = (("session_id", "X-Hermes-Session-Id"),) if with_session_id else ()
     for field, header in pairs + (("session_key", "X-Hermes-Session-Key"),):
         value = session_value(field, fields.get(field))
         if value is not None:
             headers[header] = value
-    key = idempotency_value(fields.get("idempotency_key"))
-    if key is not None:
-        headers["Idempotency-Key"] = key
     return headers
 
 

@@ -6,7 +6,7 @@ A new capability is a new spec in a :class:`~hermes_sdk.plugin.Family`; no stage
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Callable, Generic, Mapping, Optional, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, Optional, TypeVar, cast
 from urllib.parse import quote
 
 import attrs
@@ -21,18 +21,18 @@ from ..streaming import HermesStream
 from .common import ProviderRequest, RequestParts, path_id
 
 if TYPE_CHECKING:
-    from ..call import Call
-    from ..endpoints import Endpoint
-    from ..executor import Executor
+    from ..admission import AdmitContext, CompositeContext
     from ..models import ActionResult
-    from ..options import CallOptions
 
 T = TypeVar("T", covariant=True)  # a spec of a subclass is a spec of its base (a Family holds any)
 
 #: Build the request parts from a validated input; raises InvalidInputError before any I/O.
 Builder = Callable[[str, Mapping[str, object]], RequestParts]
-#: A composite operation's whole lifecycle: ``(executor, endpoint, input, options) -> ActionResult``.
-Composite = Callable[["Executor", "Endpoint", Mapping[str, object], "CallOptions"], "ActionResult"]
+#: A composite operation's whole lifecycle: ``(ctx) -> ActionResult`` (its endpoint, input, options and calls).
+Composite = Callable[["CompositeContext"], "ActionResult"]
+#: A local admission rule; its context's ``state`` is the registering family's (any type: the spec
+#: does not know its family's state type, the rule does).
+Admit = Callable[["AdmitContext[Any]"], None]
 
 
 @attrs.frozen
@@ -58,9 +58,10 @@ class OperationSpec(Generic[T]):
     from_record: Optional[Callable[[object, DecodeContext], T]] = None
     #: Non-secret facts of an input for hooks and tracers (``request.model``, ``request.max_tokens``...).
     describe: Optional[Callable[[Mapping[str, object]], dict[str, object]]] = None
-    #: A local admission rule run by the policy stage before anything is reserved or sent
-    #: (``run_approval`` refuses a stopped run; ``run_stop`` marks the run stopped first).
-    admit: Optional[Callable[["Call"], None]] = None
+    #: A local admission rule run by the policy stage before anything is reserved or sent, given an
+    #: :class:`~hermes_sdk.plugin.AdmitContext` (``run_approval`` refuses a stopped run; ``run_stop``
+    #: marks the run stopped first).
+    admit: Optional[Admit] = None
     #: Refines the typed error of a non-2xx reply with what this operation's codes mean.
     refine_error: Optional[Callable[[HermesError], HermesError]] = None
     #: Keys of this stream's events whose string values its observers may see beyond the
@@ -70,7 +71,8 @@ class OperationSpec(Generic[T]):
     #: may call it (a readiness probe), and one with a key sends it as for any other route.
     public: bool = False
     #: A composite operation (``operator``): several HTTP calls under one capability. ``invoke()``
-    #: hands it the executor, the input and the options, and it returns the ActionResult.
+    #: hands it a :class:`~hermes_sdk.plugin.CompositeContext` (its endpoint, input, options and
+    #: typed calls), and it returns the ActionResult.
     composite: Optional[Composite] = None
     #: Whether a 2xx reply is about another object than the one the request named:
     #: ``(input, reply JSON) -> bool``. Such a reply (a delete receipt or a run status naming

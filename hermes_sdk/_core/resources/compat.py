@@ -9,6 +9,8 @@ from .._compat import deprecated
 from ..families import legacy_resources
 
 if TYPE_CHECKING:
+    from ..._families.runs import Runs
+    from ..._families.runs.types import ApprovalAnswer, RunStatus
     from ...errors import HermesError
     from ..approval import ApprovalRequest
     from ..deadline import TimeoutLike
@@ -16,9 +18,7 @@ if TYPE_CHECKING:
     from ..executor import Executor
     from ..idempotency import IdempotencyRecord
     from ..models import ActionResult
-    from ..runs import ApprovalAnswer, RunStatus
     from .records import Records
-    from .runs import Runs
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -37,9 +37,12 @@ def _moved(new: str) -> Callable[[F], F]:
 class DeprecatedAliases:
     """``run_get``, ``run_stop``, ``run_approval``, ``run_approval_request`` and the recovery tools."""
 
-    runs: Runs
     records: Records
     _executor: Executor
+
+    if TYPE_CHECKING:  # FamilyResources.runs
+        @property
+        def runs(self) -> Runs: ...
 
     if not TYPE_CHECKING:  # resources registered process-wide (deprecated); type checkers see no such attributes
         def __getattr__(self, name: str) -> object:

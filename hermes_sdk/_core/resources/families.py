@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from ..._families.jobs import Jobs
+from ..._families.runs import Runs
 from ..._families.sessions import Sessions
 
 R = TypeVar("R")
@@ -16,6 +17,11 @@ class FamilyResources:
 
     if TYPE_CHECKING:  # HermesClient.resource
         def resource(self, resource: Callable[..., R]) -> R: ...
+
+    @property
+    def runs(self) -> Runs:
+        """Durable agent runs (``/v1/runs``): ``client.resource(Runs)``."""
+        return self.resource(Runs)
 
     @property
     def sessions(self) -> Sessions:

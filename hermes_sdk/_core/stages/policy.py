@@ -10,6 +10,7 @@ import time
 
 from ...errors import DeadlineExceededError, InvalidInputError, TenantMismatchError
 from .._plugin_manager import outsiders
+from ..admission import AdmitContext, RecordsView
 from ..call import Call
 from ..view import redacted_headers, show_headers
 
@@ -24,7 +25,11 @@ def check(call: Call) -> None:
                                       details={"endpoint_id": ep.id, "actual_tenant": actual or "none"})
     api_key = ep.api_key if call.spec.public else ep.require_key()
     if call.spec.admit is not None:
-        call.spec.admit(call)
+        rt = call.runtime
+        call.spec.admit(AdmitContext(
+            operation=call.operation, endpoint_id=ep.id, base_url=ep.base_url, input=call.input,
+            state=rt.registry.state_of(call.operation), records=RecordsView(rt.store),
+            allow_permanent_approvals=rt.allow_permanent_approvals))
     if contract.key_requirement == "required" and call.key is None:
         raise InvalidInputError(f"{contract.operation} requires an idempotency key: pass idempotency_key=",
                                 details={"field": "idempotency_key"})
@@ -37,7 +42,6 @@ def check(call: Call) -> None:
     elif call.deadline is not None:
         headers["X-AIP-Deadline-Unix-Ms"] = str(int(call.deadline * 1000))
     headers.update(call.request.headers)
-    headers.pop("Idempotency-Key", None)
     if call.key is not None:
         # The caller's key wins, the same on every attempt (a spec may map it to the server's rule).
         wire_key = call.spec.wire_key

@@ -7,10 +7,8 @@ from typing import Any, Mapping, Optional
 from hermes_sdk._core.deadline import TimeoutLike
 from hermes_sdk._core.endpoints import Deadline, ExecutionContext
 from hermes_sdk._core.executor import Executor
-from hermes_sdk._core.resources.runs import Runs
-from hermes_sdk._core.stream_approvals import answer_approvals
 from hermes_sdk._families._shared import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
-from hermes_sdk.plugin import ApprovalProvider, CallOptions
+from hermes_sdk.plugin import CallOptions
 
 from .operations import CHAT, CHAT_STREAM, chat_input
 from .types import ChatCompletion, ChatStream
@@ -42,18 +40,17 @@ class Chat:
                keep_events: bool = True, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None, idle_timeout: Optional[float] = None,
-               extra_body: Optional[Mapping[str, object]] = None,
-               approval_provider: Optional[ApprovalProvider] = None, **provider_fields: object) -> ChatStream:
+               extra_body: Optional[Mapping[str, object]] = None, **provider_fields: object) -> ChatStream:
         """A streamed chat turn: :meth:`client.chat_stream() <hermes_sdk.HermesClient.chat_stream>`.
 
-        Its approval requests (Hermes 0.21+) are answered through the runs family
-        (``POST /v1/runs/{completion id}/approval``).
+        Its approval requests (Hermes 0.21+) belong to the runs family (``POST /v1/runs/{completion
+        id}/approval``): the client hands the stream to it, so this family never names runs.
         """
         data = chat_input(prompt, query, messages, model, session_id, session_key, provider_fields, extra_body)
         data["max_events"] = max_events
         stream: ChatStream = self._executor.request(CHAT_STREAM, data, CallOptions(
             endpoint, idempotency_key, action_id, context, deadline, timeout, idle_timeout, keep_events=keep_events))
-        return answer_approvals(stream, Runs(self._executor), approval_provider, endpoint, context, deadline)
+        return stream
 
 
 __all__ = ["Chat"]

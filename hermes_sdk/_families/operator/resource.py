@@ -16,7 +16,19 @@ from typing import Optional, cast
 
 import attrs
 
-from ...errors import (
+from hermes_sdk._core import convert
+from hermes_sdk._core._constants import DELETE_KEY_TTL_SECONDS
+from hermes_sdk._core._sentinels import REQUIRED
+from hermes_sdk._core.approval import ApprovalDecision, ApprovalRequest, ask
+from hermes_sdk._core.capabilities import capability_id
+from hermes_sdk._core.deadline import TimeoutLike, as_timeout
+from hermes_sdk._core.endpoints import Deadline, ExecutionContext, deadline_epoch
+from hermes_sdk._core.executor import Executor, new_action_id
+from hermes_sdk._families.runs import Run, Runs
+from hermes_sdk._families.runs.events import ApprovalRequested
+from hermes_sdk._families.runs.state import OPERATOR_STATE_NAMESPACE, mark_operator_run, scope_digest
+from hermes_sdk._families.runs.types import RunResult, RunStarted, RunStatus
+from hermes_sdk.errors import (
     STREAM_FAILED,
     ApprovalNotActiveError,
     ApprovalNotPendingError,
@@ -29,37 +41,24 @@ from ...errors import (
     RunNotFoundError,
     StreamError,
 )
-from .. import convert
-from .._constants import DELETE_KEY_TTL_SECONDS
-from .._sentinels import REQUIRED
-from ..approval import ApprovalDecision, ApprovalProvider, ApprovalRequest, ProviderAnswer, ask
-from ..capabilities import capability_id
-from ..deadline import TimeoutLike, as_timeout
-from ..endpoints import Deadline, Endpoint, ExecutionContext, deadline_epoch
-from ..events import ApprovalRequested
-from ..executor import Executor, new_action_id
-from ..idempotency import COMPLETED, IdempotencyRecord
-from ..models import ActionResult
-from ..operations.common import idempotency_value
-from ..operations.operator import OPERATOR, OPERATOR_RESUME, OPERATOR_START
-from ..operations.runs import RUN_APPROVAL_OF_OPERATOR
-from ..operator import STATE_NAMESPACE, OperatorResult, mark_operator_run, scope_digest
-from ..options import CallOptions
-from ..runs import Run, RunResult, RunStarted, RunStatus
-from .runs import Runs
+from hermes_sdk.plugin import (
+    COMPLETED,
+    ActionResult,
+    ApprovalProvider,
+    CallOptions,
+    CompositeContext,
+    IdempotencyRecord,
+    ProviderAnswer,
+)
+
+from .operations import OPERATOR, OPERATOR_RESUME, OPERATOR_START
+from .types import OperatorResult
 
 POLL_FIRST = 0.25
 POLL_MAX = 2.0
 _FINAL = ("completed", "failed", "cancelled")
 #: The state of an action whose start was not answered yet (what scopes its start record).
 _STARTING = "starting"
-
-
-class _OperatorRuns(Runs):
-    """The runs resource of an operator action's own follower: its approval provider is the
-    operator's gate, so its answers go out (``client.runs.approve`` refuses an operator's run)."""
-
-    _approval_spec = RUN_APPROVAL_OF_OPERATOR
 
 
 class Operator:
@@ -70,30 +69,31 @@ class Operator:
     started in; from another it is "not found", never resumed.
     """
 
-    def __init__(self, executor: Executor, context: Optional[ExecutionContext] = None) -> None:
-        self._ex = executor
-        self._runs = _OperatorRuns(executor)
-        ctx = context if context is not None else executor.context
-        self._tenant = ctx.tenant_id if ctx is not None else None
+    def __init__(self, ctx: CompositeContext) -> None:
+        self._ctx = ctx
+        self._runs = ctx.resource(Runs).operator_gated()
+        context = ctx.options.context if ctx.options.context is not None else ctx.context
+        self._tenant = context.tenant_id if context is not None else None
 
-    def _state_key(self, endpoint: Endpoint) -> str:
-        tenant = self._tenant if self._tenant is not None else endpoint.tenant_id
-        return f"{STATE_NAMESPACE}:{endpoint.id}:{scope_digest(endpoint.base_url, tenant)}"
+    def _state_key(self) -> str:
+        ctx = self._ctx
+        tenant = self._tenant if self._tenant is not None else ctx.tenant_id
+        return f"{OPERATOR_STATE_NAMESPACE}:{ctx.endpoint_id}:{scope_digest(ctx.base_url, tenant)}"
 
     # ------------------------------------------------------------ state in the store
 
-    def load(self, endpoint: Endpoint, action_id: str) -> Optional[dict[str, object]]:
+    def load(self, action_id: str) -> Optional[dict[str, object]]:
         """The saved state of an operator action in this scope, or None."""
         try:
-            record = self._ex.runtime.store.get(self._state_key(endpoint), action_id)
+            record = self._ctx.store.get(self._state_key(), action_id)
         except Exception as exc:
             raise PluginError(f"the idempotency store failed to read: {type(exc).__name__}",
                               details={"hook": "idempotency_store"}) from exc
         return dict(record.result) if record is not None and record.result is not None else None
 
-    def save(self, endpoint: Endpoint, result: OperatorResult, input_hash: str = "") -> None:
+    def save(self, result: OperatorResult, input_hash: str = "") -> None:
         """Write the action's state (action id → run id, status, pending approval)."""
-        store, ns, now = self._ex.runtime.store, self._state_key(endpoint), time.time()
+        store, ns, now = self._ctx.store, self._state_key(), time.time()
         if result.run_id is not None:
             mark_operator_run(store, result.run_id)
         record = IdempotencyRecord(capability_id=ns, key=result.action_id, action_id=f"opst_{result.action_id}",
@@ -110,13 +110,12 @@ class Operator:
 
     def start(self, data: Mapping[str, object], options: CallOptions, provider: Optional[ApprovalProvider],
               until: float) -> OperatorResult:
-        endpoint = self._ex.endpoint(options.endpoint)
         action_id = options.action_id or new_action_id()
         options = attrs.evolve(options, action_id=action_id)
         # Saved first: a crash after the start is sent leaves its start record findable in this scope only.
-        self.save(endpoint, OperatorResult(_STARTING, action_id))
+        self.save(OperatorResult(_STARTING, action_id))
         try:
-            started: RunStarted = self._ex.request(OPERATOR_START, {**data, "_aip": {"action_id": action_id}},
+            started: RunStarted = self._ctx.request(OPERATOR_START, {**data, "_aip": {"action_id": action_id}},
                                                    options)
         except OutcomeUnknownError as exc:
             original = str(exc.details.get("original_action_id") or action_id)
@@ -126,7 +125,7 @@ class Operator:
                 found = OperatorResult("outcome_unknown", action_id, error=exc,
                                        replayed=bool(exc.details.get("replayed")))
                 if not exc.details.get("replayed"):
-                    self.save(endpoint, found)
+                    self.save(found)
                 return found
             if exc.http_status is not None:  # Hermes refused the start: no run exists
                 exc.details.setdefault("reason", "operator_start_rejected")
@@ -134,7 +133,7 @@ class Operator:
             raise
         original = started.action_id or action_id
         if started.replayed:
-            saved = self.load(endpoint, original)
+            saved = self.load(original)
             if saved is None:  # the key's first action was started under another endpoint or tenant
                 raise IdempotencyConflictError(
                     "this idempotency key started an operator action under another endpoint or tenant; nothing "
@@ -143,14 +142,15 @@ class Operator:
             if known.status == _STARTING:
                 known = OperatorResult("running", original, run_id=started.run_id,
                                        session_id=f"aip-operator-{original}", replayed=True)
-                self.save(endpoint, known)
+                self.save(known)
             if known.status in _FINAL or known.status == "outcome_unknown":
                 return known
-            return self.poll(endpoint, known, until, options.context)
+            return self.poll(known, until, options.context)
         state = OperatorResult("running", original, run_id=started.run_id, session_id=f"aip-operator-{original}")
-        self.save(endpoint, state)
+        self.save(state)
         objective = data.get("objective")  # a non-empty string (checked when the start was built)
-        run = Run(self._runs, started, endpoint=endpoint.id, approval_provider=_OperatorProvider.of(provider, original),
+        run = Run(self._runs, started, endpoint=self._ctx.endpoint_id,
+                  approval_provider=_OperatorProvider.of(provider, original),
                   deadline=until, context=options.context, objective=objective if isinstance(objective, str) else None,
                   session_id=state.session_id)
         run._subscribe()
@@ -159,47 +159,46 @@ class Operator:
                 if isinstance(event, ApprovalRequested) and run.pending_approval is not None:
                     waiting = attrs.evolve(state, status="requires_human",
                                            pending_approval=_pending_of(run.pending_approval))
-                    self.save(endpoint, waiting)
+                    self.save(waiting)
                     return waiting
             if run.result is not None:
-                return self.finish(endpoint, state, run.result)
+                return self.finish(state, run.result)
         finally:
             run.close()  # the run goes on at Hermes; whoever resumes follows it by polling
-        return self.poll(endpoint, state, until, options.context)
+        return self.poll(state, until, options.context)
 
     # ------------------------------------------------------------ resume
 
     def resume(self, action_id: str, choice: Optional[str], resolve_all: bool, options: CallOptions,
                until: float) -> OperatorResult:
-        endpoint = self._ex.endpoint(options.endpoint)
-        state = self.load(endpoint, action_id)
+        state = self.load(action_id)
         if state is None:
             raise InvalidInputError("no operator action with that id for this endpoint and tenant in this client's "
                                     "idempotency store", details={"field": "resume", "reason": "not_found"})
         known = OperatorResult.from_json(state, replayed=True)
         if known.status == _STARTING:
-            known = self._from_start_record(endpoint, action_id)
+            known = self._from_start_record(action_id)
             if known.run_id is not None:
-                self.save(endpoint, known)
+                self.save(known)
         if known.status in _FINAL or known.status == "outcome_unknown" or known.run_id is None:
             return known
         if choice is not None:
             data = {"resume": {"source_action_id": action_id, "choice": choice, "resolve_all": bool(resolve_all)},
                     "_aip": {"run_id": known.run_id}}
             try:
-                self._ex.request(OPERATOR_RESUME, data, options)
+                self._ctx.request(OPERATOR_RESUME, data, options)
             except (ApprovalNotPendingError, ApprovalNotActiveError):
                 pass  # answered elsewhere, or the run moved on / ended: follow it to see
             except RunNotFoundError as exc:
-                return self._lost(endpoint, known, exc)
+                return self._lost(known, exc)
             known = attrs.evolve(known, status="running", pending_approval=None, replayed=False)
-            self.save(endpoint, known)
-        return self.poll(endpoint, attrs.evolve(known, replayed=False), until, options.context)
+            self.save(known)
+        return self.poll(attrs.evolve(known, replayed=False), until, options.context)
 
-    def _from_start_record(self, endpoint: Endpoint, action_id: str) -> OperatorResult:
+    def _from_start_record(self, action_id: str) -> OperatorResult:
         """The state of an action of this scope whose start's answer was never saved, from its start record."""
-        record = self._ex.runtime.store.get_by_action(action_id)
-        if record is None or record.capability_id != capability_id(endpoint.id, "operator"):
+        record = self._ctx.store.get_by_action(action_id)
+        if record is None or record.capability_id != capability_id(self._ctx.endpoint_id, "operator"):
             return OperatorResult("failed", action_id, replayed=True, error=InvalidInputError(
                 "the operator start was refused before it was sent", details={"field": "resume",
                                                                               "reason": "never_started"}))
@@ -217,39 +216,40 @@ class Operator:
 
     # ------------------------------------------------------------ following
 
-    def poll(self, endpoint: Endpoint, state: OperatorResult, until: float,
+    def poll(self, state: OperatorResult, until: float,
              context: Optional[ExecutionContext]) -> OperatorResult:
         """Follow the run by its status until it ends, waits for approval, or ``until`` passes."""
         assert state.run_id is not None
         interval = POLL_FIRST
         while True:
             try:
-                status: Optional[RunStatus] = self._runs.get(state.run_id, endpoint=endpoint.id, context=context,
+                status: Optional[RunStatus] = self._runs.get(state.run_id, endpoint=self._ctx.endpoint_id,
+                                                             context=context,
                                                              deadline=until)
             except RunNotFoundError as exc:
-                return self._lost(endpoint, state, exc)
+                return self._lost(state, exc)
             except HermesError as exc:
                 if time.time() >= until or not (exc.retryable or exc.category in ("temporary", "transport")):
-                    return self._lost(endpoint, state, exc)
+                    return self._lost(state, exc)
                 status = None
             if status is not None and status.terminal:
-                return self.finish(endpoint, state, RunResult(run_id=status.run_id, status=status.status,
+                return self.finish(state, RunResult(run_id=status.run_id, status=status.status,
                                                               output=status.output, error=status.error))
             if status is not None and status.status == "waiting_for_approval":
                 pending = state.pending_approval or {"run_id": state.run_id, "status": status.status,
                                                      "last_event": status.last_event}
                 waiting = attrs.evolve(state, status="requires_human", pending_approval=pending)
-                self.save(endpoint, waiting)
+                self.save(waiting)
                 return waiting
             delay = min(interval, until - time.time())
             if delay <= 0:
-                return self._lost(endpoint, state, DeadlineExceededError(
+                return self._lost(state, DeadlineExceededError(
                     "the operator's deadline passed while the run went on; operate(resume=action_id) follows "
                     "it again", details={"run_id": state.run_id, "operation": "operator"}), save=False)
             time.sleep(delay)
             interval = min(interval * 2, POLL_MAX)
 
-    def finish(self, endpoint: Endpoint, state: OperatorResult, result: RunResult) -> OperatorResult:
+    def finish(self, state: OperatorResult, result: RunResult) -> OperatorResult:
         error = None
         if result.status == "failed":
             error = StreamError(f"the operator run failed: {result.error or 'no reason given'}", code=STREAM_FAILED,
@@ -258,15 +258,15 @@ class Operator:
         output = result.output if result.output is not None else (result.text or None)
         final = attrs.evolve(state, status=result.status, output=output if result.status == "completed" else None,
                              pending_approval=None, error=error, replayed=False)
-        self.save(endpoint, final)
+        self.save(final)
         return final
 
-    def _lost(self, endpoint: Endpoint, state: OperatorResult, error: HermesError,
+    def _lost(self, state: OperatorResult, error: HermesError,
               save: bool = True) -> OperatorResult:
         """The run's end is unknown to this client (gone from Hermes, unreachable, or still going)."""
         found = attrs.evolve(state, status="outcome_unknown", error=error, replayed=False)
         if save and isinstance(error, RunNotFoundError):
-            self.save(endpoint, found)
+            self.save(found)
         return found
 
 
@@ -312,28 +312,25 @@ def _input(objective: Optional[str], context: object, constraints: Optional[Mapp
     return data
 
 
-def invoke_operator(executor: Executor, endpoint: Endpoint, input: Mapping[str, object],
-                    options: CallOptions) -> ActionResult:
+def invoke_operator(ctx: CompositeContext) -> ActionResult:
     """``invoke("cap:hermes_agent:<ep>:operator", input)``: the whole governed lifecycle, as an ActionResult
-    (``requires_human`` and ``outcome_unknown`` are statuses of their own)."""
-    operator = Operator(executor, options.context)
-    options = attrs.evolve(options, endpoint=endpoint.id)
-    # Checked here as every call checks it (before anything is read or sent): it names the action's records.
-    key = idempotency_value(options.idempotency_key if options.idempotency_key is not None
-                            else input.get("idempotency_key"))
-    options = attrs.evolve(options, idempotency_key=key)
+    (``requires_human`` and ``outcome_unknown`` are statuses of their own). ``invoke()`` took the key
+    off the input (``ctx.options.idempotency_key``) and set the action id and the endpoint."""
+    operator = Operator(ctx)
+    options = ctx.options
     until = _until(options.deadline, options.timeout, options.context)
-    data = {k: v for k, v in input.items() if k not in ("idempotency_key", "_aip")}
+    data = {k: v for k, v in ctx.input.items() if k != "_aip"}
     if "resume" in data:
         OPERATOR.build("operator", data)  # validated before anything is read or sent
         resume = cast(Mapping[str, object], data["resume"])  # an object whose id and choice are strings (checked)
         result = operator.resume(str(resume["source_action_id"]), str(resume["choice"]),
                                  bool(resume.get("resolve_all")), options, until)
     else:
-        result = operator.start(data, options, executor.runtime.approval_provider, until)
-    return ActionResult(action_id=result.action_id, capability_id=f"cap:hermes_agent:{endpoint.id}:operator",
+        result = operator.start(data, options, ctx.approval_provider, until)
+    return ActionResult(action_id=result.action_id, capability_id=f"cap:hermes_agent:{ctx.endpoint_id}:operator",
                         status=result.status, output=result.to_json(), error=result.error, replayed=result.replayed,
-                        idempotency_key=key, session_id=result.session_id, recorded_at=time.time())
+                        idempotency_key=options.idempotency_key, session_id=result.session_id,
+                        recorded_at=time.time())
 
 
 class OperatorMethods:
@@ -380,7 +377,7 @@ class OperatorMethods:
         key = None if idempotency_key is REQUIRED else idempotency_key
         options = CallOptions(endpoint=endpoint, idempotency_key=key, action_id=action_id,
                               context=execution_context, deadline=deadline, approval=approval, reason=reason)
-        operator = Operator(ex, execution_context)
+        operator = Operator(CompositeContext(ex, endpoint, {}, options))
         if resume is not None:
             if objective is not None or constraints is not None or context is not None:
                 raise InvalidInputError("a resume takes only resume=, choice= and resolve_all=",

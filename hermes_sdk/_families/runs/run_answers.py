@@ -22,19 +22,21 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Optional, Union
 
-from ..errors import (
+from hermes_sdk._core.approval import ApprovalRequest
+from hermes_sdk._core.models import StreamEvent
+from hermes_sdk._core.stages.approval import ask_provider
+from hermes_sdk.errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
     HermesError,
     RunNotFoundError,
     StaleApprovalError,
 )
-from .approval import ApprovalProvider, ApprovalRequest
-from .models import StreamEvent
-from .stages.approval import ask_provider
+from hermes_sdk.plugin import ApprovalProvider
 
 if TYPE_CHECKING:
-    from .runs import Run, RunStatus, _Pending
+    from .run import Run, _Pending
+    from .types import RunStatus
 
 log = logging.getLogger("hermes_sdk")
 

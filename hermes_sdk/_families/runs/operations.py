@@ -7,11 +7,14 @@ is not an object) are refused here, before anything is sent; so are the ones it 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import attrs
 
-from ...errors import (
+from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
+from hermes_sdk._core.models import StreamEvent
+from hermes_sdk._core.operations.common import check_message, control_headers, session_value, visible_text
+from hermes_sdk.errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
     HermesError,
@@ -24,13 +27,23 @@ from ...errors import (
     StaleApprovalError,
     SteerNotAcceptedError,
 )
-from ..aggregate import Accumulator, Aggregate
-from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
-from ..events import RunEvent, parse_run_event
-from ..models import StreamEvent
-from ..operator import is_operator_run
-from ..runs import (
+from hermes_sdk.plugin import (
+    Accumulator,
+    AdmitContext,
+    Aggregate,
+    Contract,
+    OperationSpec,
+    RequestParts,
+    invalid_input,
+    path_id,
+)
+
+from .._shared import encode_body, require_input
+from .events import RunEvent, parse_run_event
+from .state import RunsState, is_operator_run
+from .types import (
     ApprovalAnswer,
+    RunEventStream,
     RunStarted,
     RunStatus,
     SteerAnswer,
@@ -39,22 +52,6 @@ from ..runs import (
     run_status,
     steer_answer,
 )
-from ..streaming import RunEventStream
-from .common import (
-    RequestParts,
-    bad,
-    check_message,
-    control_headers,
-    encode_body,
-    require_input,
-    session_value,
-    visible_text,
-)
-from .spec import OperationSpec
-from .stored import path_id_value
-
-if TYPE_CHECKING:
-    from ..call import Call
 
 START_FIELDS = ("input", "instructions", "session_id", "session_key", "conversation_history",
                 "previous_response_id", "model", "_aip")
@@ -67,27 +64,28 @@ RUN_EVENTS_READ_TIMEOUT = 120.0
 def _only(data: Mapping[str, object], allowed: tuple[str, ...]) -> None:
     extra = sorted(k for k in data if k not in allowed)
     if extra:
-        raise bad(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(a for a in allowed if a != '_aip')}")
+        accepted = ", ".join(a for a in allowed if a != "_aip")
+        raise invalid_input(extra[0], f"unknown field {extra[0]!r}; accepted: {accepted}")
 
 
 def _check_input(value: object) -> None:
     if isinstance(value, str):
         if not value.strip():
-            raise bad("input", "'input' must not be empty")
+            raise invalid_input("input", "'input' must not be empty")
         return
     if not isinstance(value, list) or not value:
-        raise bad("input", "'input' must be a non-empty string or a non-empty list of messages")
+        raise invalid_input("input", "'input' must be a non-empty string or a non-empty list of messages")
     for i, item in enumerate(value):
         # A string item (above all a string last item) is a text/plain 500 from Hermes.
         check_message(f"input[{i}]", item)
     if not visible_text(value[-1].get("content")):
-        raise bad("input", "the last input message has no visible content")
+        raise invalid_input("input", "the last input message has no visible content")
 
 
 def _optional_text(data: Mapping[str, object], name: str) -> None:
     value = data.get(name)
     if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise bad(name, f"'{name}' must be a non-empty string")
+        raise invalid_input(name, f"'{name}' must be a non-empty string")
 
 
 def build_start(operation: str, raw: object) -> RequestParts:
@@ -95,7 +93,7 @@ def build_start(operation: str, raw: object) -> RequestParts:
     data = require_input(raw)
     _only(data, START_FIELDS)
     if data.get("input") is None:
-        raise bad("input", "'input' is required")
+        raise invalid_input("input", "'input' is required")
     _check_input(data["input"])
     for name in ("instructions", "previous_response_id", "model"):
         _optional_text(data, name)
@@ -103,7 +101,7 @@ def build_start(operation: str, raw: object) -> RequestParts:
     history = data.get("conversation_history")
     if history is not None:
         if not isinstance(history, list):
-            raise bad("conversation_history", "'conversation_history' must be a list of messages")
+            raise invalid_input("conversation_history", "'conversation_history' must be a list of messages")
         for i, item in enumerate(history):
             check_message(f"conversation_history[{i}]", item)
     headers = control_headers(data)
@@ -112,7 +110,7 @@ def build_start(operation: str, raw: object) -> RequestParts:
 
 
 def _run_id(data: Mapping[str, object]) -> str:
-    return path_id_value("run_id", data.get("run_id"))
+    return path_id("run_id", data.get("run_id"))
 
 
 def build_run(operation: str, raw: object) -> RequestParts:
@@ -125,7 +123,7 @@ def build_run(operation: str, raw: object) -> RequestParts:
     last = data.get("last_event_id")
     if last is not None:
         if not isinstance(last, str) or not last.isdigit() or len(last) > 20:
-            raise bad("last_event_id", "'last_event_id' must be the decimal id of an event of the run")
+            raise invalid_input("last_event_id", "'last_event_id' must be the decimal id of an event of the run")
         headers["Last-Event-ID"] = last
     return RequestParts(headers, None, RUN_EVENTS_MAX if events else 0, path_params={"run_id": _run_id(data)})
 
@@ -168,16 +166,17 @@ def build_approval(operation: str, raw: object) -> RequestParts:
     run_id = _run_id(data)
     choice = data.get("choice")
     if choice not in APPROVAL_CHOICES:
-        raise bad("choice", f"'choice' must be one of {', '.join(APPROVAL_CHOICES)}", choice=str(choice)[:32])
+        raise invalid_input("choice", f"'choice' must be one of {', '.join(APPROVAL_CHOICES)}", choice=str(choice)[:32])
     body: dict[str, object] = {"choice": choice}
     if data.get("all") is not None:
         if not isinstance(data["all"], bool):
-            raise bad("all", "'all' must be a boolean")
+            raise invalid_input("all", "'all' must be a boolean")
         body["all"] = data["all"]
     request_id = data.get("request_id")
     if request_id is not None:
         if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > REQUEST_ID_MAX:
-            raise bad("request_id", f"'request_id' must be a non-blank string of at most {REQUEST_ID_MAX} characters")
+            raise invalid_input("request_id",
+                                f"'request_id' must be a non-blank string of at most {REQUEST_ID_MAX} characters")
         body["request_id"] = request_id
     return RequestParts({}, encode_body(body), path_params={"run_id": run_id})
 
@@ -189,44 +188,43 @@ def build_steer(operation: str, raw: object) -> RequestParts:
     run_id = _run_id(data)
     text = data.get("input")
     if not isinstance(text, str) or not text.strip():
-        raise bad("input", "'input' must be a non-empty string")
+        raise invalid_input("input", "'input' must be a non-empty string")
     if len(text) > STEER_TEXT_MAX:
-        raise bad("input", f"'input' must be at most {STEER_TEXT_MAX} characters")
+        raise invalid_input("input", f"'input' must be at most {STEER_TEXT_MAX} characters")
     return RequestParts({}, encode_body({"input": text}), path_params={"run_id": run_id})
 
 
 # ------------------------------------------------------------------ local admission rules
 
 
-def admit_approval(call: Call) -> None:
+def admit_approval(ctx: AdmitContext[RunsState]) -> None:
     """Never an approval after this client asked to stop the run; ``always`` only when allowed;
     never for a run an operator action started (its commands are answered only through
     ``operate(resume=..., choice=..., approval=...)``, the operator's approval gate)."""
-    admit_answer(call)
-    if is_operator_run(call.runtime.store, call.endpoint.base_url, _run_id(call.input)):
+    admit_answer(ctx)
+    if is_operator_run(ctx.records, ctx.base_url, _run_id(ctx.input)):
         raise OperatorRunError(
             "this run was started by client.operate(): its commands are answered only through the operator's "
             "approval gate, operate(resume=<operator action id>, choice=..., approval=...); nothing was sent",
             details={"field": "run_id", "reason": "operator_run", "sent": False})
 
 
-def admit_answer(call: Call) -> None:
+def admit_answer(ctx: AdmitContext[RunsState]) -> None:
     """Never an approval after this client asked to stop the run; ``always`` only when allowed."""
-    rt = call.runtime
-    if call.input.get("run_id") in rt.stopped_runs:
+    if ctx.input.get("run_id") in ctx.state.stopped:
         raise RunStoppedError("this client stopped the run: an approval sent now could still execute the command",
                               details={"sent": False, "field": "run_id"})
-    if call.input.get("choice") == "always" and not rt.allow_permanent_approvals:
+    if ctx.input.get("choice") == "always" and not ctx.allow_permanent_approvals:
         raise InvalidInputError(
             "'always' makes Hermes allow the pattern process-wide and rewrite its config; build the client "
             "with allow_permanent_approvals=True to send it", details={"field": "choice", "sent": False})
 
 
-def admit_events(call: Call) -> None:
+def admit_events(ctx: AdmitContext[RunsState]) -> None:
     """Never a second subscription on a run a ``Run`` of this client is following: Hermes splits a
     run's events between its subscribers, so the ``Run`` would miss some (its approval requests,
     its end) and the second subscriber would see the rest."""
-    run = call.runtime.followed_runs.get(_run_id(call.input))
+    run = ctx.state.followed.get(_run_id(ctx.input))
     if run is not None and run._following():
         raise InvalidInputError(
             "a Run of this client is following this run's events, and Hermes splits a run's events between "
@@ -234,9 +232,9 @@ def admit_events(call: Call) -> None:
             details={"field": "run_id", "reason": "already_subscribed", "sent": False})
 
 
-def admit_stop(call: Call) -> None:
+def admit_stop(ctx: AdmitContext[RunsState]) -> None:
     """Mark the run stopped before ``/stop`` is sent, so no approval can race behind it."""
-    call.runtime.stopped_runs.add(_run_id(call.input))
+    ctx.state.stopped.add(_run_id(ctx.input))
 
 
 # ------------------------------------------------------------------ the events stream's accumulator

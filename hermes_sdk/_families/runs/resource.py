@@ -7,16 +7,19 @@ from typing import Optional, Union
 
 import attrs
 
-from ...errors import HermesError, OutcomeUnknownError
-from .._sentinels import REQUIRED
-from ..approval import ApprovalProvider, ApprovalRequest
-from ..capabilities import capability_id
-from ..deadline import Timeout, TimeoutLike
-from ..display import visible
-from ..endpoints import Deadline, ExecutionContext, deadline_epoch
-from ..executor import Executor, new_action_id
-from ..operations.runs import (
+from hermes_sdk._core._sentinels import REQUIRED
+from hermes_sdk._core.approval import ApprovalRequest
+from hermes_sdk._core.capabilities import capability_id
+from hermes_sdk._core.deadline import Timeout, TimeoutLike
+from hermes_sdk._core.endpoints import Deadline, ExecutionContext, deadline_epoch
+from hermes_sdk._core.executor import Executor, new_action_id
+from hermes_sdk._core.stages.approval import request_for
+from hermes_sdk.errors import HermesError, OutcomeUnknownError
+from hermes_sdk.plugin import ApprovalProvider, CallOptions, OperationSpec, visible
+
+from .operations import (
     RUN_APPROVAL,
+    RUN_APPROVAL_OF_OPERATOR,
     RUN_EVENTS,
     RUN_EVENTS_READ_TIMEOUT,
     RUN_GET,
@@ -24,10 +27,9 @@ from ..operations.runs import (
     RUN_STEER,
     RUN_STOP,
 )
-from ..options import CallOptions
-from ..runs import ApprovalAnswer, Run, RunStarted, RunStatus, SteerAnswer, objective_of
-from ..stages.approval import request_for
-from ..streaming import RunEventStream
+from .run import Run, objective_of
+from .state import RunsState
+from .types import ApprovalAnswer, RunEventStream, RunStarted, RunStatus, SteerAnswer
 
 START_FIELDS = ("instructions", "session_id", "session_key", "conversation_history", "previous_response_id",
                 "model")
@@ -38,15 +40,28 @@ RunInput = Union[str, Sequence[Mapping[str, object]]]
 class Runs:
     """Durable runs: the agent runs tools, stops for approval and survives a client disconnect."""
 
-    _approval_spec = RUN_APPROVAL  # (an operator action's own follower sends its gate's answers)
+    _approval_spec: OperationSpec[ApprovalAnswer] = RUN_APPROVAL
 
     def __init__(self, executor: Executor) -> None:
         self._executor = executor
+        self._state = executor.state(RunsState)
+
+    def operator_gated(self) -> "Runs":
+        """These runs as an operator action's own follower sees them: its approval provider is the
+        operator's gate, so its answers go out (``client.runs.approve`` refuses an operator's run)."""
+        gated = Runs(self._executor)
+        gated._approval_spec = RUN_APPROVAL_OF_OPERATOR
+        return gated
 
     @property
     def allow_permanent_approvals(self) -> bool:
         """Whether the run approval choice ``always`` may be sent."""
         return self._executor.runtime.allow_permanent_approvals
+
+    @property
+    def approval_provider(self) -> Optional[ApprovalProvider]:
+        """The client's approval provider (what a run's or a chat stream's requests go to by default)."""
+        return self._executor.runtime.approval_provider
 
     def start(self, input: RunInput = REQUIRED, *, idempotency_key: str = REQUIRED,
               instructions: Optional[str] = None, session_id: Optional[str] = None, session_key: Optional[str] = None,
@@ -224,15 +239,15 @@ class Runs:
 
     def mark_stopped(self, run_id: str) -> None:
         """Refuse every later approval for the run (as ``stop`` does before it sends)."""
-        self._executor.runtime.stopped_runs.add(run_id)
+        self._state.stopped.add(run_id)
 
     def follow(self, run: Run) -> None:
         """Note the handle that holds a run's one events subscription (until it is dropped)."""
-        self._executor.runtime.followed_runs[run.id] = run
+        self._state.followed[run.id] = run
 
     def stopped(self, run_id: str) -> bool:
         """Whether this client asked to stop the run (no approval is sent to it from then on)."""
-        return run_id in self._executor.runtime.stopped_runs
+        return run_id in self._state.stopped
 
     def _subscribe(self, run_id: str, endpoint: Optional[str], context: Optional[ExecutionContext],
                    deadline: Optional[float] = None, last_event_id: Optional[str] = None) -> RunEventStream:

@@ -2,7 +2,7 @@
 
 One capability, several HTTP calls: ``POST /v1/runs`` starts it, its events (or ``GET
 /v1/runs/{id}``) follow it, ``POST /v1/runs/{id}/approval`` answers it on resume. The registered
-spec is composite (``invoke()`` hands the whole action to ``resources/operator.py``); its two
+spec is composite (``invoke()`` hands the whole action to ``resource.py``); its two
 internal specs share its contract and capability id, so the idempotency key, the approval binding
 and the records of a start and of a resume are the operator's.
 """
@@ -10,21 +10,18 @@ and the records of a start and of a resume are the operator's.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
 import attrs
 
-from ...errors import InvalidInputError
-from ..capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract
-from ..models import ActionResult
-from ..runs import ApprovalAnswer, RunStarted, approval_answer, run_started
-from .common import RequestParts, bad, encode_body, require_input
-from .runs import APPROVAL_CHOICES, refine_run_error, refine_start_error
-from .spec import OperationSpec
-from .stored import path_id_value
+from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
+from hermes_sdk._families.runs.operations import APPROVAL_CHOICES, refine_run_error, refine_start_error
+from hermes_sdk._families.runs.types import ApprovalAnswer, RunStarted, approval_answer, run_started
+from hermes_sdk.errors import InvalidInputError
+from hermes_sdk.plugin import ActionResult, AdmitContext, Contract, OperationSpec, RequestParts, path_id
+from hermes_sdk.plugin import invalid_input as bad
 
-if TYPE_CHECKING:
-    from ..call import Call
+from .._shared import encode_body, require_input
 
 MAX_INPUT_BYTES = 1024 * 1024
 MAX_CANDIDATES = 256
@@ -54,7 +51,7 @@ def _aip(data: Mapping[str, object], name: str) -> str:
 def check_objective(data: Mapping[str, object]) -> dict[str, object]:
     """The start input (``objective``, ``context``, ``candidate_capabilities``, ``constraints``)."""
     extra = sorted(k for k in data if k not in ("objective", "context", "candidate_capabilities", "constraints",
-                                                 "idempotency_key", "_aip"))
+                                                 "_aip"))
     if extra:
         raise bad(extra[0], f"unknown operator field {extra[0]!r}")
     objective = data.get("objective")
@@ -77,7 +74,7 @@ def check_objective(data: Mapping[str, object]) -> dict[str, object]:
 
 def check_resume(data: Mapping[str, object]) -> Mapping[str, object]:
     """The resume input ``{"resume": {source_action_id, choice, resolve_all}}``."""
-    extra = sorted(k for k in data if k not in ("resume", "idempotency_key", "_aip"))
+    extra = sorted(k for k in data if k not in ("resume", "_aip"))
     if extra:
         raise bad(extra[0], "a resume takes only 'resume'")
     resume = data.get("resume")
@@ -115,7 +112,7 @@ def build_resume(operation: str, raw: object) -> RequestParts:
     """``POST /v1/runs/{run_id}/approval`` with the resume's choice (the run id comes from the store)."""
     data = require_input(raw)
     resume = check_resume(data)
-    run_id = path_id_value("run_id", _aip(data, "run_id"))
+    run_id = path_id("run_id", _aip(data, "run_id"))
     body: dict[str, object] = {"choice": resume["choice"]}
     if resume.get("resolve_all"):
         body["all"] = True
@@ -132,18 +129,18 @@ def build_any(operation: str, raw: object) -> RequestParts:
     return RequestParts({})
 
 
-def admit_resume(call: Call) -> None:
+def admit_resume(ctx: AdmitContext[None]) -> None:
     """``always`` only when the client allows permanent approvals (as for ``run_approval``)."""
-    resume = call.input.get("resume")
+    resume = ctx.input.get("resume")
     choice = resume.get("choice") if isinstance(resume, Mapping) else None
-    if choice == "always" and not call.runtime.allow_permanent_approvals:
+    if choice == "always" and not ctx.allow_permanent_approvals:
         raise InvalidInputError(
             "'always' makes Hermes allow the pattern process-wide and rewrite its config; build the client "
             "with allow_permanent_approvals=True to send it", details={"field": "resume.choice", "sent": False})
 
 
-#: The operator's capability. Its lifecycle (``composite``) is the resource's: the built-in family
-#: (``_core/builtin.py``) joins the two, so operations never import a resource.
+#: The operator's capability. Its lifecycle (``composite``) is the resource's: the family
+#: (``__init__``) joins the two, so operations never import a resource.
 OPERATOR: OperationSpec[ActionResult] = OperationSpec(OPERATOR_CONTRACT, build_any)
 #: The start call: the operator's contract, bounded like the connector's start call (60 s).
 OPERATOR_START: OperationSpec[RunStarted] = OperationSpec(

@@ -13,17 +13,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Optional, TypeVar
 
-from ..errors import ApprovalNotActiveError, ApprovalNotPendingError, OperatorRunError
-from .approval import ApprovalProvider
-from .endpoints import Deadline, ExecutionContext, deadline_epoch
+from hermes_sdk._core.endpoints import Deadline, ExecutionContext, deadline_epoch
+from hermes_sdk._core.models import StreamEvent
+from hermes_sdk._core.stages.approval import ask_provider
+from hermes_sdk.errors import ApprovalNotActiveError, ApprovalNotPendingError, OperatorRunError
+from hermes_sdk.plugin import ApprovalProvider, HermesStream
+
 from .events import ApprovalRequested, parse_run_event
-from .models import StreamEvent
-from .runs import choice_for
-from .stages.approval import ask_provider
-from .streaming import HermesStream
+from .run import choice_for
 
 if TYPE_CHECKING:
-    from .resources.runs import Runs
+    from .resource import Runs
 
 log = logging.getLogger("hermes_sdk")
 S = TypeVar("S", bound=HermesStream)
@@ -135,7 +135,7 @@ def answer_approvals(stream: S, runs: "Runs", provider: Optional[ApprovalProvide
                      context: Optional[ExecutionContext], deadline: Deadline) -> S:
     """Attach a :class:`StreamApprovals` to a live chat stream (``provider`` None: the client's)."""
     if not stream.replayed:
-        chosen = provider if provider is not None else runs._executor.runtime.approval_provider
+        chosen = provider if provider is not None else runs.approval_provider
         stream._on_event = StreamApprovals(runs, chosen, endpoint, context, deadline_epoch(deadline))
     return stream
 

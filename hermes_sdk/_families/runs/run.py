@@ -1,4 +1,4 @@
-"""Durable runs: typed results and :class:`Run`, the handle ``HermesClient.run()`` returns.
+"""Durable runs: :class:`Run`, the handle ``client.runs.start()`` returns.
 
 What Hermes 0.19.0 does and the SDK relies on (``spec/hermes-runs.md``):
 
@@ -23,11 +23,15 @@ import queue
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import attrs
 
-from ..errors import (
+from hermes_sdk._core.approval import ApprovalRequest, check
+from hermes_sdk._core.endpoints import ExecutionContext, seconds_value
+from hermes_sdk._core.models import StreamEvent
+from hermes_sdk._core.stages.approval import as_decision
+from hermes_sdk.errors import (
     STREAM_INCOMPLETE,
     ApprovalDeniedError,
     DeadlineExceededError,
@@ -40,39 +44,29 @@ from ..errors import (
     StreamError,
     TransportError,
 )
-from .approval import ApprovalProvider, ApprovalRequest, check
-from .convert import NO_CONTEXT, DecodeContext, json_object, one, read, shape
-from .endpoints import ExecutionContext, seconds_value
+from hermes_sdk.plugin import ApprovalProvider
+
 from .event_order import EventOrder, Unplaceable
 from .events import (
     ApprovalRequested,
     ApprovalResponded,
-    MessageDelta,
     RunCompleted,
     RunEvent,
     RunFailed,
     RunInterrupted,
     ToolCompleted,
-    ToolStarted,
     parse_run_event,
 )
-from .lenient import opt_str
-from .models import StreamEvent
 from .run_answers import SENT, Asking, Received, Sender
-from .stages.approval import as_decision
+from .types import TERMINAL_STATUSES, ApprovalAnswer, RunResult, RunStarted, RunStatus, SteerAnswer
 
 if TYPE_CHECKING:
-    from .resources.runs import Runs
-    from .streaming import RunEventStream
+    from .resource import Runs
+    from .types import RunEventStream
 
 
 log = logging.getLogger("hermes_sdk")
 
-#: The statuses a run ends in. ``started`` exists only in the 202; ``queued`` is practically never seen;
-#: ``interrupted`` (0.21+) is a run the gateway's shutdown ended.
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "interrupted"})
-RUN_STATUSES = ("queued", "running", "waiting_for_approval", "stopping", "completed", "failed", "cancelled",
-                "interrupted")
 #: How often one Run re-subscribes from its last event id after its events stream broke.
 RESUME_MAX = 5
 _POLLED = "the outcome comes from polling the run's status"  # the end of a polled result's events_note
@@ -91,155 +85,6 @@ class _Pending:
     choice: Optional[str] = None
     mark: int = 0
     held: bool = False  # its sender waits for the consumer to account for events received
-
-
-@shape("a run start reply", required=("run_id",), malformed="the run start reply has no run_id",
-       keys={"server_replayed": "replayed"})
-@attrs.frozen
-class RunStarted:
-    """The 202 of ``run_start``: the run id (``status`` is ``started``, a value seen only here).
-
-    ``replayed`` is True when the SDK's idempotency store answered: the same run as the first call
-    with this key, and nothing was sent. ``server_replayed`` is True when the server answered a
-    resent start with the run the key had already started (Hermes 0.21+: ``"replayed": true``).
-    """
-
-    run_id: str
-    status: str = "started"
-    session_key: Optional[str] = None
-    action_id: Optional[str] = attrs.field(default=None, kw_only=True, eq=False)
-    replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
-    server_replayed: bool = attrs.field(default=False, kw_only=True, eq=False)
-
-    @property
-    def id(self) -> str:
-        """The run id: the same as ``run_id`` (the canonical name), for code written against :class:`Run`."""
-        return self.run_id
-
-
-@shape("a run object", required=("run_id", "status"), malformed="the run object has no run_id or status")
-@attrs.frozen
-class RunStatus:
-    """The run object of ``GET /v1/runs/{id}`` (or the 200 of ``/stop``).
-
-    ``output`` and ``usage`` are set only when ``completed`` (``output`` may still be None: a
-    completed run can hide a denied or timed-out command); ``error`` only when ``failed``.
-    ``approval`` is the pending approval request while ``waiting_for_approval`` (0.21+), and
-    ``runtime``, ``completed``, ``partial``, ``interrupted`` are a newer server's terminal fields.
-    """
-
-    run_id: str
-    status: str
-    created_at: Optional[float] = None
-    updated_at: Optional[float] = None
-    session_id: Optional[str] = None
-    model: Optional[str] = None
-    last_event: Optional[str] = None
-    output: Optional[str] = None
-    usage: Optional[dict[str, Any]] = None
-    error: Optional[str] = None
-    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
-    approval: Optional[dict[str, Any]] = attrs.field(default=None, repr=False, eq=False)
-    runtime: Optional[dict[str, Any]] = attrs.field(default=None, eq=False)
-    completed: Optional[bool] = attrs.field(default=None, eq=False)
-    partial: Optional[bool] = attrs.field(default=None, eq=False)
-    interrupted: Optional[bool] = attrs.field(default=None, eq=False)
-
-    @property
-    def id(self) -> str:
-        """The run id: the same as ``run_id`` (the canonical name), for code written against :class:`Run`."""
-        return self.run_id
-
-    @property
-    def terminal(self) -> bool:
-        """Whether the run has ended (completed, failed, cancelled or interrupted)."""
-        return self.status in TERMINAL_STATUSES
-
-
-@shape("an approval reply", required=("run_id",), malformed="the approval reply has no run_id")
-@attrs.frozen
-class ApprovalAnswer:
-    """The 200 of ``run_approval``: the choice as Hermes normalised it and how many it resolved."""
-
-    run_id: str
-    choice: str
-    resolved: int
-
-
-@shape("a steer reply")
-@attrs.frozen
-class SteerAnswer:
-    """The 200 of ``run_steer``: whether Hermes took the message into the running agent."""
-
-    run_id: str
-    accepted: bool
-    raw: dict[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
-
-
-@attrs.define
-class RunResult:
-    """How a run ended, as far as this client saw it.
-
-    ``output`` is the server's final output (it lacks the ``"\\n\\n"`` the deltas carry after a
-    tool turn); ``text`` joins the ``MessageDelta`` pieces (``ReasoningAvailable`` never enters it).
-    ``events_complete`` is True only when ``events`` holds every event of the run, each once; it is
-    False when the events stream broke (the SDK then polled the status), was never subscribed (a
-    replayed start), or a resumed stream skipped, renumbered or replayed events in a way that
-    cannot be checked; ``events_note`` then says why (None when complete). A status that is not
-    terminal means the deadline passed first: the run goes on at Hermes.
-    """
-
-    run_id: str
-    status: str
-    output: Optional[str] = None
-    usage: Optional[dict[str, Any]] = None
-    error: Optional[str] = None
-    events: list[RunEvent] = attrs.field(factory=list)
-    events_complete: bool = False
-    events_note: Optional[str] = None
-
-    @property
-    def id(self) -> str:
-        """The run id: the same as ``run_id`` (the canonical name), for code written against :class:`Run`."""
-        return self.run_id
-
-    @property
-    def done(self) -> bool:
-        """Whether the run ended (completed, failed or cancelled)."""
-        return self.status in TERMINAL_STATUSES
-
-    @property
-    def ok(self) -> bool:
-        """Whether the run completed (a denied command still completes: inspect ``tools``)."""
-        return self.status == "completed"
-
-    @property
-    def text(self) -> str:
-        """The streamed assistant text: the ``MessageDelta`` pieces joined."""
-        return "".join(e.delta for e in self.events if isinstance(e, MessageDelta))
-
-    @property
-    def tools(self) -> list[RunEvent]:
-        """The ``ToolStarted`` and ``ToolCompleted`` events, in order."""
-        return [e for e in self.events if isinstance(e, (ToolStarted, ToolCompleted))]
-
-
-def run_started(data: object, ctx: DecodeContext = NO_CONTEXT) -> RunStarted:
-    """Decode the 202 of ``POST /v1/runs`` (or its record, when replayed); the session key is the
-    reply's, else its ``X-Hermes-Session-Key`` header."""
-    obj = json_object(data, "a run start reply")
-    if not obj.get("run_id"):
-        raise InvalidResponseError("the run start reply has no run_id")
-    return read(RunStarted, obj, ctx, session_key=opt_str(obj.get("session_key")) or ctx.headers.get(
-        "X-Hermes-Session-Key"))
-
-
-#: A run object (fields Hermes leaves out stay None).
-run_status = one(RunStatus)
-#: The 200 of ``POST /v1/runs/{id}/approval``.
-approval_answer = one(ApprovalAnswer)
-#: The 200 of ``POST /v1/runs/{id}/steer`` (its run id is the one asked about).
-steer_answer = one(SteerAnswer)
 
 
 class Run:
@@ -381,7 +226,7 @@ class Run:
 
     def steer(self, text: str) -> SteerAnswer:
         """Send a message to the running agent (``POST /v1/runs/{id}/steer``, Hermes 0.20+); it
-        arrives as ``run.steered``. See :meth:`hermes_sdk._core.resources.runs.Runs.steer`."""
+        arrives as ``run.steered``. See :meth:`Runs.steer <hermes_sdk.types.Runs.steer>`."""
         return self._runs.steer(self.id, text, endpoint=self._endpoint, context=self._context,
                                 deadline=self._ahead_of_deadline())
 
@@ -805,5 +650,4 @@ def choice_for(decision: object, request: ApprovalRequest, event: ApprovalReques
     return scope
 
 
-__all__ = ["ApprovalAnswer", "Run", "RunResult", "RunStarted", "RunStatus", "SteerAnswer", "TERMINAL_STATUSES",
-           "choice_for"]
+__all__ = ["Run", "choice_for", "objective_of"]
