@@ -101,12 +101,6 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
     f"{FAMILIES}.chat.resource": {
         "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
         "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
-        "hermes_sdk._core.executor": "Executor: a chat stream's approvals are answered through Runs, which takes "
-                                     "the client's executor (until the runs family moves)",
-        "hermes_sdk._core.resources.runs": "Runs: a chat stream's approval requests (Hermes 0.21+) are answered "
-                                           "with the runs family's approve (POST /v1/runs/{chatcmpl id}/approval)",
-        "hermes_sdk._core.stream_approvals": "answer_approvals: the reader that hands a chat stream's approval "
-                                             "requests to the provider; it stays beside the runs code it calls",
     },
     f"{FAMILIES}.responses.resource": {
         "hermes_sdk._core._sentinels": "REQUIRED: the keyword default help() shows as <required>",

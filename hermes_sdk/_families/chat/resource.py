@@ -6,9 +6,8 @@ from typing import Any, Mapping, Optional
 
 from hermes_sdk._core.deadline import TimeoutLike
 from hermes_sdk._core.endpoints import Deadline, ExecutionContext
-from hermes_sdk._core.executor import Executor
 from hermes_sdk._families._shared import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
-from hermes_sdk.plugin import CallOptions
+from hermes_sdk.plugin import CallOptions, FamilyExecutor
 
 from .operations import CHAT, CHAT_STREAM, chat_input
 from .types import ChatCompletion, ChatStream
@@ -18,7 +17,7 @@ class Chat:
     """Chat completions (``POST /v1/chat/completions``): the bodies of :meth:`~hermes_sdk.HermesClient.chat`
     and :meth:`~hermes_sdk.HermesClient.chat_stream`, whose docstrings say what each keyword does."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: FamilyExecutor) -> None:
         self._executor = executor
 
     def create(self, *, prompt: Optional[str] = None, query: Optional[str] = None,
