@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import io
 import os
 import sys
 from pathlib import Path
@@ -67,6 +68,19 @@ def _key_from_stdin(where: str) -> str:
     return _one_key(stdin.readline(), where)
 
 
+def take_stdin_key(args: argparse.Namespace) -> None:
+    """``--api-key -``: read the key before the command runs. Piped, stdin then carries only the key
+    (it is replaced by an empty one, so no prompt is read from it and the key never becomes one)."""
+    if getattr(args, "api_key", None) != "-":
+        return
+    if getattr(args, "api_key_file", None):
+        raise _Usage("give --api-key or --api-key-file, not both")
+    args.api_key = None
+    args.stdin_key = _key_from_stdin("--api-key -")
+    if sys.stdin is not None and not sys.stdin.isatty():
+        sys.stdin = io.StringIO("")
+
+
 def resolve_key(args: argparse.Namespace) -> tuple[Optional[str], Optional[str]]:
     """The key a command sends and where it came from; ``(None, None)`` when the client reads
     ``HERMES_API_KEY`` itself or there is no key at all."""
@@ -76,8 +90,8 @@ def resolve_key(args: argparse.Namespace) -> tuple[Optional[str], Optional[str]]
         raise _Usage("give --api-key or --api-key-file, not both")
     if path:
         return _read_key_file(path, "--api-key-file"), "--api-key-file"
-    if given == "-":
-        return _key_from_stdin("--api-key -"), "--api-key - (stdin)"
+    if getattr(args, "stdin_key", None):
+        return str(args.stdin_key), "--api-key - (stdin)"
     if given:
         sys.stderr.write(PS_WARNING + "\n")
         return given, "--api-key"
@@ -117,7 +131,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
         _print_json({url: masked(key) for url, key in sorted(keys.items())})
     else:
         for url, key in sorted(keys.items()):
-            print(visible(f"{url}\t{masked(key)}"))
+            print(f"{visible(url)}\t{masked(key)}")
     return EXIT_OK
 
 

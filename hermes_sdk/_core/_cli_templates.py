@@ -85,7 +85,7 @@ def cmd_templates_list(args: argparse.Namespace) -> int:
         system = str(template.get("system") or "").replace("\n", " ")
         summary = "  ".join(part for part in (f"-m {template['model']}" if template.get("model") else "",
                                               system[:60] + ("..." if len(system) > 60 else "")) if part)
-        print(visible(f"{name}\t{summary}"))
+        print(f"{visible(name)}\t{visible(summary)}")
     return EXIT_OK
 
 

@@ -909,8 +909,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     configure_from_env()
     func: Callable[[argparse.Namespace], int] = args.func
+    stdin = sys.stdin
     try:
         with interrupt_on_signals():  # Ctrl-C and `kill` end a command cleanly, even started with `cmd &`
+            from ._cli_keys import take_stdin_key
+
+            take_stdin_key(args)  # `--api-key -`: the key, read before any prompt is
             code = func(args)
         sys.stdout.flush()  # a closed pipe must surface here, not in the interpreter's exit flush
         return code
@@ -931,6 +935,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE
+    finally:
+        sys.stdin = stdin
 
 
 if __name__ == "__main__":
