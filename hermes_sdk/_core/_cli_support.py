@@ -282,6 +282,34 @@ def option_value(text: str) -> object:
         return text
 
 
+#: What each ``-o`` value must be, as the provider reads it: a value of another kind is a usage error
+#: (exit 2), refused before anything is sent, not a request the server fails (exit 1).
+_NUMBER, _INTEGER, _BOOLEAN, _OBJECT, _LIST = "a number", "an integer", "true or false", "a JSON object", "a JSON list"
+OPTION_KINDS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("temperature", "top_p", "presence_penalty", "frequency_penalty"), (_NUMBER,)),
+    **dict.fromkeys(("max_tokens", "max_completion_tokens", "max_output_tokens", "n", "seed", "top_logprobs"),
+                    (_INTEGER,)),
+    **dict.fromkeys(("logprobs", "parallel_tool_calls", "store"), (_BOOLEAN,)),
+    **dict.fromkeys(("metadata", "logit_bias", "response_format", "stream_options", "reasoning", "text"), (_OBJECT,)),
+    **dict.fromkeys(("tools", "conversation_history"), (_LIST,)),
+    "stop": ("a string", _LIST), "tool_choice": ("a string", _OBJECT),
+}
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    if kind in (_NUMBER, _INTEGER):
+        return isinstance(value, (int, float) if kind == _NUMBER else int) and not isinstance(value, bool)
+    checks: dict[str, type] = {_BOOLEAN: bool, _OBJECT: dict, _LIST: list, "a string": str}
+    return isinstance(value, checks[kind])
+
+
+def check_option_kind(name: str, text: str, value: object) -> None:
+    """A usage error (ValueError) for ``-o temperature hot``: the value is not of the field's kind."""
+    kinds = OPTION_KINDS.get(name)
+    if kinds and not any(_is_kind(value, kind) for kind in kinds):
+        raise ValueError(f"-o {name} {text}: the value must be {' or '.join(kinds)}")
+
+
 def provider_options(pairs: Optional[Sequence[Sequence[str]]], own_flags: Mapping[str, str],
                      known: Iterable[str]) -> dict[str, object]:
     """The ``-o NAME VALUE`` pairs as provider fields. A usage error (ValueError): a name with its own
@@ -300,6 +328,7 @@ def provider_options(pairs: Optional[Sequence[Sequence[str]]], own_flags: Mappin
         if name in out:
             raise ValueError(f"-o {name} is given twice")
         out[name] = option_value(value)
+        check_option_kind(name, value, out[name])
     return out
 
 

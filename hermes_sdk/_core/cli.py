@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
 from .._families.chat.operations import CHAT_FIELDS
 from .._families.responses.operations import RESPONSES_FIELDS
 from ..errors import HermesError, MissingCredentialError
+from ._cli_input import read_turn
 from ._cli_support import (
     NO_TERMINAL,
     LineEditor,
@@ -61,26 +62,28 @@ def _base_url(args: argparse.Namespace) -> str:
 def _client(args: argparse.Namespace, *, needs_key: bool = True,
             approval_provider: Optional[ApprovalProvider] = None) -> HermesClient:
     """The client for a command; without a key (and the command needs one) the fix is named first."""
+    from ._cli_keys import resolve_key
     from .client import HermesClient
 
-    if needs_key and not (getattr(args, "api_key", None) or os.environ.get("HERMES_API_KEY")):
+    given, source = resolve_key(args)
+    if needs_key and not (given or os.environ.get("HERMES_API_KEY")):
         raise MissingCredentialError(
-            "no API key: pass --api-key KEY or set HERMES_API_KEY (Hermes' API_SERVER_KEY; for the "
-            "emulator, `hermes-sdk emulator` prints the export lines)", details={"field": "api_key"})
+            "no API key: pass --api-key KEY or set HERMES_API_KEY, or store it with `hermes-sdk keys set` "
+            "(Hermes' API_SERVER_KEY; for the emulator, `hermes-sdk emulator` prints the export lines)",
+            details={"field": "api_key"})
     if not _base_url(args):
         from ..errors import InvalidInputError
 
         raise InvalidInputError("no Hermes URL: pass --base-url URL or set HERMES_BASE_URL "
                                 "(e.g. http://127.0.0.1:8642)", details={"field": "base_url"})
     store = durable_store(needed=bool(getattr(args, "idempotency_key", None)))
-    given = getattr(args, "api_key", None)
 
     def build() -> HermesClient:
-        if given:  # a refused key's message names the flag it came from
+        if given:  # a refused key's message names where it came from
             from .endpoints import Endpoint
 
             endpoint = Endpoint(os.environ.get("HERMES_ENDPOINT_ID") or "default", _base_url(args), given,
-                                key_source="--api-key")
+                                key_source=source)
             return HermesClient(endpoints=[endpoint], idempotency_store=store, approval_provider=approval_provider)
         return HermesClient(getattr(args, "base_url", None), None, idempotency_store=store,
                             approval_provider=approval_provider)
@@ -256,7 +259,9 @@ def _chat_session(args: argparse.Namespace) -> Optional[str]:
 
 def _chat_turn(client: HermesClient, args: argparse.Namespace, text: str, session_id: Optional[str],
                stream: bool) -> tuple[int, Optional[str]]:
-    """One chat turn printed; returns the exit code and the session id Hermes answered with."""
+    """One chat turn printed and logged; returns the exit code and the session id Hermes answered with."""
+    from ._cli_logs import log_call
+
     prompt: Optional[str] = None
     messages: Optional[list[dict[str, str]]] = None
     if args.system:
@@ -269,8 +274,13 @@ def _chat_turn(client: HermesClient, args: argparse.Namespace, text: str, sessio
         chat_stream = client.chat_stream(prompt=prompt, messages=messages, model=model, session_id=session_id,
                                          extra_body=options)
         code = _stream_out(chat_stream, args)
-        return code, chat_stream.result().session_id or session_id
+        done = chat_stream.result()
+        log_call(args, client, "chat", model=model, system=args.system, prompt=text, reply=done.text,
+                 status=done.status, session_id=done.session_id or session_id, options=options)
+        return code, done.session_id or session_id
     result = client.chat(prompt=prompt, messages=messages, model=model, session_id=session_id, extra_body=options)
+    log_call(args, client, "chat", model=model, system=args.system, prompt=text, reply=result.text,
+             status=result.finish_reason, session_id=result.session_id or session_id, options=options)
     if _as_json(args):
         _print_json({**result.raw, "session_id": result.session_id})
     else:
@@ -289,29 +299,38 @@ def _interactive(args: argparse.Namespace) -> bool:
     return not args.text and sys.stdin is not None and sys.stdin.isatty()
 
 
+def _streaming(args: argparse.Namespace) -> bool:
+    """``--stream``/``--no-stream`` as given; by default a reply streams on a terminal (not under ``--json``)."""
+    if args.stream is not None:
+        return bool(args.stream)
+    return sys.stdout.isatty() and not args.json
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
+    from ._cli_templates import apply_template
+
+    apply_template(args)
     session_id = _chat_session(args)
     base = _base_url(args)
     if not _interactive(args):
         text = _text_arg(args.text, "prompt")
         with _client(args) as client:
-            code, session_id = _chat_turn(client, args, text, session_id, args.stream)
+            code, session_id = _chat_turn(client, args, text, session_id, _streaming(args))
         if session_id:
             remember_session(base, session_id)
         return code
     # The loop: each line is a turn of one Hermes session (the first reply names it), streamed.
     _note(f"Chatting with {base} ({'session ' + session_id if session_id else 'a new session'}). "
-          "Type 'exit' or press Ctrl-D to quit.")
+          "Type 'exit' or press Ctrl-D to quit. '!multi' ... '!end' sends several lines as one.")
     code = EXIT_OK
     editor = LineEditor() if sys.stdout.isatty() else None
     with _client(args) as client:
         while True:
             try:
-                line = editor.read("> ") if editor is not None else _prompt_on_stderr()
+                text = read_turn(editor.read if editor is not None else _prompt_on_stderr).strip()
             except EOFError:
                 sys.stderr.write("\n")
                 break
-            text = line.strip()
             if text in ("exit", "quit"):
                 break
             if not text:
@@ -327,8 +346,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return code
 
 
-def _prompt_on_stderr() -> str:
-    sys.stderr.write("> ")
+def _prompt_on_stderr(prompt: str) -> str:
+    sys.stderr.write(prompt)
     sys.stderr.flush()
     line = sys.stdin.readline()
     if not line:
@@ -337,6 +356,10 @@ def _prompt_on_stderr() -> str:
 
 
 def cmd_responses_create(args: argparse.Namespace) -> int:
+    from ._cli_logs import log_call
+    from ._cli_templates import apply_template
+
+    apply_template(args)
     body: dict[str, object] = {"input": _text_arg(args.input, "input")}
     if args.previous_response_id:
         body["previous_response_id"] = args.previous_response_id
@@ -347,11 +370,18 @@ def cmd_responses_create(args: argparse.Namespace) -> int:
     if args.system:
         body["instructions"] = args.system
     options = _options(args, _RESPONSES_FLAGS, RESPONSES_FIELDS)
+    logged = {"model": args.model, "system": args.system, "prompt": body["input"], "options": options or None}
     with _client(args) as client:
-        if args.stream:
-            return _stream_out(client.responses_stream(body, extra_body=options or None), args,
-                               print_response_id=True)
+        if _streaming(args):
+            stream = client.responses_stream(body, extra_body=options or None)
+            code = _stream_out(stream, args, print_response_id=True)
+            done = stream.result()
+            log_call(args, client, "responses", reply=done.text, status=done.status,
+                     response_id=_response_id(done), **logged)
+            return code
         result = client.responses(body, extra_body=options or None)
+        log_call(args, client, "responses", reply=result.output_text, status=result.status, response_id=result.id,
+                 **logged)
     if args.json:
         _print_json(result.raw)
     else:
@@ -619,6 +649,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     completed and every command the agent asked to run was approved."""
     import uuid
 
+    from ._cli_logs import log_call, run_approvals
     from ._cli_support import unapproved_commands
     from .events import MessageDelta
 
@@ -656,6 +687,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = run.wait(timeout=10)
         finally:
             terminal.close()
+        log_call(args, client, "run", prompt=text, reply=result.output, status=result.status, run_id=result.run_id,
+                 approvals=run_approvals(result.events))
     refused = unapproved_commands(result.events)
     if args.json:
         _print_json_line({"type": "result", "run_id": result.run_id, "status": result.status,
@@ -710,6 +743,7 @@ def add_run_parser(sub: Subcommands, conn: argparse.ArgumentParser) -> None:
     run.add_argument("--json", action="store_true",
                      help="JSON Lines on stdout: a run line, one line per event as it arrives, then a result line; "
                           "errors as one JSON object on stderr")
+    run.add_argument("--no-log", action="store_true", help="keep this run out of the history (`hermes-sdk logs`)")
     run.set_defaults(func=cmd_run)
     steer = sub.add_parser("steer", parents=[conn], help="send a message to a running agent (Hermes 0.20+)",
                            description="Send a message to a running run's agent (POST /v1/runs/{id}/steer); it "
@@ -733,7 +767,10 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("--base-url", default=argparse.SUPPRESS, metavar="URL",
                       help="Hermes origin, e.g. http://127.0.0.1:8642 (default: $HERMES_BASE_URL)")
     conn.add_argument("--api-key", default=argparse.SUPPRESS, metavar="KEY",
-                      help="API key sent as Authorization: Bearer (default: $HERMES_API_KEY)")
+                      help="API key sent as Authorization: Bearer; '-' reads it from stdin (a literal KEY is "
+                           "visible in ps: prefer --api-key-file, $HERMES_API_KEY or `hermes-sdk keys set`)")
+    conn.add_argument("--api-key-file", default=argparse.SUPPRESS, metavar="PATH",
+                      help="read the API key from this file (before $HERMES_API_KEY and a stored key)")
     as_json = argparse.ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true",
                          help="print JSON (with --stream: JSON Lines, one event per line as it arrives, "
@@ -741,7 +778,11 @@ def build_parser() -> argparse.ArgumentParser:
     prompt = argparse.ArgumentParser(add_help=False)
     prompt.add_argument("-m", "--model", help=f"model name sent to Hermes (default: {_DEFAULT_MODEL})")
     prompt.add_argument("-s", "--system", metavar="TEXT", help="system prompt (Responses: instructions)")
-    prompt.add_argument("--stream", action="store_true", help="print the reply as it arrives")
+    prompt.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
+                        help="print the reply as it arrives (default: on a terminal, unless --json)")
+    prompt.add_argument("-t", "--template", metavar="NAME",
+                        help="use a saved template's system prompt, model and options (`hermes-sdk templates`)")
+    prompt.add_argument("--no-log", action="store_true", help="keep this call out of the history (`hermes-sdk logs`)")
     prompt.add_argument("-o", "--option", nargs=2, action="append", metavar=("NAME", "VALUE"),
                         help="a provider option sent in the body, e.g. -o temperature 0.2 (VALUE is JSON when "
                              "it parses, else a string); repeatable; an unknown NAME is refused")
@@ -830,6 +871,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     add_run_parser(sub, conn)
+    from ._cli_keys import add_keys_parser
+    from ._cli_logs import add_logs_parser
+    from ._cli_operate import add_operate_parser
+    from ._cli_templates import add_templates_parser
+
+    add_operate_parser(sub, conn)
+    add_logs_parser(sub)
+    add_keys_parser(sub, conn)
+    add_templates_parser(sub)
     add_family_commands(sub, conn, as_json)
     return parser
 
@@ -860,8 +910,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     configure_from_env()
     func: Callable[[argparse.Namespace], int] = args.func
+    stdin = sys.stdin
     try:
         with interrupt_on_signals():  # Ctrl-C and `kill` end a command cleanly, even started with `cmd &`
+            from ._cli_keys import take_stdin_key
+
+            take_stdin_key(args)  # `--api-key -`: the key, read before any prompt is
             code = func(args)
         sys.stdout.flush()  # a closed pipe must surface here, not in the interpreter's exit flush
         return code
@@ -882,6 +936,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE
+    finally:
+        sys.stdin = stdin
 
 
 if __name__ == "__main__":

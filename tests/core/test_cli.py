@@ -285,10 +285,14 @@ def test_base_url_and_api_key_options(env: Any, capsys: pytest.CaptureFixture[st
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HERMES_BASE_URL")
     monkeypatch.delenv("HERMES_API_KEY")
+    from hermes_sdk._core._cli_keys import PS_WARNING
+
     flags = ["--base-url", env.base_url, "--api-key", env.api_key]
-    assert run(capsys, "chat", "after", *flags) == (0, "ECHO: after\n", "")
-    assert run(capsys, *flags, "chat", "before") == (0, "ECHO: before\n", "")
+    # a key on the command line works, and says it is visible in `ps`
+    assert run(capsys, "chat", "after", *flags) == (0, "ECHO: after\n", PS_WARNING + "\n")
+    assert run(capsys, *flags, "chat", "before") == (0, "ECHO: before\n", PS_WARNING + "\n")
     code, _, err = run(capsys, "chat", "x", "--base-url", env.base_url, "--api-key", "wrong-key-0099")
+    err = err.replace(PS_WARNING + "\n", "")
     assert code == 1 and err.startswith(P + "authentication: ") and "wrong-key-0099" not in err
 
 

@@ -89,6 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The command; a reader of stdout that went away (``list --json | head``) ends it quietly, exit 141."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe must surface here, not in the interpreter's exit flush
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to write, and the exit-time flush stays quiet
+        return 141
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.store:
