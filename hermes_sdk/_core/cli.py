@@ -829,6 +829,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     add_run_parser(sub, conn)
+    from .doctor import add_doctor_parser
+
+    add_doctor_parser(sub, conn)
     add_family_commands(sub, conn, as_json)
     return parser
 
