@@ -14,8 +14,7 @@ from typing import Optional
 from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import HermesError
-from ._doctor_net import StepTimeout, bounded, mask_url
-from .doctor import FAIL, OK, WARN, Finding
+from ._doctor_base import FAIL, OK, WARN, Finding, StepTimeout, bounded, mask_url
 from .sqlite_files import SQLITE_SIDE_FILES
 
 

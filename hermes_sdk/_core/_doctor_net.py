@@ -11,60 +11,20 @@ import ipaddress
 import os
 import socket
 import ssl
-import threading
 import time
-from typing import Callable, Optional, TypeVar, Union
-from urllib.parse import urlsplit, urlunsplit
+from typing import Optional, Union
+from urllib.parse import urlsplit
 
 import attrs
 import requests
 import requests.utils
 
-from .doctor import FAIL, OK, SKIP, WARN, Finding
+from ._doctor_base import FAIL, OK, SKIP, WARN, Finding, StepTimeout, bounded, mask_url
 
 NAMES = ("dns", "tcp", "tls", "proxy")
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 #: A certificate that expires within this many days is a warning.
 EXPIRY_WARN_DAYS = 14
-T = TypeVar("T")
-
-
-class StepTimeout(Exception):
-    """A bounded step did not finish in time."""
-
-
-def bounded(fn: Callable[[], T], timeout: float) -> T:
-    """``fn()`` on a daemon thread, given up on after ``timeout`` (getaddrinfo has no timeout of its own)."""
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, name="hermes-sdk-doctor", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise StepTimeout(f"no answer within {timeout:g} s")
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]  # a BaseException, stored above
-    return box["value"]  # type: ignore[return-value]  # fn's result, stored above
-
-
-def mask_url(url: str) -> str:
-    """A URL with its password (and user name) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        if parts.username is None and parts.password is None:
-            return url
-        host = parts.hostname or ""
-        host = f"[{host}]" if ":" in host else host
-        netloc = "***:***@" + host + (f":{parts.port}" if parts.port else "")
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    except ValueError:
-        return "<unparseable URL, not shown>"
 
 
 @attrs.frozen

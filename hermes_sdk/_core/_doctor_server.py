@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 import requests
 
 from ..errors import AuthenticationError, HermesError, InvalidResponseError, TransportError
-from .doctor import FAIL, OK, SKIP, WARN, DoctorSettings, Finding
+from ._doctor_base import FAIL, OK, SKIP, WARN, DoctorSettings, Finding, StepTimeout, bounded
 from .server_features import ServerFeatures, parse_version
 
 if TYPE_CHECKING:
@@ -184,8 +184,6 @@ def _approvals(client: HermesClient, found: ServerFeatures) -> Finding:
 
 
 def _clock(way: Route, timeout: float) -> Finding:
-    from ._doctor_net import StepTimeout, bounded
-
     session = requests.Session()
     session.trust_env = False  # the proxies and bundle the network checks found
     proxies = {way.scheme: way.proxy} if way.proxy else {}

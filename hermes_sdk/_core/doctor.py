@@ -11,56 +11,21 @@ ones (idempotency store, plugins) in :mod:`._doctor_local`.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
 from typing import TYPE_CHECKING, Optional
 
-import attrs
-
+from . import _doctor_local, _doctor_net, _doctor_server
+from ._doctor_base import DEFAULT_TIMEOUT, FAIL, OK, SKIP, WARN, DoctorSettings, Finding, mask_key
 from .redaction import register_secret, scrub
 
 if TYPE_CHECKING:
     from .cli import Subcommands
 
-OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 #: The exit code of each check that can fail; the first failed check (in this order) decides.
 EXIT_CODES = {"config": 3, "dns": 4, "tcp": 5, "tls": 6, "proxy": 7, "health": 8, "features": 8, "auth": 9,
               "idempotency_store": 10, "plugins": 11}
-DEFAULT_TIMEOUT = 5.0
-
-
-@attrs.frozen
-class Finding:
-    """One check's result: ``status`` is ok, warn, fail or skip (not checked: an earlier step failed)."""
-
-    name: str
-    status: str
-    detail: str
-    fix: Optional[str] = None
-    data: dict[str, object] = attrs.field(factory=dict)
-
-    def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "status": self.status, "detail": scrub(self.detail),
-                "fix": scrub(self.fix) if self.fix else None, "data": self.data}
-
-
-@attrs.frozen
-class DoctorSettings:
-    """What the command was given, and where each value came from (a flag or a variable's name)."""
-
-    base_url: Optional[str]
-    base_url_source: Optional[str]
-    api_key: Optional[str] = attrs.field(default=None, repr=False)
-    key_source: Optional[str] = None
-    endpoint_id: str = "default"
-    timeout: float = DEFAULT_TIMEOUT
-
-
-def mask_key(key: str) -> str:
-    """A key's length and a short digest: enough to compare two keys, never the key."""
-    return f"{len(key)} characters, sha256 {hashlib.sha256(key.encode('utf-8')).hexdigest()[:8]}"
 
 
 def check_config(settings: DoctorSettings) -> tuple[Finding, Optional[str]]:
@@ -91,8 +56,6 @@ def check_config(settings: DoctorSettings) -> tuple[Finding, Optional[str]]:
 def diagnose(settings: DoctorSettings) -> list[Finding]:
     """Every check, in order: config, dns, tcp, tls, proxy, health, features, auth, approvals, clock,
     idempotency_store, plugins. The server's checks are skipped once the connection failed."""
-    from . import _doctor_local, _doctor_net, _doctor_server
-
     config, origin = check_config(settings)
     findings = [config]
     if origin is None:
