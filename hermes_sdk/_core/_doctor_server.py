@@ -144,8 +144,10 @@ def _auth(client: HermesClient, settings: DoctorSettings) -> Finding:
         code = error.get("code") if isinstance(error, dict) else None
         return Finding("auth", FAIL, f"the server refused the key from {settings.key_source} (HTTP 401"
                        + (f" {code})" if code else ")"),
-                       f"{'pass' if str(settings.key_source).startswith('--') else 'set'} {settings.key_source} "
-                       "the server's API_SERVER_KEY (from its environment or ~/.hermes/.env)",
+                       (f"pass the server's API_SERVER_KEY with {settings.key_source}" if
+                        str(settings.key_source).startswith("--") else
+                        f"set {settings.key_source} to the server's API_SERVER_KEY")
+                       + " (from the server's environment or ~/.hermes/.env)",
                        {"code": code})
     except HermesError as exc:
         return Finding("auth", FAIL, f"GET /v1/models failed: {exc.message}", "check the server's log")
