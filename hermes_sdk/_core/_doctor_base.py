@@ -74,14 +74,15 @@ def bounded(fn: Callable[[], T], timeout: float) -> T:
 
 
 def mask_url(url: str) -> str:
-    """A URL with its password (and user name) replaced by ``***``."""
+    """A URL with its user name and password replaced by one ``***``."""
     try:
         parts = urlsplit(url)
         if parts.username is None and parts.password is None:
             return url
         host = parts.hostname or ""
         host = f"[{host}]" if ":" in host else host
-        netloc = "***:***@" + host + (f":{parts.port}" if parts.port else "")
+        # one "***", no colon: the redactor would rewrite a "***:***@" again
+        netloc = "***@" + host + (f":{parts.port}" if parts.port else "")
         return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
     except ValueError:
         return "<unparseable URL, not shown>"
