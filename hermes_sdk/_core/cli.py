@@ -875,11 +875,13 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_logs import add_logs_parser
     from ._cli_operate import add_operate_parser
     from ._cli_templates import add_templates_parser
+    from .doctor import add_doctor_parser
 
     add_operate_parser(sub, conn)
     add_logs_parser(sub)
     add_keys_parser(sub, conn)
     add_templates_parser(sub)
+    add_doctor_parser(sub, conn)
     add_family_commands(sub, conn, as_json)
     return parser
 
