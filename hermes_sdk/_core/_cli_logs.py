@@ -80,7 +80,8 @@ def _redacted(client: HermesClient, value: object) -> Any:
 
 def run_approvals(events: Iterable[RunEvent]) -> list[dict[str, object]]:
     """The approvals of a run as its events tell them: each request, and each answer."""
-    from .events import ApprovalRequested, ApprovalResponded
+    from .._families.runs.events import ApprovalResponded
+    from .events import ApprovalRequested
 
     found: list[dict[str, object]] = []
     for event in events:

@@ -19,9 +19,9 @@ from .cli import EXIT_OK, _client, _failure, _note, _operator_approval, _print_j
 from .display import visible
 
 if TYPE_CHECKING:
+    from .._families.operator.types import OperatorResult
     from .approval import ApprovalDecision, ApprovalRequest
     from .cli import Subcommands
-    from .operator import OperatorResult
 
 
 def _question(args: argparse.Namespace, objective: Optional[str]) -> str:

@@ -239,6 +239,17 @@ CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
         f"{FAMILIES}.responses": "the hermes-sdk responses command (application layer) offers responses()' body "
                                  "fields as flags",
     },
+    "hermes_sdk._core._cli_logs": {
+        f"{FAMILIES}.runs": "hermes-sdk logs (application layer) records a run's approval answers",
+    },
+    "hermes_sdk._core._cli_operate": {
+        f"{FAMILIES}.operator": "hermes-sdk operate (application layer) prints an OperatorResult",
+    },
+    "hermes_sdk._core._cli_templates": {
+        f"{FAMILIES}.chat": "hermes-sdk templates (application layer) check a template's options against chat()'s",
+        f"{FAMILIES}.responses": "hermes-sdk templates (application layer) check a template's options against "
+                                 "responses()'",
+    },
     "hermes_sdk._core._cli_families": {
         f"{FAMILIES}.jobs": "the hermes-sdk jobs commands (application layer) annotate with Job",
         f"{FAMILIES}.sessions": "the hermes-sdk sessions commands (application layer) annotate with Session",
@@ -429,7 +440,8 @@ def test_the_flat_methods_delegate_to_the_resources(hermes_emulator: HermesEmula
 #: Application-layer modules of ``hermes_sdk/_core`` (the client, the CLI, the registration of the built-ins,
 #: the deprecated paths): they may name a family; the kernel may not.
 APPLICATION_LAYER = ("hermes_sdk._core.builtin", "hermes_sdk._core.client", "hermes_sdk._core.cli",
-                     "hermes_sdk._core._cli_", "hermes_sdk._core._compat", "hermes_sdk._core.resources.families")
+                     "hermes_sdk._core._cli_", "hermes_sdk._core._compat", "hermes_sdk._core.resources.families",
+                     "hermes_sdk._core.doctor", "hermes_sdk._core._doctor_")
 #: Kernel modules that still name a family's route or state, and why.
 KERNEL_NAMES_OF_FAMILIES = {
     "hermes_sdk._core.redaction": "the generic redaction rule scrubs ids after any registered route; its docstring "
