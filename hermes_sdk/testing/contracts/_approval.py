@@ -27,12 +27,14 @@ class Asked:
     def decision(self) -> Optional[ApprovalDecision]:
         if self.error is not None:
             assert isinstance(self.error, (ApprovalRequiredError, ApprovalDeniedError)), \
-                f"a provider leaves a request undecided (None, ApprovalRequiredError) or denies it; it raised {self.error!r}"
+                "a provider leaves a request undecided (None, ApprovalRequiredError) or denies it; " \
+                f"it raised {self.error!r}"
             return None
         if self.answer is None or isinstance(self.answer, ApprovalDecision):
             return self.answer
-        assert isinstance(self.answer, Mapping), f"a provider answers a decision, its JSON shape or None: {self.answer!r}"
-        return ApprovalDecision(**self.answer)
+        assert isinstance(self.answer, Mapping), \
+            f"a provider answers a decision, its JSON shape or None: {self.answer!r}"
+        return ApprovalDecision(**self.answer)  # type: ignore[arg-type]  # its JSON shape: checked by attrs
 
 
 def approves(decision: Optional[ApprovalDecision]) -> bool:

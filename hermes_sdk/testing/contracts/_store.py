@@ -208,7 +208,8 @@ class IdempotencyStoreContract:
         record = make_record(unique("k"), "act-complete")
         assert store.reserve(record) is None
         result: dict[str, object] = {"status": "completed", "error": None, "output": {
-            "text": "h\u00e9llo \u2713 \U0001F511", "n": 3, "ratio": 0.25, "ok": True, "none": None, "list": [1, "a", {}]}}
+            "text": "h\u00e9llo \u2713 \U0001F511", "n": 3, "ratio": 0.25, "ok": True, "none": None,
+            "list": [1, "a", {}]}}
         before = time.time()
         store.complete(record.capability_id, record.key, result)
         expected = json.loads(json.dumps(result))
@@ -279,8 +280,10 @@ class IdempotencyStoreContract:
     # ------------------------------------------------------------------ expiry
 
     def test_an_expired_record_is_absent(self, store: IdempotencyStore) -> None:
-        short, done = make_record(unique("k"), "act-short", ttl=self.ttl), make_record(unique("k"), "act-done", ttl=self.ttl)
-        never, lasting = make_record(unique("k"), "act-never", ttl=None), make_record(unique("k"), "act-lasting", ttl=3600)
+        short = make_record(unique("k"), "act-short", ttl=self.ttl)
+        done = make_record(unique("k"), "act-done", ttl=self.ttl)
+        never = make_record(unique("k"), "act-never", ttl=None)
+        lasting = make_record(unique("k"), "act-lasting", ttl=3600)
         for record in (short, done, never, lasting):
             assert store.reserve(record) is None
         store.complete(done.capability_id, done.key, {"status": "completed"})
