@@ -13,6 +13,7 @@ import ast
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -295,9 +296,13 @@ class FileContract(DictContract):
         return functools.partial(FileStore, store.path)
 
 
-def run_contract(contract: type[IdempotencyStoreContract], tmp_path: Path) -> dict[str, str]:
-    """Every test of the contract as pytest runs it (a fresh store per test and parameter): test -> outcome."""
+def run_contract(contract: type, tmp_path: Path) -> dict[str, str]:
+    """Every test of the contract as pytest runs it (a fresh store, provider or filter per test and
+    parameter): test -> outcome."""
     outcomes: dict[str, str] = {}
+    make, close = {IdempotencyStoreContract: ("make_store", "close"), ApprovalProviderContract: ("make_provider", ""),
+                   RedactionFilterContract: ("make_filter", "")}[next(
+                       base for base in contract.__mro__ if base.__module__.startswith("hermes_sdk.testing"))]
     for name in sorted(n for n in dir(contract) if n.startswith("test_")):
         cases: list[dict[str, object]] = [{}]
         for mark in getattr(getattr(contract, name), "pytestmark", []):
@@ -308,16 +313,17 @@ def run_contract(contract: type[IdempotencyStoreContract], tmp_path: Path) -> di
             instance = contract()
             instance.tmp_path = tmp_path / test_id
             instance.tmp_path.mkdir()
-            store = instance.make_store()
+            made = getattr(instance, make)()
             try:
-                getattr(instance, name)(store, **case)
+                getattr(instance, name)(made, **case)
                 outcomes[test_id] = "passed"
             except pytest.skip.Exception:
                 outcomes[test_id] = "skipped"
             except BaseException as exc:  # an assertion, pytest.fail, or the store's own crash
                 outcomes[test_id] = f"failed: {type(exc).__name__}: {str(exc)[:160]}"
             finally:
-                store.close()
+                if close:
+                    getattr(made, close)()
     return outcomes
 
 
@@ -464,3 +470,87 @@ class TestDemoPluginFilter(RedactionFilterContract):
     def hidden_examples(self) -> Any:
         return [(None, "the token is demo-secret-42", "demo-secret-42"),
                 ("command", "run demo-secret-7 x", "demo-secret-7")]
+
+
+# ------------------------------------------------------------------ wrong providers and filters
+
+
+class CallbackContract(TestCallbackProvider):
+    undecided_within = 2.0
+    answer: Callable[..., Any] = staticmethod(lambda contract, request: None)
+
+    def make_provider(self) -> Any:
+        self.decisions = {}
+        return lambda request: self.answer(self, request)
+
+
+def _approve(request: Any, **kw: Any) -> Any:
+    return request.approve(approver="bob", policy_decision_id="pd-9", **kw)
+
+
+def _hang(contract: Any, request: Any) -> Any:
+    threading.Event().wait(5)
+    return None
+
+
+WRONG_PROVIDERS: dict[str, tuple[Callable[..., Any], set[str]]] = {
+    "approves_everything": (lambda c, r: _approve(r), {
+        "test_an_undecided_request_is_not_approved_and_answered_in_time",
+        "test_approving_one_input_does_not_approve_another", "test_a_request_not_fully_shown_is_approved_only_blind",
+        "test_a_denial_never_approves"}),
+    "answers_with_the_last_decision": (
+        lambda c, r: c.__dict__.setdefault("last", _approve(r)) if c.decisions.get(r.input_hash) else None,
+        {"test_concurrent_requests_each_get_their_own_decision"}),
+    "ignores_fully_shown": (
+        lambda c, r: _approve(r) if c.decisions.get(r.input_hash) == "approved" else None,
+        {"test_a_request_not_fully_shown_is_approved_only_blind"}),
+    "never_answers": (_hang, {"test_an_undecided_request_is_not_approved_and_answered_in_time"}),
+    "raises_its_own_error": (lambda c, r: 1 / 0, {"test_an_undecided_request_is_not_approved_and_answered_in_time"}),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_PROVIDERS))
+def test_a_wrong_approval_provider_fails_the_contract(wrong: str, tmp_path: Path) -> None:
+    answer, expected = WRONG_PROVIDERS[wrong]
+    contract = type(f"Test_{wrong}", (CallbackContract,), {"answer": staticmethod(answer)})
+    outcomes = run_contract(contract, tmp_path)
+    assert expected <= failed(outcomes), outcomes
+
+
+QUADRATIC = re.compile(r"a*b")
+
+
+class _Flip:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, key: Any, text: str) -> str:
+        self.n += 1
+        return text + ("" if self.n % 2 else " ")
+
+
+WRONG_FILTERS: dict[str, tuple[Callable[[], Any], set[str]]] = {
+    "unhides": (lambda: lambda key, text: text.replace("[REDACTED]", "secret"),
+                {"test_it_never_shows_what_is_already_hidden"}),
+    "returns_bytes": (lambda: lambda key, text: text.encode("utf-8", "surrogatepass"),
+                      {"test_it_returns_a_string_for_every_key_and_text"}),
+    "fails_on_a_surrogate": (lambda: lambda key, text: text.encode("utf-8").decode("utf-8"),
+                             {"test_it_returns_a_string_for_every_key_and_text"}),
+    "not_deterministic": (_Flip, {"test_it_is_deterministic_and_idempotent"}),
+    "not_idempotent": (lambda: lambda key, text: text.replace("a", "aa"), {"test_it_is_deterministic_and_idempotent"}),
+    # quadratic in the length of a run of "a" (cut short here, so that the test ends)
+    "quadratic_regex": (lambda: lambda key, text: QUADRATIC.sub("[REDACTED]", text[:30_000]),
+                        {"test_a_huge_text_is_filtered_in_linear_time"}),
+    "misses_its_secret_in_long_text": (lambda: lambda key, text: text if len(text) > 1000 else text.replace(
+        "acct-123456", "[REDACTED]"), {"test_it_hides_what_it_is_for"}),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_FILTERS))
+def test_a_wrong_redaction_filter_fails_the_contract(wrong: str, tmp_path: Path) -> None:
+    make, expected = WRONG_FILTERS[wrong]
+    contract = type(f"Test_{wrong}", (TestRedactorAsFilter,), {
+        "make_filter": lambda self: make(), "huge_seconds": 1.0, "shown_examples": lambda self: (),
+        "hidden_examples": lambda self: [(None, "charge acct-123456 now", "acct-123456")]})
+    outcomes = run_contract(contract, tmp_path)
+    assert expected <= failed(outcomes), outcomes

@@ -201,17 +201,22 @@ class ApprovalProviderContract:
         for request, verdict in zip(requests, verdicts):
             assert self._decide(provider, request, verdict), f"decide() refused to answer {verdict}"
         answers: dict[str, Optional[ApprovalDecision]] = {}
+        errors: list[BaseException] = []
         barrier = threading.Barrier(len(requests))
 
         def run(request: ApprovalRequest) -> None:
-            barrier.wait(60)
-            answers[request.id] = self.ask(provider, request).decision()
+            try:
+                barrier.wait(60)
+                answers[request.id] = self.ask(provider, request).decision()
+            except BaseException as exc:  # reported on the test's own thread below
+                errors.append(exc)
 
         threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in requests]
         for t in threads:
             t.start()
         for t in threads:
             t.join(self.undecided_within + 60)
+        assert not errors, errors[0]
         for request, verdict in zip(requests, verdicts):
             decision = answers.get(request.id)
             assert approves(decision) is (verdict == "approved"), f"{verdict} request answered {decision!r}"
