@@ -63,5 +63,41 @@ def _guard_plugin_module(app, docname, source):  # type: ignore[no-untyped-def]
             "`hermes_sdk` and find the hook specifications in `hermes_sdk.hookspecs` below.", source[0])
 
 
+_BACKLINK = re.compile(r'href="(?P<page>[^"#]*\.html)#(?P<anchor>[^"]+)"')
+
+
+def _fix_viewcode_backlinks(app, pagename, templatename, context, doctree):  # type: ignore[no-untyped-def]
+    """viewcode writes every "[docs]" link of a source module as ``<one module>.<name>``, the module
+    of whichever page named it first; a module whose objects are documented under two public
+    modules (``hermes_sdk.X``, ``hermes_sdk.plugin.Y``) gets broken links. Point each at the object
+    of that name documented on the linked page."""
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    anchors: dict[tuple[str, str], set[str]] = {}  # (page, name without its leading modules) -> anchors
+    on_page: dict[str, set[str]] = {}
+    for name, entry in app.env.get_domain("py").objects.items():
+        if not entry.aliased:
+            on_page.setdefault(entry.docname, set()).add(entry.node_id)
+            parts = name.split(".")
+            for i in range(1, len(parts)):
+                anchors.setdefault((entry.docname, ".".join(parts[i:])), set()).add(entry.node_id)
+    here = os.path.dirname(pagename)
+
+    def fix(match):  # type: ignore[no-untyped-def]
+        page, anchor = match.group("page"), match.group("anchor")
+        docname = os.path.normpath(os.path.join(here, page))[:-len(".html")]
+        if anchor in on_page.get(docname, ()):
+            return match.group(0)
+        parts = anchor.split(".")
+        for i in range(1, len(parts)):
+            found = anchors.get((docname, ".".join(parts[i:])), set())
+            if len(found) == 1:
+                return f'href="{page}#{next(iter(found))}"'
+        return match.group(0)
+
+    context["body"] = _BACKLINK.sub(fix, context["body"])
+
+
 def setup(app):  # type: ignore[no-untyped-def]
     app.connect("source-read", _guard_plugin_module)
+    app.connect("html-page-context", _fix_viewcode_backlinks)

@@ -131,8 +131,11 @@ def corrupt(store: str, why: str) -> CorruptRecordError:
                               details={"hook": "idempotency_store", "store": store, "reason": "corrupt_record"})
 
 
-def _rec_load(text: str) -> IdempotencyRecord:
-    return load_record(text, "sqlite")
+def _rec_load(text: str, capability_id: str, key: str) -> IdempotencyRecord:
+    record = load_record(text, "sqlite")
+    if (record.capability_id, record.key) != (capability_id, key):  # a record copied under another key
+        raise corrupt("sqlite", "(filed under another key)")
+    return record
 
 
 class MemoryStore:
@@ -312,7 +315,7 @@ class SQLiteStore:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        return _rec_load(row[0]) if row else None
+        return _rec_load(row[0], record.capability_id, record.key) if row else None
 
     def complete(self, capability_id: str, key: str, result: Mapping[str, object]) -> None:
         """Store the ActionResult JSON and mark the record completed, atomically (no-op if the record is gone)."""
@@ -325,7 +328,7 @@ class SQLiteStore:
             row = conn.execute("SELECT record FROM hermes_idempotency WHERE capability_id=? AND key=?",
                                (capability_id, key)).fetchone()
             if row is not None:
-                record = attrs.evolve(_rec_load(row[0]), state=COMPLETED, result=dict(result),
+                record = attrs.evolve(_rec_load(row[0], capability_id, key), state=COMPLETED, result=dict(result),
                                       completed_at=time.time())
                 conn.execute("UPDATE hermes_idempotency SET state=?, record=? WHERE capability_id=? AND key=?",
                              (COMPLETED, _rec_json(record), capability_id, key))
@@ -339,17 +342,17 @@ class SQLiteStore:
             row = conn.execute(sql, args).fetchone()
         if row is None:
             return None
-        record = _rec_load(row[0])
+        record = _rec_load(row[0], row[1], row[2])
         return None if record.expired() else record
 
     def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
         """The live record for the key, or None."""
-        return self._one("SELECT record FROM hermes_idempotency WHERE capability_id=? AND key=?",
+        return self._one("SELECT record, capability_id, key FROM hermes_idempotency WHERE capability_id=? AND key=?",
                          (capability_id, key))
 
     def get_by_action(self, action_id: str) -> Optional[IdempotencyRecord]:
         """The live record reserved by that action, or None."""
-        return self._one("SELECT record FROM hermes_idempotency WHERE action_id=?", (action_id,))
+        return self._one("SELECT record, capability_id, key FROM hermes_idempotency WHERE action_id=?", (action_id,))
 
     def forget(self, capability_id: str, key: str) -> bool:
         """Delete the record; return whether one existed."""

@@ -6,7 +6,8 @@ starts with ``# continues`` (a step of a walkthrough, "# continues the example a
 namespace the block before it left. The blocks of a page run in order in one fresh interpreter,
 with ``HERMES_BASE_URL`` and ``HERMES_API_KEY`` pointing at an emulator of its own, so an example
 written as ``HermesClient()`` talks to it. A block that defines
-``test_*`` functions is a pytest example and runs under pytest (with the ``hermes_emulator`` fixture).
+``test_*`` functions or ``Test*`` classes is a pytest example and runs under pytest (with the
+``hermes_emulator`` fixture).
 
 A block that cannot run here (it needs a real Redis, a path on your server, ...) says so in an HTML
 comment on the line before its fence, which readers of the rendered page do not see::
@@ -83,7 +84,7 @@ def examples(page: Path) -> list[dict[str, Any]]:
         line = text.count("\n", 0, match.start("body")) + 1
         body = textwrap.dedent(match.group("body"))
         found.append({"page": str(page.relative_to(ROOT)), "line": line, "code": body,
-                      "pytest": bool(re.search(r"^def test_", body, re.M))})
+                      "pytest": bool(re.search(r"^(?:def test_|class Test)", body, re.M))})
     return found
 
 

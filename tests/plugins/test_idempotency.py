@@ -1,7 +1,9 @@
-"""Idempotency: the store contract (memory, SQLite), store selection, and the pipeline's promises."""
+"""Idempotency: the store contract (memory, SQLite: the kit's IdempotencyStoreContract), store selection, and the
+pipeline's promises."""
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import sqlite3
@@ -28,6 +30,7 @@ from hermes_sdk import (
 )
 from hermes_sdk._core._constants import DELETE_KEY_TTL_SECONDS
 from hermes_sdk.errors import HermesError
+from hermes_sdk.testing.contracts import IdempotencyStoreContract
 
 CHAT = "cap:hermes_agent:default:chat"
 
@@ -39,56 +42,26 @@ def rec(key: str = "k", action: str = "act_1", ttl: float = 60.0, cap: str = CHA
                              created_at=now, expires_at=now + ttl)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    s = MemoryStore() if request.param == "memory" else SQLiteStore(str(tmp_path / "idem.db"))
-    yield s
-    s.close()
+class TestMemoryStore(IdempotencyStoreContract):
+    def make_store(self) -> MemoryStore:
+        return MemoryStore()
 
 
-def test_store_contract(store: Any) -> None:
-    assert store.reserve(rec()) is None
-    existing = store.reserve(rec(action="act_2"))
-    assert existing is not None and existing.action_id == "act_1" and existing.state == "pending"
-    assert store.get(CHAT, "k").state == "pending"
-    assert store.get_by_action("act_1").key == "k"
-    assert store.get_by_action("act_2") is None
-    store.complete(CHAT, "k", {"status": "completed", "output": {"x": 1}})
-    done = store.get(CHAT, "k")
-    assert done.state == "completed" and done.result == {"status": "completed", "output": {"x": 1}}
-    assert done.completed_at is not None
-    assert store.reserve(rec(action="act_3")).state == "completed"
-    assert store.get(CHAT, "other") is None
-    # keys are capability-scoped
-    assert store.reserve(rec(cap="cap:hermes_agent:default:responses", action="act_r")) is None
-    assert store.forget(CHAT, "k") is True and store.forget(CHAT, "k") is False
-    assert store.get(CHAT, "k") is None and store.get_by_action("act_1") is None
-    assert store.reserve(rec(action="act_4")) is None
+class TestSQLiteStore(IdempotencyStoreContract):
+    shared_across_processes = True
 
+    def make_store(self) -> SQLiteStore:
+        return SQLiteStore(str(self.tmp_path / "idem.db"))
 
-def test_an_expired_record_gives_its_key_back(store: Any) -> None:
-    assert store.reserve(rec(ttl=0.05)) is None
-    time.sleep(0.1)
-    assert store.get(CHAT, "k") is None
-    assert store.reserve(rec(action="act_new")) is None
-    assert store.get(CHAT, "k").action_id == "act_new"
+    def store_spec(self, store: Any) -> Callable[[], SQLiteStore]:
+        return functools.partial(SQLiteStore, store.path)
 
-
-def test_reserve_is_atomic_across_threads(store: Any) -> None:
-    winners: list[int] = []
-    barrier = threading.Barrier(16)
-
-    def race(i: int) -> None:
-        barrier.wait()
-        if store.reserve(rec(action=f"act_{i}")) is None:
-            winners.append(i)
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(winners) == 1
+    def write_raw(self, store: Any, capability_id: str, key: str, raw: str) -> None:
+        conn = sqlite3.connect(store.path)
+        with conn:
+            conn.execute("UPDATE hermes_idempotency SET record=? WHERE capability_id=? AND key=?",
+                         (raw, capability_id, key))
+        conn.close()
 
 
 def test_sqlite_store_is_private_and_wal(tmp_path: Any) -> None:

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import attrs
 import redis
 
-from hermes_sdk.plugin import COMPLETED, IdempotencyRecord
+from hermes_sdk.plugin import COMPLETED, CorruptRecordError, IdempotencyRecord, load_record
 
 SCHEMES = ("redis", "rediss")
 DEFAULT_PREFIX = "hermes_sdk:idem:"
@@ -58,10 +58,13 @@ def _dumps(record: IdempotencyRecord) -> str:
     return json.dumps(attrs.asdict(record), separators=(",", ":"))
 
 
-def _loads(raw: Any) -> IdempotencyRecord:
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8")
-    return IdempotencyRecord(**json.loads(raw))
+def _loads(raw: Any, name: str, store: "RedisStore") -> IdempotencyRecord:
+    """The record stored at ``name``; undecodable, or filed under another key: a CorruptRecordError."""
+    record = load_record(raw, "redis")
+    if store._rec(record.capability_id, record.key) != name:
+        raise CorruptRecordError("an idempotency record in the redis store is filed under another key",
+                                 details={"hook": "idempotency_store", "store": "redis", "reason": "corrupt_record"})
+    return record
 
 
 def _ttl_ms(record: IdempotencyRecord, now: float) -> Optional[int]:
@@ -101,7 +104,7 @@ class RedisStore:
             self.redis.delete(self._act(record.action_id))
             raw = self.redis.get(name)
             if raw is not None:
-                return _loads(raw)
+                return _loads(raw, name, self)
             # The holder expired or was forgotten between our SET and GET: try again.
         raise RuntimeError("could not reserve the idempotency key (contention)")
 
@@ -111,15 +114,16 @@ class RedisStore:
         raw = self.redis.get(name)
         if raw is None:
             return
-        record = attrs.evolve(_loads(raw), state=COMPLETED, result=dict(result), completed_at=time.time())
+        record = attrs.evolve(_loads(raw, name, self), state=COMPLETED, result=dict(result), completed_at=time.time())
         self.redis.set(name, _dumps(record), xx=True, keepttl=True)
 
     @_typed_outage
     def get(self, capability_id: str, key: str) -> Optional[IdempotencyRecord]:
-        raw = self.redis.get(self._rec(capability_id, key))
+        name = self._rec(capability_id, key)
+        raw = self.redis.get(name)
         if raw is None:
             return None
-        record = _loads(raw)
+        record = _loads(raw, name, self)
         return None if record.expired() else record
 
     @_typed_outage
@@ -130,7 +134,7 @@ class RedisStore:
         raw = self.redis.get(name)
         if raw is None:
             return None
-        record = _loads(raw)
+        record = _loads(raw, name.decode("utf-8") if isinstance(name, bytes) else str(name), self)
         return record if record.action_id == action_id and not record.expired() else None
 
     @_typed_outage
@@ -139,11 +143,15 @@ class RedisStore:
         raw = self.redis.get(name)
         if raw is None:
             return False
+        try:
+            action_id: Optional[str] = _loads(raw, name, self).action_id
+        except CorruptRecordError:
+            action_id = None  # a corrupt record can still be cleared; its index entry expires with its TTL
         pipe = self.redis.pipeline()
         pipe.delete(name)
-        pipe.delete(self._act(_loads(raw).action_id))
-        deleted, _ = pipe.execute()
-        return bool(deleted)
+        if action_id is not None:
+            pipe.delete(self._act(action_id))
+        return bool(pipe.execute()[0])
 
     def close(self) -> None:
         if self._owns:

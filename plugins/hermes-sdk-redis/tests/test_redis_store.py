@@ -1,13 +1,14 @@
-"""The Redis store: the store contract, atomicity across connections, TTLs, and the SDK end to end."""
+"""The Redis store: the kit's store contract (atomicity across connections and processes, expiry,
+corrupt records), keys and TTLs, and the SDK end to end."""
 
 from __future__ import annotations
 
-import threading
+import functools
 import time
-from typing import Any
+import uuid
+from typing import Any, Callable
 
 import pytest
-import redis
 from hermes_sdk_redis import RedisStore, RedisStorePlugin, store_from_url
 
 from hermes_sdk import (
@@ -18,6 +19,7 @@ from hermes_sdk import (
     OutcomeUnknownError,
 )
 from hermes_sdk._core import _plugin_manager as plugins
+from hermes_sdk.testing.contracts import IdempotencyStoreContract
 
 CHAT = "cap:hermes_agent:default:chat"
 
@@ -28,20 +30,36 @@ def rec(key: str = "k", action: str = "act_1", ttl: float = 60.0) -> Idempotency
                              created_at=now, expires_at=now + ttl)
 
 
-def test_store_contract(redis_client: Any) -> None:
-    store = RedisStore(redis_client)
-    assert store.reserve(rec()) is None
-    existing = store.reserve(rec(action="act_2"))
-    assert existing.action_id == "act_1" and existing.state == "pending"
-    assert store.get_by_action("act_2") is None and store.get_by_action("act_1").key == "k"
-    store.complete(CHAT, "k", {"status": "completed"})
-    assert store.get(CHAT, "k").state == "completed" and store.get(CHAT, "k").result == {"status": "completed"}
-    assert store.reserve(rec(action="act_3")).state == "completed"
-    assert store.forget(CHAT, "k") is True and store.forget(CHAT, "k") is False
-    assert store.get(CHAT, "k") is None and store.get_by_action("act_1") is None
-    store.complete(CHAT, "k", {"status": "completed"})  # completing a forgotten key is a no-op
-    assert store.get(CHAT, "k") is None
-    store.close()
+class TestRedisStore(IdempotencyStoreContract):
+    """The kit's store contract, on a real redis-server and on fakeredis."""
+
+    @pytest.fixture(autouse=True)
+    def _redis(self, redis_client: Any) -> None:
+        self.client = redis_client
+
+    def make_store(self) -> RedisStore:
+        return RedisStore(self.client)
+
+    def write_raw(self, store: Any, capability_id: str, key: str, raw: str) -> None:
+        assert store.redis.set(store._rec(capability_id, key), raw, xx=True, keepttl=True)
+
+
+class TestRedisServerStore(IdempotencyStoreContract):
+    """Store objects with connections of their own, in this process and in others, share one server."""
+
+    shared_across_processes = True
+
+    @pytest.fixture(autouse=True)
+    def _server(self, redis_server: str) -> None:
+        self.url = f"{redis_server}?prefix=contract-{uuid.uuid4().hex[:8]}:"
+
+    def make_store(self) -> RedisStore:
+        store = store_from_url(self.url)
+        assert store is not None
+        return store
+
+    def store_spec(self, store: Any) -> Callable[[], Any]:
+        return functools.partial(store_from_url, self.url)
 
 
 def test_keys_hide_the_idempotency_key_and_carry_the_ttl(redis_client: Any) -> None:
@@ -53,33 +71,6 @@ def test_keys_hide_the_idempotency_key_and_carry_the_ttl(redis_client: Any) -> N
         assert 115_000 < redis_client.pttl(name) <= 120_000
     store.complete(CHAT, "secret-key-value", {"status": "completed"})
     assert all(redis_client.pttl(n) > 0 for n in names)  # completing keeps the TTL
-
-
-def test_an_expired_record_gives_its_key_back(redis_client: Any) -> None:
-    store = RedisStore(redis_client)
-    store.reserve(rec(ttl=0.2))
-    time.sleep(0.3)
-    assert store.get(CHAT, "k") is None
-    assert store.reserve(rec(action="act_new")) is None
-
-
-def test_reserve_is_atomic_across_connections(redis_server: str) -> None:
-    winners: list[int] = []
-    barrier = threading.Barrier(20)
-
-    def race(i: int) -> None:
-        store = RedisStore(redis.Redis.from_url(redis_server), prefix="race:")  # one connection per "host"
-        barrier.wait()
-        if store.reserve(rec(action=f"act_{i}")) is None:
-            winners.append(i)
-        store.redis.close()
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(winners) == 1
 
 
 def test_url_claims_redis_and_rediss_only() -> None:

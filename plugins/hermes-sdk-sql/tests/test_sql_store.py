@@ -1,9 +1,10 @@
-"""The SQL store on a real PostgreSQL server and on SQLite: the store contract, atomicity across
-engines, TTLs, corrupt rows, the versioned schema, the SDK end to end, a killed process and a
-many-process race."""
+"""The SQL store on a real PostgreSQL server and on SQLite: the kit's store contract (atomicity across
+engines and processes, expiry, corrupt records), corrupt rows through the SDK, the versioned schema,
+the SDK end to end, a killed process and a many-process race."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 import sqlalchemy as sa
@@ -26,9 +27,11 @@ from hermes_sdk_sql import (
     sqlalchemy_url,
     store_from_url,
 )
+from hermes_sdk_sql.store import _slot
 
 from hermes_sdk import HermesClient, IdempotencyRecord, InvalidInputError, OutcomeUnknownError, PluginError
 from hermes_sdk._core import _plugin_manager as plugins
+from hermes_sdk.testing.contracts import IdempotencyStoreContract
 
 CHAT = "cap:hermes_agent:default:chat"
 CHILD = str(Path(__file__).with_name("sql_child.py"))
@@ -40,66 +43,42 @@ def rec(key: str = "k", action: str = "act_1", ttl: float = 60.0) -> Idempotency
                              created_at=now, expires_at=now + ttl)
 
 
-def test_store_contract(db_url: str) -> None:
+class TestSQLStore(IdempotencyStoreContract):
+    """The kit's store contract on PostgreSQL and SQLite: engines of their own in this process and others."""
+
+    shared_across_processes = True
+
+    @pytest.fixture(autouse=True)
+    def _database(self, db_url: str) -> None:
+        self.url = db_url
+
+    def make_store(self) -> SQLStore:
+        return SQLStore(self.url)
+
+    def store_spec(self, store: Any) -> Callable[[], SQLStore]:
+        return functools.partial(SQLStore, self.url)
+
+    def write_raw(self, store: Any, capability_id: str, key: str, raw: str) -> None:
+        with store.engine.begin() as conn:
+            done = conn.execute(store.table.update().where(store.table.c.slot == _slot(capability_id, key))
+                                .values(record=raw))
+        assert done.rowcount == 1
+
+
+def test_long_keys_are_stored_by_their_digest(db_url: str) -> None:
     store = SQLStore(db_url)
-    assert store.reserve(rec()) is None
-    existing = store.reserve(rec(action="act_2"))
-    assert existing is not None and existing.action_id == "act_1" and existing.state == "pending"
-    assert store.get_by_action("act_2") is None and store.get_by_action("act_1").key == "k"
-    store.complete(CHAT, "k", {"status": "completed"})
-    got = store.get(CHAT, "k")
-    assert got.state == "completed" and got.result == {"status": "completed"} and got.completed_at
-    assert store.reserve(rec(action="act_3")).state == "completed"
-    assert store.forget(CHAT, "k") is True and store.forget(CHAT, "k") is False
-    assert store.get(CHAT, "k") is None and store.get_by_action("act_1") is None
-    store.complete(CHAT, "k", {"status": "completed"})  # completing a forgotten key is a no-op
-    assert store.get(CHAT, "k") is None
-    # records are capability-scoped: the same key under another capability is another record
-    assert store.reserve(rec()) is None
-    other = IdempotencyRecord(capability_id="cap:hermes_agent:default:responses", key="k", action_id="act_r",
-                              input_hash="h", state="pending", created_at=time.time(), expires_at=None)
-    assert store.reserve(other) is None and store.get(other.capability_id, "k").action_id == "act_r"
     long_key = "x" * 5000  # keys of any length (the primary key is their digest)
     assert store.reserve(rec(key=long_key, action="act_long")) is None and store.get(CHAT, long_key)
     store.close()
 
 
-def test_an_expired_record_gives_its_key_back(db_url: str) -> None:
+def test_purge_expired_takes_every_expired_record(db_url: str) -> None:
     store = SQLStore(db_url)
-    store.reserve(rec(ttl=0.2))
-    time.sleep(0.3)
-    assert store.get(CHAT, "k") is None and store.get_by_action("act_1") is None
-    assert store.reserve(rec(action="act_new")) is None
-    assert store.get(CHAT, "k").action_id == "act_new"
     store.reserve(rec(key="old", action="act_old", ttl=0.1))
+    store.reserve(rec(key="live", action="act_live"))
     time.sleep(0.2)
-    assert store.purge_expired() == 1
+    assert store.purge_expired() == 1 and store.get(CHAT, "live") is not None
     store.close()
-
-
-def test_reserve_is_atomic_across_engines(db_url: str) -> None:
-    SQLStore(db_url).close()  # the schema exists before the race (first use is tested below)
-    winners: list[int] = []
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(16)
-
-    def race(i: int) -> None:
-        store = SQLStore(db_url)  # an engine (pool) per "host"
-        try:
-            barrier.wait()
-            if store.reserve(rec(action=f"act_{i}")) is None:
-                winners.append(i)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-        finally:
-            store.close()
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and len(winners) == 1
 
 
 def test_first_use_races_create_the_schema_once(db_url: str) -> None:
