@@ -101,3 +101,20 @@ def _fix_viewcode_backlinks(app, pagename, templatename, context, doctree):  # t
 def setup(app):  # type: ignore[no-untyped-def]
     app.connect("source-read", _guard_plugin_module)
     app.connect("html-page-context", _fix_viewcode_backlinks)
+
+
+def _type_checking_names() -> None:
+    # CompositeContext's signature names the kernel's Executor, OperationSpec, CallOptions... imported only
+    # for type checkers (a run-time import would close a circle); the annotations are resolved in the
+    # module's namespace, so the docs build gives it those names.
+    import importlib
+
+    admission = importlib.import_module("hermes_sdk._core.admission")
+    for module, name in (("hermes_sdk._core.executor", "Executor"), ("hermes_sdk._core.operations.spec",
+                         "OperationSpec"), ("hermes_sdk._core.options", "CallOptions"),
+                         ("hermes_sdk._core.approval", "ApprovalProvider"),
+                         ("hermes_sdk._core.endpoints", "ExecutionContext")):
+        vars(admission).setdefault(name, getattr(importlib.import_module(module), name))
+
+
+_type_checking_names()
