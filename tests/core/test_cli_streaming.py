@@ -29,7 +29,7 @@ def test_on_a_terminal_the_first_words_show_before_the_reply_ends(hermes_emulato
     # Measured by what the terminal showed, not by a clock: when the first words arrived, the last
     # had not (a reply printed whole would show them together).
     assert "hotel" not in shown, shown
-    shown = term.expect("hotel")
+    shown = term.expect("hotel\r\n")  # the line's end too: it may come in a read of its own
     assert term.wait() == 0
     assert _chats(hermes_emulator)[-1].body.get("stream") is True
     assert shown.replace("\r\n", "\n").endswith(f"ECHO: {WORDS}\n")

@@ -538,8 +538,8 @@ WRONG_FILTERS: dict[str, tuple[Callable[[], Any], set[str]]] = {
                              {"test_it_returns_a_string_for_every_key_and_text"}),
     "not_deterministic": (_Flip, {"test_it_is_deterministic_and_idempotent"}),
     "not_idempotent": (lambda: lambda key, text: text.replace("a", "aa"), {"test_it_is_deterministic_and_idempotent"}),
-    # quadratic in the length of a run of "a" (cut short here, so that the test ends)
-    "quadratic_regex": (lambda: lambda key, text: QUADRATIC.sub("[REDACTED]", text[:30_000]),
+    # quadratic in the length of a run of "a": the contract sees it grow 16x from 5,000 to 20,000 characters
+    "quadratic_regex": (lambda: lambda key, text: QUADRATIC.sub("[REDACTED]", text),
                         {"test_a_huge_text_is_filtered_in_linear_time"}),
     "misses_its_secret_in_long_text": (lambda: lambda key, text: text if len(text) > 1000 else text.replace(
         "acct-123456", "[REDACTED]"), {"test_it_hides_what_it_is_for"}),
