@@ -113,7 +113,9 @@ class RedactionFilterContract:
         # the time grows from n to 4n characters (linear: ~4x, quadratic: ~16x), so a catastrophic
         # expression fails in a second, then the huge text itself within huge_seconds of CPU.
         unit = "a1 b2=c3 \u00e9:\u2713 " + "x" * 7 + "\n"
-        for make in (lambda n: unit * (n // len(unit)), lambda n: "a" * n, lambda n: " " * n):
+        makers: tuple[Callable[[int], str], ...] = (lambda n: unit * (n // len(unit)), lambda n: "a" * n,
+                                                    lambda n: " " * n)
+        for make in makers:
             small, large = (_cpu_per_call(text_filter, make(n)) for n in (5_000, 20_000))
             assert large < max(small, 2e-4) * 10, (
                 f"4 times the text took {large / small if small else float('inf'):.0f} times as long "
