@@ -29,8 +29,8 @@ from hermes_sdk.plugin import visible
 
 from .inbox import Inbox
 from .resume import ResumeWorker
-from .sessions import LoginSessions
 from .serving import wsgi_server
+from .sessions import LoginSessions
 from .web import create_app, shown_ids, token_from_env
 
 _DESCRIPTION = "Serve the approval inbox on its own, or list its entries."
@@ -131,14 +131,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     worker = None
     if args.resume:
         worker = ResumeWorker(_client(args), args.store, timeout=args.resume_timeout).start()
-    hermes = worker.client if worker is not None else _outcome_client(args)
+    hermes, note = (worker.client, "") if worker is not None else _outcome_client()
     try:
         app = create_app(args.store, token=token, operator=args.operator,
                          on_decision=worker.wake if worker is not None else None, hermes=hermes)
     except ValueError as exc:
         parser.error(str(exc))
     server = wsgi_server(app, args.host, args.port, args.server)
-    print(f"hermes-sdk-inbox: serving http://{args.host}:{server.port}/ ({server.name})", file=sys.stderr, flush=True)
+    # The serving line first (scripts read it), then what the operator should know about this server.
+    print(f"hermes-sdk-inbox: serving http://{args.host}:{server.port}/", file=sys.stderr, flush=True)
+    for line in (server.warning or f"hermes-sdk-inbox: served by {server.name}", note):
+        if line:
+            print(line, file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -153,19 +157,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-def _outcome_client(args: argparse.Namespace) -> Any:
-    """A Hermes client for showing decided runs' outcomes, when the environment names a server."""
+def _outcome_client() -> tuple[Any, str]:
+    """A Hermes client for showing decided runs' outcomes when the environment names a server, and
+    else why there is none."""
     if not os.environ.get("HERMES_BASE_URL"):
-        print("hermes-sdk-inbox: HERMES_BASE_URL is not set, so decided runs' outcomes are not shown",
-              file=sys.stderr, flush=True)
-        return None
+        return None, "hermes-sdk-inbox: HERMES_BASE_URL is not set, so decided runs' outcomes are not shown"
     from hermes_sdk import HermesClient, HermesError
 
     try:
-        return HermesClient(load_entrypoints=False)
+        return HermesClient(load_entrypoints=False), ""
     except HermesError as exc:
-        print(f"hermes-sdk-inbox: no Hermes client for runs' outcomes ({exc.code})", file=sys.stderr, flush=True)
-        return None
+        return None, f"hermes-sdk-inbox: no Hermes client for runs' outcomes ({exc.code})"
 
 
 def _client(args: argparse.Namespace) -> Any:

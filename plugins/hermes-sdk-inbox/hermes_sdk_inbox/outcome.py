@@ -19,7 +19,7 @@ from .queue import identifiers_of
 FINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 #: How long the page waits for Hermes' answer (seconds): a slow server must not hold the page.
 ASK_TIMEOUT = 3.0
-NO_CLIENT = "not known to the inbox: it was not given a Hermes client (see the inbox guide)"
+NO_CLIENT = "not known to the inbox: it was not given a Hermes client (README: Serving it)"
 
 
 def run_outcome(inbox: Any, entry: dict[str, Any], client: Any) -> Optional[dict[str, Any]]:
@@ -56,6 +56,7 @@ def describe(outcome: Optional[dict[str, Any]]) -> str:
     if status is None:
         return str(outcome.get("note") or "not known")
     words = {"completed": "completed", "failed": "failed", "cancelled": "cancelled (stopped or blocked)",
-             "interrupted": "interrupted (Hermes shut down)", "waiting_for_approval": "still running: waiting for an approval",
+             "interrupted": "interrupted (Hermes shut down)",
+             "waiting_for_approval": "still running: waiting for an approval",
              "stopping": "stopping"}.get(status, "still running")
     return words + (f": {outcome['note']}" if outcome.get("note") else "")

@@ -1,5 +1,5 @@
 """The standalone inbox's WSGI server: waitress when installed, else Werkzeug's development server
-with a plain warning that it is not for production.
+with a plain warning (``Served.warning``, printed after the serving line) that it is not for production.
 
 ``pip install 'hermes-sdk-inbox[production]'`` installs waitress. Behind an application's own WSGI
 server (gunicorn, uWSGI, mod_wsgi), mount :func:`~hermes_sdk_inbox.inbox_blueprint` in the
@@ -8,7 +8,6 @@ application instead, or serve ``create_app(...)`` from a module it imports (READ
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 DEV_WARNING = ("hermes-sdk-inbox: WARNING: serving with Werkzeug's development server, which is not for "
@@ -19,8 +18,8 @@ DEV_WARNING = ("hermes-sdk-inbox: WARNING: serving with Werkzeug's development s
 class Served:
     """A started server: ``port`` (the one bound), ``name``, ``serve_forever()`` and ``close()``."""
 
-    def __init__(self, name: str, port: int, serve: Any, close: Any) -> None:
-        self.name, self.port = name, port
+    def __init__(self, name: str, port: int, serve: Any, close: Any, warning: str = "") -> None:
+        self.name, self.port, self.warning = name, port, warning
         self.serve_forever, self.close = serve, close
 
 
@@ -38,6 +37,6 @@ def wsgi_server(app: Any, host: str, port: int, choice: str = "auto") -> Served:
             return Served("waitress", int(server.effective_port), server.run, server.close)
     from werkzeug.serving import make_server
 
-    print(DEV_WARNING, file=sys.stderr, flush=True)
     dev = make_server(host, port, app, threaded=True)
-    return Served("Werkzeug development server", int(dev.server_port), dev.serve_forever, dev.server_close)
+    return Served("Werkzeug development server", int(dev.server_port), dev.serve_forever, dev.server_close,
+                  DEV_WARNING)

@@ -140,7 +140,7 @@ def _started(args: list[str], tmp_path: Path) -> tuple[str, str]:
             if not line:
                 break
             lines.append(line)
-            if "serving http://" in line:
+            if "served by" in line or "WARNING" in line:  # the line after the serving line
                 break
     finally:
         proc.terminate()
@@ -152,11 +152,12 @@ def _started(args: list[str], tmp_path: Path) -> tuple[str, str]:
 
 def test_the_development_server_is_named_and_warned_about(tmp_path: Path) -> None:
     out, serving = _started(["--server", "werkzeug"], tmp_path)
-    assert "(Werkzeug development server)" in serving
-    assert "not for production" in out and "hermes-sdk-inbox[production]" in out
+    assert re.fullmatch(r"hermes-sdk-inbox: serving http://127\.0\.0\.1:\d+/\n", serving)  # as scripts read it
+    assert "Werkzeug's development server, which is not for production" in out
+    assert "hermes-sdk-inbox[production]" in out and "inbox_blueprint" in out
 
 
 def test_waitress_serves_the_standalone_inbox_when_installed(tmp_path: Path) -> None:
     pytest.importorskip("waitress", reason="pip install 'hermes-sdk-inbox[production]'")
     out, serving = _started([], tmp_path)  # auto: waitress when installed
-    assert "(waitress)" in serving and "not for production" not in out
+    assert "served by waitress" in out and "not for production" not in out
