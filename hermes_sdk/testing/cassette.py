@@ -218,13 +218,16 @@ def _install(raw: urllib3.HTTPResponse, read1: Callable[..., bytes]) -> None:
 
 
 def _live_chunks(raw: urllib3.HTTPResponse) -> Iterator[bytes]:
-    """The body's bytes as they arrive, undecoded, by the original reader's public methods."""
+    """The body's bytes as they arrive, undecoded, by the original reader's public methods (the
+    class's: the tap's own ``read`` and ``read1`` are set on the instance)."""
+    cls = type(raw)
     if getattr(raw, "chunked", False) and raw.supports_chunked_reads():
         return iter(raw.read_chunked(_CHUNK, decode_content=False))
-    read1 = getattr(raw, "read1", None)
+    read1 = getattr(cls, "read1", None)  # urllib3 >= 2.2
     if read1 is not None:
-        return iter(lambda: read1(_CHUNK, decode_content=False), b"")
-    return iter(raw.stream(_CHUNK, decode_content=False))
+        return iter(lambda: read1(raw, _CHUNK, decode_content=False), b"")
+    # urllib3 1.26: a sized body (JSON) in pieces; a close-delimited one waits for each 64 KiB
+    return iter(lambda: cls.read(raw, _CHUNK, decode_content=False), b"")
 
 
 def _path(url: str) -> str:
