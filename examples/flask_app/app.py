@@ -5,7 +5,8 @@ ends cleanly when the stream fails after the headers were sent.
 Run it against the bundled emulator (``hermes-sdk emulator`` prints the two variables)::
 
     export HERMES_BASE_URL=... HERMES_API_KEY=...
-    flask --app examples/flask_app/app.py run
+    export FLASK_APP=examples/flask_app/app.py   # Flask 2.0 and 2.1 have no --app option
+    flask run
 
 Under gunicorn (``gunicorn 'app:create_app()'``), ``--preload`` included: the client is created lazily,
 in the worker process that first uses it, never in the master before the fork.

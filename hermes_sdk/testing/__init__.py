@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .cassette import Cassette, CassetteMiss, use_cassette
     from .emulator import TOOLSETS, HermesEmulator, main, serve
     from .faults import FAULTS, Fault, FaultRequest, FaultServer
     from .model import AgentResult, Reply, RequestInfo
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 #: Where each exported name lives (the imports above, for type checkers, name the same).
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "cassette": ("Cassette", "CassetteMiss", "use_cassette"),
     "emulator": ("TOOLSETS", "HermesEmulator", "main", "serve"),
     "faults": ("FAULTS", "Fault", "FaultRequest", "FaultServer"),
     "model": ("AgentResult", "Reply", "RequestInfo"),
@@ -28,6 +30,8 @@ __all__ = [
     "FAULTS",
     "TOOLSETS",
     "AgentResult",
+    "Cassette",
+    "CassetteMiss",
     "Fault",
     "FaultRequest",
     "FaultServer",
@@ -37,6 +41,7 @@ __all__ = [
     "SeenRequest",
     "main",
     "serve",
+    "use_cassette",
 ]
 
 

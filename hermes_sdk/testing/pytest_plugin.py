@@ -1,4 +1,4 @@
-"""pytest plugin (entry point ``hermes_sdk``): emulator and fault-server fixtures.
+"""pytest plugin (entry point ``hermes_sdk``): emulator, fault-server and cassette fixtures.
 
 ``hermes_emulator`` is function-scoped but backed by one server per session:
 starting sockets per test is slow, and ``reset()`` gives each test a clean
@@ -18,10 +18,40 @@ import pytest
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from .cassette import Cassette
     from .emulator import EmulatorOptions, HermesEmulator
     from .faults import FaultServer
 
 RUNS_APPROVAL_TIMEOUT = 5.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "hermes_cassette(path=None, mode='once', secrets=(), redact=None): options of the test's "
+        "hermes_cassette (hermes_sdk.testing.cassette)")
+
+
+@pytest.fixture
+def hermes_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette]:
+    """Record the SDK's traffic in this test to ``cassettes/<module>/<test>.json`` beside the test
+    file, or replay it from there with Hermes gone (``hermes_sdk.testing.cassette``; runs that wait
+    for an approval included). ``@pytest.mark.hermes_cassette(...)`` passes options;
+    ``HERMES_CASSETTE_MODE=record`` records again, ``=replay`` never records."""
+    import os
+    import re
+    from pathlib import Path
+
+    from .cassette import use_cassette
+
+    marker = request.node.get_closest_marker("hermes_cassette")
+    options = dict(marker.kwargs) if marker is not None else {}
+    where = Path(str(request.node.path))
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+    path = options.pop("path", None) or where.parent / "cassettes" / where.stem / f"{name}.json"
+    mode = os.environ.get("HERMES_CASSETTE_MODE") or options.pop("mode", "once")
+    options.pop("mode", None)
+    with use_cassette(path, mode, **options) as cassette:
+        yield cassette
 
 
 @pytest.fixture(scope="session")

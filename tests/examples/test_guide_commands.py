@@ -8,6 +8,10 @@ emulator, 5000, 8000, 8001 for the apps) are replaced by free ones, so the test 
 anything else on the machine (and the Celery try-out's folder, ``/tmp/hermes-celery``, by one of
 the test's own); and the ``pip install`` line is not run (the environment already has
 it), but what it names is checked: the extra exists and holds the frameworks the guide uses.
+
+The same block also runs as a reader pastes it: one ``bash`` script from the repository root (with the
+same two differences), whose last line stops the servers it started; the test bounds it and then
+kills whatever is left of its process group.
 """
 
 from __future__ import annotations
@@ -71,12 +75,27 @@ def _check_install(line: str) -> None:
         assert re.search(rf"^\s*{framework}\b", named, re.M | re.I), f"the extra lacks {framework}"
 
 
+STOP = "kill $(jobs -p)"  # a block's last line: the servers it started in the background
+
+
+def _localized(line: str, ports: dict[int, int], tmp_path: Path) -> str:
+    """The line with the guide's fixed ports and try-out folder replaced by the test's own."""
+    for port, free in ports.items():
+        line = re.sub(rf"(?<![\d.]){port}\b", str(free), line)
+    return line.replace("/tmp/hermes-celery", str(tmp_path / "celery"))
+
+
+def _environment(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "CELERY_", "FLASK_"))}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    env.update(HERMES_SDK_PLUGINS="", XDG_STATE_HOME=str(tmp_path / "state"), PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
 def run_guide(guide: str, tmp_path: Path) -> list[str]:
     """Run the guide's commands; returns each foreground command's stdout."""
     ports = {port: _free_port() for port in GUIDE_PORTS}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "CELERY_"))}
-    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
-    env.update(HERMES_SDK_PLUGINS="", XDG_STATE_HOME=str(tmp_path / "state"), PYTHONDONTWRITEBYTECODE="1")
+    env = _environment(tmp_path)
     background: list[subprocess.Popen[bytes]] = []
     outputs: list[str] = []
     try:
@@ -84,9 +103,9 @@ def run_guide(guide: str, tmp_path: Path) -> list[str]:
             if "pip install" in line:
                 _check_install(line)
                 continue
-            for port, free in ports.items():
-                line = re.sub(rf"(?<![\d.]){port}\b", str(free), line)
-            line = line.replace("/tmp/hermes-celery", str(tmp_path / "celery"))
+            if line.startswith(STOP):
+                continue  # the servers this runner started are stopped below
+            line = _localized(line, ports, tmp_path)
             if line.startswith("export "):
                 for word in shlex.split(line[len("export "):].split(" #", 1)[0]):
                     name, _, value = word.partition("=")
@@ -130,3 +149,46 @@ def test_the_guide_runs_as_written(guide: str, tmp_path: Path) -> None:
     assert "ECHO: " in text, text[-3000:]  # the emulator answered through the app
     if guide != "celery":
         assert "event: done" in text  # the streamed answer ended cleanly
+
+
+def run_block(guide: str, tmp_path: Path, bound: float = 300.0) -> str:
+    """Run the guide's block as one pasted script from the repository root; returns its output."""
+    ports = {port: _free_port() for port in GUIDE_PORTS}
+    lines = commands(guide)
+    assert lines[-1].startswith(STOP), f"{guide}.md: the block does not end by stopping its servers"
+    script = ["set -e"]
+    for line in lines:
+        if "pip install" in line:
+            _check_install(line)  # installed already: the env is the one it would make
+            continue
+        script.append(_localized(line, ports, tmp_path))
+    (tmp_path / "block.sh").write_text("\n".join(script) + "\n")
+    log = tmp_path / "block.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["bash", str(tmp_path / "block.sh")], cwd=ROOT, env=_environment(tmp_path),
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        code = proc.wait(bound)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        try:  # whatever the block left running: its process group is the script's pid
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(15)
+    text = log.read_text(errors="replace")
+    assert code == 0, f"{guide}: the pasted block ended with {code} (None: running after {bound} s)\n{text[-4000:]}"
+    return text
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the guides' commands are POSIX shell")
+@pytest.mark.parametrize("guide", sorted(FRAMEWORKS))
+def test_the_guide_runs_pasted_as_one_block(guide: str, tmp_path: Path) -> None:
+    for module in FRAMEWORKS[guide]:
+        require(module)
+    text = run_block(guide, tmp_path)
+    assert "ECHO: " in text, text[-3000:]
+    if guide != "celery":
+        assert "event: done" in text

@@ -30,6 +30,7 @@ import attrs
 from hermes_sdk._core.approval import ApprovalRequest, check
 from hermes_sdk._core.endpoints import ExecutionContext, seconds_value
 from hermes_sdk._core.models import StreamEvent
+from hermes_sdk._core.recorders import RECORDER_POLL, buffering_recorder, refusal
 from hermes_sdk._core.stages.approval import as_decision
 from hermes_sdk.errors import (
     STREAM_INCOMPLETE,
@@ -137,6 +138,7 @@ class Run:
         self._pending: deque[_Pending] = deque()
         self._answered_unseen = 0
         self._result: Optional[RunResult] = None
+        self._recorder: Optional[str] = None  # a recorder that buffers whole replies (vcrpy): see .recorders
         self._lock = threading.Lock()
         # Guards the pending requests between the consumer, the caller and the answers' senders.
         self._answering = threading.Condition(threading.RLock())
@@ -278,6 +280,10 @@ class Run:
             return
         self._subscribed = True
         self._runs.follow(self)
+        self._recorder = buffering_recorder()
+        if self._recorder is not None:  # the subscription would block until the run ends: opened aside
+            threading.Thread(target=self._subscribe_aside, daemon=True, name=f"hermes-sdk-run-{self.id[-8:]}").start()
+            return
         try:
             self._stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline)
         except HermesError as exc:
@@ -287,6 +293,34 @@ class Run:
                                   name=f"hermes-sdk-run-{self.id[-8:]}")
         self._stream.owner = thread
         thread.start()
+
+    def _subscribe_aside(self) -> None:
+        try:
+            stream = self._stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline)
+        except HermesError as exc:
+            self._queue.put(("broken", exc))
+            return
+        stream.owner = threading.current_thread()
+        self._read(stream)
+
+    def _watch_status(self) -> None:
+        """Under a recorder that buffers: refuse the run once it waits for a person (see .recorders)."""
+        try:
+            status = self._runs.get(self.id, endpoint=self._endpoint, context=self._context,
+                                    deadline=self._ahead_of_deadline())
+        except HermesError:
+            return  # the stream (or the next look) tells
+        self._refuse_waiting(status.status)
+
+    def _refuse_waiting(self, status: str) -> None:
+        if self._recorder is None or status != "waiting_for_approval" or self._result is not None:
+            return
+        try:
+            self.stop()
+            stopped = True
+        except HermesError:
+            stopped = False
+        raise refusal(self._recorder, self.id, stopped)
 
     def _following(self) -> bool:
         """Whether this handle's events subscription is open."""
@@ -361,10 +395,14 @@ class Run:
             remaining = None if until is None else until - time.time()
             if remaining is not None and remaining <= 0:
                 return None
+            slice_ = remaining if self._recorder is None else min(remaining or RECORDER_POLL, RECORDER_POLL)
             try:
-                kind, payload = self._queue.get(timeout=remaining)
+                kind, payload = self._queue.get(timeout=slice_)
             except queue.Empty:
-                return None
+                if self._recorder is None or (until is not None and time.time() >= until):
+                    return None
+                self._watch_status()
+                continue
             if isinstance(payload, StreamEvent):  # kind "event"
                 mark = self._queue.mark(payload)
                 data = payload.data
@@ -562,6 +600,7 @@ class Run:
                     raise
                 status = None
             if status is not None:
+                self._refuse_waiting(status.status)
                 if status.status != self.status and self._result is None:
                     self.status = status.status
                 if status.terminal:

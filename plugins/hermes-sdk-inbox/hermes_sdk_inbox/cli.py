@@ -29,8 +29,9 @@ from hermes_sdk.plugin import visible
 
 from .inbox import Inbox
 from .resume import ResumeWorker
+from .serving import wsgi_server
 from .sessions import LoginSessions
-from .web import create_app, token_from_env
+from .web import create_app, shown_ids, token_from_env
 
 _DESCRIPTION = "Serve the approval inbox on its own, or list its entries."
 _EPILOG = """examples:
@@ -85,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "command line is visible to other users); without either a random token is made "
                             "and printed")
         p.add_argument("--operator", default=default(p, "operator"), help="the identity the token signs in as")
+        p.add_argument("--server", choices=("auto", "waitress", "werkzeug"), default=default(p, "auto"),
+                       help="the WSGI server: waitress (pip install 'hermes-sdk-inbox[production]'), or "
+                            "Werkzeug's development server; auto: waitress when installed")
     return parser
 
 
@@ -112,11 +116,14 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             if args.json:
                 print(json.dumps(entry, sort_keys=True))
             else:
-                ids = " ".join(f"{k}={v}" for k, v in entry["identifiers"].items())
+                ids = " ".join(f"{k}={v}" for k, v in shown_ids(entry).items())
+                ids = f"{entry.get('tenant_id') or '-'}/{entry.get('principal_id') or '-'} {ids}"
                 command = (entry.get("run") or {}).get("command")
                 what = f"{command}  ({ids})" if command else ids
                 if entry.get("fully_shown") is False:
                     what += "  [not fully shown: can only be denied]"
+                if (entry.get("outcome") or {}).get("status"):
+                    what += f"  [run {entry['outcome']['status']}]"
                 # visible(): an agent's command cannot erase or rewrite what the operator reads
                 print(visible(f"{entry['id']}  {entry['display_state']:8}  {entry['operation']:16}  {what}"))
         inbox.close()
@@ -136,26 +143,43 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     worker = None
     if args.resume:
         worker = ResumeWorker(_client(args), args.store, timeout=args.resume_timeout).start()
+    hermes, note = (worker.client, "") if worker is not None else _outcome_client()
     try:
         app = create_app(args.store, token=token, operator=args.operator,
-                         on_decision=worker.wake if worker is not None else None)
+                         on_decision=worker.wake if worker is not None else None, hermes=hermes)
     except ValueError as exc:
         parser.error(str(exc))
-    from werkzeug.serving import make_server
-
-    server = make_server(args.host, args.port, app, threaded=True)
-    print(f"hermes-sdk-inbox: serving http://{args.host}:{server.server_port}/", file=sys.stderr, flush=True)
+    server = wsgi_server(app, args.host, args.port, args.server)
+    # The serving line first (scripts read it), then what the operator should know about this server.
+    print(f"hermes-sdk-inbox: serving http://{args.host}:{server.port}/", file=sys.stderr, flush=True)
+    for line in (server.warning or f"hermes-sdk-inbox: served by {server.name}", note):
+        if line:
+            print(line, file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.close()
+        if hermes is not None:
+            hermes.close()
         if worker is not None:
             worker.stop(5)
-            worker.client.close()
         app.inbox.close()  # type: ignore[attr-defined]
     return 0
+
+
+def _outcome_client() -> tuple[Any, str]:
+    """A Hermes client for showing decided runs' outcomes when the environment names a server, and
+    else why there is none."""
+    if not os.environ.get("HERMES_BASE_URL"):
+        return None, "hermes-sdk-inbox: HERMES_BASE_URL is not set, so decided runs' outcomes are not shown"
+    from hermes_sdk import HermesClient, HermesError
+
+    try:
+        return HermesClient(load_entrypoints=False), ""
+    except HermesError as exc:
+        return None, f"hermes-sdk-inbox: no Hermes client for runs' outcomes ({exc.code})"
 
 
 def _client(args: argparse.Namespace) -> Any:

@@ -313,6 +313,15 @@ class Inbox:
                 return new
         raise EntryNotPending("the entry changed while recording its resume; reload it")
 
+    def record_outcome(self, entry_id: str, outcome: dict[str, Any]) -> dict[str, Any]:
+        """Keep a decided run's final status with its entry (``outcome``: see :mod:`.outcome`)."""
+        for _ in range(5):
+            entry = self.get(entry_id)
+            new = {**entry, "version": int(entry["version"]) + 1, "outcome": outcome}
+            if self.queue.update(new, int(entry["version"])):
+                return new
+        raise EntryNotPending("the entry changed while recording its run's outcome; reload it")
+
     def close(self) -> None:
         self.queue.close()
 

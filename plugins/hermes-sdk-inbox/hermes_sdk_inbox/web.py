@@ -30,6 +30,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from hermes_sdk.plugin import visible_value
 
 from .inbox import PER_PAGE, Inbox, InboxError, display_state
+from .outcome import describe, run_outcome
 from .queue import ApprovalQueue, identifiers_of
 from .sessions import LoginSessions
 
@@ -67,16 +68,17 @@ _LIST = """<h1>{{ heading }}</h1>
 <p id="count"><b id="total">{{ total }}</b> {{ state if state != "all" else "" }} entr{{ "y" if total == 1 else "ies" }}{% if entries %}; showing {{ first }}&ndash;{{ last }}{% if state == "pending" %}, soonest to lapse first{% endif %}{% endif %}.
 {% if number > 1 %}<a id="prev-page" href="{{ url_for(bp + '.index', page=number - 1, **query) }}">Previous page</a>{% endif %}
 {% if last < total %}<a id="next-page" href="{{ url_for(bp + '.index', page=number + 1, **query) }}">Next page</a>{% endif %}</p>
-<table id="entries"><tr><th>Entry</th><th>State</th><th>Operation</th><th>What</th><th>Caller's reason</th><th>Requested</th><th>Time left</th></tr>
+<table id="entries"><tr><th>Entry</th><th>State</th><th>Operation</th><th>Tenant / principal</th><th>What</th><th>Caller's reason</th><th>Requested</th><th>Time left</th></tr>
 {% for e in entries %}<tr class="entry" data-entry="{{ e.id }}">
 <td><a href="{{ url_for(bp + '.detail', entry_id=e.id) }}">{{ e.id }}</a></td>
-<td class="state state-{{ e.display_state }}">{{ e.display_state }}</td>
+<td class="state state-{{ e.display_state }}">{{ e.display_state }}{% if e.outcome and e.outcome.status %}<br><small class="outcome">run {{ e.outcome.status }}</small>{% endif %}</td>
 <td>{{ e.operation }} <small>({{ e.kind }})</small></td>
+<td class="who">{{ e.tenant_id or '-' }} / {{ e.principal_id or '-' }}</td>
 <td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.fully_shown is false %} <b class="state-denied">(not fully shown)</b>{% endif %}{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
-{% for k, v in e.identifiers.items() %}{% if k != 'pattern_key' %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endif %}{% endfor %}</td>
-<td>{{ e.reason or '' }}</td><td>{{ fmt(e.requested_at) }}</td>
+{% for k, v in shown_ids(e).items() %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endfor %}</td>
+<td>{% if not e.run or e.reason != e.run.pattern_key %}{{ e.reason or '' }}{% endif %}</td><td>{{ fmt(e.requested_at) }}</td>
 <td>{% set s = left(e) %}{% if s is not none %}<span class="left" data-seconds="{{ s }}">{{ duration(s) }}</span>{% if e.kind != 'call' %} <small>until Hermes blocks it</small>{% endif %}{% else %}{{ fmt(e.expires_at) }}{% endif %}</td></tr>
-{% else %}<tr><td colspan="7" id="empty">Nothing here.</td></tr>{% endfor %}</table>"""
+{% else %}<tr><td colspan="8" id="empty">Nothing here.</td></tr>{% endfor %}</table>"""
 
 _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <p>State: <span id="state" class="state state-{{ state }}">{{ state }}</span></p>
@@ -87,19 +89,20 @@ _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <tr><th>Principal</th><td id="principal">{{ e.principal_id or '-' }}</td></tr>
 <tr><th>Capability</th><td><code>{{ e.capability_id }}</code></td></tr>
 {% if e.run %}<tr><th>What the run was asked to do</th><td id="objective">{% if e.objective %}{{ e.objective }}{% else %}<i>not known to the inbox</i>{% endif %}</td></tr>
-<tr><th>Session</th><td id="session">{{ e.identifiers.session_id or '-' }}</td></tr>
+<tr><th>Session</th><td id="session">{% if e.identifiers.session_id and e.identifiers.session_id == e.identifiers.run_id %}the run's own (named after the run){% else %}{{ e.identifiers.session_id or '-' }}{% endif %}</td></tr>
 <tr><th>Command</th><td><code id="command">{{ e.run.command }}</code>{% if e.fully_shown is false %}
 <br><b id="not-fully-shown" class="state-denied">Not fully shown: {{ e.not_shown or 'part of it is hidden' }}. It cannot be approved here, only denied.</b>{% endif %}</td></tr>
 <tr><th>Hermes' pattern</th><td id="pattern">{{ e.run.pattern_key or e.identifiers.pattern_key or 'unknown' }}</td></tr>
-<tr><th>Hermes' description</th><td id="description">{{ e.run.description or e.reason or '-' }}</td></tr>
-<tr><th>Hermes blocks it</th><td>{% if left_s is not none %}in <span id="time-left" class="left" data-seconds="{{ left_s }}">{{ duration(left_s) }}</span>, {% endif %}at {{ fmt(e.expires_at) }}
-<span class="note">(its approval timeout{% if e.run.deadline %} or the run's deadline, {{ fmt(e.run.deadline) }}{% endif %}: silence is not consent)</span></td></tr>
+{% set described = e.run.description or e.reason %}{% if described and described != (e.run.pattern_key or e.identifiers.pattern_key) %}
+<tr><th>Hermes' description</th><td id="description">{{ described }}</td></tr>{% endif %}
+{% if state == "pending" %}<tr><th>Hermes blocks it</th><td>{% if left_s is not none %}in <span id="time-left" class="left" data-seconds="{{ left_s }}">{{ duration(left_s) }}</span>, {% endif %}at {{ fmt(e.expires_at) }}
+<span class="note">(its approval timeout{% if e.run.deadline %} or the run's deadline, {{ fmt(e.run.deadline) }}{% endif %}: silence is not consent)</span></td></tr>{% endif %}
 <tr><th>Hermes accepts</th><td id="choices">{{ (e.run.choices or [])|join(', ') }}{% if not e.run.choices_observed %} <span class="note">(assumed: the inbox did not see Hermes' request; a session approval Hermes does not offer is sent as once)</span>{% endif %}
 {% if 'always' in (e.run.choices or []) %}<br><span class="note">"always" is not offered here: it makes Hermes allow the pattern in every later run and rewrites its config.</span>{% endif %}</td></tr>{% endif %}
-<tr><th>Acts on</th><td id="identifiers">{% for k, v in e.identifiers.items() %}<span class="id" data-name="{{ k }}">{{ k }}=<code>{{ v }}</code></span> {% endfor %}</td></tr>
+<tr><th>Acts on</th><td id="identifiers">{% for k, v in shown_ids(e).items() %}<span class="id" data-name="{{ k }}">{{ k }}=<code>{{ v }}</code></span> {% endfor %}</td></tr>
 {% if e.operator %}<tr><th>Operator action</th><td><code id="operator-action">{{ e.operator.action_id }}</code>: the decision resumes it
 {% if e.operator.resumed %}<br><span id="resumed">resumed at {{ fmt(e.operator.resumed.at) }} with <b>{{ e.operator.resumed.choice }}</b>: {{ e.operator.resumed.status }}</span>{% endif %}</td></tr>{% endif %}
-<tr><th>Input (redacted)</th><td><code>{{ snapshot }}</code></td></tr>
+{% if snapshot %}<tr><th>Input (redacted)</th><td><code>{{ snapshot }}</code></td></tr>{% endif %}
 <tr><th>Input hash</th><td><code id="input-hash">{{ e.input_hash }}</code></td></tr>
 {% if not e.run %}<tr><th>Caller's reason</th><td id="reason">{{ e.reason or '' }}</td></tr>{% endif %}
 <tr><th>Requested</th><td>{{ fmt(e.requested_at) }}</td></tr>
@@ -109,7 +112,9 @@ by <b id="approver">{{ e.decision.authenticated_as or e.decision.approver }}</b>
 (<span id="display-name">{{ e.decision.display_name }}</span>){% elif e.decision.authenticated_as and e.decision.authenticated_as != e.decision.approver %}
 (typed as {{ e.decision.approver }}){% endif %} at {{ fmt(e.decision.decided_at) }}: <span id="decision-reason">{{ e.decision.reason }}</span>;
 on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
-{% if e.used %}<tr><th>Used</th><td>{{ fmt(e.used.at) }} by action <code>{{ e.used.action_id }}</code></td></tr>{% endif %}
+{% if e.used %}<tr><th>Sent to Hermes</th><td id="used">{{ fmt(e.used.at) }}{% if e.run %}, to the run{% else %}, by action <code>{{ e.used.action_id }}</code>{% endif %}</td></tr>{% endif %}
+{% if outcome %}<tr><th>The run</th><td id="run-outcome" data-status="{{ outcome.status or '' }}">{{ describe(outcome) }}{% if outcome.checked_at %}
+<span class="note">(as Hermes reported it at {{ fmt(outcome.checked_at) }})</span>{% endif %}</td></tr>{% endif %}
 {% if e.closed_reason %}<tr><th>Closed</th><td>{{ e.closed_reason }}</td></tr>{% endif %}
 </table>
 {% if state == "pending" %}
@@ -135,6 +140,27 @@ def _left(entry: dict[str, Any]) -> Optional[int]:
     if display_state(entry) != "pending":
         return None
     return max(0, int(float(entry["expires_at"]) - time.time()))
+
+
+def shown_ids(entry: dict[str, Any]) -> dict[str, str]:
+    """The ids an entry acts on, each once: the pattern key has its own place, and a session named
+    after its run (Hermes' default) is the run id again."""
+    ids = dict(entry.get("identifiers") or identifiers_of(entry))
+    ids.pop("pattern_key", None) if entry.get("run") else None
+    if ids.get("session_id") is not None and ids.get("session_id") == ids.get("run_id"):
+        ids.pop("session_id")
+    return ids
+
+
+def _snapshot(entry: dict[str, Any]) -> str:
+    """The redacted input, without what the page shows elsewhere in full: the ids (an approver sees
+    them in clear under "Acts on", never also as ``[REDACTED]``) and a run's command."""
+    snapshot = dict(entry.get("input_snapshot") or {})
+    for name in identifiers_of(entry):
+        snapshot.pop(name, None)
+    if entry.get("run"):
+        snapshot.pop("command", None)
+    return json.dumps(snapshot, sort_keys=True) if snapshot else ""
 
 
 def _page_number(value: Optional[str]) -> int:
@@ -178,7 +204,7 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
                     authorize: Optional[Authorize] = None, secret_key: Optional[Union[str, bytes]] = None,
                     name: str = "hermes_inbox", title: str = "Approval inbox",
                     on_decision: Optional[OnDecision] = None,
-                    account: Optional[Callable[[], str]] = None) -> Blueprint:
+                    account: Optional[Callable[[], str]] = None, hermes: Any = None) -> Blueprint:
     """A blueprint serving the inbox; mount it with ``app.register_blueprint(bp, url_prefix="/inbox")``.
 
     Args:
@@ -195,6 +221,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         on_decision: ``on_decision(entry)`` after each decision is stored, e.g. to enqueue a task
             that runs :func:`~hermes_sdk_inbox.resume_decided` for an ``operator`` entry. What it
             raises is logged; the decision stands.
+        hermes: a ``HermesClient``: a decided run's entry then shows what became of the run
+            (asked of Hermes, kept once final; see :mod:`hermes_sdk_inbox.outcome`).
     """
     inbox = store if isinstance(store, Inbox) else Inbox(store)
     bp = Blueprint(name, __name__)
@@ -215,7 +243,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
     def page(body_template: str, status: int = 200, error: Optional[str] = None, **ctx: Any) -> Response:
         # Every text shown is visible(): an entry's command, reasons and ids, the operator's identity.
         ctx = {k: visible_value(v) for k, v in ctx.items()}
-        body = render_template_string(body_template, bp=name, fmt=_fmt, left=_left, duration=_duration, **ctx)
+        body = render_template_string(body_template, bp=name, fmt=_fmt, left=_left, duration=_duration,
+                                      shown_ids=shown_ids, describe=describe, **ctx)
         html = render_template_string(_BASE, body=body, bp=name, title=title, error=error, refresh=ctx.get("refresh"),
                                       identity=ctx.get("identity", ""), account=account() if account else "")
         return Response(html, status=status, mimetype="text/html")
@@ -248,8 +277,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         csrf = serializer().dumps({"o": who, "e": entry["id"], "h": entry["input_hash"]})
         entry = {**entry, "identifiers": identifiers_of(entry)}
         return page(_DETAIL, status=status, error=error, e=entry, state=display_state(entry), csrf=csrf,
-                    left_s=_left(entry),
-                    snapshot=json.dumps(entry.get("input_snapshot"), sort_keys=True), identity=who)
+                    left_s=_left(entry), outcome=run_outcome(inbox, entry, hermes),
+                    snapshot=_snapshot(entry), identity=who)
 
     @bp.route("/<entry_id>", methods=["GET"])
     def detail(entry_id: str) -> Response:
@@ -317,7 +346,7 @@ _ACCOUNT = """<form method="post" class="account" action="{{ logout }}"><input t
 
 def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_key: Optional[str] = None,
                operator: str = "operator", url_prefix: str = "",
-               on_decision: Optional[OnDecision] = None) -> Flask:
+               on_decision: Optional[OnDecision] = None, hermes: Any = None) -> Flask:
     """The standalone inbox (``hermes-sdk-inbox --store URL``): every request needs ``token``.
 
     Send it as ``Authorization: Bearer <token>``, or sign in once at ``/login`` (an HttpOnly,
@@ -327,7 +356,8 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
     far, in every process serving the store (see :mod:`hermes_sdk_inbox.sessions`); the page
     offers both. The signed-in identity is ``operator``, recorded as the approver of each decision
     (a name typed into the form is kept beside it as a display name). ``on_decision`` is the
-    blueprint's hook (``hermes-sdk-inbox serve --resume`` gives a :class:`ResumeWorker`'s ``wake``).
+    blueprint's hook (``hermes-sdk-inbox serve --resume`` gives a :class:`ResumeWorker`'s ``wake``);
+    ``hermes`` its Hermes client, which shows what became of each decided run.
     """
     if not token or len(token) < 16:
         raise ValueError("the standalone inbox needs an access token of at least 16 characters")
@@ -373,7 +403,8 @@ def create_app(store: Union[str, ApprovalQueue, Inbox], *, token: str, secret_ke
         resp.delete_cookie(COOKIE)
         return _headers(resp)
 
-    bp = inbox_blueprint(inbox, authenticate=authenticate, on_decision=on_decision, account=account)
+    bp = inbox_blueprint(inbox, authenticate=authenticate, on_decision=on_decision, account=account,
+                         hermes=hermes)
     app.register_blueprint(bp, url_prefix=url_prefix or None)
     app.inbox = bp.inbox  # type: ignore[attr-defined]
     app.sessions = sessions  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 from hermes_sdk_inbox import InboxProvider
@@ -75,12 +75,17 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _serve(tmp_path: Path, operator: str = "operator") -> Iterator[tuple[str, str]]:
-    """The standalone command on a free port, signed in as ``operator``: (base URL, store URL). Stopped by its PID."""
+def _serve(tmp_path: Path, operator: str = "operator",
+           hermes: Optional[HermesEmulator] = None) -> Iterator[tuple[str, str]]:
+    """The standalone command on a free port, signed in as ``operator``: (base URL, store URL). Stopped by its PID.
+    With ``hermes``, it is given that server (HERMES_BASE_URL, HERMES_API_KEY) to show runs' outcomes."""
     store = f"sqlite:///{tmp_path / 'inbox.db'}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+    if hermes is not None:
+        env.update(HERMES_BASE_URL=hermes.base_url, HERMES_API_KEY=hermes.api_key)
     proc = subprocess.Popen([sys.executable, "-m", "hermes_sdk_inbox.cli", "--store", store, "--port", "0",
                              "--token", TOKEN, "--operator", operator],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, encoding="utf-8", env=env)
     try:
         base = None
         deadline = time.monotonic() + 30
@@ -264,12 +269,12 @@ def test_an_operator_named_dana_sees_the_countdown_and_approves_from_the_detail_
             browser.find_element(By.CSS_SELECTOR, "tr.entry a").click()
             _wait(lambda: browser.find_elements(By.ID, "decide"))
             text = {name: browser.find_element(By.ID, name).text for name in (
-                "objective", "endpoint", "tenant", "principal", "session", "pattern", "description", "choices",
-                "time-left")}
+                "objective", "endpoint", "tenant", "principal", "session", "pattern", "choices", "time-left")}
             assert text["objective"] == objective
             assert (text["endpoint"], text["tenant"], text["principal"]) == ("default", "acme", "user-7")
             assert text["session"] == "cleanup-session-3"
-            assert text["pattern"] == "delete in root path" == text["description"]
+            assert text["pattern"] == "delete in root path"
+            assert not browser.find_elements(By.ID, "description")  # Hermes' description is that text: shown once
             assert not browser.find_elements(By.ID, "reason")  # no "Caller's reason": Hermes gave none
             offered = text["choices"].split()[0:4]
             assert [c.strip(",") for c in offered] == ["once", "session", "always", "deny"]
@@ -291,3 +296,60 @@ def test_an_operator_named_dana_sees_the_countdown_and_approves_from_the_detail_
             client.close()
             provider.close()
             emulator.stop()
+
+
+def test_an_operator_approves_a_run_and_then_sees_what_became_of_it(browser: Any, tmp_path: Path) -> None:
+    # Issue 33: after the decision the page says who decided, when, and the run's outcome (asked of
+    # Hermes by the inbox's own client), instead of the pending entry's "Hermes blocks it at ...".
+    from selenium.webdriver.common.by import By
+
+    emulator = HermesEmulator(toolsets=TOOLSETS, files={"/scratch/victim/d/data.txt": "delete me"},
+                              approval_timeout=60).start()
+    try:
+        with _serve(tmp_path, "José Ñúñez", hermes=emulator) as (base, store):
+            provider = InboxProvider(store, poll_interval=0.05)
+            client = HermesClient(emulator.base_url, emulator.api_key, load_entrypoints=False, plugins=[provider],
+                                  context=ExecutionContext(principal_id="user-9", tenant_id="acme"))
+            outcome: dict[str, Any] = {}
+
+            def follow() -> None:
+                run = client.run("TOOL:terminal:rm -rf /scratch/victim/d", idempotency_key="browser-outcome")
+                outcome["run_id"] = run.id
+                outcome["result"] = run.wait(timeout=90)
+
+            worker = threading.Thread(target=follow)
+            try:
+                _sign_in(browser, base)
+                worker.start()
+                rows = _wait(lambda: (browser.get(base + "/?state=pending&kind=run"),
+                                      browser.find_elements(By.CSS_SELECTOR, "tr.entry"))[1])
+                assert "acme / user-9" in rows[0].text  # the tenant / principal column
+                rows[0].find_element(By.TAG_NAME, "a").click()
+                assert "Hermes blocks it" in browser.find_element(By.ID, "fields").text
+                browser.find_element(By.ID, "decision-reason-input").send_keys("the scratch directory may go")
+                browser.find_element(By.ID, "approve-once").click()
+                _wait(lambda: browser.find_element(By.ID, "state").text == "approved")
+                worker.join(timeout=90)
+                assert outcome["result"].status == "completed"
+
+                def outcome_shown() -> Any:
+                    browser.refresh()
+                    cell = browser.find_element(By.ID, "run-outcome")
+                    return cell if cell.get_attribute("data-status") == "completed" else None
+
+                cell = _wait(outcome_shown, timeout=30)
+                assert cell.text.startswith("completed") and "as Hermes reported it at" in cell.text
+                fields = browser.find_element(By.ID, "fields").text
+                assert browser.find_element(By.ID, "approver").text == "José Ñúñez"
+                assert re.search(r"approved \(once\) by José Ñúñez\s+at \d{4}-\d\d-\d\d", fields), fields
+                assert "Hermes blocks it" not in fields and "by action act_" not in fields
+                assert "/scratch/victim/d/data.txt" not in emulator.files  # the approved command ran
+                # the list says it too, for the entry the operator decided
+                browser.get(base + "/?state=all&kind=run")
+                assert "run completed" in browser.find_element(By.ID, "entries").text
+            finally:
+                worker.join(timeout=90)
+                client.close()
+                provider.close()
+    finally:
+        emulator.stop()

@@ -65,8 +65,10 @@ def test_a_run_entry_shows_objective_endpoint_tenant_principal_session_and_time_
     assert field(html, "objective") == "clean the scratch dir; key [REDACTED] is not for you"  # scrubbed like logs
     assert (field(html, "endpoint"), field(html, "tenant"), field(html, "principal")) == ("default", "acme", "user-7")
     assert field(html, "session") == "sess-42"
-    # Hermes' pattern text is labelled as Hermes', not as a reason someone gave
-    assert field(html, "description") == "recursive delete" and "Caller&#39;s reason" not in html
+    # Hermes' pattern text is labelled as Hermes', not as a reason someone gave, and shown once: its
+    # description is the same text, so it has no row of its own
+    assert field(html, "pattern") == "recursive delete" and "Caller&#39;s reason" not in html
+    assert 'id="description"' not in html and html.count("recursive delete") == 1
     assert entry["reason"] is None and entry["run"]["description"] == "recursive delete"
     left = int(re.search(r'id="time-left" class="left" data-seconds="(\d+)"', html).group(1))  # type: ignore[union-attr]
     assert 55 <= left <= 60 and "Hermes blocks it" in html
