@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import email.parser
+import functools
 import os
 import re
 import shutil
@@ -35,6 +36,13 @@ def run(*cmd: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, check=True, text=True, **kwargs)  # type: ignore[call-overload]
 
 
+def skipped(project: Path, where: str, names: list[str]) -> set[str]:
+    """Build output, caches and VCS files anywhere; at the core's root, the plugins (packages of their own)."""
+    out = {n for n in names if n in (".git", ".tox", "build", "dist", "__pycache__", "_build", ".mypy_cache")
+           or n.endswith(".egg-info")}
+    return out | ({"plugins"} if Path(where) == project == ROOT else set())
+
+
 def build(dist: Path) -> list[Path]:
     if dist.exists():
         shutil.rmtree(dist)
@@ -42,8 +50,7 @@ def build(dist: Path) -> list[Path]:
         # Built in a copy: the checkout gets no build/ or .egg-info from a release.
         with tempfile.TemporaryDirectory() as scratch:
             copy = Path(scratch) / project.name
-            shutil.copytree(project, copy, ignore=shutil.ignore_patterns(
-                ".git", ".tox", "build", "dist", "*.egg-info", "__pycache__", "plugins", "_build", ".mypy_cache"))
+            shutil.copytree(project, copy, ignore=functools.partial(skipped, project))
             run(sys.executable, "-m", "build", "--outdir", str(dist), str(copy))
     files = sorted(dist.iterdir())
     names = [f.name for f in files]
