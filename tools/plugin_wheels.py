@@ -40,8 +40,12 @@ def wheel_of(project: Path, cache: Path) -> Path:
     if not target.is_dir():
         cache.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(dir=cache))
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(scratch), str(project)],
+        # Built from a copy: setuptools writes its .egg-info beside the sources, which must stay clean.
+        copy = scratch / "src" / project.name
+        shutil.copytree(project, copy, ignore=shutil.ignore_patterns(*SKIP, "*.egg-info"))
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(scratch), str(copy)],
                        check=True)
+        shutil.rmtree(scratch / "src")
         try:
             os.replace(scratch, target)  # atomic: a concurrent run sees the whole directory or none
         except OSError:

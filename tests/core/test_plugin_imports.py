@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PLUGINS = sorted(path for path in (REPO / "plugins").glob("*/hermes_sdk_*") if path.is_dir())
+PLUGINS = sorted(p for p in (REPO / "plugins").glob("*/hermes_sdk_*") if p.is_dir() and p.suffix != ".egg-info")
 
 #: The distribution each third-party import name comes from (a new import must be added here, and declared).
 DISTRIBUTION_OF = {
