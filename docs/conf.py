@@ -1,7 +1,7 @@
 """Sphinx configuration: furo, MyST for the markdown guides, autodoc with type hints for the reference.
 
 Build with ``python3 -m tox -e docs`` (warnings are errors there), or
-``sphinx-build -W -b html docs docs/_build/html`` in a venv with ``pip install -e '.[docs]'``.
+``sphinx-build -W -b html docs docs/_build/html`` in a venv with ``pip install -e . -r requirements/docs.txt``.
 """
 
 from __future__ import annotations

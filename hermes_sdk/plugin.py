@@ -12,7 +12,9 @@ filters, tracers, families) import from here. Every hook is documented in :mod:`
 Hooks receive read-only views: a :class:`CallView` (never the internal call, its credential or its
 input), an :class:`Attempt` and the sealed :class:`HttpReply`. A plugin that shows agent- or
 server-supplied text to a person renders it with :func:`visible` (control, escape, bidi and
-invisible characters written out, never interpreted).
+invisible characters written out, never interpreted). An approval queue backend finds its stored
+entries by an identifier with :func:`entry_identifiers`, :func:`holds_identifier`, :func:`like_identifier`
+and :func:`exact_pages` (one rule for every backend, so no backend imports another's package).
 
 (Formerly also reachable one letter away, as ``hermes_sdk.plugins``: that is the internal plugin
 manager now, and the old path imports with a DeprecationWarning.)
@@ -24,6 +26,7 @@ from ._core._plugin_manager import Plugin
 from ._core.admission import AdmitContext, CompositeContext, RecordsView
 from ._core.aggregate import Accumulator, Aggregate
 from ._core.approval import ApprovalCallback, ApprovalProvider, HasRequestApproval, ProviderAnswer
+from ._core.approval_entries import entry_identifiers, exact_pages, holds_identifier, like_identifier
 from ._core.capabilities import Contract, descriptor
 from ._core.convert import DecodeContext
 from ._core.display import visible, visible_value
@@ -59,6 +62,7 @@ __all__ = [
     "REDACTED", "Redactor", "register", "register_resource", "RequestParts", "SQLiteConnections", "store_deadline",
     "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
 ]
+__all__ += ["entry_identifiers", "exact_pages", "holds_identifier", "like_identifier"]  # approval queue backends
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.
 _INTERNAL = {"Call": ("hermes_sdk._core.call", "Call"), "Runtime": ("hermes_sdk._core.runtime", "Runtime")}

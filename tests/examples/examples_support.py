@@ -1,7 +1,7 @@
 """The framework examples under examples/ run against the emulator, through each framework's own test
 tooling. Flask, Django and Celery are dev dependencies (``tox -e examples``, or
-``pip install -e '.[examples]'``): without one, its tests skip, except under ``CI=true``, where a
-missing framework fails the run instead of hiding it."""
+``pip install -e . -r requirements/examples.txt``): without one, its tests skip, except under ``CI=true``,
+where a missing framework fails the run instead of hiding it."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def require(module: str) -> ModuleType:
     except ImportError:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{module} is not installed; tests/examples needs it under CI "
-                        f"(pip install -e '.[examples]')", pytrace=False)
-        pytest.skip(f"{module} is not installed (pip install -e '.[examples]')", allow_module_level=True)
+                        f"(pip install -e . -r requirements/examples.txt)", pytrace=False)
+        pytest.skip(f"{module} is not installed (pip install -e . -r requirements/examples.txt)",
+                    allow_module_level=True)
         raise  # unreachable

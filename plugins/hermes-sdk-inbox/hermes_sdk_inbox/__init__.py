@@ -1,5 +1,6 @@
 """An approval inbox for hermes-sdk: a durable queue, an approval provider, and a page where people answer."""
 
+from ._version import __version__ as __version__
 from .inbox import (
     DECISION_TTL_SECONDS,
     EntryExpired,

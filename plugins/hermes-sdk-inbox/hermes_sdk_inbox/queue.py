@@ -14,6 +14,7 @@ narrow with ``LIKE`` on the JSON document, then keep exact matches only).
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import sqlite3
@@ -21,7 +22,14 @@ import threading
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
-from hermes_sdk.plugin import SQLiteConnections, private_sqlite_files
+from hermes_sdk.plugin import (
+    SQLiteConnections,
+    entry_identifiers,
+    exact_pages,
+    holds_identifier,
+    like_identifier,
+    private_sqlite_files,
+)
 
 
 @runtime_checkable
@@ -67,48 +75,8 @@ def _dump(entry: dict[str, Any]) -> str:
     return json.dumps(entry, separators=(",", ":"), sort_keys=True)
 
 
-def identifiers_of(entry: dict[str, Any]) -> dict[str, str]:
-    """An entry's ``identifiers`` (entries queued by an earlier build kept redacted ``targets`` instead)."""
-    ids = entry.get("identifiers")
-    if isinstance(ids, dict):
-        return ids
-    targets = entry.get("targets")
-    return dict(targets) if isinstance(targets, dict) else {}
-
-
-def holds_identifier(entry: dict[str, Any], identifier: str) -> bool:
-    """Whether ``identifier`` is the entry's id or one of its :func:`identifiers_of`."""
-    return entry.get("id") == identifier or identifier in identifiers_of(entry).values()
-
-
-def like_identifier(identifier: str) -> str:
-    """A ``LIKE`` pattern (escape ``\\``) matching every stored document that holds ``identifier`` as a
-    JSON string (a superset: :func:`holds_identifier` keeps the exact matches)."""
-    quoted = json.dumps(identifier)  # as _dump writes it (ASCII-escaped)
-    return "%" + quoted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-def exact_pages(fetch: Callable[[int, int], list[dict[str, Any]]], identifier: str, limit: int,
-                offset: int, page: int = 200) -> list[dict[str, Any]]:
-    """The ``limit`` exact matches after ``offset`` from a query that may return extra entries:
-    ``fetch(offset, size)`` reads the narrowed query page by page, to its end if need be."""
-    out: list[dict[str, Any]] = []
-    skipped = read = 0
-    while len(out) < limit:
-        batch = fetch(read, page)
-        read += len(batch)
-        for doc in batch:
-            if not holds_identifier(doc, identifier):
-                continue
-            if skipped < offset:
-                skipped += 1
-                continue
-            out.append(doc)
-            if len(out) >= limit:
-                break
-        if len(batch) < page:
-            break
-    return out
+#: The inbox's name for :func:`hermes_sdk.plugin.entry_identifiers` (the rule every queue backend shares).
+identifiers_of = entry_identifiers
 
 
 class MemoryQueue:
@@ -264,8 +232,9 @@ def queue_from_url(url: str) -> ApprovalQueue:
     """The queue for a store URL.
 
     ``sqlite:///rel.db`` / ``sqlite:////abs.db`` (built in), ``memory:`` (not durable),
-    ``redis://`` / ``rediss://`` (needs ``redis``: extra ``[redis]``), and every URL
-    hermes-sdk-sql claims: ``postgresql://``, ``mysql://``, ``sql+<SQLAlchemy URL>``.
+    ``redis://`` / ``rediss://`` (needs ``redis``: extra ``[redis]``), and every URL an installed
+    backend of :data:`BACKENDS_GROUP` claims: hermes-sdk-sql's ``postgresql://``, ``mysql://``,
+    ``sql+<SQLAlchemy URL>`` (extra ``[sql]``).
 
     Raises:
         ValueError: no backend claims the URL (or the package that would is not installed).
@@ -285,12 +254,21 @@ def queue_from_url(url: str) -> ApprovalQueue:
         from .redis_queue import RedisQueue
 
         return RedisQueue.from_url(url)
-    try:
-        from hermes_sdk_sql import queue_from_url as sql_queue
-    except ImportError:
-        raise ValueError(f"no approval queue backend for {scheme}:// URLs (install hermes-sdk-sql for "
-                         "postgresql://, mysql:// and sql+... URLs)") from None
-    queue = sql_queue(url)
-    if queue is None:
-        raise ValueError(f"no approval queue backend for {scheme}:// URLs")
-    return queue
+    for backend in _backends():
+        queue = backend(url)
+        if queue is not None:
+            return queue
+    raise ValueError(f"no approval queue backend for {scheme}:// URLs (install hermes-sdk-sql, "
+                     '`pip install "hermes-sdk-inbox[sql]"`, for postgresql://, mysql:// and sql+... URLs)')
+
+
+#: The entry-point group where another package offers a queue backend: ``factory(url)`` returns a
+#: queue for the URLs it claims, else None. hermes-sdk-sql registers its ``queue_from_url`` there, so
+#: neither package imports the other.
+BACKENDS_GROUP = "hermes_sdk_inbox.queues"
+
+
+def _backends() -> list[Callable[[str], Optional[ApprovalQueue]]]:
+    found = importlib.metadata.entry_points()
+    points = found.select(group=BACKENDS_GROUP) if hasattr(found, "select") else found.get(BACKENDS_GROUP, [])
+    return [point.load() for point in sorted(points, key=lambda point: point.name)]

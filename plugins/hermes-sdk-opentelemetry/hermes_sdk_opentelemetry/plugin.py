@@ -31,9 +31,9 @@ from hermes_sdk import hookimpl
 from hermes_sdk.plugin import REDACTED
 
 from . import semconv as sc
+from ._version import __version__
 
 log = logging.getLogger("hermes_sdk")
-__version__ = "0.2.0"
 SCOPE = "hermes_sdk_opentelemetry"
 
 INFERENCE_OPERATIONS = frozenset({"chat", "chat_stream", "responses", "responses_stream"})

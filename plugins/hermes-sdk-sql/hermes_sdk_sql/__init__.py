@@ -1,5 +1,6 @@
 """Stores for hermes-sdk on any SQLAlchemy database: the idempotency store and the inbox's approval queue."""
 
+from ._version import __version__ as __version__
 from .plugin import SQLStorePlugin
 from .queue import SQLApprovalQueue, queue_from_url
 from .schema import MIGRATIONS, CorruptRecordError, SchemaVersionError, sqlalchemy_url

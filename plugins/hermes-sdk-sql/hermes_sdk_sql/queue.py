@@ -13,6 +13,8 @@ from typing import Any, Optional, Union
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 
+from hermes_sdk.plugin import exact_pages, like_identifier
+
 from .schema import CorruptRecordError, ensure_schema, make_engine, schema_table, sqlalchemy_url
 
 COMPONENT = "approval_queue"
@@ -106,9 +108,6 @@ class SQLApprovalQueue:
         if state is not None:
             query = query.where(t.c.state == state)
         if identifier is not None:
-            # what an entry holds is the inbox's rule (only the inbox asks by identifier)
-            from hermes_sdk_inbox.queue import exact_pages, like_identifier
-
             query = query.where(sa.or_(t.c.id == identifier,
                                        t.c.doc.like(like_identifier(identifier), escape="\\")))
 

@@ -9,6 +9,7 @@ schema is newer than this release knows is refused with :class:`SchemaVersionErr
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import time
 from typing import Any, Callable, Optional, Union
@@ -70,9 +71,8 @@ def sqlalchemy_url(url: str) -> Optional[URL]:
     if scheme in ("postgresql", "postgres"):
         text = "postgresql+psycopg" + text[len(scheme):]
     elif scheme == "mysql":
-        try:
-            import MySQLdb  # noqa: F401
-        except ImportError:
+        # A probe, not an import: mysqlclient is the user's choice, never this package's dependency.
+        if importlib.util.find_spec("MySQLdb") is None:
             text = "mysql+pymysql" + text[len(scheme):]
     try:
         return make_url(text)

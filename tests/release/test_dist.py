@@ -1,0 +1,134 @@
+"""The ten release files carry what a careful maintainer ships (``tox -e release`` builds them first).
+
+``HERMES_SDK_DIST`` names the directory ``tools/release.py`` built them into; without it (a plain
+test run) the built-file tests skip and only the source checks run.
+"""
+
+from __future__ import annotations
+
+import email.message
+import email.parser
+import os
+import re
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECTS = {"hermes-sdk": ROOT, **{p.name: p for p in sorted((ROOT / "plugins").glob("hermes-sdk-*"))}}
+PLUGINS = [name for name in PROJECTS if name != "hermes-sdk"]
+PYTHONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
+# [text](target) with no scheme: a link a package index cannot follow.
+RELATIVE_LINK = re.compile(r"\]\((?![A-Za-z][A-Za-z0-9+.-]*:|#)[^)]*\)")
+
+
+def source_version(name: str) -> str:
+    module = "hermes_sdk" if name == "hermes-sdk" else name.replace("-", "_")
+    text = (PROJECTS[name] / module / "_version.py").read_text()
+    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="module")
+def dist() -> Path:
+    where = os.environ.get("HERMES_SDK_DIST")
+    if not where:
+        pytest.skip("HERMES_SDK_DIST is not set: tox -e release builds the files and sets it")
+    return Path(where)
+
+
+def wheel(dist: Path, name: str) -> Path:
+    (found,) = dist.glob(f"{name.replace('-', '_')}-{source_version(name)}-py3-none-any.whl")
+    return found
+
+
+def sdist(dist: Path, name: str) -> Path:
+    (found,) = dist.glob(f"{name.replace('-', '_')}-{source_version(name)}.tar.gz")
+    return found
+
+
+def metadata(dist: Path, name: str) -> email.message.Message:
+    with zipfile.ZipFile(wheel(dist, name)) as archive:
+        (meta,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return email.parser.Parser().parsestr(archive.read(meta).decode())
+
+
+def test_ten_files_one_sdist_and_one_wheel_per_package(dist: Path) -> None:
+    expected = {wheel(dist, n).name for n in PROJECTS} | {sdist(dist, n).name for n in PROJECTS}
+    assert sorted(p.name for p in dist.iterdir()) == sorted(expected) and len(expected) == 10
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_the_metadata_a_package_index_shows(dist: Path, name: str) -> None:
+    meta = metadata(dist, name)
+    assert meta["Name"] == name and meta["Version"] == source_version(name)
+    assert meta["Author"], "no author"
+    assert meta["License"] == "Apache-2.0" or meta["License-Expression"] == "Apache-2.0"
+    classifiers = set(meta.get_all("Classifier") or [])
+    assert "License :: OSI Approved :: Apache Software License" in classifiers
+    assert any(c.startswith("Development Status :: ") for c in classifiers)
+    assert "Typing :: Typed" in classifiers
+    assert {f"Programming Language :: Python :: {v}" for v in PYTHONS} <= classifiers
+    assert meta["Requires-Python"] == ">=3.9"
+    urls = meta.get_all("Project-URL") or []
+    assert any(u.startswith("Documentation, ") for u in urls), urls
+    assert not any(re.search(r"pypi|pythonhosted", u, re.I) for u in urls), urls
+    assert meta["Description-Content-Type"] == "text/markdown"
+    description = meta.get_payload()
+    assert description.startswith(f"# {name}"), description[:80]
+    assert not RELATIVE_LINK.findall(description), RELATIVE_LINK.findall(description)
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_each_wheel_and_sdist_ships_the_licence_and_py_typed(dist: Path, name: str) -> None:
+    module = "hermes_sdk" if name == "hermes-sdk" else name.replace("-", "_")
+    with zipfile.ZipFile(wheel(dist, name)) as archive:
+        files = archive.namelist()
+    assert any(re.fullmatch(r"[^/]+\.dist-info/(licenses/)?LICENSE", f) for f in files), files
+    assert f"{module}/py.typed" in files and f"{module}/_version.py" in files
+    with tarfile.open(sdist(dist, name)) as archive:
+        members = {m.split("/", 1)[1] for m in archive.getnames() if "/" in m}
+    assert {"LICENSE", "README.md", "PKG-INFO", "setup.py", "setup.cfg", f"{module}/py.typed"} <= members
+
+
+def test_the_core_sdist_holds_the_tests_changelog_and_docs(dist: Path) -> None:
+    with tarfile.open(sdist(dist, "hermes-sdk")) as archive:
+        members = {m.split("/", 1)[1] for m in archive.getnames() if "/" in m}
+    for folder in ("tests", "docs", "examples"):
+        source = {str(p.relative_to(ROOT)) for p in (ROOT / folder).rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and "_build" not in p.parts
+                  and p.suffix not in (".pyc", ".pyo")}
+        assert source - members == set(), f"left out of the sdist: {sorted(source - members)[:10]}"
+    assert {"CHANGELOG.md", "requirements/test.txt", "tox.ini", "docs/conf.py"} <= members
+
+
+@pytest.mark.parametrize("name", PLUGINS)
+def test_a_plugin_requires_the_released_core_minor_with_an_upper_bound(dist: Path, name: str) -> None:
+    requires = [r for r in metadata(dist, name).get_all("Requires-Dist") or [] if re.match(r"hermes-sdk\b(?!-)", r)]
+    assert len(requires) == 1, requires
+    bounds = set(re.sub(r"[\s()]", "", requires[0][len("hermes-sdk"):]).split(","))
+    assert bounds == {">=0.2", "<0.3"}, requires
+
+
+def test_the_core_extras_install_each_plugin_and_nothing_for_development(dist: Path) -> None:
+    meta = metadata(dist, "hermes-sdk")
+    assert set(meta.get_all("Provides-Extra") or []) == {"redis", "opentelemetry", "sql", "postgresql", "inbox"}
+    wanted = {"redis": "hermes-sdk-redis", "opentelemetry": "hermes-sdk-opentelemetry", "sql": "hermes-sdk-sql",
+              "postgresql": "hermes-sdk-sql[postgresql]", "inbox": "hermes-sdk-inbox"}
+    requires = meta.get_all("Requires-Dist") or []
+    for extra, requirement in wanted.items():
+        named = [r for r in requires if re.search(rf"extra\s*==\s*[\"']{extra}[\"']", r)]
+        assert len(named) == 1 and named[0].startswith(requirement) and "<0.3" in named[0], named
+
+
+def test_the_five_setup_py_are_one_file() -> None:
+    texts = {name: (project / "setup.py").read_text() for name, project in PROJECTS.items()}
+    assert len(set(texts.values())) == 1, "setup.py differs between the packages; keep them identical"
+
+
+def test_one_release_version_everywhere() -> None:
+    versions = {name: source_version(name) for name in PROJECTS}
+    assert set(versions.values()) == {"0.2.0"}, versions
+    for name in PLUGINS:
+        assert "version = attr:" in (PROJECTS[name] / "setup.cfg").read_text(), name
