@@ -65,14 +65,14 @@ _INTERNAL = {"Call": ("hermes_sdk._core.call", "Call"), "Runtime": ("hermes_sdk.
 
 
 def __getattr__(name: str) -> object:
-    from ._core import _compat
+    from ._core import _deprecation as _compat
 
     if name == "CONTRACTS":  # a process-wide registry before 0.2: the built-in contracts, read-only
         import importlib
         import types
 
         # By name: the built-in families import this module, so a static import here would close a circle.
-        specs = importlib.import_module("hermes_sdk._core.builtin").BUILTIN_SPECS
+        specs = importlib.import_module("hermes_sdk._app.builtin").BUILTIN_SPECS
         _compat.deprecated("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are "
                            "client.capabilities()")
         return types.MappingProxyType({name: spec.contract for name, spec in specs.items()})
