@@ -71,8 +71,9 @@ def __getattr__(name: str) -> object:
         import importlib
         import types
 
-        # By name: the built-in families import this module, so a static import here would close a circle.
-        specs = importlib.import_module("hermes_sdk._app.builtin").BUILTIN_SPECS
+        # Through the kernel's loader of the default plugin: the built-in families import this module.
+        families = importlib.import_module("hermes_sdk._core.config").builtin_plugin().hermes_families(client=None)
+        specs = {spec.name: spec for family in families for spec in family.specs}
         _compat.deprecated("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are "
                            "client.capabilities()")
         return types.MappingProxyType({name: spec.contract for name, spec in specs.items()})

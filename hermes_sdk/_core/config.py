@@ -153,11 +153,16 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Plugin], load
 BUILTIN_PLUGIN = "hermes_sdk._app.builtin:BuiltinFamilies"
 
 
+def builtin_plugin() -> object:
+    """The default plugin object (its ``hermes_families`` hook gives the built-in families)."""
+    module, _, name = BUILTIN_PLUGIN.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
 def build_registry(pm: pluggy.PluginManager, client: ClientView) -> Registry:
     """The client's families: the built-in plugin's, then every other plugin's, then deprecated registrations."""
     if not pm.has_plugin(BUILTIN_PLUGIN):
-        module, _, name = BUILTIN_PLUGIN.partition(":")
-        pm.register(getattr(importlib.import_module(module), name)(), BUILTIN_PLUGIN)
+        pm.register(builtin_plugin(), BUILTIN_PLUGIN)
     families: list[Family[object]] = []
     for group in pm.hook.hermes_families(client=client):
         families.extend(group or ())
