@@ -11,11 +11,13 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING
 
-from ._core import _compat
+from ._app import _compat
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.3.0)
     # -- written by tools/exports.py from _TABLE: do not edit --
+    from hermes_sdk._app.builtin import parse_capability_id as parse_capability_id
+    from hermes_sdk._app.client import HermesClient as HermesClient
     from hermes_sdk._core.approval import (
         ApprovalDecision as ApprovalDecision,
         ApprovalProvider as ApprovalProvider,
@@ -26,9 +28,7 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
         StaticPolicyProvider as StaticPolicyProvider,
         input_hash as input_hash,
     )
-    from hermes_sdk._core.builtin import parse_capability_id as parse_capability_id
     from hermes_sdk._core.capabilities import capability_id as capability_id
-    from hermes_sdk._core.client import HermesClient as HermesClient
     from hermes_sdk._core.deadline import CallTimeout as CallTimeout
     from hermes_sdk._core.endpoints import Endpoint as Endpoint, ExecutionContext as ExecutionContext
     from hermes_sdk._core.events import (
@@ -163,7 +163,7 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
 #: ``__all__``, the lazy map and the ``TYPE_CHECKING`` imports (written by ``tools/exports.py``) all
 #: come from it; tests/core/test_exports.py fails when the written imports drift from it.
 _TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("hermes_sdk._core.client", "client", ("HermesClient",)),
+    ("hermes_sdk._app.client", "client", ("HermesClient",)),
     ("hermes_sdk._core.endpoints", "client", ("Endpoint", "ExecutionContext")),
     ("hermes_sdk._core.deadline", "top", ("CallTimeout",)),
     ("hermes_sdk._core.approval", "top", ("ApprovalDecision", "ApprovalRequest")),
@@ -173,7 +173,7 @@ _TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
                                                 "MemoryStore", "SQLiteStore")),
     ("hermes_sdk._core.redaction", "client", ("Redactor",)),
     ("hermes_sdk._core.capabilities", "client", ("capability_id",)),
-    ("hermes_sdk._core.builtin", "client", ("parse_capability_id",)),
+    ("hermes_sdk._app.builtin", "client", ("parse_capability_id",)),
     ("hermes_sdk.hookspecs", "client", ("hookimpl",)),
     # results
     ("hermes_sdk._core.models", "top", ("ActionResult", "StreamResult")),

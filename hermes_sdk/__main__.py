@@ -1,5 +1,5 @@
 """``python -m hermes_sdk``: the ``hermes-sdk`` command."""
 
-from ._core.cli import main
+from ._app.cli import main
 
 raise SystemExit(main())

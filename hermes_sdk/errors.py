@@ -500,7 +500,7 @@ _BY_CODE = {k.default_code: k for k in reversed(_ALL)}
 def __getattr__(name: str) -> object:
     if name == "CancelledError":  # renamed: asyncio and concurrent.futures have a CancelledError
 
-        from ._core import _compat
+        from ._core import _deprecation as _compat
 
         _compat.deprecated("hermes_sdk.errors.CancelledError is now StreamCancelledError")
         return StreamCancelledError

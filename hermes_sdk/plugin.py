@@ -69,14 +69,15 @@ _INTERNAL = {"Call": ("hermes_sdk._core.call", "Call"), "Runtime": ("hermes_sdk.
 
 
 def __getattr__(name: str) -> object:
-    from ._core import _compat
+    from ._core import _deprecation as _compat
 
     if name == "CONTRACTS":  # a process-wide registry before 0.2: the built-in contracts, read-only
         import importlib
         import types
 
-        # By name: the built-in families import this module, so a static import here would close a circle.
-        specs = importlib.import_module("hermes_sdk._core.builtin").BUILTIN_SPECS
+        # Through the kernel's loader of the default plugin: the built-in families import this module.
+        families = importlib.import_module("hermes_sdk._core.config").builtin_plugin().hermes_families(client=None)
+        specs = {spec.name: spec for family in families for spec in family.specs}
         _compat.deprecated("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are "
                            "client.capabilities()")
         return types.MappingProxyType({name: spec.contract for name, spec in specs.items()})

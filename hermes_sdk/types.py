@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hermes_sdk as _top
 
-from ._core import _compat
+from ._app import _compat
 
 # -- written by tools/exports.py from _TABLE: do not edit --
 from ._core.approval import ApprovalDecision as ApprovalDecision, ApprovalRequest as ApprovalRequest

@@ -30,7 +30,7 @@ import pluggy
 from .. import hookspecs
 from ..errors import HermesError, PluginError
 from ..hookspecs import hookimpl
-from ._compat import deprecated
+from ._deprecation import deprecated
 from ._detach import detach
 from .exchange import Attempt
 from .idempotency import IdempotencyStore, store_from_url

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union, cast
@@ -14,7 +15,6 @@ from ._constants import DEFAULT_ENDPOINT_ID
 from ._logging import configure_from_env
 from ._plugin_manager import Plugin, build_manager, call_pipeline
 from .approval import ApprovalProvider
-from .builtin import BuiltinFamilies
 from .deadline import TimeoutLike, as_timeout
 from .endpoints import Endpoint
 from .families import Family, Registry, legacy_family
@@ -148,10 +148,21 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Plugin], load
     return runtime
 
 
+#: The default plugin that registers the built-in families, loaded by name as llm loads its default
+#: plugins: the kernel imports no family (tests/core/test_family_layout.py).
+BUILTIN_PLUGIN = "hermes_sdk._app.builtin:BuiltinFamilies"
+
+
+def builtin_plugin() -> object:
+    """The default plugin object (its ``hermes_families`` hook gives the built-in families)."""
+    module, _, name = BUILTIN_PLUGIN.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
 def build_registry(pm: pluggy.PluginManager, client: ClientView) -> Registry:
     """The client's families: the built-in plugin's, then every other plugin's, then deprecated registrations."""
-    if not pm.has_plugin("hermes_sdk._core.families"):
-        pm.register(BuiltinFamilies(), "hermes_sdk._core.families")
+    if not pm.has_plugin(BUILTIN_PLUGIN):
+        pm.register(builtin_plugin(), BUILTIN_PLUGIN)
     families: list[Family[object]] = []
     for group in pm.hook.hermes_families(client=client):
         families.extend(group or ())

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import attrs
 
-from ._compat import deprecated
+from ._deprecation import deprecated
 from .view import _Sealed, redacted_headers
 
 if TYPE_CHECKING:

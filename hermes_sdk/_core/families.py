@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Generic, Iterable, Mapping, Optional
 import attrs
 
 from ..errors import PluginError
-from ._compat import deprecated
+from ._deprecation import deprecated
 from .capabilities import Contract
 from .operations.spec import OperationSpec, check_spec
 from .options import CallOptions

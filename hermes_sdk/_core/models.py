@@ -1,6 +1,6 @@
 """The kernel's result and record types: one SSE event, a stream's aggregate, an AIP action result.
 
-Each family's own results live in its package (``hermes_sdk._families.<name>.types``)."""
+Each family's own results live in its package (the types module of its family package)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .._core import _compat
+from .._core import _deprecation as _compat
 from .._core._plugin_manager import (  # noqa: F401  (the names this module had)
     BUILTINS,
     ENTRY_POINT_GROUP,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from typing_extensions import Unpack  # typing.Unpack is 3.11+; only mypy reads it
 
-    from .._core.client import HermesClient
+    from .._app.client import HermesClient
 
 
 class EmulatorOptions(TypedDict, total=False):
@@ -208,7 +208,7 @@ class HermesEmulator(FamilyControls):
     def client(self, **kwargs: Any) -> HermesClient:
         """A :class:`hermes_sdk.HermesClient` pointed at this emulator (``kwargs`` go to it)."""
         # Lazy: serving must never need the SDK (which may not even import yet).
-        client_cls: type[HermesClient] = importlib.import_module("hermes_sdk._core.client").HermesClient
+        client_cls: type[HermesClient] = importlib.import_module("hermes_sdk._app.client").HermesClient
 
         kwargs.setdefault("base_url", self.base_url)
         kwargs.setdefault("api_key", self.api_key)

@@ -25,7 +25,7 @@ from hermes_sdk import (
     OperatorRunError,
     Redactor,
 )
-from hermes_sdk._core.cli import main
+from hermes_sdk._app.cli import main
 from hermes_sdk._core.redaction import REDACTED, SECRET_CHARS, only_secrets_replaced
 from hermes_sdk.plugin import visible
 from hermes_sdk.testing import HermesEmulator
@@ -144,7 +144,7 @@ class _Tty(io.StringIO):
 
 def test_the_cli_prompt_and_lines_show_escapes_visibly(tools_emu: HermesEmulator, monkeypatch: pytest.MonkeyPatch,
                                                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
     monkeypatch.setenv("HERMES_BASE_URL", tools_emu.base_url)
     monkeypatch.setenv("HERMES_API_KEY", tools_emu.api_key)
     monkeypatch.setenv("HERMES_SDK_PLUGINS", "")

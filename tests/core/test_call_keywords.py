@@ -32,7 +32,7 @@ def _methods(client: HermesClient) -> Iterator[tuple[str, Callable[..., Any]]]:
     owners += [("chat", client.resource(Chat)), ("responses", client.resource(Responses))]
     for owner_name, owner in owners:
         for name, member in inspect.getmembers(type(owner), inspect.isfunction):
-            if not name.startswith("_") and not member.__module__.endswith(".compat"):  # deprecated aliases
+            if not name.startswith("_") and not member.__module__.endswith(".aliases"):  # deprecated aliases
                 yield f"{owner_name}.{name}", getattr(owner, name)
 
 

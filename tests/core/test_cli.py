@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hermes_sdk._core.cli import main
+from hermes_sdk._app.cli import main
 
 P = "connector.hermes_agent."
 
@@ -20,7 +20,7 @@ P = "connector.hermes_agent."
 def no_terminal_and_a_private_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     """In-process commands never reach for the real terminal of whoever runs the tests (the /dev/tty
     paths are tested in a pty, test_cli_terminal.py), nor write the real ~/.local/state."""
-    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
 
@@ -140,7 +140,7 @@ def test_capabilities_with_and_without_a_server(env: Any, capsys: pytest.Capture
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     code, out, _ = run(capsys, "capabilities", "--json")
     caps = json.loads(out)
-    from hermes_sdk._core.builtin import BUILTIN_SPECS
+    from hermes_sdk._app.builtin import BUILTIN_SPECS
 
     assert code == 0
     assert [c["capability_id"] for c in caps] == [f"cap:hermes_agent:default:{op}" for op in BUILTIN_SPECS]
@@ -285,7 +285,7 @@ def test_base_url_and_api_key_options(env: Any, capsys: pytest.CaptureFixture[st
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HERMES_BASE_URL")
     monkeypatch.delenv("HERMES_API_KEY")
-    from hermes_sdk._core._cli_keys import PS_WARNING
+    from hermes_sdk._app._cli_keys import PS_WARNING
 
     flags = ["--base-url", env.base_url, "--api-key", env.api_key]
     # a key on the command line works, and says it is visible in `ps`
@@ -310,7 +310,7 @@ def _options(parser: Any, path: str = "hermes-sdk") -> list[tuple[str, Any]]:
 
 
 def test_every_option_has_help_text() -> None:
-    from hermes_sdk._core.cli import build_parser
+    from hermes_sdk._app.cli import build_parser
 
     options = _options(build_parser())
     assert len(options) > 30

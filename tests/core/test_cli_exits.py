@@ -15,7 +15,7 @@ import pytest
 from test_cli import subprocess_env
 
 from hermes_sdk import HermesClient
-from hermes_sdk._core.cli import main
+from hermes_sdk._app.cli import main
 from hermes_sdk.testing import HermesEmulator
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from hermes_sdk._core.cli import main
+from hermes_sdk._app.cli import main
 
 P = "connector.hermes_agent."
 
 
 @pytest.fixture
 def env(hermes_emulator: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
-    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))  # never the real terminal
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))  # never the real terminal
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("HERMES_BASE_URL", hermes_emulator.base_url)
     monkeypatch.setenv("HERMES_API_KEY", hermes_emulator.api_key)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from test_cli import env, no_terminal_and_a_private_state_dir, run, subprocess_env  # noqa: F401  (fixtures)
 
-from hermes_sdk._core._cli_support import server_key
+from hermes_sdk._app._cli_support import server_key
 
 
 def _cli(emulator: Any, *argv: str, stdin: str = "", **env_extra: str) -> subprocess.CompletedProcess[str]:

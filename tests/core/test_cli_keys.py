@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from hermes_sdk._core._cli_keys import PS_WARNING
-from hermes_sdk._core.cli import main
+from hermes_sdk._app._cli_keys import PS_WARNING
+from hermes_sdk._app.cli import main
 from hermes_sdk.testing import HermesEmulator
 
 KEY = "sk-stored-0123456789abcdefXYZ"
@@ -20,7 +20,7 @@ KEY = "sk-stored-0123456789abcdefXYZ"
 
 @pytest.fixture(autouse=True)
 def state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     for name in ("HERMES_ENDPOINT_ID", "HERMES_SDK_IDEMPOTENCY_STORE", "HERMES_API_KEY", "HERMES_BASE_URL"):
         monkeypatch.delenv(name, raising=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hermes_sdk._core.cli import main
+from hermes_sdk._app.cli import main
 from hermes_sdk.testing import HermesEmulator
 
 KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
@@ -18,7 +18,7 @@ KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 
 @pytest.fixture(autouse=True)
 def state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     for name in ("HERMES_ENDPOINT_ID", "HERMES_SDK_IDEMPOTENCY_STORE"):
         monkeypatch.delenv(name, raising=False)

@@ -10,14 +10,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from hermes_sdk._core._cli_input import read_turn
-from hermes_sdk._core.cli import main
+from hermes_sdk._app._cli_input import read_turn
+from hermes_sdk._app.cli import main
 from hermes_sdk.testing import HermesEmulator
 
 
 @pytest.fixture(autouse=True)
 def state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     for name in ("HERMES_ENDPOINT_ID", "HERMES_SDK_IDEMPOTENCY_STORE"):
         monkeypatch.delenv(name, raising=False)

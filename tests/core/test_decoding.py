@@ -10,8 +10,8 @@ import attrs
 import pytest
 
 from hermes_sdk import HermesError, InvalidResponseError
+from hermes_sdk._app.builtin import BUILTIN_SPECS
 from hermes_sdk._core import convert
-from hermes_sdk._core.builtin import BUILTIN_SPECS
 from hermes_sdk._families.discovery import types as discovery
 from hermes_sdk._families.jobs import types as jobs
 from hermes_sdk._families.runs import types as runs

@@ -22,10 +22,10 @@ from typing import Any, Iterator
 import pytest
 from core_support import RawServer, free_port
 
-from hermes_sdk._core._doctor_base import DoctorSettings
-from hermes_sdk._core._doctor_server import _approvals, skew_finding
-from hermes_sdk._core.cli import main
-from hermes_sdk._core.doctor import EXIT_CODES, diagnose, exit_code
+from hermes_sdk._app._doctor_base import DoctorSettings
+from hermes_sdk._app._doctor_server import _approvals, skew_finding
+from hermes_sdk._app.cli import main
+from hermes_sdk._app.doctor import EXIT_CODES, diagnose, exit_code
 from hermes_sdk._core.server_features import ServerFeatures
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS

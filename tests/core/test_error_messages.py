@@ -10,8 +10,8 @@ import requests
 from core_support import free_port
 
 from hermes_sdk import ApprovalDeniedError, ApprovalRequest, Endpoint, HermesClient, InvalidInputError, TransportError
+from hermes_sdk._app.builtin import BUILTIN_SPECS
 from hermes_sdk._core.approval import check
-from hermes_sdk._core.builtin import BUILTIN_SPECS
 from hermes_sdk._core.transport import TransportCause, error_for_exception
 
 CONTRACTS = {name: spec.contract for name, spec in BUILTIN_SPECS.items()}
@@ -124,7 +124,7 @@ def test_a_401_names_where_the_key_was_read_and_its_masked_prefix(hermes_emulato
 
 def test_the_cli_names_api_key_flag_on_a_401(hermes_emulator: Any, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_sdk._core.cli import main
+    from hermes_sdk._app.cli import main
 
     monkeypatch.setenv("HERMES_BASE_URL", hermes_emulator.base_url)
     monkeypatch.setenv("HERMES_SDK_PLUGINS", "")
@@ -169,7 +169,7 @@ def test_a_deadline_error_names_the_bound_that_fired_and_the_knob(hermes_emulato
 
 def test_without_a_bound_the_published_default_is_named(hermes_emulator: Any) -> None:
     from hermes_sdk import DeadlineExceededError
-    from hermes_sdk._core.builtin import BUILTIN_SPECS as SPECS
+    from hermes_sdk._app.builtin import BUILTIN_SPECS as SPECS
     from hermes_sdk._core.options import CallOptions
 
     with hermes_emulator.client(load_entrypoints=False) as client:

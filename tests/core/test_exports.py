@@ -87,13 +87,13 @@ def test_every_deprecation_goes_through_the_one_helper_that_names_the_removing_r
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Name) and node.id == "DeprecationWarning":
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert found == [f"hermes_sdk/_core/_compat.py:{_line_of_the_helper()}"]
+    assert found == [f"hermes_sdk/_core/_deprecation.py:{_line_of_the_helper()}"]
 
 
 def _line_of_the_helper() -> int:
     import inspect
 
-    from hermes_sdk._core import _compat
+    from hermes_sdk._core import _deprecation as _compat
 
     source, start = inspect.getsourcelines(_compat.deprecated)
     return start + next(i for i, line in enumerate(source) if "DeprecationWarning" in line)

@@ -19,7 +19,7 @@ import attrs
 import pytest
 from test_architecture import imports, modules
 
-from hermes_sdk._core import builtin
+from hermes_sdk._app import builtin
 from hermes_sdk._core.operations.spec import OperationSpec
 from hermes_sdk.testing import HermesEmulator
 
@@ -201,76 +201,9 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
 FAMILY_USES = {f"{FAMILIES}.operator": {f"{FAMILIES}.runs": "the operator is a governed run: it starts, follows and "
                                                               "answers runs with the runs family's specs and Run"}}
 
-#: ``hermes_sdk._core`` modules that import a family, and why: the application layer (the client, the
-#: registration of the built-ins) still lives in ``_core``. No kernel module may join this list.
-CORE_IMPORTS_OF_FAMILIES: dict[str, dict[str, str]] = {
-    "hermes_sdk._core.builtin": {
-        f"{FAMILIES}.chat": "registers the built-in families (the application layer's wiring)",
-        f"{FAMILIES}.responses": "registers the built-in families (the application layer's wiring)",
-        f"{FAMILIES}.discovery": "registers the built-in families (the application layer's wiring)",
-        f"{FAMILIES}.operator": "registers the built-in families",
-        f"{FAMILIES}.runs": "registers the built-in families",
-        f"{FAMILIES}.jobs": "registers the built-in families, and attaches the jobs commands of the CLI",
-        f"{FAMILIES}.sessions": "registers the built-in families, and attaches the sessions commands of the CLI",
-    },
-    "hermes_sdk._core._compat": {
-        FAMILIES: "by name: rehome() gives a family's exported classes their public module too",
-        f"{FAMILIES}.chat": "by name: the deprecated paths hermes_sdk.models, hermes_sdk.convert and "
-                            "hermes_sdk.streaming still give the chat names that moved here",
-        f"{FAMILIES}.responses": "by name: the deprecated paths hermes_sdk.models, hermes_sdk.convert and "
-                                 "hermes_sdk.streaming still give the Responses names that moved here",
-        f"{FAMILIES}.discovery": "by name: the deprecated paths hermes_sdk.discovery and "
-                                 "hermes_sdk.resources.discovery load the modules that moved here",
-        f"{FAMILIES}.jobs": "by name: the deprecated paths hermes_sdk.jobs, hermes_sdk.resources.jobs and "
-                            "hermes_sdk.operations.jobs load the modules that moved here",
-        f"{FAMILIES}.sessions": "by name: the deprecated paths hermes_sdk.sessions, hermes_sdk.resources.sessions "
-                                "and hermes_sdk.operations.sessions load the modules that moved here",
-        f"{FAMILIES}.runs": "by name: the deprecated paths hermes_sdk.runs, hermes_sdk.resources.runs, "
-                            "hermes_sdk.operations.runs and the run events of hermes_sdk.events load them from here",
-        f"{FAMILIES}.operator": "by name: the deprecated paths hermes_sdk.operator, hermes_sdk.resources.operator "
-                                "and hermes_sdk.operations.operator load the modules that moved here",
-    },
-    "hermes_sdk._core._cli_support": {
-        f"{FAMILIES}.runs": "hermes-sdk run (application layer) shows a run's approval events",
-    },
-    "hermes_sdk._core.resources.compat": {
-        f"{FAMILIES}.runs": "the client's deprecated run_get/run_stop/run_approval aliases are typed with Runs",
-    },
-    "hermes_sdk._core.cli": {
-        f"{FAMILIES}.runs": "hermes-sdk run (application layer) prints a run's events",
-        f"{FAMILIES}.chat": "the hermes-sdk chat command (application layer) offers chat()'s provider fields as flags",
-        f"{FAMILIES}.responses": "the hermes-sdk responses command (application layer) offers responses()' body "
-                                 "fields as flags",
-    },
-    "hermes_sdk._core._cli_logs": {
-        f"{FAMILIES}.runs": "hermes-sdk logs (application layer) records a run's approval answers",
-    },
-    "hermes_sdk._core._cli_operate": {
-        f"{FAMILIES}.operator": "hermes-sdk operate (application layer) prints an OperatorResult",
-    },
-    "hermes_sdk._core._cli_templates": {
-        f"{FAMILIES}.chat": "hermes-sdk templates (application layer) check a template's options against chat()'s",
-        f"{FAMILIES}.responses": "hermes-sdk templates (application layer) check a template's options against "
-                                 "responses()'",
-    },
-    "hermes_sdk._core._cli_families": {
-        f"{FAMILIES}.jobs": "the hermes-sdk jobs commands (application layer) annotate with Job",
-        f"{FAMILIES}.sessions": "the hermes-sdk sessions commands (application layer) annotate with Session",
-    },
-    "hermes_sdk._core.resources.families": {
-        f"{FAMILIES}.jobs": "client.jobs is client.resource(Jobs): a property typed with Jobs",
-        f"{FAMILIES}.sessions": "client.sessions is client.resource(Sessions): a property typed with Sessions",
-        f"{FAMILIES}.runs": "client.runs is client.resource(Runs): a property typed with Runs",
-    },
-    "hermes_sdk._core.client": {
-        f"{FAMILIES}.discovery": "HermesClient mixes in the flat discovery methods (client.health() ...)",
-        f"{FAMILIES}.chat": "the flat client.chat() and chat_stream() delegate to client.resource(Chat)",
-        f"{FAMILIES}.responses": "the flat client.responses() ... response_delete() delegate to "
-                                 "client.resource(Responses)",
-        f"{FAMILIES}.operator": "HermesClient mixes in client.operate (OperatorMethods)",
-        f"{FAMILIES}.runs": "client.run() and chat_stream's approval answers (answer_approvals) go through Runs",
-    },
-}
+#: The application layer (``hermes_sdk/_app``: the client, the CLI, the registration of the built-ins, the
+#: deprecated paths) may name any family; the kernel (``hermes_sdk/_core``) none.
+APP = "hermes_sdk._app"
 
 
 def _family_of(module: str) -> str:
@@ -320,18 +253,17 @@ def test_a_family_imports_only_the_public_family_api_and_its_own_package() -> No
     assert not stale, "\n".join(stale)
 
 
-def test_no_core_module_imports_a_family_beyond_the_listed_application_layer() -> None:
+def test_the_kernel_imports_no_family_and_nothing_of_the_application_layer() -> None:
+    """Not even by name or for type checkers: the built-ins are loaded by name from ``hermes_sdk._app``
+    (``config.BUILTIN_PLUGIN``), the way llm loads its default plugins."""
     known = modules()
-    unexpected, stale = [], [f"{m} is no module: remove it from the list" for m in CORE_IMPORTS_OF_FAMILIES
-                             if m not in known]
+    found = []
     for name in sorted(m for m in known if m.startswith("hermes_sdk._core")):
-        allowed = CORE_IMPORTS_OF_FAMILIES.get(name, {})
-        found = {t for t in _all_imports(name, known[name], known) if t.startswith(FAMILIES)}
-        unexpected += [f"{name} imports {t}" for t in sorted(found) if _family_of(t) not in allowed]
-        stale += [f"{name} no longer imports {t}: remove it from the list" for t in allowed
-                  if not any(_family_of(f) == t for f in found)]
-    assert not unexpected, "\n".join(unexpected)
-    assert not stale, "\n".join(stale)
+        found += [f"{name} imports {t}" for t in sorted(_all_imports(name, known[name], known))
+                  if t.startswith((FAMILIES, APP))]
+        text = known[name].read_text()
+        found += [f"{name} names {m.group(0)}" for m in re.finditer(r"hermes_sdk\._families[\w.]*", text)]
+    assert not found, "\n".join(found)
 
 
 def test_the_discovery_operations_are_registered_from_the_discovery_package() -> None:
@@ -362,7 +294,7 @@ def test_the_jobs_operations_and_resource_come_from_the_jobs_package() -> None:
         assert registered[name] is spec, name
         assert spec.build.__module__ == f"{FAMILIES}.jobs.operations", name
     assert builtin.JOBS.specs == jobs.FAMILY.specs and builtin.JOBS.resource is jobs.Jobs
-    assert builtin.JOBS.commands == "hermes_sdk._core._cli_families:add_jobs_commands"
+    assert builtin.JOBS.commands == "hermes_sdk._app._cli_families:add_jobs_commands"
     with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
         assert isinstance(client.jobs, jobs.Jobs)
         assert client.resource(jobs.Jobs) is client.jobs is client.jobs  # one resource, from the registry
@@ -379,7 +311,7 @@ def test_the_sessions_operations_and_resource_come_from_the_sessions_package() -
         assert registered[spec.name] is spec, spec.name
         assert spec.build.__module__ == f"{FAMILIES}.sessions.operations", spec.name
     assert builtin.SESSIONS.specs == sessions.FAMILY.specs and builtin.SESSIONS.resource is sessions.Sessions
-    assert builtin.SESSIONS.commands == "hermes_sdk._core._cli_families:add_sessions_commands"
+    assert builtin.SESSIONS.commands == "hermes_sdk._app._cli_families:add_sessions_commands"
     with HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False) as client:
         assert isinstance(client.sessions, sessions.Sessions)
         assert client.resource(sessions.Sessions) is client.sessions is client.sessions
@@ -442,9 +374,6 @@ def test_the_flat_methods_delegate_to_the_resources(hermes_emulator: HermesEmula
 
 #: Application-layer modules of ``hermes_sdk/_core`` (the client, the CLI, the registration of the built-ins,
 #: the deprecated paths): they may name a family; the kernel may not.
-APPLICATION_LAYER = ("hermes_sdk._core.builtin", "hermes_sdk._core.client", "hermes_sdk._core.cli",
-                     "hermes_sdk._core._cli_", "hermes_sdk._core._compat", "hermes_sdk._core.resources.families",
-                     "hermes_sdk._core.doctor", "hermes_sdk._core._doctor_")
 #: Kernel modules that still name a family's route or state, and why.
 KERNEL_NAMES_OF_FAMILIES = {
     "hermes_sdk._core.redaction": "the generic redaction rule scrubs ids after any registered route; its docstring "
@@ -515,8 +444,7 @@ def test_no_import_cycle_holds_both_a_kernel_and_a_family_module() -> None:
     family its own, but none joins the two (before the runs move, one of 21 modules held the runs family)."""
     mixed = []
     for component in _sccs(_graph()):
-        kernel = sorted(m for m in component if m.startswith("hermes_sdk._core") and not m.startswith(
-            APPLICATION_LAYER))
+        kernel = sorted(m for m in component if m.startswith("hermes_sdk._core"))
         family = sorted(m for m in component if m.startswith(FAMILIES) or m.split(".")[-1] in FAMILY_MODULE_NAMES)
         if kernel and family:
             mixed.append(f"{len(component)} modules: kernel {kernel}, families {family}")
@@ -526,7 +454,7 @@ def test_no_import_cycle_holds_both_a_kernel_and_a_family_module() -> None:
 def test_the_kernel_names_no_family_route_or_state() -> None:
     known = modules()
     found, stale = [], []
-    for name in sorted(m for m in known if m.startswith("hermes_sdk._core") and not m.startswith(APPLICATION_LAYER)):
+    for name in sorted(m for m in known if m.startswith("hermes_sdk._core")):
         hits = FAMILY_NAMES.findall(known[name].read_text())
         if hits and name not in KERNEL_NAMES_OF_FAMILIES:
             found.append(f"{name}: {sorted(set(hits))}")

@@ -17,9 +17,9 @@ import urllib3
 from requests.structures import CaseInsensitiveDict
 
 from hermes_sdk import ApprovalDecision, HermesClient
+from hermes_sdk._app.builtin import BUILTIN_SPECS, build_request
 from hermes_sdk._core._constants import MAX_INPUT_DEPTH, RETRY_AFTER_CAP
 from hermes_sdk._core.approval import check
-from hermes_sdk._core.builtin import BUILTIN_SPECS, build_request
 from hermes_sdk._core.endpoints import Endpoint, ExecutionContext, deadline_epoch, validate_header_value
 from hermes_sdk._core.retry import backoff_delay
 from hermes_sdk._core.transport import decode_json, error_for_status, retry_after_ms

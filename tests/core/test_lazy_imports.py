@@ -34,17 +34,19 @@ def _loaded_after(code: str) -> set[str]:
 
 def test_the_pytest_plugin_loads_neither_the_sdk_nor_the_emulator() -> None:
     assert _loaded_after("import hermes_sdk.testing.pytest_plugin") == {
-        "hermes_sdk", "hermes_sdk._version", "hermes_sdk._core", "hermes_sdk._core._compat", "hermes_sdk.testing",
+        "hermes_sdk", "hermes_sdk._version", "hermes_sdk._core", "hermes_sdk._core._deprecation", "hermes_sdk._app",
+        "hermes_sdk._app._compat", "hermes_sdk.testing",
         "hermes_sdk.testing.pytest_plugin"}
     assert _loaded_after("import hermes_sdk") == {"hermes_sdk", "hermes_sdk._version", "hermes_sdk._core",
-                                                  "hermes_sdk._core._compat"}
+                                                  "hermes_sdk._core._deprecation", "hermes_sdk._app",
+                                                  "hermes_sdk._app._compat"}
 
 
 def test_a_name_is_imported_on_first_use() -> None:
     loaded = _loaded_after("from hermes_sdk import HermesClient")
-    assert {"hermes_sdk._core.client", "hermes_sdk._core.transport"} <= loaded
+    assert {"hermes_sdk._app.client", "hermes_sdk._core.transport"} <= loaded
     assert not any(m.startswith("hermes_sdk.testing") for m in loaded)
-    assert "hermes_sdk._core.client" not in _loaded_after("from hermes_sdk.testing import FaultServer")
+    assert "hermes_sdk._app.client" not in _loaded_after("from hermes_sdk.testing import FaultServer")
 
 
 def _type_checking_imports(module: ModuleType) -> dict[str, tuple[str, ...]]:

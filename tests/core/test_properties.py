@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_sdk import HermesClient
+from hermes_sdk._app.builtin import build_request
 from hermes_sdk._core._constants import MAX_SSE_FRAME_BYTES
-from hermes_sdk._core.builtin import build_request
 from hermes_sdk._core.streaming import _sse_events, decode_event
 from hermes_sdk.errors import CONFIGURATION_OR_INPUT, HermesError, InvalidInputError, InvalidResponseError
 

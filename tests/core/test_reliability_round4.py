@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hermes_sdk import HermesClient, InvalidInputError
-from hermes_sdk._core.builtin import BUILTIN_SPECS as SPECS
+from hermes_sdk._app.builtin import BUILTIN_SPECS as SPECS
 from hermes_sdk._core.operations.common import path_id
 from hermes_sdk.testing import FaultServer
 
@@ -312,7 +312,7 @@ def test_an_existing_cli_state_directory_is_narrowed_to_0700(tmp_path: Any, monk
     import os
     import stat
 
-    from hermes_sdk._core import _cli_support
+    from hermes_sdk._app import _cli_support
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     folder = tmp_path / "hermes-sdk"

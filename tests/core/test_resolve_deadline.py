@@ -11,7 +11,7 @@ from typing import Optional
 import pytest
 
 from hermes_sdk import ExecutionContext
-from hermes_sdk._core.builtin import BUILTIN_SPECS as SPECS
+from hermes_sdk._app.builtin import BUILTIN_SPECS as SPECS
 from hermes_sdk._core.deadline import Timeout, effective
 from hermes_sdk._core.executor import resolve_deadline
 from hermes_sdk._core.options import CallOptions

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_sdk import ApprovalDeniedError, ApprovalRequest, Redactor
+from hermes_sdk._app.cli import main
 from hermes_sdk._core.approval import check
-from hermes_sdk._core.cli import main
 from hermes_sdk._core.redaction import REDACTED, scrub
 from hermes_sdk.plugin import visible
 from hermes_sdk.testing import HermesEmulator
@@ -289,7 +289,7 @@ class _Tty(io.StringIO):
 def test_no_server_text_reaches_the_terminal_raw(argv: list[str], hostile: tuple[str, str], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     hostile_url, run_id = hostile
-    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
     monkeypatch.setenv("HERMES_BASE_URL", hostile_url)
     monkeypatch.setenv("HERMES_API_KEY", "k-hostile-test")
     monkeypatch.setenv("HERMES_SDK_PLUGINS", "")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hermes_sdk._core.cli import main
+from hermes_sdk._app.cli import main
 from hermes_sdk.testing.emulator import TOOLSETS
 
 VICTIM = "/scratch/victim"
@@ -18,7 +18,7 @@ VICTIM = "/scratch/victim"
 def env(hermes_emulator: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
     # In-process runs never reach for the real terminal of whoever runs the tests (the /dev/tty
     # paths are tested in a pty, see test_cli_terminal.py).
-    monkeypatch.setattr("hermes_sdk._core._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
     monkeypatch.setenv("HERMES_BASE_URL", hermes_emulator.base_url)
     monkeypatch.setenv("HERMES_API_KEY", hermes_emulator.api_key)
     monkeypatch.delenv("HERMES_ENDPOINT_ID", raising=False)

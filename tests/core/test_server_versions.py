@@ -384,7 +384,7 @@ def test_an_interrupted_run_ends_the_wait() -> None:
 
 def test_steer_from_the_command_line(emu: HermesEmulator, monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_sdk._core.cli import main
+    from hermes_sdk._app.cli import main
 
     monkeypatch.setenv("HERMES_BASE_URL", emu.base_url)
     monkeypatch.setenv("HERMES_API_KEY", emu.api_key)

@@ -335,7 +335,7 @@ def test_invoke_uses_the_connector_names(client: HermesClient) -> None:
 def test_contracts_are_the_connectors() -> None:
     client = HermesClient("http://127.0.0.1:9", "k", load_entrypoints=False)
     caps = {d["operation"]: d for d in client.capabilities()}
-    from hermes_sdk._core.builtin import BUILTIN_SPECS
+    from hermes_sdk._app.builtin import BUILTIN_SPECS
 
     assert list(caps) == list(BUILTIN_SPECS)
     assert caps["sessions_list"]["retry"] == {"safety": "safe", "supports_retry": True}

@@ -27,9 +27,9 @@ from hermes_sdk import (
     TenantMismatchError,
     hookimpl,
 )
+from hermes_sdk._app.builtin import BUILTIN_SPECS as SPECS
+from hermes_sdk._app.builtin import FAMILIES
 from hermes_sdk._core._plugin_manager import build_manager
-from hermes_sdk._core.builtin import BUILTIN_SPECS as SPECS
-from hermes_sdk._core.builtin import FAMILIES
 from hermes_sdk._core.call import Call
 from hermes_sdk._core.executor import Executor
 from hermes_sdk._core.families import Family, Registry

@@ -16,9 +16,9 @@ import requests
 import urllib3
 from requests.structures import CaseInsensitiveDict
 
+from hermes_sdk._app.builtin import BUILTIN_SPECS
 from hermes_sdk._core._constants import MAX_ERROR_BODY_BYTES
 from hermes_sdk._core._wire import WIRE_FAULTS
-from hermes_sdk._core.builtin import BUILTIN_SPECS
 from hermes_sdk._core.capabilities import Contract
 from hermes_sdk._core.retry import DEFAULT_POLICY
 from hermes_sdk._core.transport import decode_json, error_for_status, read_body, retry_after_ms

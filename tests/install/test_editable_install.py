@@ -76,7 +76,7 @@ def test_readme_install_then_mypy_strict_sees_the_types(readme_venv: Path, tmp_p
                          cwd=project, capture_output=True, text=True, timeout=300)
     text = out.stdout + out.stderr
     assert 'Revealed type is "str | None"' in text or 'Revealed type is "Union[builtins.str, None]"' in text, text
-    assert 'Revealed type is "hermes_sdk._core.client.HermesClient"' in text, text  # the emulator's client is typed
+    assert 'Revealed type is "hermes_sdk._app.client.HermesClient"' in text, text  # the emulator's client is typed
     assert "import-not-found" not in text and "error:" not in text, text
     assert out.returncode == 0, text
 

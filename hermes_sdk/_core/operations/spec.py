@@ -13,7 +13,7 @@ import attrs
 
 from ...errors import HermesError
 from .. import convert
-from .._compat import deprecated
+from .._deprecation import deprecated
 from ..aggregate import Accumulator
 from ..capabilities import Contract
 from ..convert import DecodeContext

@@ -125,7 +125,7 @@ def test_with_the_default_policy_names_and_keys_show_but_commands_do_not(telemet
     # What the core hands observers of run events by default: the run_events spec's observed_keys
     # (a tool's name, a pattern key, an approval choice: names Hermes itself defines) on top of the
     # allowlist; the command, its preview, the run id and the output stay out.
-    from hermes_sdk._core.builtin import BUILTIN_SPECS as SPECS
+    from hermes_sdk._app.builtin import BUILTIN_SPECS as SPECS
 
     default = Redactor(allowed_keys=set(SPECS["run_events"].observed_keys))
     follow(telemetry, telemetry.plugin(), default, TOOL_TURN, COMPLETED)

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
-from .redaction import scrub
+from .._core.redaction import scrub
 
 T = TypeVar("T")
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"

@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
+from .._core.display import visible
 from ._cli_support import private_state_dir, server_key, state_dir
 from .cli import EXIT_FAILED, EXIT_OK, _base_url, _print_json
-from .display import visible
 
 if TYPE_CHECKING:
+    from .._core.events import RunEvent
     from .cli import Subcommands
     from .client import HermesClient
-    from .events import RunEvent
 
 COLUMNS = ("id", "datetime_utc", "command", "base_url", "model", "system", "prompt", "reply", "status",
            "session_id", "run_id", "response_id", "action_id", "approvals", "options")
@@ -80,8 +80,8 @@ def _redacted(client: HermesClient, value: object) -> Any:
 
 def run_approvals(events: Iterable[RunEvent]) -> list[dict[str, object]]:
     """The approvals of a run as its events tell them: each request, and each answer."""
+    from .._core.events import ApprovalRequested
     from .._families.runs.events import ApprovalResponded
-    from .events import ApprovalRequested
 
     found: list[dict[str, object]] = []
     for event in events:

@@ -14,13 +14,13 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Optional
 
+from .._core.display import visible
 from ._cli_logs import log_call
 from .cli import EXIT_OK, _client, _failure, _note, _operator_approval, _print_json, _text_arg, _Usage
-from .display import visible
 
 if TYPE_CHECKING:
+    from .._core.approval import ApprovalDecision, ApprovalRequest
     from .._families.operator.types import OperatorResult
-    from .approval import ApprovalDecision, ApprovalRequest
     from .cli import Subcommands
 
 

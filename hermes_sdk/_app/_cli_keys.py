@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from .._core.display import visible
 from ._cli_files import read_json, write_private_json
 from ._cli_support import server_key, state_dir
 from .cli import EXIT_FAILED, EXIT_OK, _base_url, _print_json, _Usage
-from .display import visible
 
 if TYPE_CHECKING:
     from .cli import Subcommands

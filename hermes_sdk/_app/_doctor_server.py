@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import requests
 
+from .._core.server_features import ServerFeatures, parse_version
 from ..errors import AuthenticationError, HermesError, InvalidResponseError, TransportError
 from ._doctor_base import FAIL, OK, SKIP, WARN, DoctorSettings, Finding, StepTimeout, bounded
-from .server_features import ServerFeatures, parse_version
 
 if TYPE_CHECKING:
     from ._doctor_net import Route
@@ -47,8 +47,8 @@ def _no_key_warning() -> Iterator[None]:
 
 
 def _client(settings: DoctorSettings, origin: str) -> HermesClient:
+    from .._core.endpoints import Endpoint
     from .client import HermesClient
-    from .endpoints import Endpoint
 
     endpoint = Endpoint(settings.endpoint_id, origin, settings.api_key, key_source=settings.key_source)
     with _no_key_warning():  # one attempt per check, each within the timeout; no store is touched

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, TypeVar
 
-from ..._families.jobs import Jobs
-from ..._families.runs import Runs
-from ..._families.sessions import Sessions
+from .._families.jobs import Jobs
+from .._families.runs import Runs
+from .._families.sessions import Sessions
 
 R = TypeVar("R")
 

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._core.display import visible
 from .._families.chat.operations import CHAT_FIELDS
 from .._families.responses.operations import RESPONSES_FIELDS
 from ._cli_files import read_json, write_private_json
 from ._cli_support import provider_options, state_dir
 from .cli import EXIT_FAILED, EXIT_OK, _print_json, _Usage
-from .display import visible
 
 if TYPE_CHECKING:
     from .cli import Subcommands

@@ -17,6 +17,8 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
 
+from .._core._signals import interrupt_on_signals
+from .._core.display import visible
 from .._families.chat.operations import CHAT_FIELDS
 from .._families.responses.operations import RESPONSES_FIELDS
 from ..errors import HermesError, MissingCredentialError
@@ -32,15 +34,13 @@ from ._cli_support import (
     provider_options,
     remember_session,
 )
-from ._signals import interrupt_on_signals
-from .display import visible
 
 if TYPE_CHECKING:
-    from .approval import ApprovalDecision, ApprovalProvider, ApprovalRequest
+    from .._core.approval import ApprovalDecision, ApprovalProvider, ApprovalRequest
+    from .._core.events import RunEvent
+    from .._core.models import StreamResult
+    from .._core.streaming import HermesStream
     from .client import HermesClient
-    from .events import RunEvent
-    from .models import StreamResult
-    from .streaming import HermesStream
 
     #: What ``add_subparsers()`` returns: where each command (and each family's) adds its parser.
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -80,7 +80,7 @@ def _client(args: argparse.Namespace, *, needs_key: bool = True,
 
     def build() -> HermesClient:
         if given:  # a refused key's message names where it came from
-            from .endpoints import Endpoint
+            from .._core.endpoints import Endpoint
 
             endpoint = Endpoint(os.environ.get("HERMES_ENDPOINT_ID") or "default", _base_url(args), given,
                                 key_source=source)
@@ -201,7 +201,7 @@ def _response_id(result: StreamResult) -> Optional[str]:
 
 def _stream_out(stream: HermesStream, args: Optional[argparse.Namespace], *, print_response_id: bool = False) -> int:
     """Print a stream as it arrives: text deltas, or one JSON line per event then a result line."""
-    from .convert import stream_result_to_json
+    from .._core.convert import stream_result_to_json
 
     as_json = _as_json(args)
     with stream:
@@ -489,11 +489,11 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
         with _client(args) as client:
             caps = client.capabilities()
     else:  # the contracts are data: list them for the configured (or default) endpoint id without a server
-        from ._plugin_manager import build_manager
-        from .capabilities import descriptor
-        from .config import build_registry
-        from .endpoints import normalize_endpoint_id
-        from .view import ClientView
+        from .._core._plugin_manager import build_manager
+        from .._core.capabilities import descriptor
+        from .._core.config import build_registry
+        from .._core.endpoints import normalize_endpoint_id
+        from .._core.view import ClientView
 
         endpoint_id = normalize_endpoint_id(os.environ.get("HERMES_ENDPOINT_ID") or "default")
         registry = build_registry(build_manager(), ClientView((endpoint_id,), (), ()))  # the installed plugins' too
@@ -510,7 +510,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     """``hermes-sdk plugins``: print the loaded plugins and their hooks as JSON."""
-    from ._plugin_manager import build_manager, describe
+    from .._core._plugin_manager import build_manager, describe
 
     _print_json(describe(build_manager()))
     return EXIT_OK
@@ -649,9 +649,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     completed and every command the agent asked to run was approved."""
     import uuid
 
+    from .._core.events import MessageDelta
     from ._cli_logs import log_call, run_approvals
     from ._cli_support import unapproved_commands
-    from .events import MessageDelta
 
     text = _text_arg(args.text, "task")
     key = args.idempotency_key or f"cli-run-{uuid.uuid4().hex}"
@@ -890,9 +890,9 @@ def add_family_commands(sub: Subcommands, conn: argparse.ArgumentParser, as_json
     """Each family's own subcommands (``Family.commands``), for the families of the installed plugins."""
     import importlib
 
-    from ._plugin_manager import build_manager
-    from .config import build_registry
-    from .view import ClientView
+    from .._core._plugin_manager import build_manager
+    from .._core.config import build_registry
+    from .._core.view import ClientView
 
     for family in build_registry(build_manager(), ClientView((), (), ())).families.values():
         if family.commands:
@@ -901,7 +901,7 @@ def add_family_commands(sub: Subcommands, conn: argparse.ArgumentParser, as_json
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ._logging import configure_from_env
+    from .._core._logging import configure_from_env
 
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)

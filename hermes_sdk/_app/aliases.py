@@ -5,20 +5,20 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Callable, Optional, TypeVar, cast
 
-from .._compat import deprecated
-from ..families import legacy_resources
+from .._core.families import legacy_resources
+from ._compat import deprecated
 
 if TYPE_CHECKING:
-    from ..._families.runs import Runs
-    from ..._families.runs.types import ApprovalAnswer, RunStatus
-    from ...errors import HermesError
-    from ..approval import ApprovalRequest
-    from ..deadline import TimeoutLike
-    from ..endpoints import Deadline, ExecutionContext
-    from ..executor import Executor
-    from ..idempotency import IdempotencyRecord
-    from ..models import ActionResult
-    from .records import Records
+    from .._core.approval import ApprovalRequest
+    from .._core.deadline import TimeoutLike
+    from .._core.endpoints import Deadline, ExecutionContext
+    from .._core.executor import Executor
+    from .._core.idempotency import IdempotencyRecord
+    from .._core.models import ActionResult
+    from .._core.resources.records import Records
+    from .._families.runs import Runs
+    from .._families.runs.types import ApprovalAnswer, RunStatus
+    from ..errors import HermesError
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -14,9 +14,11 @@ import importlib.machinery
 import importlib.util
 import sys
 import typing
-import warnings
 from types import ModuleType
 from typing import Iterable, Optional, Sequence
+
+from .._core._deprecation import REMOVED_IN as REMOVED_IN
+from .._core._deprecation import deprecated as deprecated
 
 #: The modules and packages that moved from ``hermes_sdk.<name>`` to ``hermes_sdk._core.<name>``.
 MOVED_MODULES = frozenset({
@@ -28,6 +30,8 @@ MOVED_MODULES = frozenset({
 
 #: Old paths whose module has since moved out of ``hermes_sdk._core`` (into a family's package).
 RELOCATED = {
+    "hermes_sdk.cli": "hermes_sdk._app.cli",
+    "hermes_sdk.client": "hermes_sdk._app.client",
     "hermes_sdk.discovery": "hermes_sdk._families.discovery.types",
     "hermes_sdk.resources.discovery": "hermes_sdk._families.discovery.resource",
     "hermes_sdk.jobs": "hermes_sdk._families.jobs.types",
@@ -68,15 +72,6 @@ RELOCATED_NAMES = {
 }
 
 _HINT = "import from hermes_sdk, hermes_sdk.types, hermes_sdk.errors or hermes_sdk.plugin instead"
-#: The release that removes every deprecated path, name and protocol (the CHANGELOG lists them).
-REMOVED_IN = "0.3.0"
-
-
-def deprecated(message: str, stacklevel: int = 2) -> None:
-    """Warn that something is deprecated, naming the release that removes it: every shim says so here."""
-    warnings.warn(f"{message} (removed in hermes-sdk {REMOVED_IN})", DeprecationWarning, stacklevel=stacklevel + 1)
-
-
 def new_home(old: str) -> str:
     """Where the module once at ``old`` (``hermes_sdk.runs``) lives now."""
     return RELOCATED.get(old, "hermes_sdk._core." + old[len("hermes_sdk."):])

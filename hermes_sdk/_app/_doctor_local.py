@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import quote, unquote, urlsplit
 
+from .._core.sqlite_files import SQLITE_SIDE_FILES
 from ..errors import HermesError
 from ._doctor_base import FAIL, OK, WARN, Finding, StepTimeout, bounded, mask_url
-from .sqlite_files import SQLITE_SIDE_FILES
 
 
 def check(timeout: float) -> list[Finding]:
@@ -101,9 +101,9 @@ def _read_only_probe(db: Path, timeout: float) -> None:
 
 def _plugin_store(url: str, shown: str, timeout: float) -> Finding:
     """A store a plugin makes (``redis://``...): built as a client builds it, then asked for a key."""
-    from ._plugin_manager import build_manager
-    from .config import resolve_store
-    from .view import ClientView
+    from .._core._plugin_manager import build_manager
+    from .._core.config import resolve_store
+    from .._core.view import ClientView
 
     data: dict[str, object] = {"kind": url.split(":", 1)[0], "url": shown}
     fix = "start the store's server, fix the URL, or install the plugin for its scheme"
@@ -122,7 +122,7 @@ def _plugin_store(url: str, shown: str, timeout: float) -> Finding:
 
 
 def plugins_finding() -> Finding:
-    from ._plugin_manager import build_manager, describe
+    from .._core._plugin_manager import build_manager, describe
 
     try:
         plugins = describe(build_manager())

@@ -16,9 +16,9 @@ import os
 import sys
 from typing import TYPE_CHECKING, Optional
 
+from .._core.redaction import register_secret, scrub
 from . import _doctor_local, _doctor_net, _doctor_server
 from ._doctor_base import DEFAULT_TIMEOUT, FAIL, OK, SKIP, WARN, DoctorSettings, Finding, mask_key
-from .redaction import register_secret, scrub
 
 if TYPE_CHECKING:
     from .cli import Subcommands
@@ -30,8 +30,8 @@ EXIT_CODES = {"config": 3, "dns": 4, "tcp": 5, "tls": 6, "proxy": 7, "health": 8
 
 def check_config(settings: DoctorSettings) -> tuple[Finding, Optional[str]]:
     """Where the base URL and the key came from; the normalised origin, or None when there is none."""
+    from .._core.endpoints import normalize_base_url
     from ..errors import InvalidInputError
-    from .endpoints import normalize_base_url
 
     data: dict[str, object] = {"base_url_source": settings.base_url_source, "key_source": settings.key_source}
     if not settings.base_url:
@@ -104,7 +104,7 @@ def settings_from(args: argparse.Namespace) -> DoctorSettings:
 
 
 def _print_text(findings: list[Finding], code: int) -> None:
-    from .display import visible
+    from .._core.display import visible
 
     for finding in findings:
         sys.stdout.write(visible(f"[{finding.status:<4}] {finding.name}: {scrub(finding.detail)}") + "\n")

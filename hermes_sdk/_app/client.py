@@ -10,6 +10,20 @@ from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union, 
 import attrs
 import requests
 
+from .._core._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
+from .._core._plugin_manager import Plugin
+from .._core._sentinels import REQUIRED, UNCHANGED
+from .._core.approval import ApprovalDecision, ApprovalProvider, ApprovalRequest
+from .._core.capabilities import descriptor
+from .._core.config import ClientSettings, build_endpoints, build_runtime, max_attempts_value
+from .._core.deadline import TimeoutLike, as_timeout
+from .._core.endpoints import Deadline, Endpoint, ExecutionContext
+from .._core.executor import Executor
+from .._core.idempotency import IdempotencyStore
+from .._core.models import ActionResult
+from .._core.options import CallOptions
+from .._core.resources.records import Records
+from .._core.retry import RetryPolicy
 from .._families.chat import Chat, ChatCompletion, ChatStream
 from .._families.discovery import DiscoveryMethods
 from .._families.operator import OperatorMethods
@@ -17,22 +31,8 @@ from .._families.responses import DeletionReceipt, Responses, ResponseStream
 from .._families.responses.types import Response
 from .._families.runs import Run, RunInput, answer_approvals
 from ..errors import InvalidInputError
-from ._constants import DEFAULT_KEY_RETENTION_SECONDS, DEFAULT_MAX_EVENTS, DEFAULT_MODEL, RETRY_MAX_ATTEMPTS
-from ._plugin_manager import Plugin
-from ._sentinels import REQUIRED, UNCHANGED
-from .approval import ApprovalDecision, ApprovalProvider, ApprovalRequest
-from .capabilities import descriptor
-from .config import ClientSettings, build_endpoints, build_runtime, max_attempts_value
-from .deadline import TimeoutLike, as_timeout
-from .endpoints import Deadline, Endpoint, ExecutionContext
-from .executor import Executor
-from .idempotency import IdempotencyStore
-from .models import ActionResult
-from .options import CallOptions
-from .resources.compat import DeprecatedAliases
-from .resources.families import FamilyResources
-from .resources.records import Records
-from .retry import RetryPolicy
+from .aliases import DeprecatedAliases
+from .attributes import FamilyResources
 
 log = logging.getLogger("hermes_sdk")
 R = TypeVar("R")

@@ -10,16 +10,16 @@ from typing import Mapping
 
 import attrs
 
+from .._core import capabilities
+from .._core.families import Family
+from .._core.operations.common import ProviderRequest, split_key
+from .._core.operations.spec import OperationSpec
+from .._core.redaction import register_route
+from .._core.view import ClientView
 from .._families import chat, discovery, jobs, operator, responses, runs, sessions
 from ..hookspecs import hookimpl
-from . import capabilities
-from .families import Family
-from .operations.common import ProviderRequest, split_key
-from .operations.spec import OperationSpec
-from .redaction import register_route
-from .view import ClientView
 
-_CLI = "hermes_sdk._core._cli_families:"
+_CLI = "hermes_sdk._app._cli_families:"
 CHAT: Family[chat.Chat] = chat.FAMILY
 RESPONSES: Family[responses.Responses] = responses.FAMILY
 RUNS: Family[runs.Runs] = runs.FAMILY

@@ -12,6 +12,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Callable
 
+from .._core.display import visible
 from .cli import (
     EXIT_OK,
     _agent_text,
@@ -24,7 +25,6 @@ from .cli import (
     _stream_out,
     _text_arg,
 )
-from .display import visible
 
 if TYPE_CHECKING:
     from .._families.jobs.types import Job

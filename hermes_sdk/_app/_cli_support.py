@@ -12,13 +12,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Iterable, Mapping, Optional, Sequence, Union
 
+from .._core.display import visible
+from .._core.redaction import scrub
 from ..errors import HermesError
-from .display import visible
-from .redaction import scrub
 
 if TYPE_CHECKING:
-    from .events import RunEvent
-    from .idempotency import SQLiteStore
+    from .._core.events import RunEvent
+    from .._core.idempotency import SQLiteStore
 
 # ---------------------------------------------------------------- the terminal
 
@@ -136,8 +136,8 @@ def durable_store(needed: bool) -> Union[SQLiteStore, str, None]:
     opened, a command given a key (``needed``) fails: a key kept in memory would do nothing."""
     import sqlite3
 
+    from .._core.idempotency import SQLiteStore
     from ..errors import InvalidInputError
-    from .idempotency import SQLiteStore
 
     if os.environ.get("HERMES_SDK_IDEMPOTENCY_STORE"):
         return None
@@ -314,7 +314,7 @@ def provider_options(pairs: Optional[Sequence[Sequence[str]]], own_flags: Mappin
                      known: Iterable[str]) -> dict[str, object]:
     """The ``-o NAME VALUE`` pairs as provider fields. A usage error (ValueError): a name with its own
     flag, or a name the command does not know (with the close match, as the Python API suggests)."""
-    from .operations.keywords import close_match
+    from .._core.operations.keywords import close_match
 
     names = sorted(set(known) - set(own_flags))
     out: dict[str, object] = {}
