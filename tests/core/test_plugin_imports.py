@@ -24,7 +24,7 @@ PLUGINS = sorted(p for p in (REPO / "plugins").glob("*/hermes_sdk_*") if p.is_di
 DISTRIBUTION_OF = {
     "hermes_sdk": "hermes-sdk", "attrs": "attrs", "flask": "flask", "itsdangerous": "itsdangerous",
     "werkzeug": "werkzeug", "redis": "redis", "sqlalchemy": "sqlalchemy", "opentelemetry": "opentelemetry-api",
-    "psycopg": "psycopg", "pymysql": "pymysql",
+    "psycopg": "psycopg", "pymysql": "pymysql", "waitress": "waitress",
 }
 
 
