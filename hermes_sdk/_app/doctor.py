@@ -92,11 +92,14 @@ def _positive(value: str) -> float:
 
 
 def settings_from(args: argparse.Namespace) -> DoctorSettings:
-    """The flags first, then the environment, as every other command reads them."""
+    """As every other command reads them: the flags (``--api-key``, ``--api-key-file``, ``--api-key -``),
+    then the environment, then the key ``hermes-sdk keys set`` stored for the server."""
+    from ._cli_keys import resolve_key
+
     url, url_source = getattr(args, "base_url", None), "--base-url"
     if not url:
         url, url_source = os.environ.get("HERMES_BASE_URL"), "HERMES_BASE_URL"
-    key, key_source = getattr(args, "api_key", None), "--api-key"
+    key, key_source = resolve_key(args)
     if not key:
         key, key_source = os.environ.get("HERMES_API_KEY"), "HERMES_API_KEY"
     return DoctorSettings(url or None, url_source if url else None, key or None, key_source if key else None,

@@ -382,3 +382,20 @@ def test_a_bad_timeout_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit) as info:
         main(["doctor", "--timeout", "0"])
     assert info.value.code == 2
+
+
+def test_a_key_stored_with_keys_set_is_found_and_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The doctor reads the key the way every other command does: flags, the environment, then the
+    # key `hermes-sdk keys set` stored for the server.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    secret = tmp_path / "key.txt"
+    secret.write_text("doctor-stored-key-0123456789\n")
+    with HermesEmulator(api_key="doctor-stored-key-0123456789") as emu:
+        assert main(["keys", "set", "--endpoint", emu.base_url, "--file", str(secret)]) == 0
+        capsys.readouterr()
+        code, body, found = doctor(capsys, "--base-url", emu.base_url)
+    assert code == 0, body
+    assert found["config"]["data"]["key_source"].startswith("the key stored for ")
+    assert found["auth"]["status"] == "ok"
+    assert "doctor-stored-key-0123456789" not in json.dumps(body)
