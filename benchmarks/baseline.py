@@ -79,9 +79,28 @@ def key_ratios(res: dict[str, Any]) -> dict[str, Optional[float]]:
     st = res["stream"]
     out["stream: sdk / http.client floor per event"] = _ratio(
         st["hermes-sdk"]["us_per_event"], st["http.client"]["us_per_event"])
+    out.update(issue34_ratios(res))
     th = res["threads"]["hermes-sdk"]
     out["threads: 4-thread / 1-thread calls/s"] = _ratio(th["4_thread_calls_per_s"], th["1_thread_calls_per_s"])
     return out
+
+
+def issue34_ratios(res: dict[str, Any]) -> dict[str, Optional[float]]:
+    """Where users call it (issue 34): a keyed chat, a plain chat against httpx, the default stream, the first call."""
+    calls = res["calls"]["chat"]
+
+    def us(name: str) -> Optional[float]:
+        return calls.get(name, {}).get("us_per_call")
+    first = res.get("first_call") or {}
+    return {
+        "keyed chat (memory) / requests (trust_env=False)": _ratio(us("hermes-sdk + idempotency key (memory)"),
+                                                                    us("requests (trust_env=False)")),
+        "keyed chat (sqlite) / requests (trust_env=False)": _ratio(us("hermes-sdk + idempotency key (sqlite)"),
+                                                                    us("requests (trust_env=False)")),
+        "chat: sdk / httpx": _ratio(us("hermes-sdk"), us("httpx")),
+        "first call: sdk / requests": _ratio(first.get("hermes-sdk", {}).get("ms"),
+                                             first.get("requests", {}).get("ms")),
+    }
 
 
 def table(old: dict[str, Any], new: dict[str, Any], rev: str) -> str:

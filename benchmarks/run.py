@@ -38,12 +38,20 @@ import sseclient  # noqa: E402
 
 import hermes_sdk  # noqa: E402
 from benchmarks import baseline  # noqa: E402
+from benchmarks.first_call import bench_first_call  # noqa: E402
 from hermes_sdk import HermesClient  # noqa: E402
 
 try:
     import openai
 except ImportError:  # pragma: no cover - the table then says n/a for openai
     openai = None  # type: ignore[assignment]
+try:  # the HTTP client openai is built on (published as httpx, or httpx2 where openai uses that)
+    import httpx
+except ImportError:  # pragma: no cover
+    try:
+        import httpx2 as httpx  # type: ignore[no-redef]
+    except ImportError:
+        httpx = None  # type: ignore[assignment]
 
 API_KEY = "bench-key-0123456789"
 PROMPT = "Hello"
@@ -52,9 +60,9 @@ RESP_JSON = {"model": "hermes-agent", "input": PROMPT}
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 FULL = dict(rounds=7, calls=200, stream_events=10_000, stream_rounds=5, ttfe_samples=9, hold_ms=100,
-            mem_events=100_000, thread_seconds=1.5, thread_rounds=3, reuse_streams=10)
+            mem_events=100_000, thread_seconds=1.5, thread_rounds=3, reuse_streams=10, first_call_processes=7)
 QUICK = dict(rounds=3, calls=20, stream_events=500, stream_rounds=2, ttfe_samples=3, hold_ms=30,
-             mem_events=2_000, thread_seconds=0.2, thread_rounds=1, reuse_streams=3)
+             mem_events=2_000, thread_seconds=0.2, thread_rounds=1, reuse_streams=3, first_call_processes=2)
 
 
 # ---------------------------------------------------------------------------- server control
@@ -185,12 +193,14 @@ class Clients:
         self.requests_notrust = requests.Session()
         self.requests_notrust.trust_env = False
         self.openai = openai.OpenAI(base_url=base + "/v1", api_key=API_KEY, max_retries=0) if openai else None
+        self.httpx = httpx.Client() if httpx else None
         # "Default plugins" = the built-ins a fresh install has; plugins that happen to be installed
         # on this machine (entry points) get their own row.
         self.sdk = HermesClient(base, API_KEY, load_entrypoints=False)
         self.sdk_noop = HermesClient(base, API_KEY, plugins=[NoopWrapper()], load_entrypoints=False)
         self.sdk_sqlite = HermesClient(base, API_KEY, idempotency_store=f"sqlite:///{tmp}/idem.db",
                                        load_entrypoints=False)
+        self.sdk_memory = HermesClient(base, API_KEY, idempotency_store="memory:", load_entrypoints=False)
         self.sdk_installed = HermesClient(base, API_KEY)
         self._otel = otel_client(base)
         self._key = 0
@@ -204,7 +214,10 @@ class Clients:
         self.requests_notrust.close()
         if self.openai:
             self.openai.close()
+        if self.httpx:
+            self.httpx.close()
         self.sdk.close()
+        self.sdk_memory.close()
         self.sdk_noop.close()
         self.sdk_sqlite.close()
         self.sdk_installed.close()
@@ -238,6 +251,11 @@ class Clients:
             s = self.requests if name == "requests" else self.requests_notrust
             url = self.base + path
             return lambda: s.post(url, json=payload, headers=AUTH).json()
+        if name == "httpx":
+            if self.httpx is None:
+                raise LookupError(name)
+            hc, url = self.httpx, self.base + path
+            return lambda: hc.post(url, json=payload, headers=AUTH).json()
         if name == "openai":
             if self.openai is None:
                 raise LookupError
@@ -250,8 +268,8 @@ class Clients:
             if chat:
                 return lambda: c.chat(prompt=PROMPT)
             return lambda: c.responses(model="hermes-agent", input=PROMPT)
-        if name == "hermes-sdk + idempotency key (sqlite)":
-            c = self.sdk_sqlite
+        if name in (KEYED_MEMORY, KEYED_SQLITE):
+            c = self.sdk_memory if name == KEYED_MEMORY else self.sdk_sqlite
 
             def keyed() -> Any:
                 self._key += 1
@@ -285,8 +303,10 @@ class Clients:
         raise LookupError(name)
 
 
-NONSTREAM = ["http.client", "requests", "requests (trust_env=False)", "openai", "hermes-sdk",
-             "hermes-sdk + no-op plugin", OTEL, "hermes-sdk + idempotency key (sqlite)",
+KEYED_MEMORY = "hermes-sdk + idempotency key (memory)"
+KEYED_SQLITE = "hermes-sdk + idempotency key (sqlite)"
+NONSTREAM = ["http.client", "requests", "requests (trust_env=False)", "httpx", "openai", "hermes-sdk",
+             "hermes-sdk + no-op plugin", OTEL, KEYED_MEMORY, KEYED_SQLITE,
              "hermes-sdk + installed entry-point plugins"]
 STREAMERS = ["http.client", "requests", "requests + iter_content (trap)", "openai", "hermes-sdk",
              "hermes-sdk keep_events=False", OTEL, "hermes-sdk + installed entry-point plugins"]
@@ -388,7 +408,8 @@ def bench_memory(server: Server, clients: Clients, p: dict[str, Any]) -> dict[st
         del it
         tracemalloc.stop()
         gc.collect()
-        out[label] = {"peak_growth_bytes": peak - base, "events_seen": seen, "max_events": max_events}
+        out[label] = {"peak_growth_bytes": peak - base, "events_seen": seen, "max_events": max_events,
+                      "bytes_per_event": (peak - base) / max(1, seen)}
     server.config()
     return out
 
@@ -530,6 +551,14 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
     if "openai" in st:
         add("stream: openai / sdk per event (speed-up)", ratio(st["openai"]["us_per_event"], sdk_ev), 8.0, ">=",
             "per event")
+    add("stream: sdk / http.client floor per event, default settings (issue 34)",
+        ratio(sdk_ev, st["http.client"]["us_per_event"]), 1.3, "<=", "per event, keep_events=True")
+    r34 = baseline.issue34_ratios(res)
+    add("keyed chat (memory store) / requests (trust_env=False)",
+        r34["keyed chat (memory) / requests (trust_env=False)"], 0.85, "<=", "a fresh idempotency key per call")
+    add("chat: sdk / httpx", r34["chat: sdk / httpx"], 1.0, "<=", "non-streaming call")
+    add("first call: sdk / requests", r34["first call: sdk / requests"], 1.5, "<=",
+        "import + client + one chat in a fresh process, median of several processes")
     for framing, rows in res["first_event"].items():
         add(f"first event ({framing}): sdk - floor, ms",
             rows["hermes-sdk"]["ms_to_first_event"] - rows["http.client"]["ms_to_first_event"], 1.0, "<=",
@@ -594,8 +623,17 @@ def table(res: dict[str, Any]) -> str:
     lines.append(f"\nPeak memory growth over a {mem['events']}-event stream (tracemalloc)")
     for label, v in mem.items():
         if isinstance(v, dict):
-            row([label, f"{v['peak_growth_bytes'] / 2**20:.2f} MiB", f"{v['events_seen']} ev", "", ""],
-                [52, 11, 11, 0, 0])
+            per = v.get("bytes_per_event")
+            row([label, f"{v['peak_growth_bytes'] / 2**20:.2f} MiB", f"{v['events_seen']} ev",
+                 "" if per is None else f"{per:,.0f} B/ev", ""], [52, 11, 11, 11, 0])
+    first = res.get("first_call") or {}
+    if first:
+        lines.append("\nFirst call of a fresh process: import + client + one chat (median ms over "
+                     f"{res['params']['first_call_processes']} processes)")
+        row(["client", "ms", "/requests", "/openai", ""], w)
+        fr, fo = first.get("requests", {}).get("ms"), first.get("openai", {}).get("ms")
+        for name, v in first.items():
+            row([name, f"{v['ms']:.1f}", fmt_ratio(ratio(v["ms"], fr)), fmt_ratio(ratio(v["ms"], fo)), ""], w)
     lines.append("\nCalls per second, one shared client")
     row(["client", "1 thread", "4 threads", "4/1", ""], w)
     for name, v in res["threads"].items():
@@ -644,6 +682,9 @@ def sanity(res: dict[str, Any]) -> list[str]:
     for name, v in res["threads"].items():
         if not all(x > 0 for x in v.values()):
             problems.append(f"threads/{name}: {v}")
+    for name, v in (res.get("first_call") or {}).items():
+        if not 0 < v["ms"] < 60_000:
+            problems.append(f"first_call/{name}: {v['ms']}")
     for name, v in res["reuse"].items():
         if isinstance(v, dict) and not 0 <= v["new_connections"] <= res["reuse"]["streams"] + 1:
             problems.append(f"reuse/{name}: {v}")
@@ -669,6 +710,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         res["reuse"] = bench_reuse(server, clients, p)
         res["threads"] = bench_threads(server, clients, p)
         res["memory"] = bench_memory(server, clients, p)
+        server.config()
+        res["first_call"] = bench_first_call(server.base_url, API_KEY, os.path.dirname(res["hermes_sdk_path"]),
+                                             p["first_call_processes"])
         res["otel"] = otel_cost(res)
         res["targets"] = evaluate(res)
         res["sanity_problems"] = sanity(res)

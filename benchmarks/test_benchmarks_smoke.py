@@ -23,7 +23,14 @@ def test_quick_benchmark_runs_and_is_sane(tmp_path):
     assert res["quick"] is True and res["sanity_problems"] == []
     for op in ("chat", "responses"):
         assert {"http.client", "requests", "hermes-sdk", "hermes-sdk + no-op plugin",
-                "hermes-sdk + idempotency key (sqlite)"} <= set(res["calls"][op])
+                "hermes-sdk + idempotency key (sqlite)",
+                "hermes-sdk + idempotency key (memory)"} <= set(res["calls"][op])
+    assert {"requests", "hermes-sdk"} <= set(res["first_call"])  # import + client + chat, fresh processes
+    assert all(len(v["samples"]) == res["params"]["first_call_processes"] for v in res["first_call"].values())
+    default = res["memory"]["hermes-sdk keep_events=True (default), max_events=N"]
+    assert default["bytes_per_event"] == default["peak_growth_bytes"] / default["events_seen"]
+    assert {"keyed chat (memory store) / requests (trust_env=False)", "first call: sdk / requests",
+            "chat: sdk / httpx"} <= {t["target"] for t in res["targets"]}
     assert res["stream"]["hermes-sdk"]["events_seen"] == res["stream"]["hermes-sdk"]["events_sent"]
     assert set(res["first_event"]) == {"chunked", "close"}
     assert res["reuse"]["hermes-sdk"]["new_connections"] == 0  # a functional property, not a timing

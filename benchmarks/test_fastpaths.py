@@ -67,3 +67,22 @@ def test_decode_event_matches_json_loads() -> None:
         got = decode_event("message", None, raw).data
         want = _decode_reference(raw)
         assert repr(got) == repr(want), raw
+
+
+def test_action_result_to_json_matches_cattrs() -> None:
+    from hermes_sdk._core.models import ActionResult
+
+    rng = random.Random(11)
+    for i in range(300):
+        result = ActionResult(action_id=f"a{i}", capability_id="cap:hermes_agent:ep:chat",
+                              status=rng.choice(["completed", "failed"]), output=_random_json(rng),
+                              error=StreamError("m") if i % 5 == 0 else None, replayed=i % 2 == 0,
+                              idempotency_key=rng.choice([None, "k"]), session_id=rng.choice([None, "s"]),
+                              http_status=rng.choice([None, 200]),
+                              approval=rng.choice([None, {"decision": {"by": ["x", {"y": 1}]}}]),
+                              recorded_at=rng.choice([None, 1.5]))
+        fast = convert.action_result_to_json(result)
+        slow = convert.converter.unstructure(result)
+        assert fast == slow and list(fast) == list(slow)
+        for got, given in ((fast["output"], result.output), (fast["approval"], result.approval)):
+            assert not isinstance(given, (dict, list)) or got is not given  # a copy: the record is its own

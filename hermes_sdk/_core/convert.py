@@ -314,9 +314,20 @@ def stream_result_from_json(data: Mapping[str, object]) -> StreamResult:
     return result
 
 
+_RESULT_FIELDS = tuple(a.name for a in attrs.fields(ActionResult))
+
+
 def action_result_to_json(result: ActionResult) -> dict[str, object]:
     """An ActionResult as JSON, as the idempotency store keeps it (the error as its ``to_dict()``)."""
-    out: dict[str, object] = converter.unstructure(result)
+    if type(result) is not ActionResult or result.error is not None:
+        out: dict[str, object] = converter.unstructure(result)
+        return out
+    # Every keyed call records its result: a completed one is copied by hand, what cattrs'
+    # runtime dispatch over each JSON node (the output, the approval) would return.
+    out = {name: getattr(result, name) for name in _RESULT_FIELDS}
+    out["output"] = _json_copy(result.output)
+    if result.approval is not None:
+        out["approval"] = _json_copy(result.approval)
     return out
 
 

@@ -93,6 +93,13 @@ class HermesStream:
         self._source = body_chunks(response)
         self._events = sse_events(self._source)
         self._result: Optional[StreamResult] = None
+        # Kept events are kept as their wire text (name, id, data: no new object per event) and
+        # parsed again when result() is first read: an event the caller dropped is freed at once,
+        # where a kept parsed one cost ~1.7 KB, the allocator's fresh pages and the GC's passes.
+        self._kept: Optional[tuple[list[str], list[Optional[str]], list[str]]] = None
+        if aggregate.keep_events:
+            aggregate.keep_events = False
+            self._kept = ([], [], [])
         self._pending_piece: Optional[str] = None
         self._replay: Optional[Iterator[StreamEvent]] = None
         self._recorded: Optional[StreamResult] = None
@@ -121,6 +128,7 @@ class HermesStream:
         self._events = iter(())
         self._result = None
         self._pending_piece = None
+        self._kept = None
         self._replay = iter(recorded.events)
         self._recorded = recorded
         self.replayed = True
@@ -195,6 +203,11 @@ class HermesStream:
             event = decode_event(name, event_id, data, agg.terminal_names)
             if self._idle is not None:
                 self._rearm_idle()
+            kept = self._kept
+            if kept is not None:  # what Aggregate.add would have kept (_next stops once it is done)
+                kept[0].append(name)
+                kept[1].append(event_id)
+                kept[2].append(data)
             self._pending_piece = agg.add(event)
             if self._observed:
                 self._sink.event(event)  # type: ignore[union-attr]
@@ -306,8 +319,15 @@ class HermesStream:
                     break
             except HermesError:
                 break
-        assert self._result is not None
-        return self._result
+        result = self._result
+        assert result is not None
+        kept = self._kept
+        if kept is not None and result is not self._recorded:
+            self._kept = None
+            names, ids, data = kept
+            terminal = self._agg.terminal_names
+            result.events = [decode_event(n, i, d, terminal) for n, i, d in zip(names, ids, data)]
+        return result
 
     def close(self) -> None:
         """Cancel the stream if it has not ended; idempotent.

@@ -158,3 +158,38 @@ def test_50000_stream_events_with_idle_timeout_leave_no_dead_alarms(raw_server: 
     assert result.event_count == 50_001 and len(result.text) == 50_000
     assert peak < 600, f"{peak} alarms in the heap"  # a sweep every few hundred cancelled alarms
     assert grown < 1024 * 1024, f"{grown} bytes kept after the stream"
+
+
+def test_kept_events_cost_their_wire_text_until_result_reads_them(raw_server: Any) -> None:
+    """With default settings (``keep_events=True``) a stream keeps each event as its wire text, not its
+    parsed JSON (~1.7 KB an event, issue 34); ``result().events`` parses them when it is first read
+    and equals the events the iteration gave."""
+    frame = (b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"hermes-agent",'
+             b'"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n')
+
+    def many(conn: socket.socket, request: RawRequest, server: RawServer) -> None:
+        conn.sendall(sse_head(True))
+        for _ in range(20):  # 5,000 events in 20 chunks
+            conn.sendall(chunk(frame * 250))
+        conn.sendall(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    server = raw_server(many)
+    with raw_client(server) as client:
+        for _ in client.chat_stream(prompt="x", max_events=10_000):  # warm-up: the pool, the caches
+            pass
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            stream = client.chat_stream(prompt="x", max_events=10_000)
+            count = sum(1 for _ in stream)
+            per_event = (tracemalloc.get_traced_memory()[1] - before) / count
+        finally:
+            tracemalloc.stop()
+        seen = list(client.chat_stream(prompt="x", max_events=10_000))
+    events = stream.result().events
+    assert count == len(events) == 5_001 and events[-1].data == "[DONE]" and events[-1].terminal
+    assert events[0].data["choices"][0]["delta"] == {"content": "x"}
+    assert events == seen  # the same events, parsed again from the same text
+    assert per_event < 600, f"{per_event:.0f} bytes per kept event"

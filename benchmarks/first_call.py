@@ -1,0 +1,76 @@
+"""The first call of a fresh process: import, client, one chat, each client in its own new interpreter.
+
+What a CLI, a cron script or a freshly forked worker pays on every start. Each sample is one new
+``python`` process timing itself from before its first import to after the chat's reply is parsed
+(interpreter start-up, the same for every client, is left out); the figure is the median over
+several processes, clients alternated so a busy spell of the machine hits them alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+_TIMER = "import time as _t; _t0 = _t.perf_counter()\n"
+_REPORT = "\nprint(repr((_t.perf_counter() - _t0) * 1e3))\n"
+
+SNIPPETS = {
+    "requests": (
+        "import requests\n"
+        "s = requests.Session()\n"
+        "r = s.post(BASE + '/v1/chat/completions', json={'model': 'hermes-agent', 'messages': "
+        "[{'role': 'user', 'content': 'Hello'}]}, headers={'Authorization': 'Bearer ' + KEY}).json()\n"
+        "assert r['choices']"),
+    "openai": (
+        "import openai\n"
+        "c = openai.OpenAI(base_url=BASE + '/v1', api_key=KEY, max_retries=0)\n"
+        "r = c.chat.completions.create(model='hermes-agent', messages=[{'role': 'user', 'content': 'Hello'}])\n"
+        "assert r.choices"),
+    "hermes-sdk": (
+        "from hermes_sdk import HermesClient\n"
+        "c = HermesClient(BASE, KEY)\n"
+        "r = c.chat(prompt='Hello')\n"
+        "assert r.text is not None"),
+}
+
+
+def available(name: str) -> bool:
+    if name != "openai":
+        return True
+    try:
+        import openai  # noqa: F401
+    except ImportError:  # pragma: no cover
+        return False
+    return True
+
+
+def one(name: str, base: str, key: str, sdk_root: str) -> float:
+    """Milliseconds from the first import to the reply, in a new interpreter."""
+    code = f"BASE = {base!r}; KEY = {key!r}\n" + _TIMER + SNIPPETS[name] + _REPORT
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (sdk_root, os.environ.get("PYTHONPATH", "")) if p)}
+    # cwd outside the repository: `python -c` puts the working directory first on sys.path.
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=sdk_root, capture_output=True, text=True,
+                          timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"first call ({name}) failed: {done.stderr[-1500:]}")
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def bench_first_call(base: str, key: str, sdk_root: str, processes: int) -> dict[str, Any]:
+    names = [n for n in SNIPPETS if available(n)]
+    for name in names:  # warm the OS file cache: the figure is not a cold disk
+        one(name, base, key, sdk_root)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for _ in range(processes):
+        for name in names:
+            samples[name].append(one(name, base, key, sdk_root))
+    return {n: {"ms": statistics.median(s), "samples": s} for n, s in samples.items()}
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick look: python -m benchmarks.first_call URL
+    print(json.dumps(bench_first_call(sys.argv[1], "bench-key-0123456789",
+                                      os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 5), indent=1))
