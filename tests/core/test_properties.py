@@ -319,11 +319,15 @@ _FRAGMENTS = ["Bearer ", "bearer\t", "token", "=", ": ", "'", '"', "api_key", "A
 
 
 def _scrub_every_pattern(text: str) -> str:
-    from hermes_sdk._core.redaction import DEFAULT_PATTERNS, _sub, route_ids
+    from hermes_sdk._core.redaction import DEFAULT_PATTERNS, REDACTED, _secrets, _sub, route_ids
 
     routes = route_ids()  # the id segments of every operation's route first
     if routes is not None:
         text = _sub(routes, text)
+    # then the keys registered in this process (every client's key: another test's client may have
+    # registered one these fragments can spell, e.g. "sk-" + "secret")
+    for secret in tuple(_secrets):
+        text = text.replace(secret, REDACTED)
     for pattern in DEFAULT_PATTERNS:
         text = _sub(pattern, text)
     return text
