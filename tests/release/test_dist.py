@@ -96,8 +96,10 @@ def test_the_core_sdist_holds_the_tests_changelog_and_docs(dist: Path) -> None:
     with tarfile.open(sdist(dist, "hermes-sdk")) as archive:
         members = {m.split("/", 1)[1] for m in archive.getnames() if "/" in m}
     for folder in ("tests", "docs", "examples"):
+        # what the checkout holds, not what a build or an editable install left in it (egg-info)
         source = {str(p.relative_to(ROOT)) for p in (ROOT / folder).rglob("*")
                   if p.is_file() and "__pycache__" not in p.parts and "_build" not in p.parts
+                  and not any(part.endswith(".egg-info") for part in p.parts)
                   and p.suffix not in (".pyc", ".pyo")}
         assert source - members == set(), f"left out of the sdist: {sorted(source - members)[:10]}"
     assert {"CHANGELOG.md", "requirements/test.txt", "tox.ini", "docs/conf.py"} <= members
