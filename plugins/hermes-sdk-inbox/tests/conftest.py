@@ -58,7 +58,11 @@ def queue_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         fakeredis = pytest.importorskip("fakeredis")
         from hermes_sdk_inbox.redis_queue import RedisQueue
 
-        yield RedisQueue(fakeredis.FakeRedis(), prefix="t:" + os.urandom(4).hex() + ":")
+        # A server of its own and one command before threads use it: fakeredis sets a server up per
+        # connection with unlocked check-then-set steps (see hermes-sdk-redis's tests/conftest.py).
+        client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+        client.ping()
+        yield RedisQueue(client, prefix="t:" + os.urandom(4).hex() + ":")
 
 
 @pytest.fixture

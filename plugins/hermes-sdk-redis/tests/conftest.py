@@ -57,6 +57,11 @@ def redis_client(request: pytest.FixtureRequest) -> Iterator[Any]:
         client.flushdb()
     else:
         fakeredis = pytest.importorskip("fakeredis")
-        client = fakeredis.FakeRedis()
+        # fakeredis sets a server up lazily, per connection, with check-then-set steps (its map of
+        # servers, then ``dbs[0]``, a defaultdict): threads opening their first connections at once
+        # can each get a database of their own, and each win one SET NX (CI py311, fakeredis 2.41).
+        # A server made here and one command before any thread starts leave nothing to race.
+        client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+        client.ping()
     yield client
     client.close()
