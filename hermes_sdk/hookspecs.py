@@ -23,14 +23,14 @@ result)``, and an ``invocation`` argument is ``call``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import pluggy
 
 if TYPE_CHECKING:
     from ._core.approval import ApprovalProvider
     from ._core.exchange import Attempt, HttpReply
-    from ._core.families import Family
+    from ._core.families import Family, LazyFamily
     from ._core.idempotency import IdempotencyStore
     from ._core.models import ActionResult
     from ._core.redaction import FilterFn
@@ -60,8 +60,10 @@ def hermes_approval_provider(client: "ClientView") -> "Optional[ApprovalProvider
 
 
 @hookspec
-def hermes_families(client: "ClientView") -> "Optional[Sequence[Family[object]]]":
-    """Return the families (operations and resource) this plugin adds to the client being built.
+def hermes_families(client: "ClientView") -> "Optional[Sequence[Union[Family[object], LazyFamily]]]":
+    """Return the families (operations and resource) this plugin adds to the client being built:
+    each a :class:`~hermes_sdk.plugin.Family`, or a :class:`~hermes_sdk.plugin.LazyFamily` that names
+    one and is imported on its first use.
 
     Every plugin's families are registered, the built-in ones first; an operation or family name
     registered twice is a :class:`~hermes_sdk.PluginError` at construction. A family's resource is

@@ -31,7 +31,15 @@ from ._core.capabilities import Contract, descriptor
 from ._core.convert import DecodeContext
 from ._core.display import visible, visible_value
 from ._core.exchange import Attempt, HttpReply
-from ._core.families import Family, FamilyExecutor, register, register_resource, unregister, unregister_resource
+from ._core.families import (
+    Family,
+    FamilyExecutor,
+    LazyFamily,
+    register,
+    register_resource,
+    unregister,
+    unregister_resource,
+)
 from ._core.idempotency import (
     COMPLETED,
     PENDING,
@@ -57,7 +65,8 @@ __all__ = [
     "Accumulator", "ActionResult", "AdmitContext", "Aggregate", "ApprovalCallback", "ApprovalProvider", "Attempt",
     "CallOptions", "CallView", "ClientView", "COMPLETED", "CompositeContext", "Contract", "CorruptRecordError",
     "DecodeContext", "descriptor", "Family", "FamilyExecutor", "HasRequestApproval", "HermesStream", "hookimpl",
-    "hookspec", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "load_record", "OperationSpec",
+    "hookspec", "HttpReply", "IdempotencyRecord", "IdempotencyStore", "invalid_input", "LazyFamily", "load_record",
+    "OperationSpec",
     "path_id", "PENDING", "Plugin", "private_sqlite_files", "ProviderAnswer", "ProviderRequest", "RecordsView",
     "REDACTED", "Redactor", "register", "register_resource", "RequestParts", "SQLiteConnections", "store_deadline",
     "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
@@ -77,7 +86,7 @@ def __getattr__(name: str) -> object:
 
         # Through the kernel's loader of the default plugin: the built-in families import this module.
         families = importlib.import_module("hermes_sdk._core.config").builtin_plugin().hermes_families(client=None)
-        specs = {spec.name: spec for family in families for spec in family.specs}
+        specs = importlib.import_module("hermes_sdk._core.families").Registry(families).specs
         _compat.deprecated("hermes_sdk.plugin.CONTRACTS is deprecated: a client's contracts are "
                            "client.capabilities()")
         return types.MappingProxyType({name: spec.contract for name, spec in specs.items()})

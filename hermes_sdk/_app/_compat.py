@@ -9,13 +9,14 @@ a warning that names the public home. No shim files: one finder answers every ol
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
-import importlib.util
 import sys
 import typing
 from types import ModuleType
-from typing import Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, cast
+
+if TYPE_CHECKING:  # importlib.abc imports importlib.resources: a cost on every start for a base class
+    import importlib.abc
 
 from .._core._deprecation import REMOVED_IN as REMOVED_IN
 from .._core._deprecation import deprecated as deprecated
@@ -81,7 +82,7 @@ def warn_moved(old: str) -> None:
     deprecated(f"{old} is private now (hermes_sdk._core); {_HINT}", stacklevel=3)
 
 
-class _Alias(importlib.abc.Loader):
+class _Alias:  # an importlib.abc.Loader
     _spec: Optional[importlib.machinery.ModuleSpec] = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
@@ -100,12 +101,12 @@ class _Alias(importlib.abc.Loader):
             module.__loader__ = self._spec.loader
 
 
-class _MovedFinder(importlib.abc.MetaPathFinder):
+class _MovedFinder:  # an importlib.abc.MetaPathFinder
     def find_spec(self, fullname: str, path: Optional[Sequence[str]],
                   target: Optional[ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
         if not fullname.startswith("hermes_sdk.") or fullname.split(".")[1] not in MOVED_MODULES:
             return None
-        return importlib.util.spec_from_loader(fullname, _Alias())
+        return importlib.machinery.ModuleSpec(fullname, cast("importlib.abc.Loader", _Alias()))
 
 
 def install() -> None:

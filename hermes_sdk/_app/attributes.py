@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, TypeVar
 
-from .._families.jobs import Jobs
-from .._families.runs import Runs
-from .._families.sessions import Sessions
+if TYPE_CHECKING:  # each family is imported when its attribute is first read
+    from .._families.chat import Chat
+    from .._families.jobs import Jobs
+    from .._families.responses import Responses
+    from .._families.runs import Runs
+    from .._families.sessions import Sessions
 
 R = TypeVar("R")
 
@@ -21,14 +24,32 @@ class FamilyResources:
     @property
     def runs(self) -> Runs:
         """Durable agent runs (``/v1/runs``): ``client.resource(Runs)``."""
+        from .._families.runs.resource import Runs
+
         return self.resource(Runs)
 
     @property
     def sessions(self) -> Sessions:
         """Addressable, persistent sessions (``/api/sessions``): ``client.resource(Sessions)``."""
+        from .._families.sessions.resource import Sessions
+
         return self.resource(Sessions)
 
     @property
     def jobs(self) -> Jobs:
         """Cron jobs (``/api/jobs``): ``client.resource(Jobs)``."""
+        from .._families.jobs.resource import Jobs
+
         return self.resource(Jobs)
+
+    def _chat(self) -> Chat:
+        """The chat family's resource (``client.chat()``, ``client.chat_stream()``)."""
+        from .._families.chat.resource import Chat
+
+        return self.resource(Chat)
+
+    def _responses(self) -> Responses:
+        """The Responses family's resource (``client.responses()`` and the three beside it)."""
+        from .._families.responses.resource import Responses
+
+        return self.resource(Responses)

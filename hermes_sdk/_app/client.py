@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, TypeVar, Union, cast
 
 import attrs
 import requests
@@ -24,15 +24,17 @@ from .._core.models import ActionResult
 from .._core.options import CallOptions
 from .._core.resources.records import Records
 from .._core.retry import RetryPolicy
-from .._families.chat import Chat, ChatCompletion, ChatStream
-from .._families.discovery import DiscoveryMethods
-from .._families.operator import OperatorMethods
-from .._families.responses import DeletionReceipt, Responses, ResponseStream
-from .._families.responses.types import Response
-from .._families.runs import Run, RunInput, answer_approvals
+from .._families.discovery.resource import DiscoveryMethods
+from .._families.operator.methods import OperatorMethods
 from ..errors import InvalidInputError
 from .aliases import DeprecatedAliases
 from .attributes import FamilyResources
+
+if TYPE_CHECKING:  # each family is imported by the first call of it (a first chat loads no run)
+    from .._families.chat import ChatCompletion, ChatStream
+    from .._families.responses import DeletionReceipt, ResponseStream
+    from .._families.responses.types import Response
+    from .._families.runs import Run, RunInput
 
 log = logging.getLogger("hermes_sdk")
 R = TypeVar("R")
@@ -198,7 +200,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         provider body. Inspect ``finish_reason`` and ``hermes`` of the result, not only ``text``.
         Not retried: a failure after sending says ``uncertain_outcome=True``.
         """
-        return self.resource(Chat).create(
+        return self._chat().create(
             prompt=prompt, query=query, messages=messages, model=model, session_id=session_id, session_key=session_key,
             idempotency_key=idempotency_key, endpoint=endpoint, action_id=action_id, context=context,
             deadline=deadline, timeout=timeout, extra_body=extra_body, **provider_fields)
@@ -219,7 +221,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         An ``approval.request`` on the stream (Hermes 0.21+) goes to ``approval_provider`` (default: the
         client's) as it is read; the answer goes to ``/v1/runs/{completion id}/approval`` with its ``request_id``.
         """
-        stream = self.resource(Chat).stream(
+        from .._families.runs.stream_approvals import answer_approvals
+
+        stream = self._chat().stream(
             prompt=prompt, query=query, messages=messages, model=model, session_id=session_id, session_key=session_key,
             idempotency_key=idempotency_key, max_events=max_events, keep_events=keep_events, endpoint=endpoint,
             action_id=action_id, context=context, deadline=deadline, timeout=timeout, idle_timeout=idle_timeout,
@@ -237,7 +241,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         (not both); ``store=False`` keeps it out of storage. A field given both in ``body`` and as a
         keyword with different values is an InvalidInputError.
         """
-        return self.resource(Responses).create(
+        return self._responses().create(
             body, session_key=session_key, idempotency_key=idempotency_key, endpoint=endpoint, action_id=action_id,
             context=context, deadline=deadline, timeout=timeout, extra_body=extra_body, **body_fields)
 
@@ -249,7 +253,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
                          idle_timeout: Optional[float] = None, extra_body: Optional[Mapping[str, object]] = None,
                          **body_fields: object) -> ResponseStream:
         """A streamed response: iterate the ResponseStream; ``result().final`` is the terminal envelope."""
-        return self.resource(Responses).stream(
+        return self._responses().stream(
             body, session_key=session_key, idempotency_key=idempotency_key, max_events=max_events,
             keep_events=keep_events, endpoint=endpoint, action_id=action_id, context=context, deadline=deadline,
             timeout=timeout, idle_timeout=idle_timeout, extra_body=extra_body, **body_fields)
@@ -263,7 +267,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         The one capability retried automatically (bounded, jittered, honouring ``Retry-After``).
         :class:`~hermes_sdk.NotFoundError` for an unknown or deleted id.
         """
-        return self.resource(Responses).get(
+        return self._responses().get(
             response_id, session_key=session_key, idempotency_key=idempotency_key, endpoint=endpoint,
             action_id=action_id, context=context, deadline=deadline, timeout=timeout)
 
@@ -278,7 +282,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         nothing is sent and ApprovalRequiredError is raised. A replay of the same key returns the
         recorded receipt without asking again.
         """
-        return self.resource(Responses).delete(
+        return self._responses().delete(
             response_id, idempotency_key=idempotency_key, approval=approval, reason=reason, session_key=session_key,
             endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout)
 

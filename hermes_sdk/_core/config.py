@@ -17,7 +17,7 @@ from ._plugin_manager import Plugin, build_manager, call_pipeline
 from .approval import ApprovalProvider
 from .deadline import TimeoutLike, as_timeout
 from .endpoints import Endpoint
-from .families import Family, Registry, legacy_family
+from .families import Family, LazyFamily, Registry, legacy_family
 from .idempotency import IdempotencyStore
 from .redaction import FilterFn, Redactor, install_log_filters, register_secret
 from .retry import RetryPolicy
@@ -135,8 +135,7 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Plugin], load
     seen = ClientView(tuple(found), tuple(ep.base_url for ep in found.values()),
                       tuple(ep.tenant_id for ep in found.values()))
     registry = build_registry(pm, seen)
-    transport.refuse_unbounded_adapters((ep.base_url for ep in found.values()),
-                                        (spec.contract.path for spec in registry.specs.values()))
+    transport.refuse_unbounded_adapters((ep.base_url for ep in found.values()), registry.paths)
     filters = plugin_filters(pm, seen)
     store = resolve_store(pm, seen, idempotency_store)
     provider = approval_provider if approval_provider is not None else plugin_provider(pm, seen)
@@ -163,7 +162,7 @@ def build_registry(pm: pluggy.PluginManager, client: ClientView) -> Registry:
     """The client's families: the built-in plugin's, then every other plugin's, then deprecated registrations."""
     if not pm.has_plugin(BUILTIN_PLUGIN):
         pm.register(builtin_plugin(), BUILTIN_PLUGIN)
-    families: list[Family[object]] = []
+    families: list[Union[Family[object], LazyFamily]] = []
     for group in pm.hook.hermes_families(client=client):
         families.extend(group or ())
     legacy = legacy_family()

@@ -83,7 +83,7 @@ class Executor:
         """The generic AIP path: failures come back as ``status="failed"`` results, not exceptions."""
         action_id = options.action_id or new_action_id()
         try:
-            endpoint_id, operation = parse_capability_id(capability, self.runtime.registry.specs)
+            endpoint_id, operation = parse_capability_id(capability, self.runtime.registry.operations)
             endpoint = self.endpoint(normalize_endpoint_id(endpoint_id))
             if endpoint.id != endpoint_id:
                 raise InvalidInputError("capability id must use the normalised endpoint id",
@@ -163,11 +163,11 @@ class Executor:
                          reason: Optional[str] = None, action_id: Optional[str] = None,
                          endpoint: Optional[str] = None) -> ApprovalRequest:
         """The ApprovalRequest an approval-gated call with this input would ask for."""
-        if operation_or_capability in self.runtime.registry.specs:
+        if operation_or_capability in self.runtime.registry.operations:
             cap = capability_id(self.endpoint(endpoint).id, operation_or_capability)
         else:
             cap = operation_or_capability
-            parse_capability_id(cap, self.runtime.registry.specs)
+            parse_capability_id(cap, self.runtime.registry.operations)
         return request_for(cap, dict(input), reason, action_id or new_action_id(), self.context,
                            self.runtime.redactor)
 

@@ -7,7 +7,22 @@ owns the resulting :class:`Registry`; nothing is registered process-wide.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Generic, Iterable, Mapping, Optional, Protocol, TypeVar, cast
+import importlib
+import sys
+import threading
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Generic,
+    Iterable,
+    KeysView,
+    Mapping,
+    Optional,
+    Protocol,
+    TypeVar,
+    Union,
+    cast,
+)
 
 import attrs
 
@@ -66,54 +81,185 @@ class Family(Generic[R_co]):
             check_spec(spec)
 
 
-class Registry:
-    """The families one client knows: its operations by name, in registration order, and its resources."""
+@attrs.frozen
+class LazyFamily:
+    """A family imported when a client first uses it, not when the client is built (a CLI, a cron
+    script or a forked worker pays only for the families it calls).
 
-    def __init__(self, families: Iterable[Family[object]]) -> None:
-        self.families: dict[str, Family[object]] = {}
-        self.specs: dict[str, OperationSpec[object]] = {}
+    ``target`` names the :class:`Family` (``"package.module:NAME"``); ``operations`` and ``paths``
+    (its operations' path templates) are what it registers, declared so a client can list and route
+    them without importing it, and checked against the family when it loads. ``resource`` names its
+    resource class the same way, so ``client.resource(ResourceClass)`` loads only that family.
+    ``commands`` replaces the family's own ``commands`` (the CLI's subcommands) when given.
+    """
+
+    name: str
+    target: str
+    operations: tuple[str, ...]
+    paths: tuple[str, ...]
+    resource: Optional[str] = None
+    commands: Optional[str] = None
+
+    def __attrs_post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise PluginError(f"family name {self.name!r} must be an identifier")
+        if ":" not in self.target:
+            raise PluginError(f"family {self.name!r}: target {self.target!r} is not 'package.module:NAME'")
+
+    def load(self) -> "Family[object]":
+        """Import the family and check it registers what was declared (a PluginError when not)."""
+        module, _, attr = self.target.partition(":")
+        family = getattr(importlib.import_module(module), attr)
+        if not isinstance(family, Family) or family.name != self.name:
+            raise PluginError(f"{self.target} is not the family {self.name!r}")
+        if tuple(spec.name for spec in family.specs) != self.operations:
+            raise PluginError(f"family {self.name!r} registers {[s.name for s in family.specs]}, "
+                              f"not the declared {list(self.operations)}")
+        if not {spec.contract.path for spec in family.specs} <= set(self.paths):
+            raise PluginError(f"family {self.name!r} has paths it did not declare")
+        if self.resource is not None and not _names(self.resource, family.resource):
+            raise PluginError(f"family {self.name!r}: its resource is not {self.resource}")
+        return family if self.commands is None else attrs.evolve(family, commands=self.commands)
+
+
+def _names(dotted: str, obj: object) -> bool:
+    """Whether ``"module:NAME"`` is ``obj``, looked up only if the module is imported already (a
+    class a caller holds was imported with its module; its ``__module__`` may be a public alias)."""
+    module, _, name = dotted.partition(":")
+    found = sys.modules.get(module)
+    return found is not None and getattr(found, name, None) is obj
+
+
+class Registry:
+    """The families one client knows: its operations by name, in registration order, and its resources.
+
+    A :class:`LazyFamily` is imported on its first use (one of its operations called or listed, its
+    resource or state asked for); what it declared stands in for it until then.
+    """
+
+    def __init__(self, families: Iterable[Union[Family[object], LazyFamily]]) -> None:
+        self._loaded: dict[str, Family[object]] = {}
+        self._pending: dict[str, LazyFamily] = {}
+        self._order: list[str] = []
+        self._family_of_operation: dict[str, str] = {}  # every operation, in registration order
+        self._paths: list[str] = []
+        self._specs: dict[str, OperationSpec[object]] = {}
         #: Each family's per-client state by its factory, and by operation name (what ``admit`` is given).
-        self.states: dict[Callable[[], object], object] = {}
+        self._states: dict[Callable[[], object], object] = {}
         self._state_of_operation: dict[str, object] = {}
+        self._lock = threading.RLock()  # one load per family, whichever thread of the client asks first
         for family in families:
-            if not isinstance(family, Family):
+            if not isinstance(family, (Family, LazyFamily)):
                 raise PluginError(f"hermes_families returned {type(family).__name__}, not a hermes_sdk.plugin.Family")
-            if family.name in self.families:
+            if family.name in self._loaded or family.name in self._pending:
                 raise PluginError(f"two families are named {family.name!r}")
-            for spec in family.specs:
-                if spec.name in self.specs:
-                    raise PluginError(f"operation {spec.name!r} of family {family.name!r} is already registered")
-                self.specs[spec.name] = spec
-                register_route(spec.contract.path)  # log text never shows this operation's ids either
-            self.families[family.name] = family
-            if family.state is not None:
-                if family.state in self.states:
-                    raise PluginError(f"family {family.name!r} declares the state of another family")
-                built = self.states[family.state] = family.state()
-                self._state_of_operation.update((spec.name, built) for spec in family.specs)
+            names = family.operations if isinstance(family, LazyFamily) else tuple(s.name for s in family.specs)
+            paths = family.paths if isinstance(family, LazyFamily) else tuple(s.contract.path for s in family.specs)
+            for name in names:
+                if name in self._family_of_operation:
+                    raise PluginError(f"operation {name!r} of family {family.name!r} is already registered")
+                self._family_of_operation[name] = family.name
+            for path in paths:
+                self._paths.append(path)
+                register_route(path)  # log text never shows this operation's ids either
+            self._order.append(family.name)
+            if isinstance(family, LazyFamily):
+                self._pending[family.name] = family
+            else:
+                self._add(family)
+
+    def _add(self, family: Family[object]) -> None:
+        for spec in family.specs:
+            self._specs[spec.name] = spec
+        if family.state is not None:
+            if family.state in self._states:
+                raise PluginError(f"family {family.name!r} declares the state of another family")
+            built = self._states[family.state] = family.state()
+            self._state_of_operation.update((spec.name, built) for spec in family.specs)
+        self._loaded[family.name] = family
+
+    def _load(self, name: str) -> Family[object]:
+        with self._lock:
+            family = self._loaded.get(name)
+            if family is None:
+                family = self._pending[name].load()
+                self._add(family)
+                del self._pending[name]
+            return family
+
+    def _load_all(self) -> None:
+        for name in list(self._pending):
+            self._load(name)
+
+    @property
+    def families(self) -> dict[str, Family[object]]:
+        """Every family, in registration order (imports those not loaded yet)."""
+        self._load_all()
+        return {name: self._loaded[name] for name in self._order}
+
+    @property
+    def specs(self) -> dict[str, OperationSpec[object]]:
+        """Every operation's spec, in registration order (imports the families not loaded yet)."""
+        self._load_all()
+        return {name: self._specs[name] for name in self._family_of_operation}
+
+    @property
+    def states(self) -> dict[Callable[[], object], object]:
+        """Every family's per-client state by its factory (imports the families not loaded yet)."""
+        self._load_all()
+        return dict(self._states)
+
+    @property
+    def operations(self) -> KeysView[str]:
+        """Every operation's name, in registration order, without importing a family."""
+        return self._family_of_operation.keys()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every operation's path template, without importing a family."""
+        return tuple(self._paths)
 
     @property
     def contracts(self) -> dict[str, Contract]:
         """Every operation's published contract, in registration order."""
         return {name: spec.contract for name, spec in self.specs.items()}
 
+    def family(self, name: str) -> Family[object]:
+        """The family named ``name``, imported if it was not yet (KeyError when none)."""
+        family = self._loaded.get(name)
+        return family if family is not None else self._load(name)
+
     def spec(self, operation: str) -> OperationSpec[object]:
         """The spec of ``operation`` (KeyError when no family of this client has it)."""
-        return self.specs[operation]
+        spec = self._specs.get(operation)
+        if spec is None:
+            self._load(self._family_of_operation[operation])
+            spec = self._specs[operation]
+        return spec
 
     def state(self, kind: Callable[[], S]) -> S:
         """The state of the family declared with ``Family(state=kind)`` (KeyError when none)."""
-        return cast(S, self.states[kind])  # built by kind() in __init__
+        if kind not in self._states:
+            self._load_all()
+        return cast(S, self._states[kind])  # built by kind() in _add
 
     def state_of(self, operation: str) -> object:
         """The state of the family that registered ``operation`` (None when it has none)."""
+        name = self._family_of_operation.get(operation)
+        if name is not None and name in self._pending:
+            self._load(name)
         return self._state_of_operation.get(operation)
 
     def family_of(self, resource: Callable[..., R]) -> Family[R]:
         """The family whose resource is ``resource``."""
-        for family in self.families.values():
+        for family in self._loaded.values():
             if family.resource is resource:
                 return cast("Family[R]", family)  # its resource is ``resource``, which makes an R
+        named = [n for n, lazy in self._pending.items() if lazy.resource and _names(lazy.resource, resource)]
+        for name in named or list(self._pending):
+            family = self._load(name)
+            if family.resource is resource:
+                return cast("Family[R]", family)
         raise KeyError(resource)
 
 

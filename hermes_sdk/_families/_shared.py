@@ -4,7 +4,9 @@ Responses model calls, and the typed methods' keyword rules (unknown keywords, `
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+import importlib
+import sys
+from typing import Any, Callable, Mapping, Optional
 
 import attrs
 
@@ -110,3 +112,19 @@ def merge_extra(fields: dict[str, object], extra_body: Optional[Mapping[str, obj
 __all__ = ["CONFIDENTIAL", "CONTROL_FIELDS", "DEFAULT_MAX_EVENTS", "DEFAULT_MODEL", "MAX_SAFE_INTEGER", "check_known",
            "check_message", "check_numbers", "contract", "control_headers", "described", "encode_body", "is_number",
            "max_events_value", "merge_extra", "model_contract", "only_fields", "require_input", "visible_text"]
+
+
+def lazy_exports(package: str, where: Mapping[str, str]) -> Callable[[str], object]:
+    """A family package's ``__getattr__``: ``where[name]`` is the submodule (``".types"``) defining
+    ``name``, imported when the name is first asked for, so importing the package (for the client's
+    mixin) loads none of the family's operations or types until one of its calls is made."""
+
+    def __getattr__(name: str) -> object:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        setattr(sys.modules[package], name, value)  # asked again, it is a plain attribute
+        return value
+
+    return __getattr__

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Callable
@@ -20,7 +22,9 @@ import pytest
 from test_architecture import imports, modules
 
 from hermes_sdk._app import builtin
+from hermes_sdk._core.families import Registry
 from hermes_sdk._core.operations.spec import OperationSpec
+from hermes_sdk.errors import PluginError
 from hermes_sdk.testing import HermesEmulator
 
 FAMILIES = "hermes_sdk._families"
@@ -182,6 +186,13 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
         "hermes_sdk._core.capabilities": "CONFIDENTIAL, MODEL_SIDE_EFFECTS: the contract values the model-calling "
                                          "operations of every family publish",
     },
+    f"{FAMILIES}.operator.methods": {
+        "hermes_sdk._core._sentinels": "REQUIRED: the keyword default help() shows as <required>",
+        "hermes_sdk._core.approval": "ApprovalDecision: the approval= type",
+        "hermes_sdk._core.deadline": "TimeoutLike: the timeout= keyword",
+        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the deadline= and context= keywords",
+        "hermes_sdk._core.executor": "Executor: the client's executor the mixin hands to the family's operate()",
+    },
     f"{FAMILIES}.operator.resource": {
         "hermes_sdk._core._constants": "DELETE_KEY_TTL_SECONDS: how long the operator's state record is kept",
         "hermes_sdk._core._sentinels": "REQUIRED: the keyword default help() shows as <required>",
@@ -192,8 +203,8 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
         "hermes_sdk._core.deadline": "TimeoutLike, as_timeout: the timeout= keyword and the action's bound",
         "hermes_sdk._core.endpoints": "Deadline, ExecutionContext, deadline_epoch: the deadline= and context= "
                                       "keywords",
-        "hermes_sdk._core.executor": "Executor, new_action_id: client.operate (the OperatorMethods mixin) builds the "
-                                     "CompositeContext invoke() builds, over the client's executor",
+        "hermes_sdk._core.executor": "Executor, new_action_id: operate() builds the CompositeContext invoke() "
+                                     "builds, over the client's executor",
     },
 }
 
@@ -269,7 +280,7 @@ def test_the_kernel_imports_no_family_and_nothing_of_the_application_layer() -> 
 def test_the_discovery_operations_are_registered_from_the_discovery_package() -> None:
     import hermes_sdk._families.discovery as discovery
 
-    registered = {spec.name: spec for family in builtin.FAMILIES for spec in family.specs}
+    registered = builtin.BUILTIN_SPECS
     names = ("health", "models", "server_capabilities", "toolsets", "health_detailed", "skills", "model_options")
     own: dict[str, OperationSpec[object]] = {s.name: s for s in discovery.FAMILY.specs + discovery.SERVER_FAMILY.specs}
     assert sorted(own) == sorted(names)
@@ -286,7 +297,7 @@ def test_the_jobs_operations_and_resource_come_from_the_jobs_package() -> None:
     import hermes_sdk._families.jobs as jobs
     from hermes_sdk import HermesClient
 
-    registered = {spec.name: spec for family in builtin.FAMILIES for spec in family.specs}
+    registered = builtin.BUILTIN_SPECS
     own: dict[str, OperationSpec[object]] = {s.name: s for s in jobs.FAMILY.specs}
     assert sorted(own) == sorted(["jobs_list", "job_create", "job_get", "job_update", "job_delete", "job_pause",
                                   "job_resume", "job_run"])
@@ -305,7 +316,7 @@ def test_the_sessions_operations_and_resource_come_from_the_sessions_package() -
     import hermes_sdk._families.sessions as sessions
     from hermes_sdk import HermesClient
 
-    registered = {spec.name: spec for family in builtin.FAMILIES for spec in family.specs}
+    registered = builtin.BUILTIN_SPECS
     assert {s.name for s in sessions.FAMILY.specs} == {n for n in registered if n.startswith("session")}
     for spec in sessions.FAMILY.specs:
         assert registered[spec.name] is spec, spec.name
@@ -322,7 +333,7 @@ def test_the_chat_and_responses_operations_and_resources_come_from_their_package
     import hermes_sdk._families.responses as responses
     from hermes_sdk import HermesClient
 
-    registered = {spec.name: spec for family in builtin.FAMILIES for spec in family.specs}
+    registered = builtin.BUILTIN_SPECS
     for family, names in ((chat, ("chat", "chat_stream")),
                           (responses, ("responses", "responses_stream", "response_get", "response_delete"))):
         own = {s.name: s for s in family.FAMILY.specs}
@@ -481,3 +492,47 @@ def test_the_runs_and_operator_families_are_packages_with_the_run_state() -> Non
         state = client._executor.state(runs.RunsState)
         client.runs.mark_stopped("run_x")
         assert "run_x" in state.stopped and client.with_options(timeout=3).runs.stopped("run_x")
+
+
+def test_each_builtin_family_declares_what_it_registers_and_loads_on_first_use() -> None:
+    """The declared operations, paths and resource of each lazily registered family are what it
+    registers (load() refuses a difference); a client's registry lists them before importing any."""
+    from hermes_sdk.plugin import LazyFamily
+
+    for lazy in builtin.FAMILIES:
+        family = lazy.load()
+        assert tuple(s.name for s in family.specs) == lazy.operations
+        assert sorted({s.contract.path for s in family.specs}) == sorted(lazy.paths), lazy.name
+    registry = Registry(builtin.FAMILIES)
+    assert list(registry.operations) == list(builtin.BUILTIN_SPECS)
+    assert registry._loaded == {}  # listed, routed, nothing imported
+    wrong = LazyFamily("chat", "hermes_sdk._families.chat:FAMILY", ("chat",), ("/v1/chat/completions",))
+    with pytest.raises(PluginError, match="not the declared"):
+        Registry([wrong]).spec("chat")
+
+
+FIRST_CHAT = """
+import sys
+from hermes_sdk import HermesClient
+with HermesClient(sys.argv[1], sys.argv[2], load_entrypoints=False) as client:
+    before = {m for m in sys.modules if m.startswith("hermes_sdk._families.")}
+    client.chat(prompt="hi")
+    client.health()
+    after = sorted(m for m in sys.modules if m.startswith("hermes_sdk._families.") and m not in before)
+print(sorted(before)); print(after)
+"""
+
+
+def test_a_first_chat_imports_the_chat_family_and_no_other(hermes_emulator: HermesEmulator) -> None:
+    """What a CLI, a cron script or a forked worker pays on its first call (issue 34): the client
+    is built without importing a family's operations, and a chat loads only the chat family's."""
+
+    out = subprocess.run([sys.executable, "-c", FIRST_CHAT, hermes_emulator.base_url, hermes_emulator.api_key],
+                         capture_output=True, text=True, timeout=120, check=True)
+    before, after = (ast.literal_eval(line) for line in out.stdout.splitlines()[-2:])
+    loaded = {m.split(".")[2] for m in before if m.count(".") >= 2}
+    assert not any(m.endswith(".operations") for m in before), before
+    assert not {"runs", "sessions", "jobs", "responses"} & loaded, before
+    touched = {m.split(".")[2] for m in after}
+    assert touched <= {"chat", "discovery"}, after
+    assert f"{FAMILIES}.chat.operations" in after and f"{FAMILIES}.discovery.operations" in after

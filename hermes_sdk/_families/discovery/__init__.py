@@ -7,14 +7,23 @@ after the runs family and ``server`` (the server facts) after the jobs family.
 
 from __future__ import annotations
 
-from hermes_sdk.plugin import Family
+from typing import TYPE_CHECKING
 
-from .operations import DISCOVERY_SPECS, SERVER_SPECS
+from .._shared import lazy_exports
 from .resource import DiscoveryMethods
-from .types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
 
-FAMILY: Family[None] = Family("discovery", DISCOVERY_SPECS)
-SERVER_FAMILY: Family[None] = Family("server", SERVER_SPECS)
+if TYPE_CHECKING:
+    from hermes_sdk.plugin import Family
+
+    from .types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
+
+    FAMILY: Family[None]
+    SERVER_FAMILY: Family[None]
+
+# The client mixes DiscoveryMethods in; the rest is imported when first asked for.
+__getattr__ = lazy_exports(__name__, {"FAMILY": ".operations", "SERVER_FAMILY": ".operations", "Health": ".types",
+                                      "ModelInfo": ".types", "ServerCapabilities": ".types", "Skill": ".types",
+                                      "Toolset": ".types"})
 
 __all__ = ["DiscoveryMethods", "FAMILY", "Health", "ModelInfo", "SERVER_FAMILY", "ServerCapabilities", "Skill",
            "Toolset"]

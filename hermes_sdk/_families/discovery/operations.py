@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from hermes_sdk._families._shared import CONTROL_FIELDS, only_fields, require_input
-from hermes_sdk.plugin import Contract, OperationSpec, RequestParts
+from hermes_sdk.plugin import Contract, Family, OperationSpec, RequestParts
 
 from . import types
 
@@ -67,3 +67,6 @@ MODEL_OPTIONS: OperationSpec[dict[str, object]] = OperationSpec(
 DISCOVERY_SPECS = (HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS)
 #: Published after the jobs family (as since 0.1), as the family ``server``.
 SERVER_SPECS = (HEALTH_DETAILED, SKILLS, MODEL_OPTIONS)
+
+FAMILY: Family[None] = Family("discovery", DISCOVERY_SPECS)
+SERVER_FAMILY: Family[None] = Family("server", SERVER_SPECS)

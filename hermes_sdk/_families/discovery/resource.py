@@ -8,8 +8,8 @@ from hermes_sdk._core.deadline import TimeoutLike
 from hermes_sdk._core.endpoints import Deadline, ExecutionContext
 from hermes_sdk.plugin import CallOptions, FamilyExecutor
 
-from .operations import HEALTH, HEALTH_DETAILED, MODEL_OPTIONS, MODELS, SERVER_CAPABILITIES, SKILLS, TOOLSETS
-from .types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
+if TYPE_CHECKING:
+    from .types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
 
 
 class DiscoveryMethods:
@@ -24,6 +24,8 @@ class DiscoveryMethods:
                timeout: TimeoutLike = None) -> Health:
         """``GET /health``: Hermes serves it without authentication, so a client without an API key
         may call it (a readiness probe); a client with one sends it, as on every route."""
+        from .operations import HEALTH  # imported by the family's first call
+
         return self._executor.request(HEALTH, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
 
@@ -31,6 +33,8 @@ class DiscoveryMethods:
                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> list[ModelInfo]:
         """``GET /v1/models``."""
+        from .operations import MODELS
+
         return self._executor.request(MODELS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
 
@@ -38,6 +42,8 @@ class DiscoveryMethods:
                             context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                             timeout: TimeoutLike = None) -> ServerCapabilities:
         """``GET /v1/capabilities``: Hermes' static feature flags (not the SDK's ``capabilities()``)."""
+        from .operations import SERVER_CAPABILITIES
+
         return self._executor.request(SERVER_CAPABILITIES, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
 
@@ -45,6 +51,8 @@ class DiscoveryMethods:
                  context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                  timeout: TimeoutLike = None) -> list[Toolset]:
         """``GET /v1/toolsets``: which toolsets the API server offers (``enabled``)."""
+        from .operations import TOOLSETS
+
         return self._executor.request(TOOLSETS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
 
@@ -57,6 +65,8 @@ class DiscoveryMethods:
         ``readiness.checks.background_queues.active_api_runs`` counts only ``/v1/runs`` runs: a
         running session chat is not counted.
         """
+        from .operations import HEALTH_DETAILED
+
         return self._executor.request(HEALTH_DETAILED, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
 
@@ -65,6 +75,8 @@ class DiscoveryMethods:
                       timeout: TimeoutLike = None) -> dict[str, object]:
         """``GET /api/model/options`` (Hermes 0.20+): the providers and models the server offers, as
         Hermes sends them. UnsupportedByServerError (nothing sent) on a server without it (0.19)."""
+        from .operations import MODEL_OPTIONS
+
         return self._executor.request(MODEL_OPTIONS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
 
@@ -72,5 +84,7 @@ class DiscoveryMethods:
                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> list[Skill]:
         """``GET /v1/skills``: the installed skills, sorted by category then name (experimental)."""
+        from .operations import SKILLS
+
         return self._executor.request(SKILLS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))

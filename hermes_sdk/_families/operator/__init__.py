@@ -3,14 +3,19 @@ one composite capability over the runs family."""
 
 from __future__ import annotations
 
-import attrs
+from typing import TYPE_CHECKING
 
-from hermes_sdk.plugin import Family
+from .._shared import lazy_exports
+from .methods import OperatorMethods
 
-from .operations import OPERATOR
-from .resource import OperatorMethods, invoke_operator
-from .types import OperatorResult
+if TYPE_CHECKING:
+    from hermes_sdk.plugin import Family
 
-FAMILY: Family[None] = Family("operator", (attrs.evolve(OPERATOR, composite=invoke_operator),))
+    from .types import OperatorResult
+
+    FAMILY: Family[None]
+
+# The client mixes OperatorMethods in; the family (and the runs family it drives) loads when first asked for.
+__getattr__ = lazy_exports(__name__, {"FAMILY": ".resource", "OperatorResult": ".types"})
 
 __all__ = ["FAMILY", "OperatorMethods", "OperatorResult"]

@@ -47,6 +47,7 @@ from hermes_sdk.plugin import (
     ApprovalProvider,
     CallOptions,
     CompositeContext,
+    Family,
     IdempotencyRecord,
     ProviderAnswer,
 )
@@ -333,67 +334,41 @@ def invoke_operator(ctx: CompositeContext) -> ActionResult:
                         recorded_at=time.time())
 
 
-class OperatorMethods:
-    """Mixed into :class:`~hermes_sdk.HermesClient`: ``client.operate``."""
-
-    _executor: Executor
-
-    def operate(self, objective: Optional[str] = None, *, resume: Optional[str] = None, choice: Optional[str] = None,
-                context: object = None, constraints: Optional[Mapping[str, object]] = None,
-                candidate_capabilities: Optional[list[str]] = None, resolve_all: bool = False,
-                idempotency_key: str = REQUIRED, approval: Optional[ApprovalDecision] = None,
-                reason: Optional[str] = None, approval_provider: Optional[ApprovalProvider] = None,
-                endpoint: Optional[str] = None, action_id: Optional[str] = None,
-                execution_context: Optional[ExecutionContext] = None,
-                deadline: Deadline = None, timeout: TimeoutLike = None) -> OperatorResult:
-        """Run a governed operator action on ``/v1/runs`` and follow it (the connector's ``operator``).
-
-        **Start** (``objective=``): needs ``idempotency_key`` and an approved decision bound to the
-        input ``{"objective", "context"?, "constraints"?, "candidate_capabilities"?}`` (high risk,
-        code execution), from ``approval=`` or the approval provider; without one nothing is sent
-        (ApprovalRequiredError). The run's session is ``aip-operator-<action_id>``. The run's own
-        approval requests go to ``approval_provider`` (default: the client's); when none answers,
-        this returns ``requires_human`` with ``pending_approval`` instead of blocking.
-
-        **Resume** (``resume=<action_id>``, ``choice=`` ``once``/``session``/``deny``/``always``):
-        answers the pending approval once (its own key and an approval bound to ``{"resume":
-        {"source_action_id", "choice", "resolve_all"}}``) and follows the run by polling. It works
-        from another process with the same idempotency store; without ``choice`` it only follows.
-
-        The same start key again replays: nothing is sent, the saved state is returned (a
-        ``requires_human`` one is re-checked). A start whose outcome is unknown (a crash, a
-        transport failure after sending) is ``outcome_unknown`` and never sent again; so is a
-        run that passed ``deadline``/``timeout`` (default 900 s) still going: resume follows it.
-
-        ``context`` is the objective's context (any JSON); the call's
-        :class:`~hermes_sdk.ExecutionContext` is ``execution_context=``.
-        """
-        if (objective is None) == (resume is None):
-            raise InvalidInputError("give objective= to start an operator action or resume= to continue one",
-                                    details={"field": "objective"})
-        ex = self._executor
-        ctx = execution_context if execution_context is not None else ex.context
-        until = _until(deadline, timeout, ctx)
-        key = None if idempotency_key is REQUIRED else idempotency_key
-        options = CallOptions(endpoint=endpoint, idempotency_key=key, action_id=action_id,
-                              context=execution_context, deadline=deadline, approval=approval, reason=reason)
-        operator = Operator(CompositeContext(ex, endpoint, {}, options))
-        if resume is not None:
-            if objective is not None or constraints is not None or context is not None:
-                raise InvalidInputError("a resume takes only resume=, choice= and resolve_all=",
-                                        details={"field": "resume"})
-            if choice is not None:
-                OPERATOR.build("operator", {"resume": {"source_action_id": resume, "choice": choice,
-                                                       "resolve_all": resolve_all}})
-            elif not isinstance(resume, str) or not resume:
-                raise InvalidInputError("resume must be an operator action id", details={"field": "resume"})
-            return operator.resume(resume, choice, resolve_all, options, until)
+def operate(ex: Executor, objective: Optional[str] = None, *, resume: Optional[str] = None,
+            choice: Optional[str] = None, context: object = None, constraints: Optional[Mapping[str, object]] = None,
+            candidate_capabilities: Optional[list[str]] = None, resolve_all: bool = False,
+            idempotency_key: str = REQUIRED, approval: Optional[ApprovalDecision] = None,
+            reason: Optional[str] = None, approval_provider: Optional[ApprovalProvider] = None,
+            endpoint: Optional[str] = None, action_id: Optional[str] = None,
+            execution_context: Optional[ExecutionContext] = None,
+            deadline: Deadline = None, timeout: TimeoutLike = None) -> OperatorResult:
+    """``client.operate(...)`` (:class:`~.methods.OperatorMethods`), run on ``ex``."""
+    if (objective is None) == (resume is None):
+        raise InvalidInputError("give objective= to start an operator action or resume= to continue one",
+                                details={"field": "objective"})
+    ctx = execution_context if execution_context is not None else ex.context
+    until = _until(deadline, timeout, ctx)
+    key = None if idempotency_key is REQUIRED else idempotency_key
+    options = CallOptions(endpoint=endpoint, idempotency_key=key, action_id=action_id,
+                          context=execution_context, deadline=deadline, approval=approval, reason=reason)
+    operator = Operator(CompositeContext(ex, endpoint, {}, options))
+    if resume is not None:
+        if objective is not None or constraints is not None or context is not None:
+            raise InvalidInputError("a resume takes only resume=, choice= and resolve_all=",
+                                    details={"field": "resume"})
         if choice is not None:
-            raise InvalidInputError("choice= answers a pending approval: pass it with resume=",
-                                    details={"field": "choice"})
-        data = _input(objective, context, constraints, candidate_capabilities)
-        OPERATOR.build("operator", data)
-        provider = approval_provider if approval_provider is not None else ex.runtime.approval_provider
-        return operator.start(data, options, provider, until)
+            OPERATOR.build("operator", {"resume": {"source_action_id": resume, "choice": choice,
+                                                   "resolve_all": resolve_all}})
+        elif not isinstance(resume, str) or not resume:
+            raise InvalidInputError("resume must be an operator action id", details={"field": "resume"})
+        return operator.resume(resume, choice, resolve_all, options, until)
+    if choice is not None:
+        raise InvalidInputError("choice= answers a pending approval: pass it with resume=",
+                                details={"field": "choice"})
+    data = _input(objective, context, constraints, candidate_capabilities)
+    OPERATOR.build("operator", data)
+    provider = approval_provider if approval_provider is not None else ex.runtime.approval_provider
+    return operator.start(data, options, provider, until)
 
 
+FAMILY: Family[None] = Family("operator", (attrs.evolve(OPERATOR, composite=invoke_operator),))
