@@ -13,10 +13,9 @@ import contextlib
 import json
 import math
 import os
-import sqlite3
 import threading
 import time
-from typing import Iterator, Mapping, Optional, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 import attrs
@@ -26,6 +25,9 @@ from . import _fork
 from .endpoints import seconds_value
 from .sqlite_files import SQLITE_SIDE_FILES, SQLiteConnections, private_sqlite_files  # noqa: F401  (SQLITE_SIDE_FILES: kept importable here)
 from .store_calls import StoreTimeout, store_deadline
+
+if TYPE_CHECKING:  # the SQLite store imports it with its first connection (sqlite_files)
+    import sqlite3
 
 PENDING = "pending"
 COMPLETED = "completed"
@@ -269,6 +271,8 @@ class SQLiteStore:
         if getattr(self._busy, "state", None) != (conn, ms):
             conn.execute("PRAGMA busy_timeout=%d" % ms)
             self._busy.state = (conn, ms)
+        import sqlite3  # loaded already: this thread's connection was opened
+
         try:
             yield conn
         except sqlite3.OperationalError as exc:

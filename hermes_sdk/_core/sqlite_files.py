@@ -4,9 +4,11 @@ connection per thread that no forked child inherits."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # imported by the first SQLite connection: a client on another store never loads it
+    import sqlite3
 
 from . import _fork
 
@@ -70,6 +72,8 @@ class SQLiteConnections:
         """This thread's connection (opened on first use)."""
         conn: Optional[sqlite3.Connection] = getattr(self._local, "conn", None)
         if conn is None:
+            import sqlite3
+
             conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
             for statement in self._pragmas:
                 conn.execute(statement)
@@ -80,6 +84,8 @@ class SQLiteConnections:
 
     def close(self) -> None:
         """Close every thread's connection (idempotent)."""
+        import sqlite3
+
         with self._lock:
             for conn in self._open:
                 try:

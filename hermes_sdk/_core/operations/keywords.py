@@ -6,7 +6,6 @@ model is refused before anything is sent, with the close match (``_families/_sha
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Optional
 
@@ -22,5 +21,7 @@ CALL_KEYWORDS = tuple(f.name for f in attrs.fields(CallOptions) if f.name not in
 
 def close_match(name: str, known: Iterable[str]) -> Optional[str]:
     """The known name ``name`` is most likely a misspelling of, or None."""
+    import difflib  # only a misspelt keyword needs it
+
     found = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
     return found[0] if found else None
