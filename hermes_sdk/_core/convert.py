@@ -17,7 +17,6 @@ import attrs
 import cattrs
 
 from ..errors import HermesError, InvalidResponseError
-from .events import tool_event_from_json, tool_event_to_json
 from .lenient import opt_bool, opt_float, opt_int, opt_list, opt_object, opt_str, strings
 from .models import ActionResult, StreamEvent, StreamResult
 
@@ -292,6 +291,8 @@ def _event_json(event: StreamEvent) -> dict[str, object]:
 def stream_result_to_json(result: StreamResult) -> dict[str, object]:
     """A StreamResult as JSON: the output of a stream's ActionResult and its durable record."""
     # The events dominate (one per SSE event): unstructure them by hand, the rest with cattrs.
+    from .events import tool_event_to_json  # loaded with the first stream's events
+
     events, tools = result.events, result.tools
     if tools:
         result = attrs.evolve(result, tools=[])
@@ -306,6 +307,8 @@ def stream_result_to_json(result: StreamResult) -> dict[str, object]:
 
 def stream_result_from_json(data: Mapping[str, object]) -> StreamResult:
     """Rebuild a StreamResult from its JSON (a replayed stream's record)."""
+    from .events import tool_event_from_json  # loaded with the first stream's events
+
     fields = dict(data)
     tools = fields.pop("tools", None)
     result = converter.structure(fields, StreamResult)

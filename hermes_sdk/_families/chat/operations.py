@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from hermes_sdk._core.aggregate import Aggregate
-from hermes_sdk._core.events import tool_event, typed_stream_event
 from hermes_sdk._core.models import StreamEvent
 from hermes_sdk._families._shared import (
     DEFAULT_MAX_EVENTS,
@@ -139,8 +138,13 @@ class ChatAccumulator(Accumulator):
     failed_names = CHAT_FAILED
 
     def __init__(self) -> None:
+        # The typed events load with a process's first stream, not with its first chat.
+        from hermes_sdk._core.events import tool_event, typed_stream_event
+
         self.error: object = None
         self.hermes: object = None
+        self._tool_event = tool_event
+        self._typed = typed_stream_event
 
     def fold(self, agg: Aggregate, name: Optional[str], data: dict[str, object]) -> Optional[str]:
         choices = data.get("choices")
@@ -160,7 +164,7 @@ class ChatAccumulator(Accumulator):
             content = delta.get("content") if isinstance(delta, dict) else None
             return content if isinstance(content, str) and content else None
         if name == "hermes.tool.progress":
-            found = tool_event(name, data)
+            found = self._tool_event(name, data)
             if found is not None:
                 agg.tools.append(found)
         return None
@@ -174,7 +178,7 @@ class ChatAccumulator(Accumulator):
         return None
 
     def typed(self, event: StreamEvent, piece: Optional[str]) -> object:
-        return typed_stream_event(event, piece)
+        return self._typed(event, piece)
 
 
 # ------------------------------------------------------------------ the specs
