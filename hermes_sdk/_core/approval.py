@@ -35,6 +35,10 @@ def canonical_input(input: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in input.items() if k not in ("idempotency_key", "_aip")}
 
 
+#: Built once: ``json.dumps`` with options builds an encoder per call (~1 us of every keyed call).
+_HASH_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def input_hash(capability_id: str, input: Mapping[str, object]) -> str:
     """Canonical SHA-256 over the capability id and input (sorted keys, compact, UTF-8).
 
@@ -42,8 +46,7 @@ def input_hash(capability_id: str, input: Mapping[str, object]) -> str:
     provider body can still reach here): the hash is taken before anything is sent or reserved.
     """
     try:
-        text = json.dumps({"capability_id": capability_id, "input": canonical_input(input)},
-                          sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = _HASH_ENCODER.encode({"capability_id": capability_id, "input": canonical_input(input)})
         data = text.encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
         from ..errors import InvalidInputError

@@ -245,10 +245,14 @@ def max_events_value(value: object, default: int) -> int:
     return value
 
 
+#: Built once: ``json.dumps`` with options builds an encoder per call (~1 us of every request).
+_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def encode_body(body: Mapping[str, object]) -> bytes:
     """Encode once; refuse locally what Hermes would refuse with 413, so nothing is sent."""
     try:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        data = _BODY_ENCODER.encode(body).encode("utf-8")
     except UnicodeEncodeError:
         raise bad("input", "input holds text that is not valid Unicode (a lone surrogate)") from None
     except (TypeError, ValueError, RecursionError) as exc:
