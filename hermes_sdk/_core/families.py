@@ -188,8 +188,8 @@ class Registry:
             return family
 
     def _load_all(self) -> None:
-        for name in list(self._pending):
-            self._load(name)
+        for name in list(self._order):
+            self.family(name)
 
     @property
     def families(self) -> dict[str, Family[object]]:
@@ -252,11 +252,13 @@ class Registry:
 
     def family_of(self, resource: Callable[..., R]) -> Family[R]:
         """The family whose resource is ``resource``."""
-        for family in self._loaded.values():
+        # Snapshots (list() copies without letting another thread in): a load may add a family meanwhile.
+        for family in list(self._loaded.values()):
             if family.resource is resource:
                 return cast("Family[R]", family)  # its resource is ``resource``, which makes an R
-        named = [n for n, lazy in self._pending.items() if lazy.resource and _names(lazy.resource, resource)]
-        for name in named or list(self._pending):
+        pending = list(self._pending.items())
+        named = [n for n, lazy in pending if lazy.resource and _names(lazy.resource, resource)]
+        for name in named or [n for n, _ in pending]:
             family = self._load(name)
             if family.resource is resource:
                 return cast("Family[R]", family)

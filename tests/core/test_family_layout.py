@@ -536,3 +536,39 @@ def test_a_first_chat_imports_the_chat_family_and_no_other(hermes_emulator: Herm
     touched = {m.split(".")[2] for m in after}
     assert touched <= {"chat", "discovery"}, after
     assert f"{FAMILIES}.chat.operations" in after and f"{FAMILIES}.discovery.operations" in after
+
+
+def test_threads_that_first_use_a_family_at_once_load_it_once() -> None:
+    """A client shared by threads: the first calls race to load a family; each sees one family,
+    one spec object and one state, and nobody sees a half-registered family."""
+    from hermes_sdk._families.runs.resource import Runs
+    from hermes_sdk._families.runs.state import RunsState
+
+    for _ in range(5):
+        _race_first_use(Registry(builtin.FAMILIES), Runs, RunsState)
+
+
+def _race_first_use(registry: Registry, runs: type, state: type) -> None:
+    import threading
+
+    seen: list[tuple[object, object, object, object]] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(12)
+
+    def use() -> None:
+        try:
+            barrier.wait(10)
+            seen.append((registry.spec("run_start"), registry.state_of("run_get"), registry.family_of(runs),
+                         registry.state(state)))
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=use) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    assert len(seen) == 12 and len({id(s[0]) for s in seen}) == 1
+    assert all(s[1] is seen[0][1] is s[3] for s in seen) and isinstance(seen[0][1], state)
+    assert len({id(s[2]) for s in seen}) == 1
