@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import attrs
+
 from hermes_sdk._core import convert
 from hermes_sdk._core.models import StreamEvent, StreamResult
 from hermes_sdk.errors import StreamError
@@ -86,3 +88,79 @@ def test_action_result_to_json_matches_cattrs() -> None:
         assert fast == slow and list(fast) == list(slow)
         for got, given in ((fast["output"], result.output), (fast["approval"], result.approval)):
             assert not isinstance(given, (dict, list)) or got is not given  # a copy: the record is its own
+
+
+def _chat_reply(rng: random.Random) -> object:
+    """A chat completion as Hermes sends it, with any field now and then of another JSON type."""
+    def some(good: object) -> object:
+        return good if rng.random() < 0.8 else _random_json(rng)
+
+    def message() -> object:
+        out = {"role": some("assistant"), "content": some(rng.choice(["hi", None, [{"type": "text", "text": "a"}]]))}
+        if rng.random() < 0.4:
+            out["tool_calls"] = some(rng.choice([None, [], [{"id": "c", "function": {"name": "f"}}], [{"a": 1}, {}]]))
+        for name in ("role", "content"):
+            if rng.random() < 0.05:
+                del out[name]
+        return out if rng.random() < 0.95 else _random_json(rng)
+
+    def choice(index: int) -> object:
+        out = {"index": some(rng.choice([index, "1", 2.7, True])), "message": message(),
+               "finish_reason": some(rng.choice(["stop", "length", None]))}
+        for name in ("index", "message", "finish_reason"):
+            if rng.random() < 0.05:
+                del out[name]
+        return out if rng.random() < 0.95 else _random_json(rng)
+
+    reply = {"id": "chatcmpl-1", "object": "chat.completion", "model": some("hermes-agent"),
+             "created": some(rng.choice([1700000000, "12", 3.5])),
+             "choices": [choice(i) for i in range(rng.randrange(3))],
+             "usage": some({"prompt_tokens": 1}), "hermes": some(rng.choice([None, {"state": "partial"}])),
+             "extra": _random_json(rng)}
+    for name in ("model", "created", "usage", "hermes"):
+        if rng.random() < 0.1:
+            del reply[name]
+    return reply
+
+
+def _chat_by_cattrs(obj: dict, ctx: object) -> object:
+    # What chat_completion was before it read by hand: the reply handed to the cattrs converter.
+    from hermes_sdk._families.chat.types import ChatCompletion
+
+    return convert.converter.structure(
+        {"id": obj.get("id", ""), "model": obj.get("model"), "created": obj.get("created"),
+         "choices": obj.get("choices") or [], "usage": obj.get("usage"), "hermes": obj.get("hermes"),
+         "session_id": ctx.session_id, "raw": dict(obj), "action_id": ctx.action_id,  # type: ignore[attr-defined]
+         "replayed": ctx.replayed, "headers": ctx.headers},  # type: ignore[attr-defined]
+        ChatCompletion)
+
+
+def test_chat_completion_reads_as_cattrs_does() -> None:
+    from hermes_sdk._families.chat.types import chat_completion
+    from hermes_sdk.errors import InvalidResponseError
+
+    rng = random.Random(13)
+    ctx = convert.DecodeContext("chat", session_id="s1", action_id="a1", replayed=True, headers={"X": "1"})
+    read = failed = 0
+    for _ in range(3000):
+        reply = _chat_reply(rng)
+        try:
+            want = _chat_by_cattrs(reply, ctx)
+        except Exception:
+            want = None
+        try:
+            got = chat_completion(reply, ctx)
+        except InvalidResponseError:
+            got = None
+        assert (got is None) == (want is None), reply
+        if got is None:
+            failed += 1
+            continue
+        read += 1
+        assert got == want and repr(got) == repr(want), reply
+        for a, b in ((got, want),) + tuple(zip(got.choices, want.choices)):  # field types too: 1 is not 1.0
+            types = [[type(v) for v in attrs.astuple(x, recurse=False)] for x in (a, b)]
+            assert types[0] == types[1]
+        assert (got.action_id, got.replayed, got.headers) == (want.action_id, want.replayed, want.headers)
+        assert got.raw == reply and got.raw is not reply
+    assert read > 1000 and failed > 300  # both kinds of reply were exercised

@@ -1,22 +1,23 @@
-"""The one cattrs converter: provider JSON in, result types out; results to JSON for durable records.
+"""Provider JSON in, result types out; results to JSON for durable records.
 
 Every family's results are read here: a result class declares its :func:`shape` once (what it is
 called in an error, the fields it cannot do without, JSON keys that differ from its field names),
-and the converter's hook factory reads each field by its type with the lenient rules below (a
-non-string where an optional string is expected becomes None...), keeping the JSON object as
-received in ``raw``. Decoders are :data:`Decoder` functions ``(json, DecodeContext) -> T``.
+and its reader takes each field by its type with the lenient rules below (a non-string where an
+optional string is expected becomes None...), keeping the JSON object as received in ``raw``.
+Decoders are :data:`Decoder` functions ``(json, DecodeContext) -> T``. The cattrs converter
+(``converter``, in ``cattrs_converter``) is built when first used: records and Responses use it.
 """
 
 from __future__ import annotations
 
+import threading
 import typing
 from collections import abc
-from typing import Any, Callable, Generic, Mapping, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, Optional, TypeVar
 
 import attrs
-import cattrs
 
-from ..errors import HermesError, InvalidResponseError
+from ..errors import InvalidResponseError
 from .lenient import opt_bool, opt_float, opt_int, opt_list, opt_object, opt_str, strings
 from .models import ActionResult, StreamEvent, StreamResult
 
@@ -40,45 +41,38 @@ NO_CONTEXT = DecodeContext()
 #: How an operation's 2xx JSON (or its durable record) becomes its typed value.
 Decoder = Callable[[object, DecodeContext], T]
 
-converter = cattrs.Converter()
-converter.register_unstructure_hook(HermesError, lambda e: e.to_dict())
-converter.register_structure_hook(HermesError, lambda d, _: HermesError.from_dict(d))
-# Response headers are kept as the transport gave them (case-insensitive), not copied.
-converter.register_structure_hook_func(lambda t: t == Mapping[str, str], lambda value, _: value)
+if TYPE_CHECKING:
+    import cattrs
+
+    converter: cattrs.Converter
+_converter: "Optional[cattrs.Converter]" = None
+_converter_lock = threading.Lock()
 
 
-def _json_object(value: object, _: object) -> dict[str, object]:
-    # A shallow copy, as cattrs' own mapping hook makes, without structuring each key and value
-    # again: JSON objects have string keys, and the values are Any.
+def __getattr__(name: str) -> object:
+    # ``converter`` is built when first asked for, never by a chat (see cattrs_converter).
+    if name == "converter":
+        return _cattrs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _cattrs() -> "cattrs.Converter":
+    global _converter
+    if _converter is None:
+        with _converter_lock:
+            if _converter is None:
+                from .cattrs_converter import make_converter
+
+                _converter = make_converter(lambda t: isinstance(t, type) and t in _SHAPES, reader, object_copy)
+    return _converter
+
+
+def object_copy(value: object) -> dict[str, object]:
+    """A JSON object's shallow copy, as cattrs' mapping hook makes for ``dict[str, Any]`` (without
+    structuring each key and value again: JSON objects have string keys, and the values are Any)."""
     if type(value) is not dict and not isinstance(value, abc.Mapping):
         raise TypeError(f"expected a JSON object, got {type(value).__name__}")
     return dict(value)
-
-
-converter.register_structure_hook_func(lambda t: t == dict[str, Any], _json_object)
-
-
-def _optional(make: Callable[..., object]) -> Callable[[object, object], object]:
-    return lambda value, _: None if value is None else make(value)
-
-
-# Optional leaves as cattrs structures them (None, else the type called on the value), without its
-# dispatch per value: chat and Responses results have seven of them, on every call.
-for _leaf in (str, int, float, bool):
-    converter.register_structure_hook(Optional[_leaf], _optional(_leaf))
-converter.register_structure_hook(Optional[dict[str, Any]], _optional(lambda value: _json_object(value, None)))
-
-
-def _optional_error(value: object, _: object) -> Optional[HermesError]:
-    if value is None:
-        return None
-    if not isinstance(value, abc.Mapping):
-        raise TypeError(f"expected an error object, got {type(value).__name__}")
-    return HermesError.from_dict(value)
-
-
-converter.register_structure_hook(Optional[HermesError], _optional_error)
-
 
 # ------------------------------------------------------------------ the families' results
 
@@ -221,9 +215,6 @@ def reader(cls: type[T]) -> _Reader[T]:
     return typing.cast("_Reader[T]", found)
 
 
-converter.register_structure_hook_factory(lambda t: isinstance(t, type) and t in _SHAPES, reader)
-
-
 def read(cls: type[T], data: object, ctx: DecodeContext = NO_CONTEXT, **given: object) -> T:
     """A ``cls`` from its JSON object; ``given`` fields are the decoder's, not the JSON's."""
     return reader(cls).read(data, ctx, given)
@@ -273,14 +264,14 @@ def _json_copy(value: object) -> object:
         out = {}
         for k, v in value.items():
             if type(k) is not str:
-                k = converter.unstructure(k)
+                k = _cattrs().unstructure(k)
             out[k] = v if type(v) in _LEAVES else _json_copy(v)
         return out
     if type(value) is list:
         return [v if type(v) in _LEAVES else _json_copy(v) for v in value]
     if type(value) in _LEAVES:
         return value
-    return converter.unstructure(value)
+    return _cattrs().unstructure(value)
 
 
 def _event_json(event: StreamEvent) -> dict[str, object]:
@@ -297,9 +288,9 @@ def stream_result_to_json(result: StreamResult) -> dict[str, object]:
     if tools:
         result = attrs.evolve(result, tools=[])
     if type(events) is not list or any(type(e) is not StreamEvent for e in events):
-        out: dict[str, object] = converter.unstructure(result)
+        out: dict[str, object] = _cattrs().unstructure(result)
     else:
-        out = converter.unstructure(attrs.evolve(result, events=[]))
+        out = _cattrs().unstructure(attrs.evolve(result, events=[]))
         out["events"] = [_event_json(e) for e in events]
     out["tools"] = [t if isinstance(t, dict) else tool_event_to_json(t) for t in tools]
     return out
@@ -311,7 +302,7 @@ def stream_result_from_json(data: Mapping[str, object]) -> StreamResult:
 
     fields = dict(data)
     tools = fields.pop("tools", None)
-    result = converter.structure(fields, StreamResult)
+    result = _cattrs().structure(fields, StreamResult)
     result.tools = [tool_event_from_json(t) if isinstance(t, abc.Mapping) else t
                     for t in (tools if isinstance(tools, list) else ())]
     return result
@@ -323,7 +314,7 @@ _RESULT_FIELDS = tuple(a.name for a in attrs.fields(ActionResult))
 def action_result_to_json(result: ActionResult) -> dict[str, object]:
     """An ActionResult as JSON, as the idempotency store keeps it (the error as its ``to_dict()``)."""
     if type(result) is not ActionResult or result.error is not None:
-        out: dict[str, object] = converter.unstructure(result)
+        out: dict[str, object] = _cattrs().unstructure(result)
         return out
     # Every keyed call records its result: a completed one is copied by hand, what cattrs'
     # runtime dispatch over each JSON node (the output, the approval) would return.
@@ -336,7 +327,7 @@ def action_result_to_json(result: ActionResult) -> dict[str, object]:
 
 def action_result_from_json(data: Mapping[str, object]) -> ActionResult:
     """Rebuild an ActionResult from its JSON; the error comes back as its most specific HermesError class."""
-    return converter.structure(dict(data), ActionResult)
+    return _cattrs().structure(dict(data), ActionResult)
 
 
 def recorded_result(data: object) -> ActionResult:

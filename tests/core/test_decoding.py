@@ -171,7 +171,7 @@ def test_the_optional_leaf_hooks_structure_as_cattrs_does() -> None:
     import cattrs
 
     plain = cattrs.Converter()  # cattrs' own Optional handling, with the SDK's JSON object hook
-    plain.register_structure_hook_func(lambda t: t == dict[str, Any], convert._json_object)
+    plain.register_structure_hook_func(lambda t: t == dict[str, Any], lambda value, _: convert.object_copy(value))
     values: list[object] = [None, "", "x", 0, 1, -2, 2.5, float("inf"), True, False, "12", "1.5", [], {}, {"a": 1},
                             [1], b"b", object()]
     for kind in (Optional[str], Optional[int], Optional[float], Optional[bool], Optional[dict[str, Any]]):

@@ -249,6 +249,20 @@ def test_delegation_chain_validated() -> None:
     assert info.value.details["field"] == "delegation_chain"
 
 
+@pytest.mark.parametrize("chain", ["agent:a", b"agent:a", 5, 1.5])
+def test_delegation_chain_that_is_not_a_sequence_is_refused(chain: object) -> None:
+    # A string is not split into one-letter delegates, and nothing escapes as a bare TypeError.
+    with pytest.raises(InvalidInputError) as info:
+        ExecutionContext(delegation_chain=chain)  # type: ignore[arg-type]
+    assert info.value.details["field"] == "delegation_chain"
+
+
+def test_delegation_chain_from_any_iterable_of_strings() -> None:
+    assert ExecutionContext(delegation_chain=iter(["a", "b"])).delegation_chain == ("a", "b")
+    assert ExecutionContext(delegation_chain=("a",)).delegation_chain == ("a",)
+    assert ExecutionContext(delegation_chain=None).delegation_chain == ()  # as with the other fields: unset
+
+
 @pytest.mark.parametrize("key", ["abc DEF/123:;=,", "K" * 200, "ünï"])
 def test_idempotency_key_sent_unchanged(client: HermesClient, emu, key: str) -> None:
     client.chat(prompt="x", idempotency_key=key)

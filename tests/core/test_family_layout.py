@@ -517,19 +517,22 @@ from hermes_sdk import HermesClient
 with HermesClient(sys.argv[1], sys.argv[2], load_entrypoints=False) as client:
     before = {m for m in sys.modules if m.startswith("hermes_sdk._families.")}
     client.chat(prompt="hi")
+    converter = "cattrs" in sys.modules or "hermes_sdk._core.cattrs_converter" in sys.modules
     client.health()
     after = sorted(m for m in sys.modules if m.startswith("hermes_sdk._families.") and m not in before)
-print(sorted(before)); print(after)
+print(sorted(before)); print(after); print(converter)
 """
 
 
 def test_a_first_chat_imports_the_chat_family_and_no_other(hermes_emulator: HermesEmulator) -> None:
     """What a CLI, a cron script or a forked worker pays on its first call (issue 34): the client
-    is built without importing a family's operations, and a chat loads only the chat family's."""
+    is built without importing a family's operations, a chat loads only the chat family's, and its
+    reply is read without cattrs (imported, with the converter, by the first call that needs it)."""
 
     out = subprocess.run([sys.executable, "-c", FIRST_CHAT, hermes_emulator.base_url, hermes_emulator.api_key],
                          capture_output=True, text=True, timeout=120, check=True)
-    before, after = (ast.literal_eval(line) for line in out.stdout.splitlines()[-2:])
+    before, after, converter = (ast.literal_eval(line) for line in out.stdout.splitlines()[-3:])
+    assert converter is False
     loaded = {m.split(".")[2] for m in before if m.count(".") >= 2}
     assert not any(m.endswith(".operations") for m in before), before
     assert not {"runs", "sessions", "jobs", "responses"} & loaded, before

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 import attrs
-import cattrs
 
-from hermes_sdk._core.convert import NO_CONTEXT, converter, json_object
+from hermes_sdk._core.convert import NO_CONTEXT, json_object, object_copy
 from hermes_sdk.errors import InvalidResponseError
 from hermes_sdk.plugin import DecodeContext, HermesStream
 
@@ -100,23 +99,45 @@ class ChatStream(HermesStream):
     """The live stream of a :meth:`~hermes_sdk.HermesClient.chat_stream` call (chat completion chunks)."""
 
 
+def _optional(make: Any, value: object) -> Any:
+    return None if value is None else make(value)
+
+
+def _message(data: Any) -> ChatMessage:
+    tool_calls = data["tool_calls"] if "tool_calls" in data else None
+    return ChatMessage(
+        str(data["role"]), data["content"] if "content" in data else None,
+        None if tool_calls is None else [object_copy(call) for call in tool_calls])
+
+
+def _choice(data: Any) -> Choice:
+    return Choice(int(data["index"]), _message(data["message"]),
+                  _optional(str, data["finish_reason"]) if "finish_reason" in data else None)
+
+
 def chat_completion(data: object, ctx: DecodeContext = NO_CONTEXT) -> ChatCompletion:
-    """A ChatCompletion from Hermes' JSON (InvalidResponseError if it is not one)."""
+    """A ChatCompletion from Hermes' JSON (InvalidResponseError if it is not one).
+
+    Read by hand, not by cattrs: a chat is most often a process's first call, and importing cattrs
+    and generating its structurers cost about 20 ms of it. Each field is read as the cattrs
+    converter reads it (``str()``/``int()`` called on a leaf, an object copied, a list iterated),
+    which ``benchmarks/test_fastpaths.py`` checks against cattrs over random replies.
+    """
     obj = json_object(data, "a chat completion object")
-    if not isinstance(obj.get("choices"), list) or not isinstance(obj.get("id"), str):
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not isinstance(obj.get("id"), str):
         raise InvalidResponseError("malformed chat completion: no 'id' or 'choices'")
+    where = "choices"
     try:
-        return converter.structure(
-            {
-                "id": obj.get("id", ""), "model": obj.get("model"), "created": obj.get("created"),
-                "choices": obj.get("choices") or [], "usage": obj.get("usage"), "hermes": obj.get("hermes"),
-                "session_id": ctx.session_id, "raw": dict(obj), "action_id": ctx.action_id,
-                "replayed": ctx.replayed, "headers": ctx.headers,
-            },
-            ChatCompletion,
-        )
-    except (cattrs.BaseValidationError, TypeError, ValueError, AttributeError) as exc:
-        raise InvalidResponseError(f"malformed chat completion: {type(exc).__name__}") from None
+        read = [_choice(choice) for choice in choices]
+        where = "fields"
+        return ChatCompletion(
+            str(obj["id"]), _optional(str, obj.get("model")), _optional(int, obj.get("created")), read,
+            _optional(object_copy, obj.get("usage")), _optional(object_copy, obj.get("hermes")),
+            _optional(str, ctx.session_id), dict(obj), action_id=_optional(str, ctx.action_id),
+            replayed=bool(ctx.replayed), headers=ctx.headers)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+        raise InvalidResponseError(f"malformed chat completion: {where} ({type(exc).__name__})") from None
 
 
 __all__ = ["ChatCompletion", "ChatMessage", "ChatStream", "Choice", "chat_completion"]
