@@ -123,6 +123,11 @@ def register_secret(value: Optional[str]) -> None:
                 _scrubbed.clear()
 
 
+def holds_secret(text: str) -> bool:
+    """Whether ``text`` holds a registered secret (an API key): an id a server echoed it as is not kept."""
+    return any(secret in text for secret in tuple(_secrets))
+
+
 def scrub(text: str) -> str:
     """The default identifier and credential patterns, and registered secrets, applied to free text."""
     done = _scrubbed.get(text)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import collections
+import json
+import os
+import subprocess
+import sys
 import types
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import attrs
 import pytest
-from core_support import RawRequest, RawServer, free_port, json_response
+from core_support import RawRequest, RawServer, chunk, free_port, json_response, sse_head
 
-from hermes_sdk import HermesClient, HermesError, hookimpl
+from hermes_sdk import HermesClient, HermesError, InvalidResponseError, hookimpl
+from hermes_sdk.types import ChatMessage
 
 KEY = "sk-round6-Zq8Wv3Lk5Jt1Mx7Pb4"
 
@@ -170,3 +177,75 @@ def made_of(client: HermesClient) -> tuple[object, ...]:
         parts.append(value)
         parts += list(getattr(value, "__dict__", {}).values())
     return tuple(parts)
+
+
+# --- items 16, 18, 19: the CLI's history and a reply it cannot encode; ChatCompletion.text ----------
+
+def _completion(content: Any, session: str = "sess-1") -> bytes:
+    body = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "hermes-agent",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                    "finish_reason": "stop"}]}).encode()
+    return json_response(200, body, extra=f"X-Hermes-Session-Id: {session}\r\n")
+
+
+def _cli(base_url: str, *argv: str, key: str = KEY) -> subprocess.CompletedProcess[bytes]:
+    """``hermes-sdk ARGV`` as a user runs it, output piped (not a terminal)."""
+    env = {**os.environ, "HERMES_BASE_URL": base_url, "HERMES_API_KEY": key, "HERMES_SDK_PLUGINS": ""}
+    env.pop("PYTHONIOENCODING", None)
+    return subprocess.run([sys.executable, "-m", "hermes_sdk", *argv], env=env, capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+
+
+def _state_bytes() -> bytes:
+    folder = Path(os.environ["XDG_STATE_HOME"])
+    return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())
+
+
+@pytest.mark.parametrize("stream", ["--no-stream", "--stream"])
+def test_a_lone_surrogate_in_a_reply_is_printed_and_logged(stream: str, raw_server: Any) -> None:
+    reply = "half \ud800 a pair"
+    if stream == "--stream":
+        events = [{"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                   "choices": [{"index": 0, "delta": {"content": reply}, "finish_reason": None}]},
+                  {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+        body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+        server = raw_server(_reply(sse_head() + chunk(body) + b"0\r\n\r\n"))
+    else:
+        server = raw_server(_reply(_completion(reply)))
+    done = _cli(server.base_url, "chat", "hello", stream)
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+    assert done.stdout == b"half \\ud800 a pair\n"  # the reply kept, its unencodable character written out
+    assert b"half \\ud800 a pair" in _state_bytes()  # and logged
+
+
+def test_a_key_echoed_as_the_session_id_is_kept_in_no_file(raw_server: Any) -> None:
+    server = raw_server(_reply(_completion("hi", session=KEY)))
+    done = _cli(server.base_url, "chat", "hello", "--no-stream")
+    assert done.returncode == 0, done.stderr
+    assert _state_bytes() and KEY.encode() not in _state_bytes()  # logs.db, state.json
+    assert KEY.encode() not in done.stderr
+
+
+@pytest.mark.parametrize("text", [5, ["a"], {"x": 1}, True])
+def test_a_content_parts_text_that_is_not_a_string_is_a_typed_error(text: Any, raw_server: Any) -> None:
+    server = raw_server(_reply(_completion([{"type": "text", "text": "ok "}, {"type": "text", "text": text}])))
+    with HermesClient(server.base_url, api_key=KEY, load_entrypoints=False) as client:
+        result = client.chat(prompt="x")
+    with pytest.raises(InvalidResponseError) as info:
+        result.text  # noqa: B018 (the property is the point)
+    assert info.value.details["field"] == "choices[0].message.content[1].text"
+    assert result.choices[0].message.content[1]["text"] == text  # the reply as sent is kept
+    # a record whose content was changed behind the SDK's back reads the same way
+    tampered = attrs.evolve(result, choices=[attrs.evolve(result.choices[0], message=ChatMessage(
+        "assistant", [{"type": "text", "text": text}]))])
+    with pytest.raises(InvalidResponseError):
+        tampered.text  # noqa: B018
+
+
+def test_parts_without_text_and_null_text_read_as_empty(raw_server: Any) -> None:
+    server = raw_server(_reply(_completion([{"type": "image_url", "image_url": {"url": "x"}},
+                                            {"type": "text", "text": None}, {"type": "text", "text": "ok"}])))
+    with HermesClient(server.base_url, api_key=KEY, load_entrypoints=False) as client:
+        assert client.chat(prompt="x").text == "ok"
