@@ -249,3 +249,24 @@ def test_parts_without_text_and_null_text_read_as_empty(raw_server: Any) -> None
                                             {"type": "text", "text": None}, {"type": "text", "text": "ok"}])))
     with HermesClient(server.base_url, api_key=KEY, load_entrypoints=False) as client:
         assert client.chat(prompt="x").text == "ok"
+
+
+# --- item 14: doctor --json scrubs what a server echoes ------------------------------------------------
+
+def _echo_key(sock: Any, request: RawRequest, server: RawServer) -> None:
+    if request.target.startswith("/health"):
+        body = {"status": "ok", "platform": "hermes-agent", "version": f"0.21.0 {KEY}",
+                "detail": {"echo": [KEY]}}
+    else:
+        body = {"object": "list", "data": [{"id": "hermes-agent", "object": "model", "note": KEY}]}
+    sock.sendall(json_response(200, json.dumps(body).encode(), extra=f"X-Echo: {KEY}\r\n"))
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_doctor_never_prints_a_key_the_server_echoes(as_json: bool, raw_server: Any) -> None:
+    server = raw_server(_echo_key)
+    done = _cli(server.base_url, "doctor", *(["--json"] if as_json else []), "--timeout", "10")
+    assert b"health" in done.stdout
+    if as_json:
+        assert json.loads(done.stdout)["findings"]
+    assert KEY.encode() not in done.stdout + done.stderr
