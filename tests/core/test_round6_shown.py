@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import gzip
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from core_support import RawRequest, RawServer, chunk, free_port, json_response, sse_head
 
 from hermes_sdk import HermesClient, HermesError, InvalidResponseError, hookimpl
+from hermes_sdk.testing.cassette import use_cassette
 from hermes_sdk.types import ChatMessage
 
 KEY = "sk-round6-Zq8Wv3Lk5Jt1Mx7Pb4"
@@ -270,3 +272,59 @@ def test_doctor_never_prints_a_key_the_server_echoes(as_json: bool, raw_server: 
     if as_json:
         assert json.loads(done.stdout)["findings"]
     assert KEY.encode() not in done.stdout + done.stderr
+
+
+# --- item 13: a cassette keeps no key, however the reply came ------------------------------------------
+
+def _chat_body(content: str) -> bytes:
+    return json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "hermes-agent",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                    "finish_reason": "stop"}]}).encode()
+
+
+def _gzipped(sock: Any, request: RawRequest, server: RawServer) -> None:
+    body = gzip.compress(_chat_body(f"your key is {KEY}"))
+    sock.sendall(json_response(200, body, extra="Content-Encoding: gzip\r\n"))
+
+
+def _split(sock: Any, request: RawRequest, server: RawServer) -> None:
+    body = _chat_body(f"your key is {KEY}")
+    half = body.index(KEY.encode()) + len(KEY) // 2
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    sock.sendall(head + chunk(body[:half]) + chunk(body[half:]) + b"0\r\n\r\n")
+
+
+def _not_utf8(sock: Any, request: RawRequest, server: RawServer) -> None:
+    sock.sendall(json_response(500, b"\xff\xfe upstream said: " + KEY.encode() + b" \xff"))
+
+
+def _bodies(path: Path) -> list[bytes]:
+    """Each reply's body as the cassette would replay it, every chunk decoded."""
+    from hermes_sdk.testing.cassette import _decoded
+
+    stored = json.loads(path.read_text(encoding="utf-8"))["interactions"]
+    return [b"".join(_decoded(c) for c in entry["response"]["chunks"]) for entry in stored]
+
+
+@pytest.mark.parametrize("reply", ["gzip", "split", "not_utf8"])
+def test_a_cassette_keeps_no_key(reply: str, raw_server: Any, tmp_path: Path) -> None:
+    handler = {"gzip": _gzipped, "split": _split, "not_utf8": _not_utf8}[reply]
+    server = raw_server(handler)
+    path = tmp_path / "cassette.json"
+
+    def call() -> object:
+        with HermesClient(server.base_url, api_key=KEY, load_entrypoints=False, max_attempts=1) as client:
+            try:
+                return client.chat(prompt="x").text
+            except HermesError as exc:
+                return exc.code
+
+    with use_cassette(path, "record"):
+        live = call()
+    assert live == (f"your key is {KEY}" if reply != "not_utf8" else "connector.hermes_agent.remote_temporary"), live
+    assert KEY.encode() not in path.read_bytes()
+    assert all(KEY.encode() not in body for body in _bodies(path))  # nor in a base64 chunk
+    assert any(b"[REDACTED]" in body for body in _bodies(path))
+    with use_cassette(path, "replay"):  # replayed as kept: the key's place says so
+        replayed = call()
+    assert replayed == ("your key is [REDACTED]" if reply != "not_utf8" else "connector.hermes_agent.remote_temporary")
