@@ -16,7 +16,8 @@ import attrs
 import pytest
 from core_support import RawRequest, RawServer, chunk, free_port, json_response, sse_head
 
-from hermes_sdk import HermesClient, HermesError, InvalidResponseError, hookimpl
+from hermes_sdk import ApprovalDeniedError, ApprovalRequest, HermesClient, HermesError, InvalidResponseError, hookimpl
+from hermes_sdk.testing import HermesEmulator, runmachine
 from hermes_sdk.testing.cassette import use_cassette
 from hermes_sdk.types import ChatMessage
 
@@ -328,3 +329,106 @@ def test_a_cassette_keeps_no_key(reply: str, raw_server: Any, tmp_path: Path) ->
     with use_cassette(path, "replay"):  # replayed as kept: the key's place says so
         replayed = call()
     assert replayed == ("your key is [REDACTED]" if reply != "not_utf8" else "connector.hermes_agent.remote_temporary")
+
+
+# --- item 11: an approver is shown what is approved ------------------------------------------------
+
+JOB = {"name": "nightly digest", "schedule": "0 3 * * *",
+       "prompt": "Summarise the incident channel, then delete /srv/reports older than 7 days"}
+
+
+class Asked:
+    """An approval provider that keeps each request and answers as told (default: approve, not blind)."""
+
+    def __init__(self, blind: bool = False) -> None:
+        self.seen: list[ApprovalRequest] = []
+        self.blind = blind
+
+    def __call__(self, request: ApprovalRequest) -> Any:
+        self.seen.append(request)
+        return request.approve(approver="ops", policy_decision_id="pd-1", reason="agreed", blind=self.blind)
+
+
+def _sent(emu: HermesEmulator, method: str, prefix: str) -> int:
+    return sum(1 for r in emu.requests_seen if r.method == method and r.path.startswith(prefix))
+
+
+def test_a_jobs_approval_shows_its_name_schedule_and_prompt(emu: HermesEmulator) -> None:
+    asked = Asked()
+    with emu.client(load_entrypoints=False, approval_provider=asked) as client:
+        job = client.jobs.create(**JOB, idempotency_key="r6-job-1", reason="digest")
+        client.jobs.update(job.id, prompt="Summarise only", idempotency_key="r6-job-2", reason="shorter")
+    create, update = asked.seen
+    assert create.input_snapshot == JOB and create.fully_shown and create.not_shown is None
+    assert update.input_snapshot == {"job_id": job.id, "prompt": "Summarise only"} and update.fully_shown
+    assert JOB["prompt"] not in repr(create)  # the approver's view is not for logs
+
+
+def test_what_a_policy_hides_from_an_approver_is_said_and_not_approved_unseen(emu: HermesEmulator) -> None:
+    asked = Asked()
+    prompt = f"Use {KEY} and sk-live-9f8e7d6c5b4a3f2e1d0c to call the billing API"
+    with emu.client(load_entrypoints=False, approval_provider=asked, api_key=emu.api_key,
+                    redaction_patterns=[r"billing"]) as client:
+        with pytest.raises(ApprovalDeniedError) as info:
+            client.jobs.create(name="n", schedule="every 1h", prompt=prompt, idempotency_key="r6-job-3", reason="r")
+    (request,) = asked.seen
+    assert info.value.details["reason"] == "not_fully_shown" and _sent(emu, "POST", "/api/jobs") == 0
+    assert request.fully_shown is False
+    assert "API key" in str(request.not_shown) and "redaction pattern" in str(request.not_shown)
+    assert "prompt" in str(request.not_shown)
+    shown = str(request.input_snapshot["prompt"])
+    assert KEY not in shown and "sk-live-9f8e7d6c5b4a3f2e1d0c" not in shown and "[REDACTED]" in shown
+    assert shown.startswith("Use ") and "to call the" in shown  # every other byte
+
+
+def test_every_approval_the_sdk_builds_shows_its_input(emu: HermesEmulator) -> None:
+    """response_delete, session_delete, job_pause/remove, operator: the approver reads the input, in clear."""
+    asked = Asked()
+    with emu.client(load_entrypoints=False, approval_provider=asked) as client:
+        stored = client.responses(input="keep me", store=True).id
+        client.response_delete(stored, idempotency_key="r6-del", reason="cleanup")
+        job = client.jobs.create(**JOB, idempotency_key="r6-job-4", reason="r")
+        client.jobs.pause(job.id, idempotency_key="r6-pause", reason="r")
+        client.operate("Count the files in /srv/reports", idempotency_key="r6-op", reason="audit")
+    shown = {request.operation: request for request in asked.seen}
+    assert shown["response_delete"].input_snapshot == {"response_id": stored}
+    assert shown["job_pause"].input_snapshot == {"job_id": job.id}
+    assert shown["operator"].input_snapshot["objective"] == "Count the files in /srv/reports"
+    for request in asked.seen:
+        assert "[REDACTED]" not in json.dumps(request.input_snapshot) and request.fully_shown, request.operation
+    assert client.approval_request("session_delete", {"session_id": "sess-9"}).input_snapshot == {
+        "session_id": "sess-9"}
+
+
+# --- item 12: a run's command that is not a string ----------------------------------------------------
+
+_MISSING = object()
+
+
+@pytest.mark.parametrize("command", [["rm", "-rf", "/srv/data"], {"argv": ["rm", "-rf", "/srv/data"]}, None,
+                                     _MISSING, "", 7], ids=["list", "object", "null", "missing", "empty", "number"])
+def test_a_runs_command_that_is_not_a_string_is_shown_as_sent_and_denied(
+        command: object, tools_emu: HermesEmulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = runmachine.approval_event
+
+    def hostile(*args: Any) -> dict[str, Any]:
+        event: dict[str, Any] = original(*args)
+        if command is _MISSING:
+            del event["command"]
+        else:
+            event["command"] = command
+        return event
+
+    monkeypatch.setattr(runmachine, "approval_event", hostile)
+    asked = Asked(blind=True)  # even a policy approving blind: nobody saw what would run
+    with tools_emu.client(load_entrypoints=False, approval_provider=asked) as client:
+        run = client.run("TOOL:terminal:rm -rf /srv/data", idempotency_key=f"r6-run-{id(command)}")
+        run.wait(timeout=30)
+    (request,) = asked.seen
+    expected = "null" if command is _MISSING else json.dumps(command, sort_keys=True)
+    assert request.input_snapshot["command"] == expected  # never an empty command shown whole
+    assert request.fully_shown is False
+    assert "empty command" in str(request.not_shown) if command == "" else "not known" in str(request.not_shown)
+    answers = [json.loads(r.raw_body) for r in tools_emu.requests_seen if r.path.endswith("/approval")]
+    assert [answer["choice"] for answer in answers] == ["deny"]
+    assert "/srv/data/keep.txt" in tools_emu.files

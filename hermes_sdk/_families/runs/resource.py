@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Optional, Union
 
@@ -13,6 +14,7 @@ from hermes_sdk._core.capabilities import capability_id
 from hermes_sdk._core.deadline import Timeout, TimeoutLike
 from hermes_sdk._core.endpoints import Deadline, ExecutionContext, deadline_epoch
 from hermes_sdk._core.executor import Executor, new_action_id
+from hermes_sdk._core.redaction import CommandView
 from hermes_sdk._core.stages.approval import request_for
 from hermes_sdk.errors import HermesError, OutcomeUnknownError
 from hermes_sdk.plugin import ApprovalProvider, CallOptions, OperationSpec, visible
@@ -27,7 +29,7 @@ from .operations import (
     RUN_STEER,
     RUN_STOP,
 )
-from .run import Run, objective_of
+from .run import Run, command_unknown, objective_of
 from .state import RunsState
 from .types import ApprovalAnswer, RunEventStream, RunStarted, RunStatus, SteerAnswer
 
@@ -206,7 +208,7 @@ class Runs:
         return self._executor.request(self._approval_spec, data, CallOptions(
             endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
 
-    def approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
+    def approval_request(self, run_id: str, command: object, *, reason: Optional[str] = None,
                          endpoint: Optional[str] = None, pattern_key: Optional[str] = None,
                          session_id: Optional[str] = None, objective: Optional[str] = None,
                          context: Optional[ExecutionContext] = None) -> ApprovalRequest:
@@ -222,7 +224,9 @@ class Runs:
         too; principal and tenant come from ``context`` (the run's), else the client's. Ids, paths
         and names in the command are shown (only logs hide ids); when the client's redaction policy
         hides more than a secret's value, ``fully_shown`` is False and an approval without
-        ``blind=True`` is answered ``deny``.
+        ``blind=True`` is answered ``deny``. A command Hermes sent as something other than a
+        non-empty string (a list, an object, null, nothing) is shown as its JSON, not fully shown,
+        and answered ``deny`` whatever the approver says (nobody saw what would run).
         """
         ex = self._executor
         cap = capability_id(ex.endpoint(endpoint).id, RUN_APPROVAL.name)
@@ -232,7 +236,12 @@ class Runs:
         shown_reason = visible(reason) if reason else "the agent asked to run a command"
         request = request_for(cap, {"run_id": run_id, "command": command}, shown_reason, new_action_id(),
                               context if context is not None else ex.context, redactor, identifiers=extra or None)
-        shown = redactor.command_view(command)
+        unknown = command_unknown(command)
+        if unknown is not None:  # shown as sent (JSON), never as an empty command shown whole
+            shown = CommandView(redactor.command_view(json.dumps(command, ensure_ascii=False, sort_keys=True,
+                                                                 default=repr)).text, False, unknown)
+        else:
+            shown = redactor.command_view(str(command))
         return attrs.evolve(request, input_snapshot={**request.input_snapshot, "command": visible(shown.text)},
                             objective=visible(redactor.text(objective, "objective")) if objective else None,
                             fully_shown=shown.fully_shown, not_shown=shown.not_shown)
