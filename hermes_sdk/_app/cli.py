@@ -419,7 +419,13 @@ def _operator_approval(args: argparse.Namespace, question: str) -> TerminalAppro
         if request.operation == "run_approval":  # only this command's own action is confirmed here
             return request.deny(approver=user, reason="not asked at this prompt")
         if not args.yes:
-            answer = terminal.ask(f"{question} Reason: {args.reason}. [y/N] ")
+            # The operator reads what is approved (the input as shown to an approver), not only the question.
+            shown = json_visible(json.dumps(request.input_snapshot, ensure_ascii=False, sort_keys=True, default=str))
+            context = f"[approval] {visible(request.operation)}: {shown}\n"
+            if not request.fully_shown:
+                terminal.say(context + f"[approval] not fully shown ({visible(str(request.not_shown))}): denied")
+                return request.deny(approver=user, reason="the input was not fully shown")
+            answer = terminal.ask(f"{question} Reason: {args.reason}. [y/N] ", context)
             if answer is None:
                 terminal.say(f"hermes-sdk: {NO_TERMINAL}; pass --yes to confirm")
                 return None

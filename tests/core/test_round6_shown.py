@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -17,6 +18,8 @@ import pytest
 from core_support import RawRequest, RawServer, chunk, free_port, json_response, sse_head
 
 from hermes_sdk import ApprovalDeniedError, ApprovalRequest, HermesClient, HermesError, InvalidResponseError, hookimpl
+from hermes_sdk._app.cli import _run_approver
+from hermes_sdk._app.cli import main as cli_main
 from hermes_sdk.testing import HermesEmulator, runmachine
 from hermes_sdk.testing.cassette import use_cassette
 from hermes_sdk.types import ChatMessage
@@ -432,3 +435,49 @@ def test_a_runs_command_that_is_not_a_string_is_shown_as_sent_and_denied(
     answers = [json.loads(r.raw_body) for r in tools_emu.requests_seen if r.path.endswith("/approval")]
     assert [answer["choice"] for answer in answers] == ["deny"]
     assert "/srv/data/keep.txt" in tools_emu.files
+
+
+# --- items 11, 12 at the terminal: the operator reads what they approve ---------------------------------
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def cli_env(emu: HermesEmulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> HermesEmulator:
+    monkeypatch.setattr("hermes_sdk._app._cli_support.TTY_PATH", str(tmp_path / "no-tty"))
+    monkeypatch.setenv("HERMES_BASE_URL", emu.base_url)
+    monkeypatch.setenv("HERMES_API_KEY", emu.api_key)
+    monkeypatch.setenv("HERMES_SDK_PLUGINS", "")
+    monkeypatch.delenv("HERMES_SDK_IDEMPOTENCY_STORE", raising=False)
+    return emu
+
+
+def test_the_terminal_shows_the_job_it_asks_about(cli_env: HermesEmulator, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    code = cli_main(["jobs", "create", "--name", JOB["name"], "--schedule", JOB["schedule"], "--prompt", JOB["prompt"],
+                     "--reason", "digest"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert json.dumps(JOB, sort_keys=True, ensure_ascii=False) in err  # what runs on every tick, read before "y"
+
+
+def test_the_terminal_denies_a_run_command_that_is_not_a_string(emu: HermesEmulator) -> None:
+    said: list[str] = []
+
+    class Terminal:
+        available = True
+
+        def say(self, text: str) -> None:
+            said.append(text)
+
+        def ask(self, prompt: str, context: str = "") -> str:
+            raise AssertionError("asked to approve a command nobody can read")
+
+    with emu.client(load_entrypoints=False) as client:
+        request = client.runs.approval_request("run_r6", {"argv": ["rm", "-rf", "/"]})
+    decision = _run_approver("ask", Terminal())(request)  # type: ignore[arg-type]
+    assert decision is not None and decision.decision == "denied"
+    assert '{"argv": ["rm", "-rf", "/"]}' in said[0] and "not fully shown" in said[0]

@@ -3,7 +3,9 @@ the real input of a call's approval (item 11), a command that is not a string (i
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,10 +14,12 @@ from typing import Any, Iterator
 
 import pytest
 from flask import Flask
-from hermes_sdk_inbox import Inbox, inbox_blueprint
+from hermes_sdk_inbox import Inbox, InboxProvider, inbox_blueprint
+from hermes_sdk_inbox.cli import main as cli_main
+from hermes_sdk_inbox.inbox import InvalidDecision
 from inbox_support import csrf_of
 
-from hermes_sdk import ApprovalRequest, HermesClient
+from hermes_sdk import ApprovalRequest, ApprovalRequiredError, HermesClient
 
 KEY = "sk-round6-Inbox7Hq2Wm9Rt4Lp"
 USER = {"X-User": "alice"}
@@ -81,3 +85,67 @@ def test_a_failed_runs_error_is_shown_and_kept_without_the_key(hermes: HermesCli
     inbox.close()
     for side in tmp_path.iterdir():
         assert KEY.encode() not in side.read_bytes(), side.name
+
+
+# --- item 11: a call's approval shows its input; what a policy hides is said, and not approvable -------
+
+JOB = {"name": "nightly digest", "schedule": "0 3 * * *", "prompt": "Summarise <the> day & delete /srv/old"}
+
+
+def _queued_job(emulator: Any, provider: InboxProvider, **client_options: Any) -> dict[str, Any]:
+    with HermesClient(emulator.base_url, emulator.api_key, load_entrypoints=False, plugins=[provider],
+                      **client_options) as client:
+        with pytest.raises(ApprovalRequiredError) as info:
+            client.jobs.create(**JOB, idempotency_key="r6-inbox-job", reason="ticket OPS-6")
+    return provider.inbox.get(info.value.details["inbox_entry_id"])
+
+
+def test_the_page_and_the_list_show_what_a_jobs_approval_approves(
+        hermes_emulator: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'inbox.db'}"
+    provider = InboxProvider(store)
+    try:
+        entry = _queued_job(hermes_emulator, provider)
+        assert entry["input_snapshot"] == JOB and entry["fully_shown"] is True
+        page = _app(provider.inbox).test_client().get(f"/inbox/{entry['id']}", headers=USER).text
+        shown = html.unescape(re.search(r'<code id="input">(.*?)</code>', page, re.S).group(1))  # type: ignore[union-attr]
+        assert json.loads(shown) == JOB
+        assert 'id="approve-once"' in page and "not-fully-shown" not in page
+        assert cli_main(["--store", store, "list"]) == 0
+        assert json.dumps(JOB, sort_keys=True) in capsys.readouterr().out
+    finally:
+        provider.close()
+
+
+def test_a_calls_input_a_policy_hides_is_said_and_cannot_be_approved(hermes_emulator: Any) -> None:
+    provider = InboxProvider("memory:")
+    try:
+        entry = _queued_job(hermes_emulator, provider, redaction_patterns=[r"\bold\b"])
+        assert entry["fully_shown"] is False and "prompt" in entry["not_shown"]
+        assert entry["input_snapshot"]["prompt"] == "Summarise <the> day & delete /srv/[REDACTED]"
+        web = _app(provider.inbox).test_client()
+        page = web.get(f"/inbox/{entry['id']}", headers=USER).text
+        assert 'id="not-fully-shown"' in page and 'id="approve-once"' not in page
+        assert "(not fully shown)" in web.get("/inbox/", headers=USER).text
+        with pytest.raises(InvalidDecision, match="not fully shown"):
+            provider.inbox.decide(entry["id"], decision="approved", approver="alice", reason="r",
+                                  input_hash=entry["input_hash"])
+        answer = web.post(f"/inbox/{entry['id']}/decide", headers=USER, data={
+            "csrf_token": csrf_of(page), "input_hash": entry["input_hash"], "operator": "", "reason": "r",
+            "action": "approve_once"})
+        assert answer.status_code >= 400 and provider.inbox.get(entry["id"])["state"] == "pending"
+    finally:
+        provider.close()
+
+
+# --- item 12: a run's command that is not a string ------------------------------------------------------
+
+def test_a_run_command_that_is_not_a_string_is_shown_as_json_and_only_deniable(hermes_emulator: Any) -> None:
+    with HermesClient(hermes_emulator.base_url, hermes_emulator.api_key, load_entrypoints=False) as client:
+        request = client.runs.approval_request(RUN_ID, ["rm", "-rf", "/srv"])
+    inbox = Inbox("memory:")
+    entry = inbox.submit(request, run={"command": request.input_snapshot["command"], "choices": ["once", "deny"]})
+    page = _app(inbox).test_client().get(f"/inbox/{entry['id']}", headers=USER).text
+    assert html.unescape(re.search(r'<code id="command">(.*?)</code>', page).group(1)) == '["rm", "-rf", "/srv"]'  # type: ignore[union-attr]
+    assert 'id="not-fully-shown"' in page and "not known" in html.unescape(page)
+    assert 'id="approve-once"' not in page
