@@ -455,11 +455,12 @@ def _proceed(value: object) -> object:
     step.ran = True
     # This frame is the top of the traceback the wrappers outside are handed: it must hold no way
     # to the step (its closure holds the Call and the endpoint's key) when the error leaves it.
-    run, step = step.run, None
+    run = step.run
+    step = None
     try:
         return run()
     except Exception as exc:
-        run = None
+        del run
         # The wrappers outside see neither the frames below (they hold the Call, its headers and
         # the PreparedRequest) nor a chained requests exception.
         raise detach(exc)  # noqa: B904 (the same error again: its own cause stays)

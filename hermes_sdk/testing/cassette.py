@@ -178,7 +178,8 @@ class Cassette:
         chunks = [(after, self._kept_bytes(data)) for after, data in _whole_lines(chunks)]
         size = str(sum(len(data) for _, data in chunks))
         headers = [[k, size] if str(k).lower() == "content-length" else [k, v] for k, v in headers]
-        return {**response, "headers": headers, "chunks": [{"after": after, **_encoded(data)} for after, data in chunks]}
+        kept = [{"after": after, **_encoded(data)} for after, data in chunks]
+        return {**response, "headers": headers, "chunks": kept}
 
     def _kept_bytes(self, data: bytes) -> bytes:
         for secret in self._secrets:

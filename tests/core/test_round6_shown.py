@@ -70,7 +70,7 @@ def _edges(value: object) -> Iterator[tuple[str, object]]:
         yield "frame", frame
         return
     if hasattr(value, "func") and hasattr(value, "args") and callable(value):  # functools.partial
-        yield from (("func", getattr(value, "func")), ("args", getattr(value, "args", ())),
+        yield from (("func", value.func), ("args", getattr(value, "args", ())),
                     ("keywords", getattr(value, "keywords", {})))
     attributes = getattr(value, "__dict__", None)
     if isinstance(attributes, dict):
@@ -83,10 +83,9 @@ def _edges(value: object) -> Iterator[tuple[str, object]]:
 
 def _filled(cell: Any) -> bool:
     try:
-        cell.cell_contents
+        return cell.cell_contents is not cell  # reading an empty cell raises
     except ValueError:
         return False
-    return True
 
 
 def paths_to(secret: str, start: object, limit: int = 200_000, known: tuple[object, ...] = ()) -> list[str]:

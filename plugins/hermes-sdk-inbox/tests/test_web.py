@@ -3,7 +3,6 @@ the audit trail, and the standalone app's token."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Any
