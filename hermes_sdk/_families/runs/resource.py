@@ -14,7 +14,6 @@ from hermes_sdk._core.capabilities import capability_id
 from hermes_sdk._core.deadline import Timeout, TimeoutLike
 from hermes_sdk._core.endpoints import Deadline, ExecutionContext, deadline_epoch
 from hermes_sdk._core.executor import Executor, new_action_id
-from hermes_sdk._core.redaction import CommandView
 from hermes_sdk._core.stages.approval import request_for
 from hermes_sdk.errors import HermesError, OutcomeUnknownError
 from hermes_sdk.plugin import ApprovalProvider, CallOptions, OperationSpec, visible
@@ -237,14 +236,15 @@ class Runs:
         request = request_for(cap, {"run_id": run_id, "command": command}, shown_reason, new_action_id(),
                               context if context is not None else ex.context, redactor, identifiers=extra or None)
         unknown = command_unknown(command)
+        not_shown: Optional[str]
         if unknown is not None:  # shown as sent (JSON), never as an empty command shown whole
-            shown = CommandView(redactor.command_view(json.dumps(command, ensure_ascii=False, sort_keys=True,
-                                                                 default=repr)).text, False, unknown)
+            text = redactor.command_view(json.dumps(command, ensure_ascii=False, sort_keys=True, default=repr)).text
+            fully_shown, not_shown = False, unknown
         else:
-            shown = redactor.command_view(str(command))
-        return attrs.evolve(request, input_snapshot={**request.input_snapshot, "command": visible(shown.text)},
+            text, fully_shown, not_shown = redactor.command_view(str(command))
+        return attrs.evolve(request, input_snapshot={**request.input_snapshot, "command": visible(text)},
                             objective=visible(redactor.text(objective, "objective")) if objective else None,
-                            fully_shown=shown.fully_shown, not_shown=shown.not_shown)
+                            fully_shown=fully_shown, not_shown=not_shown)
 
     def mark_stopped(self, run_id: str) -> None:
         """Refuse every later approval for the run (as ``stop`` does before it sends)."""
