@@ -175,6 +175,28 @@ def test_no_way_from_a_hooks_failure_to_the_key(kind: str, raw_server: Any) -> N
         assert paths_to(KEY, info.value, known=made_of(client)) == []
 
 
+def test_no_way_to_the_key_from_invokes_error_or_a_cut_stream(raw_server: Any) -> None:
+    failing = raw_server(FAILURES["http_500"])
+
+    def cut(sock: Any, request: RawRequest, server: RawServer) -> None:
+        sock.sendall(sse_head() + chunk(b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'))
+        sock.close()  # mid-stream
+
+    collector = Collector()
+    with HermesClient(failing.base_url, api_key=KEY, load_entrypoints=False, plugins=[collector],
+                      max_attempts=1) as client:
+        result = client.invoke("cap:hermes_agent:default:chat", {"prompt": "x"})
+        assert result.status == "failed" and result.error is not None
+        assert paths_to(KEY, result.error, known=made_of(client)) == []
+    with HermesClient(raw_server(cut).base_url, api_key=KEY, load_entrypoints=False, plugins=[collector],
+                      max_attempts=1) as client:
+        with pytest.raises(HermesError) as info:
+            with client.chat_stream(prompt="x") as stream:
+                list(stream)
+        assert paths_to(KEY, info.value, known=made_of(client) + (stream,)) == []
+    assert collector.paths == []
+
+
 def made_of(client: HermesClient) -> tuple[object, ...]:
     """The client and the objects it is made of (its attributes' values, and theirs)."""
     parts: list[object] = [client]
