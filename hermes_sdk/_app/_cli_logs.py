@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 from .._core.display import visible
+from .._core.redaction import REDACTED, holds_secret
 from ._cli_support import private_state_dir, server_key, state_dir
 from .cli import EXIT_FAILED, EXIT_OK, _base_url, _print_json
 
@@ -70,11 +71,23 @@ def _redacted(client: HermesClient, value: object) -> Any:
     """Every string through the client's redaction (its keys, patterns and plugin filters)."""
     redactor = client._executor.runtime.redactor
     if isinstance(value, str):
-        return redactor.text(value)
+        return _storable(redactor.text(value))
     if isinstance(value, Mapping):
         return {str(k): _redacted(client, v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_redacted(client, v) for v in value]
+    return value
+
+
+def _storable(text: str) -> str:
+    """``text`` as SQLite can keep it: a lone surrogate (a reply may hold one) written out as ``\\ud800``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def kept_id(value: object) -> object:
+    """An id as the history keeps it: one that holds the key (a server echoed it) is not kept."""
+    if isinstance(value, str):
+        return REDACTED if holds_secret(value) else _storable(value)
     return value
 
 
@@ -103,6 +116,9 @@ def log_call(args: Optional[argparse.Namespace], client: HermesClient, command: 
     for name in _TEXTS:
         if isinstance(row.get(name), str):
             row[name] = _redacted(client, row[name])
+    for name in _IDS:
+        if name in row:
+            row[name] = kept_id(row[name])
     for name in ("approvals", "options"):
         if name in row:
             row[name] = json.dumps(_redacted(client, row[name]), ensure_ascii=False, default=str)
@@ -114,7 +130,7 @@ def log_call(args: Optional[argparse.Namespace], client: HermesClient, command: 
             db.execute(f"INSERT INTO log ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
                        [row[n] for n in names])
         db.close()
-    except (OSError, sqlite3.Error) as exc:
+    except (OSError, sqlite3.Error, ValueError) as exc:  # (UnicodeError is a ValueError)
         sys.stderr.write(f"hermes-sdk: could not write the log {logs_db()}: {exc} (`hermes-sdk logs off` "
                          "stops logging)\n")
 

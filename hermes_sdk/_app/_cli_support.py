@@ -203,6 +203,12 @@ def remember_session(base_url: str, session_id: str) -> None:
     Failing to write it never fails the chat turn (a read-only home, a full disk): ``-c`` then
     continues the session before.
     """
+    from .._core.redaction import holds_secret
+
+    if holds_secret(session_id):  # a server echoed the key as the session id: never written to a file
+        sys.stderr.write("hermes-sdk: the session id holds the API key; it is not remembered (-c will not "
+                         "continue it)\n")
+        return
     try:
         folder = private_state_dir()
         data = _read_state()

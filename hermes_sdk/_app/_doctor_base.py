@@ -28,7 +28,18 @@ class Finding:
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "status": self.status, "detail": scrub(self.detail),
-                "fix": scrub(self.fix) if self.fix else None, "data": self.data}
+                "fix": scrub(self.fix) if self.fix else None, "data": _scrubbed(self.data)}
+
+
+def _scrubbed(value: object) -> object:
+    """``value`` with every string scrubbed as the text report is (a server may echo the key anywhere)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(str(k)): _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrubbed(v) for v in value]
+    return value
 
 
 @attrs.frozen

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import errno
 import getpass
+import io
 import json
 import os
 import shlex
@@ -418,7 +419,13 @@ def _operator_approval(args: argparse.Namespace, question: str) -> TerminalAppro
         if request.operation == "run_approval":  # only this command's own action is confirmed here
             return request.deny(approver=user, reason="not asked at this prompt")
         if not args.yes:
-            answer = terminal.ask(f"{question} Reason: {args.reason}. [y/N] ")
+            # The operator reads what is approved (the input as shown to an approver), not only the question.
+            shown = json_visible(json.dumps(request.input_snapshot, ensure_ascii=False, sort_keys=True, default=str))
+            context = f"[approval] {visible(request.operation)}: {shown}\n"
+            if not request.fully_shown:
+                terminal.say(context + f"[approval] not fully shown ({visible(str(request.not_shown))}): denied")
+                return request.deny(approver=user, reason="the input was not fully shown")
+            answer = terminal.ask(f"{question} Reason: {args.reason}. [y/N] ", context)
             if answer is None:
                 terminal.say(f"hermes-sdk: {NO_TERMINAL}; pass --yes to confirm")
                 return None
@@ -900,6 +907,22 @@ def add_family_commands(sub: Subcommands, conn: argparse.ArgumentParser, as_json
             getattr(importlib.import_module(module), function)(sub, conn, as_json)
 
 
+def _tolerant_output() -> list[tuple[io.TextIOWrapper, str]]:
+    """stdout and stderr write what they cannot encode (a reply's lone surrogate) as ``\\ud800``
+    instead of failing the command with the reply lost; returns the streams changed (to restore)."""
+    changed: list[tuple[io.TextIOWrapper, str]] = []
+    for stream in (sys.stdout, sys.stderr):
+        # (``surrogateescape``, a C locale's, fails on a surrogate outside U+DC80-U+DCFF too)
+        if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict", "surrogateescape"):
+            was = stream.errors
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream: left as it is
+                continue
+            changed.append((stream, was))
+    return changed
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from .._core._logging import configure_from_env
 
@@ -913,6 +936,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     configure_from_env()
     func: Callable[[argparse.Namespace], int] = args.func
     stdin = sys.stdin
+    strict = _tolerant_output()
     try:
         with interrupt_on_signals():  # Ctrl-C and `kill` end a command cleanly, even started with `cmd &`
             from ._cli_keys import take_stdin_key
@@ -940,6 +964,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_PIPE
     finally:
         sys.stdin = stdin
+        for stream, errors in strict:
+            stream.reconfigure(errors=errors)
 
 
 if __name__ == "__main__":

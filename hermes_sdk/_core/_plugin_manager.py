@@ -453,9 +453,14 @@ def _proceed(value: object) -> object:
         raise PluginError("the innermost hook step already ran: a call is sent once",
                           details={"plugin": "hermes_sdk.core"})
     step.ran = True
+    # This frame is the top of the traceback the wrappers outside are handed: it must hold no way
+    # to the step (its closure holds the Call and the endpoint's key) when the error leaves it.
+    run = step.run
+    step = None
     try:
-        return step.run()
+        return run()
     except Exception as exc:
+        del run
         # The wrappers outside see neither the frames below (they hold the Call, its headers and
         # the PreparedRequest) nor a chained requests exception.
         raise detach(exc)  # noqa: B904 (the same error again: its own cause stays)

@@ -86,7 +86,7 @@ class ApprovalDecision:
         input_hash: :func:`~hermes_sdk.input_hash` of the capability id and the input it approves.
         reason: why the action is wanted (required evidence; the request's ``reason`` when not given).
         policy_decision_id: the policy decision that allowed it (required evidence).
-        input_snapshot: the redacted input the approver saw.
+        input_snapshot: the input as the approver was shown it (see ``ApprovalRequest``); not in ``repr()``.
         approval_request_id: the id of the :class:`~hermes_sdk.ApprovalRequest` it answers.
         scope: for a run's approval request, ``once`` (None), ``session`` or ``always``.
         blind: the approver knowingly approves a command that was not fully shown
@@ -102,7 +102,7 @@ class ApprovalDecision:
     reason: Optional[str] = None
     policy_decision_id: Optional[str] = None
     # Evidence from the request it answers (filled by ``ApprovalRequest.approve/deny`` and ``check``).
-    input_snapshot: Optional[dict[str, object]] = None
+    input_snapshot: Optional[dict[str, object]] = attrs.field(default=None, repr=False)
     approval_request_id: Optional[str] = None
     #: For a run's approval request: ``once`` (None means once), ``session`` or ``always`` (see SCOPES).
     scope: Optional[str] = attrs.field(default=None, validator=attrs.validators.optional(
@@ -128,7 +128,10 @@ class ApprovalRequest:
         id: this request's id (``aprq_...``).
         action_id: the action that asks.
         capability_id: the capability to approve.
-        input_snapshot: the input, redacted (every string outside the operational allowlist replaced).
+        input_snapshot: the input as the approver is shown it: every value (ids, names, a job's
+            schedule and prompt, a run's command) with only secrets' values replaced and every
+            character visible, not the log redaction; where the client's policy hides more,
+            :attr:`fully_shown` is False. Not in ``repr()``.
         input_hash: :func:`~hermes_sdk.input_hash` of the capability id and the exact input.
         reason: the ``reason=`` given to the call, or None.
         requested_at: epoch seconds of the request.
@@ -146,18 +149,20 @@ class ApprovalRequest:
             run's objective) through the client's redactor (credentials and ids scrubbed, plugin
             filters applied with the key ``objective``), for the approver to read; None otherwise.
             Not in ``repr()``, not bound by the hash (the decision binds the command).
-        fully_shown: False when the client's redaction policy hid more of a run's command than a
+        fully_shown: False when the client's redaction policy hid more of the input than a
             credential's value (a word shaped like an API key, a redaction pattern or filter of the
-            client): the approver cannot see what they would approve. An approval of such a
-            request is refused (``reason == "not_fully_shown"``; a run's command is answered
-            ``deny``) unless given with ``approve(..., blind=True)``. True for every other request.
-        not_shown: what hid part of the command when ``fully_shown`` is False, else None.
+            client), or a value cannot be shown (a run's command Hermes sent as something other
+            than a string): the approver cannot see what they would approve. An approval of such
+            a request is refused (``reason == "not_fully_shown"``; a run's command is answered
+            ``deny``) unless given with ``approve(..., blind=True)`` (a run's command that is not
+            a string is answered ``deny`` even then).
+        not_shown: what hid part of the input when ``fully_shown`` is False, else None.
     """
 
     id: str
     action_id: str
     capability_id: str
-    input_snapshot: dict[str, object]
+    input_snapshot: dict[str, object] = attrs.field(repr=False)  # the input itself: not for logs
     input_hash: str
     reason: Optional[str]
     requested_at: float

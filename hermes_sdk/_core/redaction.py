@@ -14,6 +14,8 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Pattern
 
+from .display import visible
+
 REDACTED = "[REDACTED]"
 
 # Operational fields whose string values may be shown (after the pattern filters).
@@ -121,6 +123,11 @@ def register_secret(value: Optional[str]) -> None:
                 _secrets.add(value)
                 _generation += 1
                 _scrubbed.clear()
+
+
+def holds_secret(text: str) -> bool:
+    """Whether ``text`` holds a registered secret (an API key): an id a server echoed it as is not kept."""
+    return any(secret in text for secret in tuple(_secrets))
 
 
 def scrub(text: str) -> str:
@@ -285,7 +292,7 @@ class Redactor:
         (the text of :meth:`command_view`)."""
         return self.command_view(value).text
 
-    def command_view(self, value: str) -> CommandView:
+    def command_view(self, value: str, key: str = "command") -> CommandView:
         """A command as shown to an approver, and whether it is shown whole but for secrets.
 
         :func:`scrub_command` (registered secrets, credential values) never makes a command "not
@@ -304,16 +311,18 @@ class Redactor:
                 hidden.append(why)
             shown = changed
         if self.filters:
-            filtered = self.extra(shown, "command", patterns=False)
+            filtered = self.extra(shown, key, patterns=False)
             if filtered != shown:
                 hidden.append("a redaction filter of the client")
             shown = filtered
         if not only_secrets_replaced(value, shown):
             logging.getLogger("hermes_sdk").warning(
-                "hermes_sdk: a redaction filter changed a command beyond a secret's value; it is shown redacted")
-            return CommandView(REDACTED, False, "a redaction filter changed the command beyond a secret's value")
+                "hermes_sdk: a redaction filter changed a %s beyond a secret's value; it is shown redacted",
+                "command" if key == "command" else "value shown to an approver")
+            return CommandView(REDACTED, False,
+                               f"a redaction filter changed the {visible(key)} beyond a secret's value")
         if hidden:
-            return CommandView(shown, False, " and ".join(hidden) + " hides part of the command")
+            return CommandView(shown, False, " and ".join(hidden) + f" hides part of the {visible(key)}")
         return CommandView(shown)
 
     def extra(self, value: str, key: Optional[str] = None, patterns: bool = True) -> str:

@@ -8,7 +8,9 @@ requests had been sent by then. A replay hands a chunk over only once as many re
 again: the event that follows an approval comes after the SDK sent the same decision, as it did live.
 
 Nothing of a request's headers is kept (so no key); a key seen in an ``Authorization`` header, or
-given as ``secrets``, is replaced by ``[REDACTED]`` wherever it appears in what is kept. Requests are
+given as ``secrets``, is replaced by ``[REDACTED]`` wherever it appears in what is kept: a reply's
+body is kept decoded (gzip and deflate undone), whole lines to a chunk, and checked as bytes, so
+neither a compressed reply, nor a key split across two reads, nor a body that is not UTF-8 keeps it. Requests are
 matched in order on method and path, and their bodies compared: a request the cassette does not
 hold, or a body that differs (another decision), raises :class:`CassetteMiss`, which reaches the
 test as raised.
@@ -33,6 +35,9 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
+
+from .._core._inflate import Inflater, coding_of
+from ..errors import HermesError
 
 #: How long a replay waits for the SDK to send what the recording shows it sent before a chunk.
 REPLAY_WAIT = 15.0
@@ -156,10 +161,36 @@ class Cassette:
             return {k: self._kept(v) for k, v in value.items()}
         return value
 
+    def _kept_reply(self, response: dict[str, Any]) -> dict[str, Any]:
+        """A reply's body as stored: decoded (its content coding undone), its chunks cut at line ends
+        (a secret split across two reads is whole in one), each secret replaced in the bytes
+        whatever their encoding. A body whose coding cannot be undone is not kept (it cannot be
+        checked); the SDK, which asks for identity, refuses such a reply anyway."""
+        headers = [list(pair) for pair in response["headers"]]
+        chunks = [(int(c["after"]), _decoded(c)) for c in response["chunks"]]
+        coding = next((str(v) for k, v in headers if str(k).lower() == "content-encoding"), None)
+        if coding is not None:
+            try:
+                chunks = _inflated(chunks, coding)
+                headers = [pair for pair in headers if str(pair[0]).lower() != "content-encoding"]
+            except HermesError:
+                chunks = []
+        chunks = [(after, self._kept_bytes(data)) for after, data in _whole_lines(chunks)]
+        size = str(sum(len(data) for _, data in chunks))
+        headers = [[k, size] if str(k).lower() == "content-length" else [k, v] for k, v in headers]
+        kept = [{"after": after, **_encoded(data)} for after, data in chunks]
+        return {**response, "headers": headers, "chunks": kept}
+
+    def _kept_bytes(self, data: bytes) -> bytes:
+        for secret in self._secrets:
+            data = data.replace(secret.encode("utf-8"), _REDACTED.encode("ascii"))
+        return data
+
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            data = {"version": 1, "interactions": self._kept(self.interactions)}
+            interactions = [{**entry, "response": self._kept_reply(entry["response"])} for entry in self.interactions]
+            data = {"version": 1, "interactions": self._kept(interactions)}
         self.path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
@@ -228,6 +259,42 @@ def _live_chunks(raw: urllib3.HTTPResponse) -> Iterator[bytes]:
         return iter(lambda: read1(raw, _CHUNK, decode_content=False), b"")
     # urllib3 1.26: a sized body (JSON) in pieces; a close-delimited one waits for each 64 KiB
     return iter(lambda: cls.read(raw, _CHUNK, decode_content=False), b"")
+
+
+#: How much one inflate step may return (a recording is a test's: its replies are small).
+_ROOM = 1 << 20
+
+
+def _inflated(chunks: list[tuple[int, bytes]], coding: str) -> list[tuple[int, bytes]]:
+    """Each chunk's decoded bytes (gzip or deflate, as the SDK decodes them); HermesError for another coding."""
+    name = coding_of({"Content-Encoding": coding})
+    if name is None:
+        return chunks
+    inflater = Inflater(name)
+    out: list[tuple[int, bytes]] = []
+    for after, data in chunks:
+        pieces = [inflater.feed(data, _ROOM)]
+        while inflater.pending:
+            pieces.append(inflater.feed(b"", _ROOM))
+        out.append((after, b"".join(pieces)))
+    return out
+
+
+def _whole_lines(chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """The chunks cut only after a line end: a partial line joins the next chunk (handed over no
+    earlier than that chunk: the SDK can act on no partial line, so no request depends on it)."""
+    out: list[tuple[int, bytes]] = []
+    carry = b""
+    after = 0
+    for after, data in chunks:
+        data = carry + data
+        cut = data.rfind(b"\n") + 1
+        carry = data[cut:]
+        if cut:
+            out.append((after, data[:cut]))
+    if carry:
+        out.append((after, carry))
+    return out
 
 
 def _path(url: str) -> str:

@@ -346,7 +346,8 @@ def test_provider_approves_once(tools_emu: HermesEmulator) -> None:
     assert result.status == "completed" and result.events_complete
     request = seen[0]
     assert request.capability_id == "cap:hermes_agent:default:run_approval"
-    assert request.input_snapshot == {"run_id": "[REDACTED]", "command": f"rm -rf {VICTIM}"}  # shown to approve
+    # shown to approve: the input itself, its id too (issue 38 item 11: the approver's view is not a log)
+    assert request.input_snapshot == {"run_id": run.id, "command": f"rm -rf {VICTIM}"}
     assert request.reason == "delete in root path"
     assert request.input_hash == c.runs.approval_request(run.id, f"rm -rf {VICTIM}").input_hash
     assert json.loads(approvals_sent(tools_emu)[0].raw_body) == {"choice": "once"}

@@ -52,7 +52,8 @@ def test_deny_by_default_nothing_sent(make_client: Any, hermes_emulator: Any, st
 def test_an_up_front_decision_bound_to_the_input(make_client: Any, hermes_emulator: Any, stored: str) -> None:
     client = make_client()
     request = client.approval_request("response_delete", {"response_id": stored}, reason="GDPR erasure #42")
-    assert request.input_snapshot == {"response_id": "[REDACTED]"}  # approvers never see raw input
+    # the approver is shown the input itself (issue 38 item 11: what is shown is what is approved)
+    assert request.input_snapshot == {"response_id": stored} and request.fully_shown
     assert request.expires_at - request.requested_at == pytest.approx(900)
     decision = request.approve(approver="dpo@example.test", policy_decision_id="pol-7")
     assert decision.expires_at - decision.decided_at <= 900
@@ -115,7 +116,8 @@ def test_callback_provider_sees_a_redacted_request(make_client: Any, stored: str
     assert receipt.deleted is True
     (request,) = seen
     assert request.action_id == "act_cb" and request.capability_id == DELETE and request.reason == "ticket OPS-1"
-    assert stored not in repr(request.input_snapshot)
+    assert request.input_snapshot == {"response_id": stored}  # what is approved, shown
+    assert stored not in repr(request)  # but not in repr(), which reaches logs
     # a plain callable works too
     assert make_client(approval_provider=approve_all)
 
@@ -204,19 +206,20 @@ def test_a_delete_request_names_its_operation_and_the_response_id_in_clear(make_
     assert client.response_delete(stored, idempotency_key="k-allow", reason="retention").deleted
     (request,) = seen
     assert request.operation == "response_delete" and request.identifiers == {"response_id": stored}
-    assert request.input_snapshot == {"response_id": "[REDACTED]"}  # the snapshot stays redacted
-    assert stored not in repr(request)  # nor does repr() show the ids
+    assert request.input_snapshot == {"response_id": stored}  # the approver's view shows it
+    assert stored not in repr(request)  # repr() does not show the ids
     with pytest.raises(ApprovalDeniedError) as info:
         client.response_delete("resp_notonthelist", idempotency_key="k-other", reason="retention")
     assert info.value.details["denial_reason"] == "not on the list"
 
 
-def test_identifiers_hold_ids_only_and_prompts_stay_redacted(make_client: Any) -> None:
+def test_identifiers_hold_ids_only_and_prompts_stay_out_of_repr(make_client: Any) -> None:
     client = make_client()
     request = client.approval_request("responses", {"input": "my secret prompt", "previous_response_id": "resp_1",
                                                     "conversation": "c"})
     assert request.operation == "responses" and request.identifiers == {}
-    assert "my secret prompt" not in repr(request.input_snapshot)
+    assert request.input_snapshot["input"] == "my secret prompt"  # the approver reads what is approved
+    assert "my secret prompt" not in repr(request)  # logs do not
     by_cap = client.approval_request(DELETE, {"response_id": "resp_9"})
     assert by_cap.operation == "response_delete" and by_cap.identifiers == {"response_id": "resp_9"}
 
@@ -259,7 +262,7 @@ def test_a_runs_command_request_says_run_approval_with_the_run_id_and_pattern_ke
     assert request.operation == "run_approval"
     assert request.identifiers == {"run_id": run.id, "pattern_key": "recursive delete",
                                    "session_id": run.id}  # Hermes' default session is the run id
-    assert request.input_snapshot["command"] == "rm -rf build" and run.id not in repr(request.input_snapshot)
+    assert request.input_snapshot == {"run_id": run.id, "command": "rm -rf build"} and run.id not in repr(request)
     (asked,) = [e for e in result.events if isinstance(e, ApprovalRequested)]
     assert asked.pattern_key == "recursive delete"
     assert result.status == "completed" and "BLOCKED" in (result.output or "")  # denied: the command never ran

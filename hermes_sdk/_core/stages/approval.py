@@ -20,6 +20,7 @@ from ..approval import (
     identifiers_of,
     input_hash,
 )
+from ..approver_view import input_view
 from ..call import Call
 from ..endpoints import ExecutionContext
 from ..redaction import Redactor
@@ -28,15 +29,20 @@ from ..redaction import Redactor
 def request_for(capability_id: str, input: Mapping[str, object], reason: Optional[str], action_id: str,
                 context: Optional[ExecutionContext], redactor: Redactor,
                 identifiers: Optional[Mapping[str, str]] = None) -> ApprovalRequest:
-    """The ApprovalRequest for an input: bound by its canonical hash, with a redacted snapshot.
+    """The ApprovalRequest for an input: bound by its canonical hash, with the approver's view of it.
 
-    Its ``operation`` comes from the capability id and its ``identifiers`` from the input's id
-    fields (plus ``identifiers``, e.g. a run command's pattern key), readable in clear.
+    The snapshot is the input as an approver sees it (:func:`~hermes_sdk._core.approver_view.input_view`:
+    every value shown but a secret's, not the log redaction), ``fully_shown`` False when the client's
+    policy hides more. Its ``operation`` comes from the capability id and its ``identifiers`` from
+    the input's id fields (plus ``identifiers``, e.g. a run command's pattern key).
     """
     now = time.time()
+    digest = input_hash(capability_id, input)  # first: an input JSON cannot encode is refused as such
+    view = input_view(redactor, input)
     return ApprovalRequest(
         id=f"aprq_{uuid.uuid4().hex}", action_id=action_id, capability_id=capability_id,
-        input_snapshot=redactor.redact(dict(input)), input_hash=input_hash(capability_id, input), reason=reason,
+        input_snapshot=view.snapshot, input_hash=digest, reason=reason,
+        fully_shown=view.fully_shown, not_shown=view.not_shown,
         requested_at=now, expires_at=now + APPROVAL_TTL_SECONDS,
         principal_id=context.principal_id if context else None, tenant_id=context.tenant_id if context else None,
         operation=capability_id.rpartition(":")[2], identifiers={**identifiers_of(input), **(identifiers or {})},

@@ -76,12 +76,15 @@ class ChatCompletion:
 
     @property
     def text(self) -> Optional[str]:
-        """The first choice's content, text parts joined; None without a choice or textual content."""
+        """The first choice's content, text parts joined; None without a choice or textual content.
+
+        Raises InvalidResponseError when a content part's ``text`` is neither a string nor null
+        (the reply as sent stays in ``choices[0].message.content``)."""
         if not self.choices:
             return None
         content = self.choices[0].message.content
         if isinstance(content, list):
-            return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return "".join(_part_text(i, p) for i, p in enumerate(content) if isinstance(p, dict))
         return content if isinstance(content, str) else None
 
     @property
@@ -93,6 +96,16 @@ class ChatCompletion:
     def completed(self) -> bool:
         """Whether the turn finished cleanly (a ``stop`` finish with no Hermes partial/failed state)."""
         return self.finish_reason == "stop" and not self.hermes
+
+
+def _part_text(index: int, part: Mapping[str, Any]) -> str:
+    """A content part's text ("" for a part without one); a non-string text is a malformed reply."""
+    text = part.get("text")
+    if text is None or isinstance(text, str):
+        return text or ""
+    raise InvalidResponseError(f"malformed chat completion: content part {index}'s text is a "
+                               f"{type(text).__name__}, not a string",
+                               details={"field": f"choices[0].message.content[{index}].text"})
 
 
 class ChatStream(HermesStream):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Optional, Union
 
@@ -27,7 +28,7 @@ from .operations import (
     RUN_STEER,
     RUN_STOP,
 )
-from .run import Run, objective_of
+from .run import Run, command_unknown, objective_of
 from .state import RunsState
 from .types import ApprovalAnswer, RunEventStream, RunStarted, RunStatus, SteerAnswer
 
@@ -206,7 +207,7 @@ class Runs:
         return self._executor.request(self._approval_spec, data, CallOptions(
             endpoint=endpoint, action_id=action_id, context=context, deadline=deadline, timeout=timeout))
 
-    def approval_request(self, run_id: str, command: str, *, reason: Optional[str] = None,
+    def approval_request(self, run_id: str, command: object, *, reason: Optional[str] = None,
                          endpoint: Optional[str] = None, pattern_key: Optional[str] = None,
                          session_id: Optional[str] = None, objective: Optional[str] = None,
                          context: Optional[ExecutionContext] = None) -> ApprovalRequest:
@@ -222,7 +223,9 @@ class Runs:
         too; principal and tenant come from ``context`` (the run's), else the client's. Ids, paths
         and names in the command are shown (only logs hide ids); when the client's redaction policy
         hides more than a secret's value, ``fully_shown`` is False and an approval without
-        ``blind=True`` is answered ``deny``.
+        ``blind=True`` is answered ``deny``. A command Hermes sent as something other than a
+        non-empty string (a list, an object, null, nothing) is shown as its JSON, not fully shown,
+        and answered ``deny`` whatever the approver says (nobody saw what would run).
         """
         ex = self._executor
         cap = capability_id(ex.endpoint(endpoint).id, RUN_APPROVAL.name)
@@ -232,10 +235,16 @@ class Runs:
         shown_reason = visible(reason) if reason else "the agent asked to run a command"
         request = request_for(cap, {"run_id": run_id, "command": command}, shown_reason, new_action_id(),
                               context if context is not None else ex.context, redactor, identifiers=extra or None)
-        shown = redactor.command_view(command)
-        return attrs.evolve(request, input_snapshot={**request.input_snapshot, "command": visible(shown.text)},
+        unknown = command_unknown(command)
+        not_shown: Optional[str]
+        if unknown is not None:  # shown as sent (JSON), never as an empty command shown whole
+            text = redactor.command_view(json.dumps(command, ensure_ascii=False, sort_keys=True, default=repr)).text
+            fully_shown, not_shown = False, unknown
+        else:
+            text, fully_shown, not_shown = redactor.command_view(str(command))
+        return attrs.evolve(request, input_snapshot={**request.input_snapshot, "command": visible(text)},
                             objective=visible(redactor.text(objective, "objective")) if objective else None,
-                            fully_shown=shown.fully_shown, not_shown=shown.not_shown)
+                            fully_shown=fully_shown, not_shown=not_shown)
 
     def mark_stopped(self, run_id: str) -> None:
         """Refuse every later approval for the run (as ``stop`` does before it sends)."""

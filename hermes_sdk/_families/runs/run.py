@@ -541,7 +541,7 @@ class Run:
                     if self._bound_passed():
                         return
                     event = oldest.event
-                    request = runs.approval_request(self.id, event.command, reason=event.description,
+                    request = runs.approval_request(self.id, event_command(event), reason=event.description,
                                                     endpoint=self._endpoint, pattern_key=event.pattern_key,
                                                     session_id=self._session_id, objective=self._objective,
                                                     context=self._context)
@@ -660,6 +660,21 @@ def _resumable(error: Optional[HermesError]) -> bool:
                              and not isinstance(error, (DeadlineExceededError, StreamCancelledError)))
 
 
+def event_command(event: ApprovalRequested) -> object:
+    """The command of an approval request as Hermes sent it: any JSON value (None when absent)."""
+    if "command" in event.raw:
+        return event.raw["command"]
+    return event.command or None
+
+
+def command_unknown(command: object) -> Optional[str]:
+    """Why a command cannot be shown as what would run (not a string, or empty), else None."""
+    if isinstance(command, str):
+        return "Hermes sent an empty command" if not command.strip() else None
+    kind = "no command" if command is None else f"the command as a JSON {type(command).__name__}"
+    return f"Hermes sent {kind}, not a string: what would run is not known from it"
+
+
 def choice_for(decision: object, request: ApprovalRequest, event: ApprovalRequested, allow_permanent: bool) -> str:
     """The run approval choice an approval decision stands for.
 
@@ -670,6 +685,10 @@ def choice_for(decision: object, request: ApprovalRequest, event: ApprovalReques
     """
     decision = as_decision(decision)
     if decision.decision != "approved":
+        return "deny"
+    if command_unknown(event_command(event)) is not None:
+        # Nobody saw what would run, not even a blind policy: nothing is approved unseen.
+        log.warning("hermes_sdk: a run approval for a command that is not a string; answering deny")
         return "deny"
     try:
         check(decision, request)
@@ -689,4 +708,4 @@ def choice_for(decision: object, request: ApprovalRequest, event: ApprovalReques
     return scope
 
 
-__all__ = ["Run", "choice_for", "objective_of"]
+__all__ = ["Run", "choice_for", "command_unknown", "event_command", "objective_of"]

@@ -20,7 +20,7 @@ from hermes_sdk.errors import ApprovalNotActiveError, ApprovalNotPendingError, O
 from hermes_sdk.plugin import ApprovalProvider, HermesStream
 
 from .events import ApprovalRequested, parse_run_event
-from .run import choice_for
+from .run import choice_for, event_command
 
 if TYPE_CHECKING:
     from .resource import Runs
@@ -112,7 +112,7 @@ class StreamApprovals:
         if not request.run_id or self._provider is None:
             return
         runs = self._runs
-        approval = runs.approval_request(request.run_id, request.command, reason=request.description,
+        approval = runs.approval_request(request.run_id, event_command(request), reason=request.description,
                                          endpoint=self._endpoint, pattern_key=request.pattern_key)
         decision = ask_provider(self._provider, approval)
         if decision is None:

@@ -31,7 +31,7 @@ from .inbox import Inbox
 from .resume import ResumeWorker
 from .serving import wsgi_server
 from .sessions import LoginSessions
-from .web import create_app, shown_ids, token_from_env
+from .web import create_app, shown_ids, shown_input, token_from_env
 
 _DESCRIPTION = "Serve the approval inbox on its own, or list its entries."
 _EPILOG = """examples:
@@ -120,6 +120,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
                 ids = f"{entry.get('tenant_id') or '-'}/{entry.get('principal_id') or '-'} {ids}"
                 command = (entry.get("run") or {}).get("command")
                 what = f"{command}  ({ids})" if command else ids
+                if not entry.get("run") and shown_input(entry):  # what a call's approval approves
+                    what += f"  input={shown_input(entry)}"
                 if entry.get("fully_shown") is False:
                     what += "  [not fully shown: can only be denied]"
                 if (entry.get("outcome") or {}).get("status"):

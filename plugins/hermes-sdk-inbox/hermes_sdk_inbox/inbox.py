@@ -9,7 +9,8 @@ An entry (a JSON-able dict; what an operator sees):
 - ``identifiers``: the ids the operation acts on, in clear (``ApprovalRequest.identifiers``:
   ``response_id``, ``session_id``, ``job_id``; for a run's command ``run_id`` and
   ``pattern_key``, plus ``operator_action_id`` in an operator run); ``input_snapshot``: the
-  redacted input (prompts and outputs never in clear); ``input_hash``: the hash every decision
+  input as the approver is shown it (every value but a secret's: ``ApprovalRequest.input_snapshot``);
+  ``input_hash``: the hash every decision
   is bound to;
 - ``reason``: the caller's reason (None for a run's command: Hermes gives none);
   ``requested_at`` / ``expires_at`` (epoch seconds; for a run's command, when Hermes' approval

@@ -13,12 +13,14 @@ import time
 from typing import Any, Optional
 
 from hermes_sdk import HermesError
+from hermes_sdk.plugin import Redactor
 
 from .queue import identifiers_of
 
 FINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 #: How long the page waits for Hermes' answer (seconds): a slow server must not hold the page.
 ASK_TIMEOUT = 3.0
+_scrubber = Redactor()
 NO_CLIENT = "not known to the inbox: it was not given a Hermes client (README: Serving it)"
 
 
@@ -39,7 +41,9 @@ def run_outcome(inbox: Any, entry: dict[str, Any], client: Any) -> Optional[dict
         return {"status": None, "checked_at": now, "note": f"Hermes could not say ({exc.code})"}
     outcome: dict[str, Any] = {"status": status.status, "checked_at": now, "note": None}
     if status.status == "failed" and status.error:
-        outcome["note"] = str(status.error)[:300]
+        # Hermes' error text may echo the key (or ids, a credential): shown and stored scrubbed,
+        # cut after scrubbing (a cut first could leave part of a key).
+        outcome["note"] = _scrubber.text(str(status.error))[:300]
     if status.status in FINAL:
         try:
             inbox.record_outcome(entry["id"], outcome)
@@ -59,4 +63,5 @@ def describe(outcome: Optional[dict[str, Any]]) -> str:
              "interrupted": "interrupted (Hermes shut down)",
              "waiting_for_approval": "still running: waiting for an approval",
              "stopping": "stopping"}.get(status, "still running")
-    return words + (f": {outcome['note']}" if outcome.get("note") else "")
+    # (scrubbed again: an outcome an earlier version stored kept Hermes' error as it came)
+    return words + (f": {_scrubber.text(str(outcome['note']))}" if outcome.get("note") else "")

@@ -75,7 +75,7 @@ _LIST = """<h1>{{ heading }}</h1>
 <td>{{ e.operation }} <small>({{ e.kind }})</small></td>
 <td class="who">{{ e.tenant_id or '-' }} / {{ e.principal_id or '-' }}</td>
 <td>{% if e.run %}<code>{{ e.run.command }}</code>{% if e.fully_shown is false %} <b class="state-denied">(not fully shown)</b>{% endif %}{% if e.run.pattern_key %} <small>[{{ e.run.pattern_key }}]</small>{% endif %}<br>{% endif %}
-{% for k, v in shown_ids(e).items() %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endfor %}</td>
+{% for k, v in shown_ids(e).items() %}<small class="id">{{ k }}=<code>{{ v }}</code></small> {% endfor %}{% if not e.run and e.fully_shown is false %} <b class="state-denied">(not fully shown)</b>{% endif %}</td>
 <td>{% if not e.run or e.reason != e.run.pattern_key %}{{ e.reason or '' }}{% endif %}</td><td>{{ fmt(e.requested_at) }}</td>
 <td>{% set s = left(e) %}{% if s is not none %}<span class="left" data-seconds="{{ s }}">{{ duration(s) }}</span>{% if e.kind != 'call' %} <small>until Hermes blocks it</small>{% endif %}{% else %}{{ fmt(e.expires_at) }}{% endif %}</td></tr>
 {% else %}<tr><td colspan="8" id="empty">Nothing here.</td></tr>{% endfor %}</table>"""
@@ -102,7 +102,8 @@ _DETAIL = """<h1>Entry <code id="entry-id">{{ e.id }}</code></h1>
 <tr><th>Acts on</th><td id="identifiers">{% for k, v in shown_ids(e).items() %}<span class="id" data-name="{{ k }}">{{ k }}=<code>{{ v }}</code></span> {% endfor %}</td></tr>
 {% if e.operator %}<tr><th>Operator action</th><td><code id="operator-action">{{ e.operator.action_id }}</code>: the decision resumes it
 {% if e.operator.resumed %}<br><span id="resumed">resumed at {{ fmt(e.operator.resumed.at) }} with <b>{{ e.operator.resumed.choice }}</b>: {{ e.operator.resumed.status }}</span>{% endif %}</td></tr>{% endif %}
-{% if snapshot %}<tr><th>Input (redacted)</th><td><code>{{ snapshot }}</code></td></tr>{% endif %}
+{% if snapshot %}<tr><th>Input</th><td><code id="input">{{ snapshot }}</code></td></tr>{% endif %}
+{% if not e.run and e.fully_shown is false %}<tr><th>Not fully shown</th><td><b id="not-fully-shown" class="state-denied">{{ e.not_shown or 'part of it is hidden' }}. It cannot be approved here, only denied.</b></td></tr>{% endif %}
 <tr><th>Input hash</th><td><code id="input-hash">{{ e.input_hash }}</code></td></tr>
 {% if not e.run %}<tr><th>Caller's reason</th><td id="reason">{{ e.reason or '' }}</td></tr>{% endif %}
 <tr><th>Requested</th><td>{{ fmt(e.requested_at) }}</td></tr>
@@ -152,9 +153,9 @@ def shown_ids(entry: dict[str, Any]) -> dict[str, str]:
     return ids
 
 
-def _snapshot(entry: dict[str, Any]) -> str:
-    """The redacted input, without what the page shows elsewhere in full: the ids (an approver sees
-    them in clear under "Acts on", never also as ``[REDACTED]``) and a run's command."""
+def shown_input(entry: dict[str, Any]) -> str:
+    """The input as the approver is shown it (``ApprovalRequest.input_snapshot``: every value but a
+    secret's), without what the page shows elsewhere: the ids (under "Acts on") and a run's command."""
     snapshot = dict(entry.get("input_snapshot") or {})
     for name in identifiers_of(entry):
         snapshot.pop(name, None)
@@ -278,7 +279,7 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         entry = {**entry, "identifiers": identifiers_of(entry)}
         return page(_DETAIL, status=status, error=error, e=entry, state=display_state(entry), csrf=csrf,
                     left_s=_left(entry), outcome=run_outcome(inbox, entry, hermes),
-                    snapshot=_snapshot(entry), identity=who)
+                    snapshot=shown_input(entry), identity=who)
 
     @bp.route("/<entry_id>", methods=["GET"])
     def detail(entry_id: str) -> Response:

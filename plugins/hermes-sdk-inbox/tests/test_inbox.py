@@ -145,9 +145,9 @@ def test_a_call_is_queued_then_resumed_by_the_decision(queue_url: Any, hermes_em
     assert again.value.details["inbox_entry_id"] == entry_id
     entry = provider.inbox.get(entry_id)
     assert entry["operation"] == "response_delete" and entry["kind"] == "call"
-    # the id it acts on in clear (ApprovalRequest.identifiers); the input snapshot redacted as everywhere
+    # the id it acts on in clear (ApprovalRequest.identifiers), and the input as approved (issue 38 item 11)
     assert entry["identifiers"] == {"response_id": created.id} and entry["reason"] == "GDPR request 7"
-    assert created.id not in str(entry["input_snapshot"])
+    assert entry["input_snapshot"] == {"response_id": created.id} and entry["fully_shown"] is True
     assert [e["id"] for e in provider.inbox.entries(identifier=created.id)] == [entry_id]
     assert provider.inbox.entries(identifier="resp_other") == []
 

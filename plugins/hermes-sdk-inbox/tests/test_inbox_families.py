@@ -35,7 +35,8 @@ def test_a_job_mutation_waits_for_the_inbox_then_proceeds_or_is_denied(hermes_em
     created_entry = inbox.get(info.value.details["inbox_entry_id"])
     assert created_entry["operation"] == "job_create" and created_entry["kind"] == "call"
     assert created_entry["id"] in str(info.value) and sent(hermes_emulator, "POST", "/api/jobs") == 0
-    assert "summarise the day" not in str(created_entry)  # the prompt stays redacted
+    # what is approved is shown: the job's name, schedule and prompt (issue 38 item 11)
+    assert created_entry["input_snapshot"] == fields and created_entry["fully_shown"] is True
     inbox.decide(created_entry["id"], decision="approved", approver="alice", reason="digest agreed",
                  input_hash=created_entry["input_hash"])
     job = client.jobs.create(**fields, idempotency_key="job-create-1", reason="ticket OPS-1")
