@@ -27,6 +27,7 @@ from typing import Any, Optional, Sequence
 
 from hermes_sdk.plugin import visible
 
+from ._version import __version__
 from .inbox import Inbox
 from .resume import ResumeWorker
 from .serving import wsgi_server
@@ -51,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     top-level one (``argparse.SUPPRESS``)."""
     parser = argparse.ArgumentParser(prog="hermes-sdk-inbox", description=_DESCRIPTION, epilog=_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"hermes-sdk-inbox {__version__}",
+                        help="print the version and exit")
     parser.add_argument("--store", default=os.environ.get("HERMES_SDK_INBOX_STORE"), required=False,
                         help="the queue's store URL (env HERMES_SDK_INBOX_STORE): sqlite:///path, "
                              "postgresql://..., mysql://..., sql+<SQLAlchemy URL>, redis://...")
