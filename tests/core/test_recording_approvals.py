@@ -165,9 +165,10 @@ def test_vcrpy_still_records_and_replays_a_run_without_an_approval(
     assert live[0] == "completed"
 
 
+@pytest.mark.parametrize("follow", ["wait", "events"])
 @pytest.mark.parametrize("events_recorded", [False, True], ids=["events-not-recorded", "events-recorded"])
 def test_vcrpy_replaying_a_refused_approval_run_refuses_it_with_the_same_error(
-        hermes_emulator_factory: Any, tmp_path: Path, events_recorded: bool) -> None:
+        hermes_emulator_factory: Any, tmp_path: Path, events_recorded: bool, follow: str) -> None:
     # Recorded, the run is refused; whether vcrpy got to write the run's events down before the
     # cassette closed depends on timing (it appends them once the stopped run's stream ended), so
     # both cassettes are made here: one with the events, one without.
@@ -184,7 +185,10 @@ def test_vcrpy_replaying_a_refused_approval_run_refuses_it_with_the_same_error(
                               approval_provider=approve_all) as client:
                 run = client.run(DANGEROUS, idempotency_key="vcr-3")
                 with pytest.raises(ApprovalRequiredError) as raised:
-                    run.wait(timeout=APPROVAL_TIMEOUT - 10)
+                    if follow == "wait":
+                        run.wait(timeout=APPROVAL_TIMEOUT - 10)
+                    else:
+                        list(run.events())
                 if events_recorded and record_mode == "once":
                     for _ in range(400):  # the stopped run's stream ends; vcrpy then appends it
                         if any(r.path.endswith("/events") for r in cassette.requests):

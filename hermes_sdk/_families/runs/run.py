@@ -301,9 +301,9 @@ class Run:
             if self._replaying is None or not raised_by_test_double(exc):
                 raise
             # The recording has no events: it was refused while the run waited (vcrpy had not read them
-            # whole). The status looks it recorded are followed, and refuse the run where they did.
+            # whole). Its status looks are replayed as they were made, and refuse the run where they did
+            # (wait() and events() alike, as while recording).
             self._recorder = self._replaying
-            self._broken(None)
             return
         thread = threading.Thread(target=self._read, args=(self._stream,), daemon=True,
                                   name=f"hermes-sdk-run-{self.id[-8:]}")
