@@ -205,6 +205,8 @@ def test_only_the_installed_sdk_serves_the_guides(tmp_path: Path) -> None:
     assert done.stdout.split() == ["None", "None", "[]"], done.stdout + done.stderr
     for guide in FRAMEWORKS:
         text = (ROOT / "docs" / "frameworks" / f"{guide}.md").read_text(encoding="utf-8")
+        unnamed = [b.splitlines()[0] for b in PYTHON_BLOCK.findall(text) if not FILE_LINE.match(b)]
+        assert unnamed == [], f"{guide}.md: a python block that is no file of the app: {unnamed}"
         text = re.sub(r"<!--.*?-->", "", text)  # what the reader sees: the notes for the test are hidden
         assert "examples/" not in text and "-e ." not in text and "requirements/" not in text, guide
 
