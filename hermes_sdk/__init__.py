@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
     # -- written by tools/exports.py from _TABLE: do not edit --
     from hermes_sdk._app.builtin import parse_capability_id as parse_capability_id
     from hermes_sdk._app.client import HermesClient as HermesClient
+    from hermes_sdk._app.process_client import ProcessClient as ProcessClient
     from hermes_sdk._core.approval import (
         ApprovalDecision as ApprovalDecision,
         ApprovalProvider as ApprovalProvider,
@@ -164,6 +165,7 @@ if TYPE_CHECKING:  # the names at the top, and those that left it (removed in 0.
 #: come from it; tests/core/test_exports.py fails when the written imports drift from it.
 _TABLE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("hermes_sdk._app.client", "client", ("HermesClient",)),
+    ("hermes_sdk._app.process_client", "client", ("ProcessClient",)),
     ("hermes_sdk._core.endpoints", "client", ("Endpoint", "ExecutionContext")),
     ("hermes_sdk._core.deadline", "top", ("CallTimeout",)),
     ("hermes_sdk._core.approval", "top", ("ApprovalDecision", "ApprovalRequest")),

@@ -15,51 +15,16 @@ Guide: docs/frameworks/flask.md. Tests: tests/examples/test_flask_app.py.
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
-import os
-import threading
 from collections.abc import Iterator
-from typing import Any, Optional
+from typing import Any
 
 from flask import Flask, Response, jsonify, request
 
-from hermes_sdk import HermesClient, HermesError, IdempotencyConflictError, OutcomeUnknownError
+from hermes_sdk import HermesError, IdempotencyConflictError, OutcomeUnknownError, ProcessClient
 
 log = logging.getLogger(__name__)
-
-
-class ProcessClient:
-    """One ``HermesClient`` per process, shared by every thread of that process.
-
-    Created on first use, so a client made in a parent process (gunicorn ``--preload``, a module
-    imported before the fork) is never used by a forked child: the child makes its own. Closed when
-    the process exits, or by :meth:`close`.
-    """
-
-    def __init__(self, **options: Any) -> None:
-        self._options = options
-        self._lock = threading.Lock()
-        self._client: Optional[HermesClient] = None
-        self._pid = 0
-        atexit.register(self.close)
-
-    def get(self) -> HermesClient:
-        client, pid = self._client, os.getpid()
-        if client is not None and self._pid == pid:
-            return client
-        with self._lock:
-            if self._client is None or self._pid != pid:
-                # A client inherited from the parent is dropped, not closed: its sockets are the parent's.
-                self._client, self._pid = HermesClient(**self._options), pid
-            return self._client
-
-    def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-            if client is not None and self._pid == os.getpid():
-                client.close()
 
 
 def summary_key(order_id: str) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Callable, Optional
 from urllib.parse import parse_qs
 
-from hermes_sdk import HermesClient, HermesError, OutcomeUnknownError
+from hermes_sdk import HermesClient, HermesError, IdempotencyConflictError, OutcomeUnknownError
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,8 @@ def summarize(environ: dict[str, Any], start_response: StartResponse, order_id: 
                                   idempotency_key=f"order-summary-{order_id}", action_id=action_id)
     except OutcomeUnknownError:
         return json_response(start_response, "409 Conflict", {"status": "in_progress", "action_id": action_id})
+    except IdempotencyConflictError:  # the same order with other notes: a new intent needs a new key
+        return json_response(start_response, "409 Conflict", {"status": "conflict"})
     except HermesError as err:
         log.warning("summary failed: %s", err)
         status = "outcome_unknown" if err.uncertain_outcome else "failed"

@@ -109,9 +109,13 @@ def masked(key: str) -> str:
 
 
 def _endpoint(args: argparse.Namespace) -> str:
-    url: str = args.endpoint or _base_url(args)
+    given = getattr(args, "server", None)  # `keys set URL`, as llm's `keys set NAME`
+    if given and args.endpoint and server_key(given) != server_key(args.endpoint):
+        raise _Usage(f"two servers given: {given} and --endpoint {args.endpoint}; give one")
+    url: str = given or args.endpoint or _base_url(args)
     if not url:
-        raise _Usage("which server? pass --endpoint URL (or --base-url URL, or set HERMES_BASE_URL)")
+        raise _Usage("which server? give its URL (keys set URL), or pass --endpoint URL (or --base-url URL, "
+                     "or set HERMES_BASE_URL)")
     return server_key(url)
 
 
@@ -163,6 +167,8 @@ def add_keys_parser(sub: Subcommands, conn: argparse.ArgumentParser) -> None:
     put = ksub.add_parser("set", parents=[conn, where], help="store a key, read from stdin (not echoed) or --file",
                           description="Store the key for a server: typed at a prompt that does not echo it, the "
                                       "first line piped in, or the contents of --file PATH.")
+    put.add_argument("server", nargs="?", metavar="ENDPOINT",
+                     help="the server's base URL (the same as --endpoint)")
     put.add_argument("--file", metavar="PATH", help="read the key from this file")
     put.set_defaults(func=cmd_keys_set)
     listing = ksub.add_parser("list", help="list the servers with a stored key (keys masked)",
@@ -171,6 +177,8 @@ def add_keys_parser(sub: Subcommands, conn: argparse.ArgumentParser) -> None:
     listing.set_defaults(func=cmd_keys_list)
     remove = ksub.add_parser("remove", parents=[conn, where], help="forget a server's key",
                              description="Forget the key stored for a server.")
+    remove.add_argument("server", nargs="?", metavar="ENDPOINT",
+                        help="the server's base URL (the same as --endpoint)")
     remove.set_defaults(func=cmd_keys_remove)
     path = ksub.add_parser("path", help="print the path of the key file", description="Print the key file's path.")
     path.set_defaults(func=cmd_keys_path)

@@ -161,7 +161,10 @@ def _text_arg(value: Union[str, Sequence[str], None], what: str) -> str:
     if piped is not None and value is not None:
         return f"{piped}\n\n{value}"
     if piped is not None or value is not None:
-        return str(piped if piped is not None else value)
+        text = str(piped if piped is not None else value)
+        if not text.strip():  # `chat ""`: refused as usage before anything is built or sent
+            raise _Usage(f"no {what}: the {what} given is empty")
+        return text
     if sys.stdin is None or sys.stdin.isatty():
         raise _Usage(f"no {what}: give it as an argument, pipe it in, or use '-' to read stdin")
     raise _Usage(f"no {what}: stdin was empty")
@@ -921,6 +924,15 @@ def _tolerant_output() -> list[tuple[io.TextIOWrapper, str]]:
                 continue
             changed.append((stream, was))
     return changed
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` ran: ``keys set``'s, not the top level's."""
+    found = parser
+    while True:
+        chooser = next((a for a in found._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, chooser.dest, None) if chooser is not None else None
+        if chooser is None or chosen not in chooser.choices:
+            return found
+        found = chooser.choices[chosen]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -928,11 +940,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    command = _command_parser(parser, args)  # a usage error shows the usage of the command given
     words = "text" if isinstance(getattr(args, "text", None), list) else "input"
     if extra and isinstance(getattr(args, words, None), list) and not any(w.startswith("-") for w in extra):
         setattr(args, words, getattr(args, words) + extra)  # `chat ID hello --stream world`: one text
     elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     configure_from_env()
     func: Callable[[argparse.Namespace], int] = args.func
     stdin = sys.stdin
@@ -949,8 +962,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if _as_json(args):
             print_error(True, None, "hermes_sdk.usage", str(exc))
         else:
-            parser.print_usage(sys.stderr)
-            _note(f"hermes-sdk: error: {exc}")
+            command.print_usage(sys.stderr)
+            _note(f"{command.prog}: error: {exc}")
         return EXIT_USAGE
     except HermesError as exc:
         return _failure(args, exc)

@@ -8,7 +8,11 @@ Two things the SDK does differently when one is in place:
 - while a vcrpy cassette records (pytest-recording uses vcrpy), a reply reaches the SDK only once
   vcrpy has read all of it, so a run's events stream, which stays open while the run waits for a
   person, would arrive after the run ended: no approval could be asked for. A run then watches its
-  status as well and is refused (:func:`refusal`) as soon as it waits for an approval.
+  status as well and is refused (:func:`refusal`) as soon as it waits for an approval;
+- while a vcrpy cassette replays, such a run is refused the same way, with the same error: the
+  recording holds the status looks that saw it wait and the stop, but not the events (vcrpy had
+  not read them whole), so the run follows the recorded status; where the events were recorded
+  after all, their approval request is refused.
 
 Both are told from public attributes only: an exception's class module and the module of the frame
 that raised it; vcrpy's patched connection classes carry their ``cassette``.
@@ -17,7 +21,7 @@ that raised it; vcrpy's patched connection classes carry their ``cassette``.
 from __future__ import annotations
 
 import http.client
-from typing import Optional
+from typing import Iterator, Optional
 
 import urllib3
 
@@ -57,22 +61,36 @@ def raised_by_test_double(exc: BaseException) -> bool:
     return found
 
 
-def buffering_recorder() -> Optional[str]:
-    """``"vcrpy"`` while a vcrpy cassette may record (a cassette that only replays does not block)."""
+def _vcrpy_cassettes() -> Iterator[object]:
     for klass in (urllib3.HTTPConnectionPool.ConnectionCls, urllib3.HTTPSConnectionPool.ConnectionCls,
                   http.client.HTTPConnection):
         cassette = getattr(klass, "cassette", None)
-        if cassette is not None and not getattr(cassette, "write_protected", False):
-            return "vcrpy"
+        if cassette is not None:
+            yield cassette
+
+
+def buffering_recorder() -> Optional[str]:
+    """``"vcrpy"`` while a vcrpy cassette may record (a cassette that only replays does not block)."""
+    if any(not getattr(cassette, "write_protected", False) for cassette in _vcrpy_cassettes()):
+        return "vcrpy"
+    return None
+
+
+def replaying_recorder() -> Optional[str]:
+    """``"vcrpy"`` while a vcrpy cassette only replays (what it recorded of a run that waited for a
+    person is the refusal, which the replay gives again)."""
+    if any(getattr(cassette, "write_protected", False) for cassette in _vcrpy_cassettes()):
+        return "vcrpy"
     return None
 
 
 def refusal(recorder: str, run_id: str, stopped: bool) -> ApprovalRequiredError:
-    """The error for a run that waits for a person while ``recorder`` records."""
+    """The error for a run that waits for a person under a ``recorder`` cassette: the same words
+    while it records and while it replays."""
     then = ("the SDK stopped it (nothing was approved)" if stopped
             else "stop it, or it waits until Hermes' approval timeout")
     return ApprovalRequiredError(
-        f"the run waits for an approval, and a {recorder} cassette is recording: {recorder} hands a reply "
-        "over only once it has read all of it, so the run's events (the approval request among them) "
-        f"would reach the SDK only after the run ended; {then}. To {INSTEAD}",
+        f"the run waits for an approval under a {recorder} cassette, which cannot record or replay one: "
+        f"{recorder} hands a reply over only once it has read all of it, so the run's events (the approval "
+        f"request among them) would reach the SDK only after the run ended; {then}. To {INSTEAD}",
         details={"run_id": run_id, "reason": "buffering_recorder", "recorder": recorder, "run_stopped": stopped})

@@ -41,6 +41,9 @@ from ..errors import HermesError
 
 #: How long a replay waits for the SDK to send what the recording shows it sent before a chunk.
 REPLAY_WAIT = 15.0
+#: What a replay gives ``HermesClient()`` where the environment names no server: requests are matched
+#: on method and path only, so neither the host nor the key matters, and nothing leaves the process.
+REPLAY_ENVIRONMENT = {"HERMES_BASE_URL": "http://hermes-cassette.invalid", "HERMES_API_KEY": "cassette-replay"}
 MODES = ("once", "record", "replay")
 _REDACTED = "[REDACTED]"
 _CHUNK = 65536
@@ -342,9 +345,15 @@ def use_cassette(path: "str | os.PathLike[str]", mode: str = "once", *, secrets:
     records, ``replay`` only replays. ``secrets``: more strings to keep out of the file (the key of
     every ``Authorization`` header is kept out anyway); ``redact``: applied to every kept text (what
     it changes is replayed changed). The file is written when the block ends.
+
+    A replay needs no Hermes settings: where ``HERMES_BASE_URL`` or ``HERMES_API_KEY`` is unset,
+    it is set to a stand-in (:data:`REPLAY_ENVIRONMENT`) for the block, so ``HermesClient()``
+    builds in CI with the server gone; any values work, as neither is matched.
     """
     cassette = Cassette(path, mode, secrets, redact, replay_wait)
     original = HTTPAdapter.send
+    stand_ins = {name: value for name, value in REPLAY_ENVIRONMENT.items()
+                 if cassette.mode == "replay" and not os.environ.get(name)}
 
     def send(adapter: HTTPAdapter, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> requests.Response:
         for name, value in zip(("stream", "timeout", "verify", "cert", "proxies"), args):
@@ -352,12 +361,16 @@ def use_cassette(path: "str | os.PathLike[str]", mode: str = "once", *, secrets:
         return cassette.send(original, adapter, request, **kwargs)
 
     HTTPAdapter.send = send  # type: ignore[method-assign,assignment]
+    os.environ.update(stand_ins)
     try:
         yield cassette
     finally:
         HTTPAdapter.send = original  # type: ignore[method-assign]
+        for name, value in stand_ins.items():
+            if os.environ.get(name) == value:  # what the block set itself stays
+                del os.environ[name]
         if cassette.mode == "record":
             cassette.save()
 
 
-__all__ = ["MODES", "REPLAY_WAIT", "Cassette", "CassetteMiss", "use_cassette"]
+__all__ = ["MODES", "REPLAY_ENVIRONMENT", "REPLAY_WAIT", "Cassette", "CassetteMiss", "use_cassette"]

@@ -162,9 +162,10 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
                                      "choice is sent (the approval stage's own check)",
         "hermes_sdk._core.endpoints": "ExecutionContext, seconds_value: the context= type and the timeout rule",
         "hermes_sdk._core.models": "StreamEvent: the raw SSE events the reader thread hands on",
-        "hermes_sdk._core.recorders": "buffering_recorder, refusal: a run that would wait for a person under a "
-                                      "recorder that buffers (vcrpy) is refused fast; the kernel's transport "
-                                      "asks the same module whether an exception is a test double's",
+        "hermes_sdk._core.recorders": "buffering_recorder, replaying_recorder, refusal, raised_by_test_double: a "
+                                      "run that would wait for a person under a recorder that buffers (vcrpy) is "
+                                      "refused fast, and so on its replay; the kernel's transport asks the same "
+                                      "module whether an exception is a test double's",
         "hermes_sdk._core.stages.approval": "as_decision: the one reading of an approval decision's JSON shape",
     },
     f"{FAMILIES}.runs.run_answers": {

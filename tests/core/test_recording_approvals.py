@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,49 @@ def test_vcrpy_still_records_and_replays_a_run_without_an_approval(
     with vcr.VCR(record_mode="none", filter_headers=["authorization"]).use_cassette(cassette):
         assert plain_run() == live
     assert live[0] == "completed"
+
+
+@pytest.mark.parametrize("follow", ["wait", "events"])
+@pytest.mark.parametrize("events_recorded", [False, True], ids=["events-not-recorded", "events-recorded"])
+def test_vcrpy_replaying_a_refused_approval_run_refuses_it_with_the_same_error(
+        hermes_emulator_factory: Any, tmp_path: Path, events_recorded: bool, follow: str) -> None:
+    # Recorded, the run is refused; whether vcrpy got to write the run's events down before the
+    # cassette closed depends on timing (it appends them once the stopped run's stream ended), so
+    # both cassettes are made here: one with the events, one without.
+    vcr = pytest.importorskip("vcr")
+    yaml = pytest.importorskip("yaml")
+    emulator = _emulator(hermes_emulator_factory)
+    base_url, key = emulator.base_url, emulator.api_key
+    path = tmp_path / "vcr.yaml"
+
+    def refused(record_mode: str) -> ApprovalRequiredError:
+        recorder = vcr.VCR(filter_headers=["authorization"], record_mode=record_mode)
+        with recorder.use_cassette(str(path)) as cassette:
+            with HermesClient(base_url=base_url, api_key=key, load_entrypoints=False,
+                              approval_provider=approve_all) as client:
+                run = client.run(DANGEROUS, idempotency_key="vcr-3")
+                with pytest.raises(ApprovalRequiredError) as raised:
+                    if follow == "wait":
+                        run.wait(timeout=APPROVAL_TIMEOUT - 10)
+                    else:
+                        list(run.events())
+                if events_recorded and record_mode == "once":
+                    for _ in range(400):  # the stopped run's stream ends; vcrpy then appends it
+                        if any(r.path.endswith("/events") for r in cassette.requests):
+                            break
+                        threading.Event().wait(0.05)
+        return raised.value
+
+    recorded = refused("once")
+    document = yaml.safe_load(path.read_text())
+    has_events = [i["request"]["uri"].endswith("/events") for i in document["interactions"]]
+    if events_recorded:
+        assert any(has_events)
+    else:
+        document["interactions"] = [i for i, ev in zip(document["interactions"], has_events) if not ev]
+        path.write_text(yaml.safe_dump(document))
+    emulator.stop()
+    replayed = refused("none")
+    assert type(replayed) is type(recorded) and str(replayed) == str(recorded)
+    assert replayed.details == recorded.details
+    assert recorded.details["run_stopped"] is True and "record or replay" in str(recorded)

@@ -1,9 +1,9 @@
 """Every ```python example in docs/**/*.md and README.md runs, against the bundled emulator.
 
 Each block runs alone, in a namespace of its own, as a reader pastes it: it imports and makes
-what it uses. The one exception says so in its first line, which the reader sees: a block that
-starts with ``# continues`` (a step of a walkthrough, "# continues the example above") runs in the
-namespace the block before it left. The blocks of a page run in order in one fresh interpreter,
+what it uses (a walkthrough's later step finds what an earlier one left where a reader's next
+process would: in a file, a queue, the server). The blocks of a page run in order in one fresh
+interpreter, in one empty folder,
 with ``HERMES_BASE_URL`` and ``HERMES_API_KEY`` pointing at an emulator of its own, so an example
 written as ``HermesClient()`` talks to it. A block that defines
 ``test_*`` functions or ``Test*`` classes is a pytest example and runs under pytest (with the
@@ -42,10 +42,8 @@ RUNNER = r"""
 import json, sys, traceback
 blocks = json.load(open(sys.argv[1]))
 failed = 0
-namespace = {}
 for block in blocks:
-    if not block["code"].lstrip().startswith("# continues"):
-        namespace = {"__name__": "__main__"}  # each block alone, as a reader pastes it
+    namespace = {"__name__": "__main__"}  # each block alone, as a reader pastes it
     code = "\n" * (block["line"] - 1) + block["code"]  # tracebacks name the page's own line numbers
     try:
         exec(compile(code, block["page"], "exec"), namespace)
@@ -123,9 +121,45 @@ def test_page_examples_run(page: Path, blocks: list[dict[str, Any]], hermes_emul
         assert out.returncode == 0, f"{block['page']}:{block['line']}\n{out.stdout[-4000:]}"
 
 
-def test_each_block_runs_alone_unless_it_says_it_continues(tmp_path: Path) -> None:
-    """A block that uses a name made by the block before it fails, as it would pasted alone; one
-    that starts with ``# continues`` sees that namespace."""
+def _requirements(distribution: str) -> set[str]:
+    """The names of what ``distribution`` installs with it (its requirements, extras left out)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        found = requires(distribution) or []
+    except PackageNotFoundError:
+        return set()
+    names = {re.split(r"[^A-Za-z0-9_.-]", r, maxsplit=1)[0] for r in found if "extra ==" not in r}
+    return {n.lower().replace("_", "-") for n in names}
+
+
+@pytest.mark.parametrize("page,blocks", CASES, ids=[str(p.relative_to(ROOT)) for p, _ in CASES])
+def test_what_a_page_imports_it_says_how_to_install(page: Path, blocks: list[dict[str, Any]]) -> None:
+    """Each package a page's examples import comes with the SDK or a plugin the page uses, or the page
+    has a ``pip install`` line naming it: a reader pasting the example has nothing to guess."""
+    from importlib.metadata import packages_distributions
+
+    text = page.read_text()
+    installs = {w.lower().replace("_", "-").split("[")[0]
+                for line in re.findall(r"pip install ([^\n#]*)", text) for w in line.split()}
+    owners = packages_distributions()
+    imported = {m for b in blocks for m in re.findall(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", b["code"], re.M)}
+    given = _requirements("hermes-sdk") | {"hermes-sdk"}
+    for module in imported:
+        if module.startswith("hermes_sdk"):
+            name = module.replace("_", "-")
+            given |= {name} | _requirements(name)
+    missing = []
+    for module in sorted(imported - set(sys.stdlib_module_names)):
+        names = {d.lower().replace("_", "-") for d in owners.get(module, [module])}
+        if not names & (given | installs):
+            missing.append(module)
+    assert missing == [], f"{page.relative_to(ROOT)} imports {missing} with no pip install line naming them"
+
+
+def test_each_block_runs_alone(tmp_path: Path) -> None:
+    """A block that uses a name made by the block before it fails, as it would pasted alone, whatever
+    its first line says."""
     blocks = [{"page": "p.md", "line": 1, "code": "made = 1\n"},
               {"page": "p.md", "line": 3, "code": "# continues the example above\nassert made == 1\n"},
               {"page": "p.md", "line": 6, "code": "print(made)\n"}]
@@ -133,8 +167,8 @@ def test_each_block_runs_alone_unless_it_says_it_continues(tmp_path: Path) -> No
     (tmp_path / "runner.py").write_text(RUNNER)
     out = subprocess.run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")],
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 1 and out.stderr.count("failed:") == 1
-    assert "example at p.md:6 failed" in out.stderr and "NameError: name 'made' is not defined" in out.stderr
+    assert out.returncode == 1 and out.stderr.count("failed:") == 2
+    assert "example at p.md:3 failed" in out.stderr and "example at p.md:6 failed" in out.stderr
 
 
 def test_the_landing_page_code_fits_the_page() -> None:

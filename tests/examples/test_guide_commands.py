@@ -1,17 +1,22 @@
-"""The "Run it" commands of each framework guide (docs/frameworks/*.md), run as written.
+"""Each framework guide (docs/frameworks/*.md), pasted into an empty folder as a reader does.
 
-Each guide's first ``console`` block after ``## Run it`` is a shell session: the lines are run one
-by one from the repository root, in one environment (``export`` lines add to it). A line ending in
-``&`` starts a server in the background, and the next line runs once its port accepts connections.
-Two things differ from a reader's shell, and only these: the fixed ports of the guide (8642 for the
-emulator, 5000, 8000, 8001 for the apps) are replaced by free ones, so the test can run beside
-anything else on the machine (and the Celery try-out's folder, ``/tmp/hermes-celery``, by one of
-the test's own); and the ``pip install`` line is not run (the environment already has
-it), but what it names is checked: the extra exists and holds the frameworks the guide uses.
+A guide builds its app block by block: every ```python block whose first line names a file
+(``# app.py``, ``# views.py``) goes into that file, in the order of the page. The files are
+written into an empty folder, and the guide's first ``console`` block after ``## Run it`` runs
+there as a shell session, with only what is installed (the SDK and the framework; neither the
+checkout nor its ``examples/`` is on ``sys.path``): the lines one by one, in one environment
+(``export`` lines add to it). A line ending in ``&`` starts a server in the background, and the next
+line runs once its port accepts connections. Two things differ from a reader's shell, and only
+these: the fixed ports of the guide (8642 for the emulator, 5000, 8000, 8001 for the apps) are
+replaced by free ones, so the test can run beside anything else on the machine (and the Celery
+try-out's folder, ``/tmp/hermes-celery``, by one of the test's own); and the ``pip install`` line is
+not run (the environment already has it), but what it names is checked: the SDK and the
+frameworks the guide uses, from the index, not a checkout.
 
-The same block also runs as a reader pastes it: one ``bash`` script from the repository root (with the
-same two differences), whose last line stops the servers it started; the test bounds it and then
-kills whatever is left of its process group.
+The same block also runs as a reader pastes it: one ``bash`` script (with the same two
+differences), whose last line stops the servers it started; the test bounds it and then kills
+whatever is left of its process group. The guide's test files (``# test_*.py``) then run with
+pytest in the same folder.
 """
 
 from __future__ import annotations
@@ -32,6 +37,31 @@ from examples_support import require
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE_PORTS = (8642, 5000, 8000, 8001)
 FRAMEWORKS = {"flask": ["flask"], "django": ["django"], "celery": ["celery"], "wsgi": ["gunicorn"]}
+#: What each guide's app must answer to the same order sent again with other notes.
+CONFLICT = {"flask": " 409", "django": " 409", "wsgi": " 409", "celery": "FAILURE OrderChanged"}
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+FILE_LINE = re.compile(r"# (?P<name>[\w/][\w./-]*\.py)\n")
+
+
+def guide_files(guide: str) -> dict[str, str]:
+    """The files a guide's blocks make: each block whose first line names a file, appended in order."""
+    text = (ROOT / "docs" / "frameworks" / f"{guide}.md").read_text(encoding="utf-8")
+    files: dict[str, str] = {}
+    for block in PYTHON_BLOCK.findall(text):
+        named = FILE_LINE.match(block)
+        if named:
+            name = named.group("name")
+            files[name] = files.get(name, "") + ("\n\n" if name in files else "") + block
+    return files
+
+
+def write_guide(guide: str, folder: Path) -> Path:
+    """The guide's files in an empty ``folder`` (made here), as a reader pastes them."""
+    folder.mkdir()
+    for name, code in guide_files(guide).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(code, encoding="utf-8")
+    return folder
 
 
 def commands(guide: str) -> list[str]:
@@ -60,13 +90,13 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout:
     raise AssertionError(f"nothing listens on {port} after {timeout} s:\n{log.read_text()[-3000:]}")
 
 
-def _check_install(line: str) -> None:
-    """``python -m pip install -e . -r requirements/examples.txt``: the file exists and names each framework."""
-    files = re.findall(r"-r\s+(\S+\.txt)", line)
-    assert files, line
-    named = " ".join((ROOT / f).read_text() for f in files)
-    for framework in ("flask", "django", "celery", "gunicorn"):
-        assert re.search(rf"^\s*{framework}\b", named, re.M | re.I), f"{files} lack {framework}"
+def _check_install(line: str, guide: str) -> None:
+    """``python -m pip install hermes-sdk flask gunicorn``: from the index (no ``-e``, no file of a
+    checkout), the SDK and each framework the guide uses."""
+    words = shlex.split(line.split(" #", 1)[0])
+    assert words[:4] == ["python", "-m", "pip", "install"], line
+    assert not any(w.startswith("-") or "/" in w or w == "." for w in words[4:]), line
+    assert "hermes-sdk" in words and set(FRAMEWORKS[guide]) <= set(words), line
 
 
 STOP = "kill $(jobs -p)"  # a block's last line: the servers it started in the background
@@ -80,14 +110,16 @@ def _localized(line: str, ports: dict[int, int], tmp_path: Path) -> str:
 
 
 def _environment(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "CELERY_", "FLASK_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HERMES_", "CELERY_", "FLASK_", "DJANGO_")) and k != "PYTHONPATH"}
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     env.update(HERMES_SDK_PLUGINS="", XDG_STATE_HOME=str(tmp_path / "state"), PYTHONDONTWRITEBYTECODE="1")
     return env
 
 
 def run_guide(guide: str, tmp_path: Path) -> list[str]:
-    """Run the guide's commands; returns each foreground command's stdout."""
+    """Run the guide's commands in a folder of its files; returns each foreground command's stdout."""
+    folder = write_guide(guide, tmp_path / "app")
     ports = {port: _free_port() for port in GUIDE_PORTS}
     env = _environment(tmp_path)
     background: list[subprocess.Popen[bytes]] = []
@@ -95,7 +127,7 @@ def run_guide(guide: str, tmp_path: Path) -> list[str]:
     try:
         for n, line in enumerate(commands(guide)):
             if "pip install" in line:
-                _check_install(line)
+                _check_install(line, guide)
                 continue
             if line.startswith(STOP):
                 continue  # the servers this runner started are stopped below
@@ -109,7 +141,7 @@ def run_guide(guide: str, tmp_path: Path) -> list[str]:
             if started:
                 log = tmp_path / f"server-{n}.log"
                 with open(log, "wb") as out:
-                    proc = subprocess.Popen(["bash", "-c", "exec " + started.group("command")], cwd=ROOT, env=env,
+                    proc = subprocess.Popen(["bash", "-c", "exec " + started.group("command")], cwd=folder, env=env,
                                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             start_new_session=True)
                 background.append(proc)
@@ -117,7 +149,7 @@ def run_guide(guide: str, tmp_path: Path) -> list[str]:
                 if listening:
                     _wait_for_port(listening[0], proc, log)
                 continue
-            done = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True,
+            done = subprocess.run(["bash", "-c", line], cwd=folder, env=env, capture_output=True, text=True,
                                   timeout=120, stdin=subprocess.DEVNULL)
             assert done.returncode == 0, f"$ {line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
             outputs.append(done.stdout)
@@ -133,33 +165,68 @@ def run_guide(guide: str, tmp_path: Path) -> list[str]:
     return outputs
 
 
+def _check_served(guide: str, text: str) -> None:
+    assert "ECHO: " in text, text[-3000:]  # the emulator answered through the app
+    assert CONFLICT[guide] in text, text[-3000:]  # the same order with other notes: refused, not run
+    if guide != "celery":
+        assert "event: done" in text  # the streamed answer ended cleanly
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="the guides' commands are POSIX shell")
 @pytest.mark.parametrize("guide", sorted(FRAMEWORKS))
 def test_the_guide_runs_as_written(guide: str, tmp_path: Path) -> None:
     for module in FRAMEWORKS[guide]:
         require(module)
     outputs = run_guide(guide, tmp_path)
-    text = "\n".join(outputs)
-    assert "ECHO: " in text, text[-3000:]  # the emulator answered through the app
-    if guide != "celery":
-        assert "event: done" in text  # the streamed answer ended cleanly
+    _check_served(guide, "\n".join(outputs))
+
+
+@pytest.mark.parametrize("guide", sorted(FRAMEWORKS))
+def test_the_guides_tests_pass_in_its_folder(guide: str, tmp_path: Path) -> None:
+    """The guide's test files, with pytest, beside its app: the emulator fixture is the installed SDK's."""
+    for module in FRAMEWORKS[guide]:
+        require(module)
+    folder = write_guide(guide, tmp_path / "app")
+    tests = sorted(name for name in guide_files(guide) if Path(name).name.startswith("test_"))
+    assert tests, f"{guide}.md has no test file"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=folder,
+                          env=_environment(tmp_path), capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_only_the_installed_sdk_serves_the_guides(tmp_path: Path) -> None:
+    """What the guides' processes import: the installed SDK, never the checkout's examples or tests."""
+    probe = ("import sys, hermes_sdk, importlib.util as u; "
+             "print(u.find_spec('examples_support'), u.find_spec('flask_app'), "
+             "[p for p in sys.path if p.rstrip('/').endswith(('/examples', '/tests'))])")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=_environment(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["None", "None", "[]"], done.stdout + done.stderr
+    for guide in FRAMEWORKS:
+        text = (ROOT / "docs" / "frameworks" / f"{guide}.md").read_text(encoding="utf-8")
+        unnamed = [b.splitlines()[0] for b in PYTHON_BLOCK.findall(text) if not FILE_LINE.match(b)]
+        assert unnamed == [], f"{guide}.md: a python block that is no file of the app: {unnamed}"
+        text = re.sub(r"<!--.*?-->", "", text)  # what the reader sees: the notes for the test are hidden
+        assert "examples/" not in text and "-e ." not in text and "requirements/" not in text, guide
 
 
 def run_block(guide: str, tmp_path: Path, bound: float = 300.0) -> str:
-    """Run the guide's block as one pasted script from the repository root; returns its output."""
+    """Run the guide's block as one pasted script in a folder of its files; returns its output."""
+    folder = write_guide(guide, tmp_path / "app")
     ports = {port: _free_port() for port in GUIDE_PORTS}
     lines = commands(guide)
     assert lines[-1].startswith(STOP), f"{guide}.md: the block does not end by stopping its servers"
     script = ["set -e"]
     for line in lines:
         if "pip install" in line:
-            _check_install(line)  # installed already: the env is the one it would make
+            _check_install(line, guide)  # installed already: the env is the one it would make
             continue
         script.append(_localized(line, ports, tmp_path))
     (tmp_path / "block.sh").write_text("\n".join(script) + "\n")
     log = tmp_path / "block.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(["bash", str(tmp_path / "block.sh")], cwd=ROOT, env=_environment(tmp_path),
+        proc = subprocess.Popen(["bash", str(tmp_path / "block.sh")], cwd=folder, env=_environment(tmp_path),
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     try:
@@ -182,7 +249,4 @@ def run_block(guide: str, tmp_path: Path, bound: float = 300.0) -> str:
 def test_the_guide_runs_pasted_as_one_block(guide: str, tmp_path: Path) -> None:
     for module in FRAMEWORKS[guide]:
         require(module)
-    text = run_block(guide, tmp_path)
-    assert "ECHO: " in text, text[-3000:]
-    if guide != "celery":
-        assert "event: done" in text
+    _check_served(guide, run_block(guide, tmp_path))

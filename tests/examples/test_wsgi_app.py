@@ -97,6 +97,13 @@ def test_a_repeated_summary_runs_the_model_once(hermes_env: Any) -> None:
     assert hermes_env.executions == 1
 
 
+def test_the_same_order_with_other_notes_is_a_409_conflict_not_a_502(hermes_env: Any) -> None:
+    assert call("POST", "/orders/9/summary", {"notes": "two boxes"})[0].status == "200 OK"
+    called, body = call("POST", "/orders/9/summary", {"notes": "three crates"})
+    assert called.status == "409 Conflict" and json.loads(b"".join(body)) == {"status": "conflict"}
+    assert hermes_env.executions == 1
+
+
 def test_an_uncertain_failure_says_so_and_is_not_rerun(hermes_env: Any) -> None:
     hermes_env.drop_connection("before_response")
     for _ in range(2):

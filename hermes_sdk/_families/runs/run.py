@@ -30,7 +30,13 @@ import attrs
 from hermes_sdk._core.approval import ApprovalRequest, check
 from hermes_sdk._core.endpoints import ExecutionContext, seconds_value
 from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.recorders import RECORDER_POLL, buffering_recorder, refusal
+from hermes_sdk._core.recorders import (
+    RECORDER_POLL,
+    buffering_recorder,
+    raised_by_test_double,
+    refusal,
+    replaying_recorder,
+)
 from hermes_sdk._core.stages.approval import as_decision
 from hermes_sdk.errors import (
     STREAM_INCOMPLETE,
@@ -139,6 +145,7 @@ class Run:
         self._answered_unseen = 0
         self._result: Optional[RunResult] = None
         self._recorder: Optional[str] = None  # a recorder that buffers whole replies (vcrpy): see .recorders
+        self._replaying: Optional[str] = None  # such a recorder's replay: refuses as its recording did
         self._lock = threading.Lock()
         # Guards the pending requests between the consumer, the caller and the answers' senders.
         self._answering = threading.Condition(threading.RLock())
@@ -284,10 +291,19 @@ class Run:
         if self._recorder is not None:  # the subscription would block until the run ends: opened aside
             threading.Thread(target=self._subscribe_aside, daemon=True, name=f"hermes-sdk-run-{self.id[-8:]}").start()
             return
+        self._replaying = replaying_recorder()
         try:
             self._stream = self._runs._subscribe(self.id, self._endpoint, self._context, self._deadline)
         except HermesError as exc:
             self._broken(exc)
+            return
+        except Exception as exc:
+            if self._replaying is None or not raised_by_test_double(exc):
+                raise
+            # The recording has no events: it was refused while the run waited (vcrpy had not read them
+            # whole). Its status looks are replayed as they were made, and refuse the run where they did
+            # (wait() and events() alike, as while recording).
+            self._recorder = self._replaying
             return
         thread = threading.Thread(target=self._read, args=(self._stream,), daemon=True,
                                   name=f"hermes-sdk-run-{self.id[-8:]}")
@@ -422,6 +438,9 @@ class Run:
                 with self._answering:  # observed and accounted for at once (see _settled)
                     self._observe(event, mark)
                     self._settled(mark)
+                if isinstance(event, ApprovalRequested) and self._replaying is not None:
+                    self._recorder = self._replaying  # recorded, it was refused: so is its replay
+                    self._refuse_waiting("waiting_for_approval")
                 if isinstance(event, (ApprovalRequested, ApprovalResponded)):
                     self._answer_oldest()  # a new request, or the next one is now the oldest
                 return event

@@ -27,6 +27,7 @@ from typing import Any, Optional, Sequence
 
 from hermes_sdk.plugin import visible
 
+from ._version import __version__
 from .inbox import Inbox
 from .resume import ResumeWorker
 from .serving import wsgi_server
@@ -51,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     top-level one (``argparse.SUPPRESS``)."""
     parser = argparse.ArgumentParser(prog="hermes-sdk-inbox", description=_DESCRIPTION, epilog=_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"hermes-sdk-inbox {__version__}",
+                        help="print the version and exit")
     parser.add_argument("--store", default=os.environ.get("HERMES_SDK_INBOX_STORE"), required=False,
                         help="the queue's store URL (env HERMES_SDK_INBOX_STORE): sqlite:///path, "
                              "postgresql://..., mysql://..., sql+<SQLAlchemy URL>, redis://...")
@@ -104,9 +107,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 141
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the subcommand given (``list``'s), whose usage a usage error shows."""
+    chooser = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    chosen = getattr(args, chooser.dest, None) if chooser is not None else None
+    return chooser.choices[chosen] if chooser is not None and chosen in chooser.choices else parser
+
+
 def _main(argv: Optional[Sequence[str]]) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     if not args.store:
         parser.error("--store (or HERMES_SDK_INBOX_STORE) is required")
     if args.command == "list":

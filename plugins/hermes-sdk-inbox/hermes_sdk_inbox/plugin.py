@@ -2,21 +2,41 @@
 
 Installed, ``hermes-sdk-inbox`` does nothing until ``HERMES_SDK_INBOX_STORE`` names a store URL;
 then clients built without ``approval_provider=`` ask the inbox (``HERMES_SDK_INBOX_WAIT``: the
-seconds a synchronous call waits, default 0; ``HERMES_SDK_INBOX_URL``: where operators answer).
+seconds a synchronous call waits, default 0; ``HERMES_SDK_INBOX_URL``: where operators answer;
+``HERMES_SDK_INBOX_APPROVAL_TIMEOUT``: Hermes' ``approvals.timeout`` in seconds, default 60, how long
+a run's entry stays open: as long as Hermes waits for the answer).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from typing import Any, Optional
 
-from hermes_sdk import hookimpl
+from hermes_sdk import InvalidInputError, hookimpl
 
-from .provider import InboxProvider
+from .provider import HERMES_APPROVAL_TIMEOUT, InboxProvider
 
-_providers: dict[tuple[str, float, Optional[str]], InboxProvider] = {}
+#: Hermes' ``approvals.timeout`` (seconds) where the server is set to another than its default 60.
+APPROVAL_TIMEOUT_ENV = "HERMES_SDK_INBOX_APPROVAL_TIMEOUT"
+
+_providers: dict[tuple[str, float, Optional[str], float], InboxProvider] = {}
 _lock = threading.Lock()
+
+
+def _approval_timeout() -> float:
+    raw = (os.environ.get(APPROVAL_TIMEOUT_ENV) or "").strip()
+    if not raw:
+        return HERMES_APPROVAL_TIMEOUT
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InvalidInputError(f"{APPROVAL_TIMEOUT_ENV} must be Hermes' approvals.timeout in seconds (a number "
+                                f"above 0), not {raw!r}", details={"field": APPROVAL_TIMEOUT_ENV})
+    return seconds
 
 
 def _configured() -> Optional[InboxProvider]:
@@ -25,10 +45,12 @@ def _configured() -> Optional[InboxProvider]:
         return None
     wait = float(os.environ.get("HERMES_SDK_INBOX_WAIT") or 0)
     where = os.environ.get("HERMES_SDK_INBOX_URL") or None
+    timeout = _approval_timeout()
     with _lock:
-        provider = _providers.get((url, wait, where))
+        provider = _providers.get((url, wait, where, timeout))
         if provider is None:
-            provider = _providers[(url, wait, where)] = InboxProvider(url, wait=wait, inbox_url=where)
+            provider = _providers[(url, wait, where, timeout)] = InboxProvider(
+                url, wait=wait, inbox_url=where, approval_timeout=timeout)
         return provider
 
 

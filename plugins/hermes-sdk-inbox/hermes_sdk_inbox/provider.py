@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from hermes_sdk import ApprovalDecision, ApprovalRequest, ApprovalRequiredError, hookimpl
 from hermes_sdk.plugin import visible
@@ -61,13 +61,18 @@ class InboxProvider:
         poll_interval: seconds between looks at the queue while waiting.
         policy_decision_id: the prefix of the decisions' ``policy_decision_id`` (``<prefix>:<entry id>``).
         inbox_url: where operators answer (put into the error's details and message), optional.
+        clock, sleep: the time source and the wait between looks (``time.time``, ``time.sleep``);
+            a test passes its own to decide in simulated time.
     """
 
     def __init__(self, store: Union[str, ApprovalQueue, Inbox] = "sqlite:///hermes-inbox.db", *,
                  wait: float = 0.0, approval_timeout: float = HERMES_APPROVAL_TIMEOUT,
                  poll_interval: float = 0.2, policy_decision_id: str = "hermes-sdk-inbox",
-                 inbox_url: Optional[str] = None) -> None:
-        self.inbox = store if isinstance(store, Inbox) else Inbox(store)
+                 inbox_url: Optional[str] = None, clock: Optional[Callable[[], float]] = None,
+                 sleep: Optional[Callable[[float], None]] = None) -> None:
+        self._clock = clock or time.time
+        self._sleep = sleep or time.sleep
+        self.inbox = store if isinstance(store, Inbox) else Inbox(store, clock=self._clock)
         self.wait = float(wait)
         self.approval_timeout = float(approval_timeout)
         self.poll_interval = float(poll_interval)
@@ -138,7 +143,7 @@ class InboxProvider:
         is_run = request.capability_id.rsplit(":", 1)[-1] == RUN_APPROVAL
         # A command in an operator run: operate() returns requires_human rather than holding a thread
         in_operator = is_run and bool(dict(getattr(request, "identifiers", None) or {}).get("operator_action_id"))
-        now = time.time()
+        now = self._clock()
         run = None
         until = now + max(0.0, self.wait)
         entry_expiry = None
@@ -158,10 +163,10 @@ class InboxProvider:
             if entry["state"] not in ("pending", "approved", "denied") or entry.get("open_key") is None:
                 entry = self.inbox.submit(request, run=run, expires_at=entry_expiry)
                 continue
-            remaining = until - time.time()
+            remaining = until - self._clock()
             if remaining <= 0:
                 break
-            time.sleep(min(self.poll_interval, remaining))
+            self._sleep(min(self.poll_interval, remaining))
             entry = self.inbox.get(entry["id"])
         if in_operator:
             return None  # stays pending: operate() returns requires_human; resume_decided() sends the decision

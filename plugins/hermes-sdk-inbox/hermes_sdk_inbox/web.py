@@ -65,6 +65,7 @@ _LIST = """<h1>{{ heading }}</h1>
 <label>Id <input name="id" value="{{ identifier or '' }}" placeholder="resp_…, job id, session id, run_…, act_…"></label>
 <button type="submit">Filter</button></form>
 <p class="note" id="refresh-note">This list reloads itself every {{ refresh }} seconds.</p>
+{% if no_outcomes and entries|selectattr("run")|list %}<p class="note" id="no-outcomes">{{ no_outcomes }}</p>{% endif %}
 <p id="count"><b id="total">{{ total }}</b> {{ state if state != "all" else "" }} entr{{ "y" if total == 1 else "ies" }}{% if entries %}; showing {{ first }}&ndash;{{ last }}{% if state == "pending" %}, soonest to lapse first{% endif %}{% endif %}.
 {% if number > 1 %}<a id="prev-page" href="{{ url_for(bp + '.index', page=number - 1, **query) }}">Previous page</a>{% endif %}
 {% if last < total %}<a id="next-page" href="{{ url_for(bp + '.index', page=number + 1, **query) }}">Next page</a>{% endif %}</p>
@@ -116,6 +117,7 @@ on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
 {% if e.used %}<tr><th>Sent to Hermes</th><td id="used">{{ fmt(e.used.at) }}{% if e.run %}, to the run{% else %}, by action <code>{{ e.used.action_id }}</code>{% endif %}</td></tr>{% endif %}
 {% if outcome %}<tr><th>The run</th><td id="run-outcome" data-status="{{ outcome.status or '' }}">{{ describe(outcome) }}{% if outcome.checked_at %}
 <span class="note">(as Hermes reported it at {{ fmt(outcome.checked_at) }})</span>{% endif %}</td></tr>{% endif %}
+{% if e.run and no_outcomes and not outcome %}<tr><th>The run</th><td id="no-outcomes">{{ no_outcomes }}</td></tr>{% endif %}
 {% if e.closed_reason %}<tr><th>Closed</th><td>{{ e.closed_reason }}</td></tr>{% endif %}
 </table>
 {% if state == "pending" %}
@@ -134,6 +136,9 @@ on input hash <code>{{ e.decision.input_hash }}</code></td></tr>{% endif %}
 
 #: Seconds between the list's own reloads (a meta refresh: no script, which the page's CSP forbids).
 LIST_REFRESH_SECONDS = 5
+#: What a page without a Hermes client says where a run's outcome would be.
+NO_OUTCOMES = ("What became of the runs cannot be shown here: this inbox has no Hermes client. Serve it with "
+               "HERMES_BASE_URL and HERMES_API_KEY set (hermes-sdk-inbox), or give inbox_blueprint(hermes=client).")
 
 
 def _left(entry: dict[str, Any]) -> Optional[int]:
@@ -245,7 +250,8 @@ def inbox_blueprint(store: Union[str, ApprovalQueue, Inbox], *, authenticate: Au
         # Every text shown is visible(): an entry's command, reasons and ids, the operator's identity.
         ctx = {k: visible_value(v) for k, v in ctx.items()}
         body = render_template_string(body_template, bp=name, fmt=_fmt, left=_left, duration=_duration,
-                                      shown_ids=shown_ids, describe=describe, **ctx)
+                                      shown_ids=shown_ids, describe=describe,
+                                      no_outcomes=NO_OUTCOMES if hermes is None else "", **ctx)
         html = render_template_string(_BASE, body=body, bp=name, title=title, error=error, refresh=ctx.get("refresh"),
                                       identity=ctx.get("identity", ""), account=account() if account else "")
         return Response(html, status=status, mimetype="text/html")
