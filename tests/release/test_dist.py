@@ -105,6 +105,29 @@ def test_the_core_sdist_holds_the_tests_changelog_and_docs(dist: Path) -> None:
     assert {"CHANGELOG.md", "requirements/test.txt", "tox.ini", "docs/conf.py"} <= members
 
 
+@pytest.mark.parametrize("name", PROJECTS)
+def test_no_broker_or_build_litter_is_shipped(dist: Path, name: str) -> None:
+    # A Celery try-out's filesystem broker wrote examples/celery_app/control/*.exchange into the tree
+    # (and the release); queued messages are *.msg.
+    with tarfile.open(sdist(dist, name)) as archive:
+        members = archive.getnames()
+    with zipfile.ZipFile(wheel(dist, name)) as archive:
+        members += archive.namelist()
+    litter = [m for m in members if re.search(r"\.(exchange|msg)$|/control/|\.egg-info/|__pycache__", m)
+              and "/PKG-INFO" not in m]
+    assert litter == [], litter
+
+
+def test_the_checkout_tracks_no_broker_files() -> None:
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files", "*.exchange", "*.msg", "examples/celery_app/control"], cwd=ROOT,
+                             capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert tracked.stdout.split() == []
+
+
 @pytest.mark.parametrize("name", PLUGINS)
 def test_a_plugin_requires_the_released_core_minor_with_an_upper_bound(dist: Path, name: str) -> None:
     requires = [r for r in metadata(dist, name).get_all("Requires-Dist") or [] if re.match(r"hermes-sdk\b(?!-)", r)]
