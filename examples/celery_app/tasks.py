@@ -39,8 +39,11 @@ from hermes_sdk import HermesClient, HermesError, IdempotencyConflictError, Outc
 app = Celery("hermes_example", broker=os.environ.get("CELERY_BROKER_URL", "memory://"),
              backend=os.environ.get("CELERY_RESULT_BACKEND"))
 if os.environ.get("CELERY_BROKER_FOLDER"):  # the filesystem broker of the guide's try-out
-    _folder = os.environ["CELERY_BROKER_FOLDER"]
-    app.conf.broker_transport_options = {"data_folder_in": _folder, "data_folder_out": _folder}
+    _folder = os.path.abspath(os.environ["CELERY_BROKER_FOLDER"]).rstrip(os.sep)
+    # Its exchange tables go beside the queue folder ("<folder>-control"), not into kombu's default,
+    # ./control in the working directory (the user's tree).
+    app.conf.broker_transport_options = {"data_folder_in": _folder, "data_folder_out": _folder,
+                                         "control_folder": _folder + "-control"}
 
 _lock = threading.Lock()
 _client: Optional[HermesClient] = None

@@ -314,7 +314,7 @@ def approval_required_message(operation: str) -> str:
             f"approval=client.approval_request({operation!r}, input, reason=...).approve(approver=..., "
             "policy_decision_id=...), or build the client with HermesClient(approval_provider=...) (or install "
             "a plugin implementing hermes_approval_provider); from the shell, confirm at the prompt or pass "
-            "--yes to the `hermes-sdk` command. See the Approvals guide (docs/approvals.md)")
+            "--yes to the `hermes-sdk` command. See 'Approvals' in the hermes-sdk documentation")
 
 
 class DenyAll:

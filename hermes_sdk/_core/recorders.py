@@ -32,10 +32,10 @@ DOUBLES = ("vcr", "responses", "requests_mock", "hermes_sdk.testing.cassette")
 _MARK = "hermes_sdk_test_double"  # set on such an exception once told, before its frames are trimmed
 #: How often a run followed under a recording vcrpy cassette looks at its status (seconds).
 RECORDER_POLL = 0.5
-#: What to use instead (said by the refusal and by docs/testing.md).
+#: What to use instead (said by the refusal and by the testing guide), with the words to look up.
 INSTEAD = ("record runs that need an approval with hermes_sdk.testing's cassette (the hermes_cassette "
            "fixture, or hermes_sdk.testing.cassette.use_cassette), which hands the events over as they arrive: "
-           "docs/testing.md, 'Runs that wait for an approval'")
+           "see 'Runs that wait for an approval' in the hermes-sdk documentation's 'Testing your application'")
 
 
 def _of_double(module: object) -> bool:

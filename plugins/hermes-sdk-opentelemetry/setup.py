@@ -1,8 +1,14 @@
-"""The long description: README.md as an index page shows it (setup.cfg holds the rest of the metadata).
+"""The long description: README.md as a user who ran ``pip install`` reads it on an index page
+(setup.cfg holds the rest of the metadata).
 
-A package index cannot follow a link relative to the checkout (``docs/cli.md``, ``../../README.md``):
-each becomes its text, followed by the path in backticks when that file ships in this package's
-sdist. Identical in the five packages (tests/release/test_dist.py checks that it stays so).
+A README serves a checkout too, and two kinds of text in it are for the checkout only:
+
+* what stands between ``<!-- checkout -->`` and ``<!-- /checkout -->`` lines (the core's first two
+  commands, an editable install and tox; the pointer to the contributors' page) is left out;
+* a link relative to the checkout (``docs/cli.md``, ``../../README.md``) cannot be followed from an
+  index page: it becomes its text, the title of the page to look up.
+
+Identical in the five packages (tests/release/test_dist.py checks that it stays so).
 """
 
 import os
@@ -11,20 +17,15 @@ import re
 from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKOUT_ONLY = re.compile(r"^<!-- checkout -->\n.*?^<!-- /checkout -->\n", re.S | re.M)
 # [text](target) whose target has no scheme (http:, mailto:) and is not an anchor (#...).
 RELATIVE_LINK = re.compile(r"\[([^\]]+)\]\((?![A-Za-z][A-Za-z0-9+.-]*:|#)([^)\s]+)\)")
 
 
-def plain(match: "re.Match[str]") -> str:
-    text, target = match.groups()
-    path = os.path.normpath(os.path.join(HERE, target.split("#")[0]))
-    shipped = path.startswith(HERE + os.sep) and os.path.isfile(path)
-    return f"{text} (`{os.path.relpath(path, HERE)}`)" if shipped else text
-
-
 def index_readme() -> str:
     with open(os.path.join(HERE, "README.md"), encoding="utf-8") as readme:
-        return RELATIVE_LINK.sub(plain, readme.read())
+        text = CHECKOUT_ONLY.sub("", readme.read())
+    return RELATIVE_LINK.sub(r"\1", text)
 
 
 setup(long_description=index_readme())

@@ -88,7 +88,7 @@ def test_the_approval_required_text_names_every_way_to_approve() -> None:
 
     text = approval_required_message("response_delete")
     for fix in ("client.approval_request('response_delete', input", "approval_provider=", "--yes",
-                "docs/approvals.md", "nothing was sent"):
+                "'Approvals' in the hermes-sdk documentation", "nothing was sent"):
         assert fix in text
 
 

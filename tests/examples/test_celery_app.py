@@ -3,14 +3,18 @@ the task runs in this process, retries included, so every path is checked withou
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from examples_support import require
+from examples_support import EXAMPLES, require
 
 require("celery")
 
@@ -125,3 +129,24 @@ def test_a_worker_process_makes_its_client_after_the_fork(hermes_env: Any) -> No
     worker_process_init.send(sender=None)  # what the prefork pool sends in each child
     after = tasks.get_client()
     assert after is not before  # a new one, made in the (here: same) process after the hook
+
+
+def test_the_filesystem_broker_writes_only_under_its_folder(tmp_path: Path) -> None:
+    # kombu's filesystem broker keeps its exchange tables in ./control by default: the guide's worker
+    # and client, run from the user's tree, wrote control/*.exchange there (and into the release).
+    work, state = tmp_path / "work", tmp_path / "state"
+    work.mkdir()
+    (state / "queue").mkdir(parents=True)
+    env = {**os.environ, "CELERY_BROKER_URL": "filesystem://", "CELERY_BROKER_FOLDER": str(state / "queue"),
+           "PYTHONPATH": str(EXAMPLES / "celery_app")}
+    env.pop("CELERY_RESULT_BACKEND", None)
+    # An enqueue declares and binds the task queue, as the worker does at start: the exchange table is written.
+    done = subprocess.run([sys.executable, "-c", "import tasks; tasks.summarize_order.apply_async(('7', 'n'))"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list(work.iterdir()) == []
+    assert [p.name for p in (state / "queue").iterdir() if p.name.endswith(".msg")]  # the message is queued
+    from kombu.transport import filesystem
+
+    if hasattr(filesystem.Channel, "control_folder"):  # kombu 5.3 and later keep exchange tables
+        assert [p.name for p in (state / "queue-control").iterdir()] == ["celery.exchange"]

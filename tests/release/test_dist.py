@@ -71,13 +71,56 @@ def test_the_metadata_a_package_index_shows(dist: Path, name: str) -> None:
     assert "Typing :: Typed" in classifiers
     assert {f"Programming Language :: Python :: {v}" for v in PYTHONS} <= classifiers
     assert meta["Requires-Python"] == ">=3.9"
+    # No host is justified yet, so none is named; a relative path (docs/index.md) was a broken link.
     urls = meta.get_all("Project-URL") or []
-    assert any(u.startswith("Documentation, ") for u in urls), urls
+    assert all(re.fullmatch(r"[^,]+, https://[^/\s]+\.[^/\s]+/\S*", u) for u in urls), urls
     assert not any(re.search(r"pypi|pythonhosted", u, re.I) for u in urls), urls
     assert meta["Description-Content-Type"] == "text/markdown"
     description = meta.get_payload()
     assert description.startswith(f"# {name}"), description[:80]
+    assert_written_for_an_installed_user(description)
+
+
+def assert_written_for_an_installed_user(description: str) -> None:
+    """No link an index cannot follow, no editable install, tox or checkout path, no checkout-only block."""
     assert not RELATIVE_LINK.findall(description), RELATIVE_LINK.findall(description)
+    for checkout in (r"pip install[^\n]* -e\b", r"\.tox\b|\btox -e\b", r"docs/[\w/.-]*\.md", r"\.\./",
+                     r"<!-- /?checkout -->", r"plugins/hermes-sdk-"):
+        assert not re.search(checkout, description), (checkout, re.search(checkout, description))
+
+
+def long_description(name: str) -> str:
+    """What setup.py gives the index, from the source (no build)."""
+    import runpy
+
+    import setuptools
+
+    given: dict[str, str] = {}
+    real = setuptools.setup
+    setuptools.setup = lambda **kwargs: given.update(kwargs)  # type: ignore[assignment]
+    try:
+        runpy.run_path(str(PROJECTS[name] / "setup.py"))
+    finally:
+        setuptools.setup = real
+    return given["long_description"]
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_the_long_description_is_the_readme_for_an_installed_user(name: str) -> None:
+    pytest.importorskip("setuptools")
+    description = long_description(name)
+    assert description.startswith(f"# {name}\n"), description[:80]
+    assert_written_for_an_installed_user(description)
+
+
+def test_the_readme_still_starts_with_the_checkout_commands() -> None:
+    # CI and a fresh clone run the README's first two commands; the index leaves them out.
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"^<!-- checkout -->\n```sh\n(.*?)\n```\n", readme, re.S | re.M)
+    assert block is not None and readme.index("```") == block.start(1) - len("```sh\n")
+    first, second = block.group(1).splitlines()
+    assert first.startswith("python3 -m pip install -e . && python3 -m hermes_sdk demo")
+    assert second.startswith('python3 -m pip install "tox>=4" && python3 -m tox ')
 
 
 @pytest.mark.parametrize("name", PROJECTS)
@@ -103,6 +146,28 @@ def test_the_core_sdist_holds_the_tests_changelog_and_docs(dist: Path) -> None:
                   and p.suffix not in (".pyc", ".pyo")}
         assert source - members == set(), f"left out of the sdist: {sorted(source - members)[:10]}"
     assert {"CHANGELOG.md", "requirements/test.txt", "tox.ini", "docs/conf.py"} <= members
+
+
+@pytest.mark.parametrize("name", PROJECTS)
+def test_no_broker_or_build_litter_is_shipped(dist: Path, name: str) -> None:
+    # A Celery try-out's filesystem broker wrote examples/celery_app/control/*.exchange into the tree
+    # (and the release); queued messages are *.msg.
+    with tarfile.open(sdist(dist, name)) as archive:
+        members = archive.getnames()
+    with zipfile.ZipFile(wheel(dist, name)) as archive:
+        members += archive.namelist()
+    litter = [m for m in members if re.search(r"\.(exchange|msg|py[cod])$|/control/|__pycache__", m)]
+    assert litter == [], litter
+
+
+def test_the_checkout_tracks_no_broker_files() -> None:
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files", "*.exchange", "*.msg", "examples/celery_app/control"], cwd=ROOT,
+                             capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert tracked.stdout.split() == []
 
 
 @pytest.mark.parametrize("name", PLUGINS)
@@ -134,3 +199,35 @@ def test_one_release_version_everywhere() -> None:
     assert set(versions.values()) == {"0.2.0"}, versions
     for name in PLUGINS:
         assert "version = attr:" in (PROJECTS[name] / "setup.cfg").read_text(), name
+
+
+# A legacy application's own pins (tox -e plugins-oldest runs each plugin's suite on them).
+LEGACY_PINS = ["Flask==2.0.3", "Werkzeug==2.0.3", "SQLAlchemy==1.4.*"]
+
+
+def test_every_extra_resolves_from_the_built_files_on_a_legacy_applications_pins(dist: Path, tmp_path: Path) -> None:
+    # hermes-sdk[inbox] took Flask 2.0.3 to 3.1, [sql] SQLAlchemy 1.4 to 2.0: with the pins as
+    # constraints pip found no resolution. The five packages must come from the built files.
+    import json
+    import subprocess
+    import sys
+
+    lowest = (ROOT / "tests" / "install" / "constraints-lowest.txt").read_text()
+    constraints = tmp_path / "legacy-constraints.txt"
+    constraints.write_text(lowest + "\n".join(LEGACY_PINS) + "\n")
+    report = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("PIP_CONSTRAINT", "PIP_REQUIRE_VIRTUALENV")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report),
+         "--find-links", str(dist), "--only-binary", ":all:", "--python-version", "3.9", "-c", str(constraints),
+         "hermes-sdk[inbox,sql,redis,opentelemetry]"], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    chosen = {re.sub(r"[-_.]+", "-", item["metadata"]["name"]).lower(): item
+              for item in json.loads(report.read_text())["install"]}
+    for pin in LEGACY_PINS + lowest.split():
+        name, version = pin.split("==")
+        assert re.fullmatch(version.replace(".", r"\.").replace("*", ".*"),
+                            chosen[name.lower()]["metadata"]["version"]), (pin, chosen[name.lower()]["metadata"])
+    for name in PROJECTS:
+        assert chosen[name]["metadata"]["version"] == source_version(name)
+        assert chosen[name]["download_info"]["url"] == wheel(dist, name).resolve().as_uri(), chosen[name]

@@ -21,7 +21,7 @@ FINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 #: How long the page waits for Hermes' answer (seconds): a slow server must not hold the page.
 ASK_TIMEOUT = 3.0
 _scrubber = Redactor()
-NO_CLIENT = "not known to the inbox: it was not given a Hermes client (README: Serving it)"
+NO_CLIENT = "not known to the inbox: it was not given a Hermes client (hermes-sdk-inbox documentation: 'Serving it')"
 
 
 def run_outcome(inbox: Any, entry: dict[str, Any], client: Any) -> Optional[dict[str, Any]]:

@@ -12,7 +12,8 @@ from typing import Any
 
 DEV_WARNING = ("hermes-sdk-inbox: WARNING: serving with Werkzeug's development server, which is not for "
                "production. Install waitress (pip install 'hermes-sdk-inbox[production]') or mount "
-               "inbox_blueprint in your application's own WSGI server (README: Serving it).")
+               "inbox_blueprint in your application's own WSGI server (hermes-sdk-inbox documentation: "
+               "'Serving it').")
 
 
 class Served:

@@ -8,11 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from werkzeug.test import TestResponse
 
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
 VICTIM = "/scratch/victim"
+
+if not hasattr(TestResponse, "text"):
+    # Werkzeug 2.0 (Flask 2.0, a legacy application's pin) has no TestResponse.text; 2.1's is this.
+    TestResponse.text = property(lambda self: self.get_data(as_text=True))  # type: ignore[attr-defined]
 
 
 def pytest_configure(config: pytest.Config) -> None:

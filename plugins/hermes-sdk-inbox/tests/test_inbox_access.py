@@ -85,14 +85,20 @@ def _sign_in(web: Any, token: str = TOKEN) -> Any:
 
 
 def _cookie(web: Any) -> str:
-    cookie = web.get_cookie("hermes_inbox_auth")
+    if hasattr(web, "get_cookie"):
+        cookie = web.get_cookie("hermes_inbox_auth")
+    else:  # Werkzeug < 2.3 (Flask 2.0): the client's cookie jar
+        cookie = next((c for c in web.cookie_jar if c.name == "hermes_inbox_auth"), None)
     assert cookie is not None
     return str(cookie.value)
 
 
 def _with_cookie(app: Flask, value: str) -> Any:
     other = app.test_client()
-    other.set_cookie("hermes_inbox_auth", value)
+    if hasattr(other, "get_cookie"):
+        other.set_cookie("hermes_inbox_auth", value)
+    else:  # Werkzeug < 2.3 (Flask 2.0) takes the server name first
+        other.set_cookie("localhost", "hermes_inbox_auth", value)
     return other
 
 

@@ -36,6 +36,9 @@ class Telemetry:
         # The SDK honours the plugin's bucket advice from 1.30; older SDKs get the plugin's views.
         views = [] if _sdk_version() >= (1, 30) else metric_views()
         self.meter_provider = MeterProvider(metric_readers=[self.reader], views=views)
+        # Every point collected so far, the latest of each: the points are cumulative, and an SDK
+        # before 1.21 leaves a histogram with no new measurement out of the next collection.
+        self._points: dict[tuple[str, str, tuple[Any, ...]], dict[str, Any]] = {}
 
     def plugin(self, **options: Any) -> OpenTelemetryPlugin:
         return OpenTelemetryPlugin(self.tracer_provider, self.meter_provider, **options)
@@ -52,16 +55,15 @@ class Telemetry:
         """Every histogram point of the plugin's meter (``scope=None``: of every meter, the SDK's own
         self-monitoring included): name, unit, attributes, count, sum and bucket boundaries."""
         data = self.reader.get_metrics_data()
-        out: list[dict[str, Any]] = []
         for rm in data.resource_metrics if data is not None else ():
             for sm in rm.scope_metrics:
-                if scope is not None and sm.scope.name != scope:
-                    continue
                 for metric in sm.metrics:
                     for dp in metric.data.data_points:
-                        out.append({"name": metric.name, "unit": metric.unit, "attributes": dict(dp.attributes),
-                                    "count": dp.count, "sum": dp.sum, "bounds": list(dp.explicit_bounds)})
-        return out
+                        key = (sm.scope.name, metric.name, tuple(sorted(dp.attributes.items())))
+                        self._points[key] = {"name": metric.name, "unit": metric.unit,
+                                             "attributes": dict(dp.attributes), "count": dp.count,
+                                             "sum": dp.sum, "bounds": list(dp.explicit_bounds)}
+        return [p for key, p in self._points.items() if scope is None or key[0] == scope]
 
     def point(self, name: str, **attributes: Any) -> dict[str, Any]:
         found = [p for p in self.points() if p["name"] == name

@@ -58,8 +58,10 @@ def schema_table(metadata: sa.MetaData) -> sa.Table:
 def sqlalchemy_url(url: str) -> Optional[URL]:
     """The SQLAlchemy URL a store URL stands for, or None when this package does not claim it.
 
-    ``postgresql://`` and ``postgres://`` use psycopg 3; ``mysql://`` uses PyMySQL when mysqlclient
-    is not installed; ``sql+<any SQLAlchemy URL>`` (``sql+sqlite:///app.db``) is taken as given.
+    ``postgresql://`` and ``postgres://`` use psycopg 3 on SQLAlchemy 2 (psycopg2 when only that is
+    installed), psycopg2 on SQLAlchemy 1.4 (which has no psycopg 3 dialect); ``mysql://`` uses PyMySQL
+    when mysqlclient is not installed; ``sql+<any SQLAlchemy URL>`` (``sql+sqlite:///app.db``) is
+    taken as given.
     """
     text = url.strip()
     explicit = text.lower().startswith("sql+")
@@ -69,7 +71,7 @@ def sqlalchemy_url(url: str) -> Optional[URL]:
     if not explicit and scheme.split("+", 1)[0] not in ("postgresql", "postgres", "mysql"):
         return None
     if scheme in ("postgresql", "postgres"):
-        text = "postgresql+psycopg" + text[len(scheme):]
+        text = "postgresql+" + postgresql_driver() + text[len(scheme):]
     elif scheme == "mysql":
         # A probe, not an import: mysqlclient is the user's choice, never this package's dependency.
         if importlib.util.find_spec("MySQLdb") is None:
@@ -78,6 +80,16 @@ def sqlalchemy_url(url: str) -> Optional[URL]:
         return make_url(text)
     except Exception:
         return None
+
+
+def postgresql_driver() -> str:
+    """The DBAPI driver ``postgresql://`` means here: SQLAlchemy 1.4 knows only psycopg2 of the two,
+    and a legacy application on SQLAlchemy 2 may have only psycopg2 installed (probes, not imports)."""
+    if int(sa.__version__.split(".")[0]) < 2:
+        return "psycopg2"
+    if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+        return "psycopg2"
+    return "psycopg"
 
 
 def _sqlite_begin_immediate(engine: Engine, path: str) -> None:
@@ -134,6 +146,10 @@ def make_engine(url_or_engine: Union[str, URL, Engine], **engine_kwargs: Any) ->
         if parsed.database and parsed.database != ":memory:" and parsed.query.get("uri") not in ("true", "1"):
             sqlite_path = parsed.database
             private_sqlite_files(sqlite_path)
+            if int(sa.__version__.split(".")[0]) < 2:
+                # SQLAlchemy 1.4 opens a file database anew for every use (NullPool): pool it, as 2.0
+                # does, so the pragmas run once per connection and the WAL is not checkpointed away.
+                kwargs["poolclass"] = sa.pool.QueuePool
     kwargs.update(engine_kwargs)
     engine = sa.create_engine(parsed, **kwargs)
     if engine.dialect.name == "sqlite":

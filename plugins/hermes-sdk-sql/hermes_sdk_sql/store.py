@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar, Union
 
 import attrs
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Engine
+from sqlalchemy.engine import URL, Connection, Engine
 
 from hermes_sdk.plugin import COMPLETED, IdempotencyRecord, load_record
 from hermes_sdk.plugin import CorruptRecordError as CoreCorruptRecordError
@@ -132,7 +132,7 @@ class SQLStore:
         self.pruned = 0
 
     @contextlib.contextmanager
-    def _begin(self) -> Iterator[sa.Connection]:
+    def _begin(self) -> Iterator[Connection]:
         """A transaction that ends by the call's deadline, when there is one (the database's own
         timeouts: PostgreSQL here, SQLite's busy_timeout in the engine's begin hook)."""
         with self.engine.begin() as conn:
@@ -143,7 +143,7 @@ class SQLStore:
                                      " set_config('statement_timeout', :ms, true)"), {"ms": ms})
             yield conn
 
-    def _prune(self, conn: sa.Connection, now: float) -> None:
+    def _prune(self, conn: Connection, now: float) -> None:
         self._reserves += 1
         if self._reserves % self.PRUNE_EVERY:
             return

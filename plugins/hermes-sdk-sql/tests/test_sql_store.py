@@ -27,6 +27,7 @@ from hermes_sdk_sql import (
     sqlalchemy_url,
     store_from_url,
 )
+from hermes_sdk_sql.schema import postgresql_driver
 from hermes_sdk_sql.store import _slot
 
 from hermes_sdk import HermesClient, IdempotencyRecord, InvalidInputError, OutcomeUnknownError, PluginError
@@ -160,12 +161,21 @@ def test_the_schema_is_versioned(db_url: str) -> None:
 def test_urls_it_claims() -> None:
     for url in ("memory:", "sqlite:///x.db", "redis://127.0.0.1/0", "https://x"):
         assert store_from_url(url) is None and sqlalchemy_url(url) is None
-    assert sqlalchemy_url("postgresql://u@h:5/db").drivername == "postgresql+psycopg"
-    assert sqlalchemy_url("postgres://u@h/db").drivername == "postgresql+psycopg"
+    assert sqlalchemy_url("postgresql://u@h:5/db").drivername == "postgresql+" + postgresql_driver()
+    assert sqlalchemy_url("postgres://u@h/db").drivername == "postgresql+" + postgresql_driver()
     assert sqlalchemy_url("postgresql+psycopg://u@h/db").drivername == "postgresql+psycopg"
     assert sqlalchemy_url("mysql://u@h/db").drivername.startswith("mysql")
     assert sqlalchemy_url("sql+sqlite:////tmp/x.db").drivername == "sqlite"
     assert sqlalchemy_url("sql+mysql+pymysql://u@h/db").drivername == "mysql+pymysql"
+
+
+def test_postgresql_urls_name_a_dialect_the_installed_sqlalchemy_has() -> None:
+    # SQLAlchemy 1.4 (a legacy application's pin) has no psycopg 3 dialect: postgresql:// is psycopg2 there.
+    url = sqlalchemy_url("postgresql://u@h/db")
+    assert url is not None
+    url.get_dialect()  # NoSuchModuleError when the driver name is one this SQLAlchemy does not know
+    if int(sa.__version__.split(".")[0]) < 2:
+        assert url.drivername == "postgresql+psycopg2"
 
 
 def test_a_store_from_an_engine_or_sqlalchemy_url(tmp_path: Path) -> None:
