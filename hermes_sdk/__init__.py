@@ -262,10 +262,18 @@ _RENAMED = {"Response": "HermesResponse", "Session": "HermesSession", "Timeout":
             "CancelledError": "StreamCancelledError"}
 
 
+def _import(module_name: str) -> object:
+    if module_name.startswith("hermes_sdk._families."):  # under the family import lock: races no family load
+        from ._core.family_loading import import_module
+
+        return import_module(module_name)
+    return importlib.import_module(module_name)
+
+
 def __getattr__(name: str) -> object:
     module_name = _WHERE.get(name)
     if module_name is not None:
-        value = getattr(importlib.import_module(module_name), name)
+        value = getattr(_import(module_name), name)
         _compat.rehome({name: value}, (name,), __name__)
         globals()[name] = value  # imported once: later lookups do not come here
         return value

@@ -88,7 +88,7 @@ class Executor:
             if endpoint.id != endpoint_id:
                 raise InvalidInputError("capability id must use the normalised endpoint id",
                                         details={"field": "capability_id"})
-            spec = self.runtime.registry.spec(operation)
+            spec = self.runtime.registry.spec(operation, self.load_deadline(options))
             if spec.composite is not None:  # several calls under one capability (the operator)
                 key, clean = split_key(input, options.idempotency_key)
                 given = attrs.evolve(options, action_id=action_id, endpoint=endpoint.id, idempotency_key=key)
@@ -112,6 +112,18 @@ class Executor:
                 settled.output = convert.stream_result_to_json(stream_result)
             return settled
         return result
+
+    def load_deadline(self, options: CallOptions) -> Optional[float]:
+        """How long a call may wait for another thread's load of its family: its deadline (or its
+        context's), else now plus its total timeout; None when it has neither."""
+        ctx = options.context if options.context is not None else self.context
+        limit = deadline_epoch(options.deadline)
+        if limit is None and isinstance(ctx, ExecutionContext):
+            limit = ctx.deadline
+        total = effective(as_timeout(options.timeout), self.runtime.timeout).total
+        if total is not None and (limit is None or time.time() + total < limit):
+            limit = time.time() + total
+        return limit
 
     def build(self, spec: OperationSpec[T], endpoint: Endpoint, input: object, options: CallOptions) -> Call:
         """Validate everything the caller gave and build the Call; nothing is sent here."""

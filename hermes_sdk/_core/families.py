@@ -7,9 +7,7 @@ owns the resulting :class:`Registry`; nothing is registered process-wide.
 
 from __future__ import annotations
 
-import importlib
 import sys
-import threading
 from typing import (
     TYPE_CHECKING,
     Callable,
@@ -27,6 +25,7 @@ from typing import (
 import attrs
 
 from ..errors import PluginError
+from . import family_loading
 from ._deprecation import deprecated
 from .capabilities import Contract
 from .operations.spec import OperationSpec, check_spec
@@ -108,8 +107,7 @@ class LazyFamily:
 
     def load(self) -> "Family[object]":
         """Import the family and check it registers what was declared (a PluginError when not)."""
-        module, _, attr = self.target.partition(":")
-        family = getattr(importlib.import_module(module), attr)
+        family = family_loading.load(self.target)
         if not isinstance(family, Family) or family.name != self.name:
             raise PluginError(f"{self.target} is not the family {self.name!r}")
         if tuple(spec.name for spec in family.specs) != self.operations:
@@ -147,7 +145,6 @@ class Registry:
         #: Each family's per-client state by its factory, and by operation name (what ``admit`` is given).
         self._states: dict[Callable[[], object], object] = {}
         self._state_of_operation: dict[str, object] = {}
-        self._lock = threading.RLock()  # one load per family, whichever thread of the client asks first
         for family in families:
             if not isinstance(family, (Family, LazyFamily)):
                 raise PluginError(f"hermes_families returned {type(family).__name__}, not a hermes_sdk.plugin.Family")
@@ -178,8 +175,9 @@ class Registry:
             self._state_of_operation.update((spec.name, built) for spec in family.specs)
         self._loaded[family.name] = family
 
-    def _load(self, name: str) -> Family[object]:
-        with self._lock:
+    def _load(self, name: str, deadline: Optional[float] = None) -> Family[object]:
+        # Under the process-wide family import lock: one load at a time, in every client (see family_loading).
+        with family_loading.holding(f"the family {name!r}", deadline):
             family = self._loaded.get(name)
             if family is None:
                 family = self._pending[name].load()
@@ -229,11 +227,12 @@ class Registry:
         family = self._loaded.get(name)
         return family if family is not None else self._load(name)
 
-    def spec(self, operation: str) -> OperationSpec[object]:
-        """The spec of ``operation`` (KeyError when no family of this client has it)."""
+    def spec(self, operation: str, deadline: Optional[float] = None) -> OperationSpec[object]:
+        """The spec of ``operation`` (KeyError when no family of this client has it); a wait for
+        another thread's load of its family ends at ``deadline``."""
         spec = self._specs.get(operation)
         if spec is None:
-            self._load(self._family_of_operation[operation])
+            self._load(self._family_of_operation[operation], deadline)
             spec = self._specs[operation]
         return spec
 
