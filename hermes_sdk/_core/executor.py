@@ -25,6 +25,7 @@ from .call import Call
 from .capabilities import capability_id, parse_capability_id
 from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
+from .families import PluginExecutor
 from .models import ActionResult
 from .operations import OperationSpec
 from .operations.common import split_key
@@ -88,11 +89,13 @@ class Executor:
             if endpoint.id != endpoint_id:
                 raise InvalidInputError("capability id must use the normalised endpoint id",
                                         details={"field": "capability_id"})
-            spec = self.runtime.registry.spec(operation, self.load_deadline(options))
+            registry = self.runtime.registry
+            spec = registry.spec(operation, self.load_deadline(options))
             if spec.composite is not None:  # several calls under one capability (the operator)
                 key, clean = split_key(input, options.idempotency_key)
                 given = attrs.evolve(options, action_id=action_id, endpoint=endpoint.id, idempotency_key=key)
-                composite: ActionResult = spec.composite(CompositeContext(self, endpoint.id, clean, given))
+                calls = None if registry.builtin(registry.family_of_operation(operation)) else PluginExecutor(self)
+                composite: ActionResult = spec.composite(CompositeContext(self, endpoint.id, clean, given, calls))
                 return composite
             call = self.build(spec, endpoint, input, _with_action(options, action_id))
             server_features.require(self, call)

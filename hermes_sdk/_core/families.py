@@ -7,9 +7,13 @@ owns the resulting :class:`Registry`; nothing is registered process-wide.
 
 from __future__ import annotations
 
+import itertools
+import logging
 import sys
+import weakref
 from typing import (
     TYPE_CHECKING,
+    Any,
     Callable,
     Generic,
     Iterable,
@@ -35,6 +39,7 @@ from .redaction import register_route
 if TYPE_CHECKING:
     from .executor import Executor
 
+log = logging.getLogger("hermes_sdk")
 R = TypeVar("R")
 S = TypeVar("S")
 T = TypeVar("T")
@@ -54,6 +59,36 @@ class FamilyExecutor(Protocol):
         ...
 
 
+#: The executors behind the facades, by a number only the facade holds: what a plugin's resource is
+#: given has no attribute, referent or closure that leads to the client's endpoints (its API key).
+_executors: dict[int, "Executor"] = {}
+_numbers = itertools.count(1)
+_DEFAULT_OPTIONS = CallOptions()
+
+
+class PluginExecutor:
+    """The :class:`FamilyExecutor` a plugin family's resource and composite context are given:
+    ``request()`` and ``state()`` of one client, and nothing else (no endpoint, credential or runtime)."""
+
+    __slots__ = ("_number", "__weakref__")
+
+    def __init__(self, executor: "Executor") -> None:
+        number = self._number = next(_numbers)
+        _executors[number] = executor
+        weakref.finalize(self, _executors.pop, number, None)  # the executor is let go with the facade
+
+    def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = _DEFAULT_OPTIONS) -> T:
+        """Run one call of ``spec`` through every stage (see :class:`FamilyExecutor`)."""
+        return _executors[self._number].request(spec, data, options)
+
+    def state(self, kind: Callable[[], S]) -> S:
+        """This client's state of the family declared with ``Family(state=kind)``."""
+        return _executors[self._number].state(kind)
+
+    def __repr__(self) -> str:
+        return "<FamilyExecutor>"
+
+
 @attrs.frozen
 class Family(Generic[R_co]):
     """A family of operations: ``specs`` (invoke(), capabilities()) and a resource built once per client.
@@ -66,8 +101,8 @@ class Family(Generic[R_co]):
 
     name: str
     specs: tuple[OperationSpec[object], ...]
-    #: Takes the client's executor (a :class:`FamilyExecutor`: a resource written against that protocol fits).
-    resource: Optional[Callable[["Executor"], R_co]] = None
+    #: Takes a :class:`FamilyExecutor` (a plugin's family is given a :class:`PluginExecutor`).
+    resource: Optional[Callable[[Any], R_co]] = None
     #: ``"module:function"`` adding this family's ``hermes-sdk`` subcommands: ``function(subparsers,
     #: connection_parent, json_parent)``. Named, not imported, so the library never loads the CLI.
     commands: Optional[str] = None
@@ -120,6 +155,11 @@ class LazyFamily:
         return family if self.commands is None else attrs.evolve(family, commands=self.commands)
 
 
+def _again(error: PluginError) -> PluginError:
+    """A fresh copy of a kept error (raising one object again would grow its traceback)."""
+    return PluginError(error.message, details=dict(error.details))
+
+
 def _names(dotted: str, obj: object) -> bool:
     """Whether ``"module:NAME"`` is ``obj``, looked up only if the module is imported already (a
     class a caller holds was imported with its module; its ``__module__`` may be a public alias)."""
@@ -135,12 +175,19 @@ class Registry:
     resource or state asked for); what it declared stands in for it until then.
     """
 
-    def __init__(self, families: Iterable[Union[Family[object], LazyFamily]]) -> None:
+    def __init__(self, families: Iterable[Union[Family[object], LazyFamily]], *,
+                 owners: Optional[Mapping[str, str]] = None, builtin: Iterable[str] = ()) -> None:
+        #: The plugin that gave each family (what a failure to load it names), and the built-in ones.
+        self._owners = dict(owners or {})
+        self._builtin = frozenset(builtin)
+        #: Families whose module failed to import or check: left out of every listing.
+        self._broken: dict[str, PluginError] = {}
         self._loaded: dict[str, Family[object]] = {}
         self._pending: dict[str, LazyFamily] = {}
         self._order: list[str] = []
         self._family_of_operation: dict[str, str] = {}  # every operation, in registration order
         self._paths: list[str] = []
+        self._own_paths: list[str] = []  # the plugin families' paths (per client, see plugin_paths)
         self._specs: dict[str, OperationSpec[object]] = {}
         #: Each family's per-client state by its factory, and by operation name (what ``admit`` is given).
         self._states: dict[Callable[[], object], object] = {}
@@ -158,7 +205,10 @@ class Registry:
                 self._family_of_operation[name] = family.name
             for path in paths:
                 self._paths.append(path)
-                register_route(path)  # log text never shows this operation's ids either
+                if family.name in self._builtin:
+                    register_route(path)  # every log line and trace, in every client, scrubs the SDK's own ids
+                else:
+                    self._own_paths.append(path)  # this client's redactor scrubs them: not another client's
             self._order.append(family.name)
             if isinstance(family, LazyFamily):
                 self._pending[family.name] = family
@@ -180,26 +230,66 @@ class Registry:
         with family_loading.holding(f"the family {name!r}", deadline):
             family = self._loaded.get(name)
             if family is None:
-                family = self._pending[name].load()
+                if name in self._broken:
+                    raise _again(self._broken[name])
+                try:
+                    family = self._pending[name].load()
+                except Exception as exc:
+                    raise self._broke(name, exc) from exc
                 self._add(family)
                 del self._pending[name]
             return family
 
+    def _broke(self, name: str, exc: Exception) -> PluginError:
+        """A family that cannot be loaded: a PluginError naming its plugin, kept for this registry."""
+        owner = self.owner(name)
+        why = exc.message if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+        error = PluginError(f"plugin {owner!r}: its family {name!r} cannot be loaded: {why}",
+                            details={"plugin": owner, "family": name, "exception": type(exc).__name__})
+        self._broken[name] = error
+        log.warning("hermes_sdk %s; its operations are left out of capabilities() and invoke() fails with "
+                    "plugin_failed (fix or disable the plugin: HERMES_SDK_DISABLE_PLUGINS)", error.message)
+        return error
+
     def _load_all(self) -> None:
         for name in list(self._order):
-            self.family(name)
+            if name in self._broken:
+                continue
+            try:
+                self.family(name)
+            except PluginError:
+                if name not in self._broken:  # not a broken family (a wait for another thread's load ran out)
+                    raise
+
+    def owner(self, name: str) -> str:
+        """The name of the plugin that registered the family ``name``."""
+        return self._owners.get(name, "legacy" if name == "legacy" else "unknown")
+
+    def family_of_operation(self, operation: str) -> str:
+        """The name of the family that registered ``operation`` (KeyError when none)."""
+        return self._family_of_operation[operation]
+
+    def builtin(self, name: str) -> bool:
+        """Whether the family ``name`` is one of the SDK's own (its resource may hold the internal executor)."""
+        return name in self._builtin
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Families that failed to load, by name: why (each names its plugin)."""
+        return {name: error.message for name, error in self._broken.items()}
 
     @property
     def families(self) -> dict[str, Family[object]]:
-        """Every family, in registration order (imports those not loaded yet)."""
+        """Every family, in registration order (imports those not loaded yet; not those that fail to)."""
         self._load_all()
-        return {name: self._loaded[name] for name in self._order}
+        return {name: self._loaded[name] for name in self._order if name in self._loaded}
 
     @property
     def specs(self) -> dict[str, OperationSpec[object]]:
-        """Every operation's spec, in registration order (imports the families not loaded yet)."""
+        """Every operation's spec, in registration order (imports the families not loaded yet; a
+        family that fails to load is left out)."""
         self._load_all()
-        return {name: self._specs[name] for name in self._family_of_operation}
+        return {name: self._specs[name] for name in self._family_of_operation if name in self._specs}
 
     @property
     def states(self) -> dict[Callable[[], object], object]:
@@ -216,6 +306,12 @@ class Registry:
     def paths(self) -> tuple[str, ...]:
         """Every operation's path template, without importing a family."""
         return tuple(self._paths)
+
+    @property
+    def plugin_paths(self) -> tuple[str, ...]:
+        """The path templates of this registry's plugin families: routed and scrubbed by its client
+        only (the built-in families' are the SDK's own, scrubbed in every client)."""
+        return tuple(self._own_paths)
 
     @property
     def contracts(self) -> dict[str, Contract]:
@@ -257,8 +353,13 @@ class Registry:
                 return cast("Family[R]", family)  # its resource is ``resource``, which makes an R
         pending = list(self._pending.items())
         named = [n for n, lazy in pending if lazy.resource and _names(lazy.resource, resource)]
-        for name in named or [n for n, _ in pending]:
-            family = self._load(name)
+        for name in named or [n for n, _ in pending if n not in self._broken]:
+            try:
+                family = self._load(name)
+            except PluginError:
+                if named or name not in self._broken:  # its own family failed: say so
+                    raise
+                continue  # another plugin's broken family: not this resource's
             if family.resource is resource:
                 return cast("Family[R]", family)
         raise KeyError(resource)
