@@ -19,7 +19,6 @@ from .._core.config import ClientSettings, build_endpoints, build_runtime, max_a
 from .._core.deadline import TimeoutLike, as_timeout
 from .._core.endpoints import Deadline, Endpoint, ExecutionContext
 from .._core.executor import Executor
-from .._core.families import PluginExecutor
 from .._core.family_loading import load
 from .._core.idempotency import IdempotencyStore
 from .._core.models import ActionResult
@@ -116,13 +115,10 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         ``resource`` is the resource class a :class:`~hermes_sdk.plugin.Family` names; the built-in
         ones are also attributes (``client.runs``, ``client.sessions``, ``client.jobs``).
         """
-        registry = self._executor.runtime.registry
-        family = registry.family_of(resource)  # KeyError: no family of this client
+        family = self._executor.runtime.registry.family_of(resource)  # KeyError: no family of this client
         with self._lock:
             if family.name not in self._extra:
-                # A plugin's resource gets request() and state(), never the executor (its endpoints hold the key).
-                given = self._executor if registry.builtin(family.name) else PluginExecutor(self._executor)
-                self._extra[family.name] = resource(given)
+                self._extra[family.name] = resource(self._executor.given_to(family.name))
             return cast(R, self._extra[family.name])  # made by resource() above
 
     @property

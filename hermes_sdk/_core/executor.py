@@ -25,7 +25,7 @@ from .call import Call
 from .capabilities import capability_id, parse_capability_id
 from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
-from .families import PluginExecutor
+from .families import FamilyExecutor, PluginExecutor
 from .models import ActionResult
 from .operations import OperationSpec
 from .operations.common import split_key
@@ -68,6 +68,12 @@ class Executor:
         """This client's state of the family declared with ``Family(state=kind)``."""
         return self.runtime.registry.state(kind)
 
+    def given_to(self, family: str) -> FamilyExecutor:
+        """What the family ``family``'s resource (or composite) is given: this executor for a built-in
+        family, a :class:`PluginExecutor` (request() and state() only) for a plugin's, from which nothing
+        leads to the endpoints and their keys."""
+        return self if self.runtime.registry.builtin(family) else PluginExecutor(self)
+
     def _request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions) -> T:
         call = self.build(spec, self.endpoint(options.endpoint), data, options)
         server_features.require(self, call)
@@ -94,7 +100,7 @@ class Executor:
             if spec.composite is not None:  # several calls under one capability (the operator)
                 key, clean = split_key(input, options.idempotency_key)
                 given = attrs.evolve(options, action_id=action_id, endpoint=endpoint.id, idempotency_key=key)
-                calls = None if registry.builtin(registry.family_of_operation(operation)) else PluginExecutor(self)
+                calls = self.given_to(registry.family_of_operation(operation))
                 composite: ActionResult = spec.composite(CompositeContext(self, endpoint.id, clean, given, calls))
                 return composite
             call = self.build(spec, endpoint, input, _with_action(options, action_id))
