@@ -191,6 +191,7 @@ class Registry:
         self._specs: dict[str, OperationSpec[object]] = {}
         #: Each family's per-client state by its factory, and by operation name (what ``admit`` is given).
         self._states: dict[Callable[[], object], object] = {}
+        self._state_owners: dict[Callable[[], object], str] = {}  # which family declared each state
         self._state_of_operation: dict[str, object] = {}
         for family in families:
             if not isinstance(family, (Family, LazyFamily)):
@@ -219,9 +220,12 @@ class Registry:
         for spec in family.specs:
             self._specs[spec.name] = spec
         if family.state is not None:
-            if family.state in self._states:
+            # (again for the same family in a child forked mid-add: its state is kept, not refused)
+            if self._state_owners.setdefault(family.state, family.name) != family.name:
                 raise PluginError(f"family {family.name!r} declares the state of another family")
-            built = self._states[family.state] = family.state()
+            if family.state not in self._states:
+                self._states[family.state] = family.state()
+            built = self._states[family.state]
             self._state_of_operation.update((spec.name, built) for spec in family.specs)
         self._loaded[family.name] = family
 

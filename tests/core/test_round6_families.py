@@ -535,3 +535,26 @@ def test_a_default_clients_chat_redacts_no_hook_headers(hermes_emulator: HermesE
         client.chat(prompt="hi")
         monkeypatch.undo()
     assert work["headers"] == 1
+
+
+def test_a_family_added_again_keeps_its_state_and_another_cannot_take_it() -> None:
+    """A child forked while a parent thread was adding a loaded family adds it again: its state is
+    kept (not refused as another family's); a second family declaring that state is refused."""
+    from hermes_sdk import PluginError
+    from hermes_sdk._core.families import Family, Registry
+
+    class State:
+        pass
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        from toy_family import TOY_GET, TOY_RENAME
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+    family = Family("stateful", (TOY_GET,), state=State)
+    registry = Registry([family])
+    kept = registry.state(State)
+    registry._add(family)  # what the child's first use does after a fork between _add's steps
+    assert registry.state(State) is kept
+    with pytest.raises(PluginError, match="declares the state of another family"):
+        Registry([family, Family("thief", (TOY_RENAME,), state=State)])
