@@ -263,7 +263,8 @@ _RENAMED = {"Response": "HermesResponse", "Session": "HermesSession", "Timeout":
 
 
 def _import(module_name: str) -> object:
-    if module_name.startswith("hermes_sdk._families."):  # under the family import lock: races no family load
+    if module_name.startswith("hermes_sdk._families.") or module_name == "hermes_sdk.types":  # imports families:
+        # under the family import lock, so it races no other thread's family load
         from ._core.family_loading import import_module
 
         return import_module(module_name)
@@ -280,7 +281,7 @@ def __getattr__(name: str) -> object:
     if name in _LEFT_THE_TOP:
         _compat.deprecated(f"hermes_sdk.{name} is in hermes_sdk.types now (the top level keeps the client, its "
                            "configuration, errors and results)")
-        return getattr(importlib.import_module("hermes_sdk.types"), name)
+        return getattr(_import("hermes_sdk.types"), name)
     if name in _MOVED:
         from . import plugin
 

@@ -52,6 +52,8 @@ def first_calls(c):
         lambda: c.invoke(CAP + "session_get", {"session_id": "s1"}),
         lambda: c.invoke(CAP + "jobs_list", {}),
         lambda: c.capabilities(),
+        lambda: hermes_sdk.Run,  # a public name whose module is a family's, imported on first use
+        lambda: hermes_sdk.OperatorResult,
     ]
 
 
