@@ -264,17 +264,26 @@ _RENAMED = {"Response": "HermesResponse", "Session": "HermesSession", "Timeout":
             "CancelledError": "StreamCancelledError"}
 
 
+def _import(module_name: str) -> object:
+    if module_name.startswith("hermes_sdk._families.") or module_name == "hermes_sdk.types":  # imports families:
+        # under the family import lock, so it races no other thread's family load
+        from ._core.family_loading import import_module
+
+        return import_module(module_name)
+    return importlib.import_module(module_name)
+
+
 def __getattr__(name: str) -> object:
     module_name = _WHERE.get(name)
     if module_name is not None:
-        value = getattr(importlib.import_module(module_name), name)
+        value = getattr(_import(module_name), name)
         _compat.rehome({name: value}, (name,), __name__)
         globals()[name] = value  # imported once: later lookups do not come here
         return value
     if name in _LEFT_THE_TOP:
         _compat.deprecated(f"hermes_sdk.{name} is in hermes_sdk.types now (the top level keeps the client, its "
                            "configuration, errors and results)")
-        return getattr(importlib.import_module("hermes_sdk.types"), name)
+        return getattr(_import("hermes_sdk.types"), name)
     if name in _MOVED:
         from . import plugin
 

@@ -51,7 +51,7 @@ FAMILIES: tuple[LazyFamily, ...] = (
 )
 #: The built-in families, outside any client: what ``parse_capability_id`` and ``build_request`` know
 #: (registering them here also scrubs their ids from log lines before any client exists).
-_BUILTINS = Registry(FAMILIES)
+_BUILTINS = Registry(FAMILIES, owners={f.name: "hermes_sdk" for f in FAMILIES}, builtin=[f.name for f in FAMILIES])
 _NAMES = {"CHAT": "chat", "RESPONSES": "responses", "RUNS": "runs", "DISCOVERY": "discovery", "SESSIONS": "sessions",
           "JOBS": "jobs", "SERVER": "server", "OPERATOR": "operator"}
 

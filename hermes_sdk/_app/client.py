@@ -19,6 +19,7 @@ from .._core.config import ClientSettings, build_endpoints, build_runtime, max_a
 from .._core.deadline import TimeoutLike, as_timeout
 from .._core.endpoints import Deadline, Endpoint, ExecutionContext
 from .._core.executor import Executor
+from .._core.family_loading import load
 from .._core.idempotency import IdempotencyStore
 from .._core.models import ActionResult
 from .._core.options import CallOptions
@@ -117,7 +118,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         family = self._executor.runtime.registry.family_of(resource)  # KeyError: no family of this client
         with self._lock:
             if family.name not in self._extra:
-                self._extra[family.name] = resource(self._executor)
+                self._extra[family.name] = resource(self._executor.given_to(family.name))
             return cast(R, self._extra[family.name])  # made by resource() above
 
     @property
@@ -160,6 +161,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
             except Exception:
                 pass
         runtime.transport.close()
+        runtime.redactor.retire()  # its plugin families' routes, patterns and filters go with it
 
     def __repr__(self) -> str:
         return f"HermesClient(endpoints={list(self._executor.endpoints)!r})"
@@ -221,8 +223,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         An ``approval.request`` on the stream (Hermes 0.21+) goes to ``approval_provider`` (default: the
         client's) as it is read; the answer goes to ``/v1/runs/{completion id}/approval`` with its ``request_id``.
         """
-        from .._families.runs.stream_approvals import answer_approvals
-
+        answer_approvals = cast("Callable[..., ChatStream]",  # under the family import lock
+                                load("hermes_sdk._families.runs.stream_approvals:answer_approvals"))
         stream = self._chat().stream(
             prompt=prompt, query=query, messages=messages, model=model, session_id=session_id, session_key=session_key,
             idempotency_key=idempotency_key, max_events=max_events, keep_events=keep_events, endpoint=endpoint,

@@ -123,6 +123,14 @@ def _ms(start: float) -> float:
 
 BUILTINS = (("hermes_sdk.core", CorePlugin), ("hermes_sdk.logging", LoggingPlugin))
 _BUILTIN_TYPES = (CorePlugin, LoggingPlugin)
+#: Every built-in plugin class, the default families plugin too (loaded by name, it marks itself):
+#: none reads what hooks are given, so none makes a call build what only an outsider reads.
+_builtin_types: set[type] = set(_BUILTIN_TYPES)
+
+
+def mark_builtin(kind: type) -> None:
+    """Count plugins of class ``kind`` as built-in (the kernel loads the default plugin by name)."""
+    _builtin_types.add(kind)
 
 
 def _names(var: str) -> Optional[set[str]]:
@@ -387,19 +395,29 @@ def _check_names(name: str, plugin: object, known: set[str]) -> int:
 
 
 def plugin_name_for(pm: pluggy.PluginManager, exc: BaseException) -> str:
-    """Find which plugin's code raised, from the traceback (only on the failure path)."""
-    codes: dict[Optional[CodeType], str] = {}
+    """Find which plugin's code raised, from the traceback (only on the failure path).
+
+    By identity: code objects compare by value, so two plugins whose hooks read alike (the same
+    source in two packages) have equal ones; a frame is matched to the very code object of a hook,
+    and when several plugins share it (two instances of one class), to the one its ``self`` is.
+    """
+    codes: dict[int, list[tuple[object, str]]] = {}  # id(code) -> (plugin, name) of every hook using it
     for name, plugin in pm.list_name_plugin():
         if isinstance(plugin, _Companion):
-            codes.update((code, plugin.owner_name) for code in plugin.codes)
+            for code in plugin.codes:
+                codes.setdefault(id(code), []).append((plugin.owner, plugin.owner_name))
             continue
         for hook_caller in pm.get_hookcallers(plugin) or ():
             for impl in hook_caller.get_hookimpls():
                 if impl.plugin is plugin:
-                    codes[getattr(impl.function, "__code__", None)] = name
+                    codes.setdefault(id(getattr(impl.function, "__code__", None)), []).append((plugin, name))
     for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
-        if frame.f_code in codes:
-            return codes[frame.f_code]
+        owners = codes.get(id(frame.f_code))
+        if owners:
+            if len(owners) == 1:
+                return owners[0][1]
+            this = frame.f_locals.get("self")
+            return next((name for plugin, name in owners if plugin is this), owners[0][1])
     return "unknown"
 
 
@@ -513,7 +531,7 @@ def observed(pm: pluggy.PluginManager, hook: str) -> bool:
 
 def outsiders(pm: pluggy.PluginManager) -> bool:
     """Whether a plugin other than the built-ins is registered (someone may read what hooks are given)."""
-    return any(plugin is not None and type(_owner(plugin)) not in _BUILTIN_TYPES
+    return any(plugin is not None and type(_owner(plugin)) not in _builtin_types
                for _, plugin in pm.list_name_plugin())
 
 

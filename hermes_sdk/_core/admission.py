@@ -7,7 +7,7 @@ endpoint's credential or the internal call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Generic, Mapping, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, Optional, TypeVar
 
 import attrs
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .approval import ApprovalProvider
     from .endpoints import ExecutionContext
     from .executor import Executor
+    from .families import FamilyExecutor
     from .operations.spec import OperationSpec
     from .options import CallOptions
 
@@ -74,13 +75,14 @@ class AdmitContext(Generic[S]):
 class CompositeContext:
     """What a composite operation (``OperationSpec.composite``, the operator) is given by ``invoke()``:
     its endpoint, validated-later input (without the idempotency key) and options (the key and the
-    action id set), and typed calls through every stage, never the internal executor."""
+    action id set), and typed calls through every stage, never the internal executor (a plugin
+    family's composite gets a :class:`FamilyExecutor` facade; nothing it holds leads to the key)."""
 
     __slots__ = ("endpoint_id", "base_url", "tenant_id", "input", "options", "context", "approval_provider",
                  "store", "_executor")
 
     def __init__(self, executor: "Executor", endpoint_id: Optional[str], input: Mapping[str, object],
-                 options: "CallOptions") -> None:
+                 options: "CallOptions", calls: Optional["FamilyExecutor"] = None) -> None:
         endpoint = executor.endpoint(endpoint_id)
         runtime = executor.runtime
         self.endpoint_id = endpoint.id
@@ -93,7 +95,8 @@ class CompositeContext:
         self.approval_provider: Optional["ApprovalProvider"] = runtime.approval_provider
         #: The client's idempotency store, where a composite operation keeps its own durable state.
         self.store: IdempotencyStore = runtime.store
-        self._executor = executor
+        # A plugin's composite gets ``calls`` (request() and state() only): nothing here leads to the key.
+        self._executor: "FamilyExecutor" = calls if calls is not None else executor
 
     @property
     def records(self) -> RecordsView:
@@ -109,6 +112,6 @@ class CompositeContext:
         """The client's state of the family declared with ``Family(state=kind)``."""
         return self._executor.state(kind)
 
-    def resource(self, factory: Callable[["Executor"], R]) -> R:
+    def resource(self, factory: Callable[[Any], R]) -> R:
         """A resource built over this client's calls (as ``Family(resource=...)`` is), for this operation."""
         return factory(self._executor)

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union, cast
 import pluggy
 import requests
 
-from ..errors import InvalidInputError, PluginError
+from ..errors import HermesError, InvalidInputError, PluginError
 from ._constants import DEFAULT_ENDPOINT_ID
 from ._logging import configure_from_env
-from ._plugin_manager import Plugin, build_manager, call_pipeline
+from ._plugin_manager import Plugin, build_manager, call_pipeline, mark_builtin
 from .approval import ApprovalProvider
 from .deadline import TimeoutLike, as_timeout
 from .endpoints import Endpoint
@@ -140,7 +140,7 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Plugin], load
     store = resolve_store(pm, seen, idempotency_store)
     provider = approval_provider if approval_provider is not None else plugin_provider(pm, seen)
     runtime = Runtime(pm=pm, store=store, transport=transport, registry=registry,
-                      redactor=Redactor(filters=filters, patterns=redaction_patterns),
+                      redactor=Redactor(filters=filters, patterns=redaction_patterns, routes=registry.plugin_paths),
                       approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
                       strict_idempotency=strict_idempotency, key_retention=key_retention,
                       timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals))
@@ -152,21 +152,53 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Plugin], load
 BUILTIN_PLUGIN = "hermes_sdk._app.builtin:BuiltinFamilies"
 
 
+def builtin_class() -> type:
+    """The default plugin's class (loaded by name: the kernel imports no family)."""
+    module, _, name = BUILTIN_PLUGIN.partition(":")
+    found: type = getattr(importlib.import_module(module), name)
+    mark_builtin(found)  # no outsider: its hooks read nothing a call is given (see outsiders())
+    return found
+
+
 def builtin_plugin() -> object:
     """The default plugin object (its ``hermes_families`` hook gives the built-in families)."""
-    module, _, name = BUILTIN_PLUGIN.partition(":")
-    return getattr(importlib.import_module(module), name)()
+    return builtin_class()()
 
 
 def build_registry(pm: pluggy.PluginManager, client: ClientView) -> Registry:
-    """The client's families: the built-in plugin's, then every other plugin's, then deprecated registrations."""
+    """The client's families: the built-in plugin's, then every other plugin's, then deprecated registrations.
+
+    Each plugin's hook is called on its own, in pluggy's order, so every family is known by the
+    plugin that gave it (a family that fails to load names it); the built-in plugin's are trusted.
+    """
     if not pm.has_plugin(BUILTIN_PLUGIN):
         pm.register(builtin_plugin(), BUILTIN_PLUGIN)
+    builtin = builtin_class()
     families: list[Union[Family[object], LazyFamily]] = []
-    for group in pm.hook.hermes_families(client=client):
-        families.extend(group or ())
+    owners: dict[str, str] = {}
+    trusted: set[str] = set()
+    for impl in reversed(pm.hook.hermes_families.get_hookimpls()):  # pluggy's call order: tryfirst first
+        if impl.hookwrapper or getattr(impl, "wrapper", False):
+            raise PluginError(f"plugin {impl.plugin_name!r} implements 'hermes_families' as a wrapper; it takes "
+                              "plain implementations", details={"plugin": impl.plugin_name, "hook": "hermes_families"})
+        try:
+            group = cast("Optional[Iterable[Union[Family[object], LazyFamily]]]",
+                         impl.function(*[client for _ in impl.argnames]))  # as pluggy calls it
+        except HermesError:
+            raise
+        except Exception as exc:
+            raise PluginError(f"plugin {impl.plugin_name!r} failed in hermes_families: {type(exc).__name__}",
+                              details={"plugin": impl.plugin_name, "hook": "hermes_families",
+                                       "exception": type(exc).__name__}) from exc
+        for family in group or ():
+            families.append(family)
+            name = getattr(family, "name", None)
+            if isinstance(name, str):
+                owners.setdefault(name, impl.plugin_name)
+                if type(impl.plugin) is builtin:
+                    trusted.add(name)
     legacy = legacy_family()
-    return Registry([*families, *([legacy] if legacy is not None else [])])
+    return Registry([*families, *([legacy] if legacy is not None else [])], owners=owners, builtin=trusted)
 
 
 class ClientSettings:

@@ -25,6 +25,7 @@ from .call import Call
 from .capabilities import capability_id, parse_capability_id
 from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
+from .families import FamilyExecutor, PluginExecutor
 from .models import ActionResult
 from .operations import OperationSpec
 from .operations.common import split_key
@@ -67,6 +68,12 @@ class Executor:
         """This client's state of the family declared with ``Family(state=kind)``."""
         return self.runtime.registry.state(kind)
 
+    def given_to(self, family: str) -> FamilyExecutor:
+        """What the family ``family``'s resource (or composite) is given: this executor for a built-in
+        family, a :class:`PluginExecutor` (request() and state() only) for a plugin's, from which nothing
+        leads to the endpoints and their keys."""
+        return self if self.runtime.registry.builtin(family) else PluginExecutor(self)
+
     def _request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions) -> T:
         call = self.build(spec, self.endpoint(options.endpoint), data, options)
         server_features.require(self, call)
@@ -88,11 +95,13 @@ class Executor:
             if endpoint.id != endpoint_id:
                 raise InvalidInputError("capability id must use the normalised endpoint id",
                                         details={"field": "capability_id"})
-            spec = self.runtime.registry.spec(operation)
+            registry = self.runtime.registry
+            spec = registry.spec(operation, self.load_deadline(options))
             if spec.composite is not None:  # several calls under one capability (the operator)
                 key, clean = split_key(input, options.idempotency_key)
                 given = attrs.evolve(options, action_id=action_id, endpoint=endpoint.id, idempotency_key=key)
-                composite: ActionResult = spec.composite(CompositeContext(self, endpoint.id, clean, given))
+                calls = self.given_to(registry.family_of_operation(operation))
+                composite: ActionResult = spec.composite(CompositeContext(self, endpoint.id, clean, given, calls))
                 return composite
             call = self.build(spec, endpoint, input, _with_action(options, action_id))
             server_features.require(self, call)
@@ -112,6 +121,18 @@ class Executor:
                 settled.output = convert.stream_result_to_json(stream_result)
             return settled
         return result
+
+    def load_deadline(self, options: CallOptions) -> Optional[float]:
+        """How long a call may wait for another thread's load of its family: its deadline (or its
+        context's), else now plus its total timeout; None when it has neither."""
+        ctx = options.context if options.context is not None else self.context
+        limit = deadline_epoch(options.deadline)
+        if limit is None and isinstance(ctx, ExecutionContext):
+            limit = ctx.deadline
+        total = effective(as_timeout(options.timeout), self.runtime.timeout).total
+        if total is not None and (limit is None or time.time() + total < limit):
+            limit = time.time() + total
+        return limit
 
     def build(self, spec: OperationSpec[T], endpoint: Endpoint, input: object, options: CallOptions) -> Call:
         """Validate everything the caller gave and build the Call; nothing is sent here."""

@@ -7,11 +7,13 @@ owns the resulting :class:`Registry`; nothing is registered process-wide.
 
 from __future__ import annotations
 
-import importlib
+import itertools
+import logging
 import sys
-import threading
+import weakref
 from typing import (
     TYPE_CHECKING,
+    Any,
     Callable,
     Generic,
     Iterable,
@@ -27,6 +29,7 @@ from typing import (
 import attrs
 
 from ..errors import PluginError
+from . import family_loading
 from ._deprecation import deprecated
 from .capabilities import Contract
 from .operations.spec import OperationSpec, check_spec
@@ -36,6 +39,7 @@ from .redaction import register_route
 if TYPE_CHECKING:
     from .executor import Executor
 
+log = logging.getLogger("hermes_sdk")
 R = TypeVar("R")
 S = TypeVar("S")
 T = TypeVar("T")
@@ -55,6 +59,36 @@ class FamilyExecutor(Protocol):
         ...
 
 
+#: The executors behind the facades, by a number only the facade holds: what a plugin's resource is
+#: given has no attribute, referent or closure that leads to the client's endpoints (its API key).
+_executors: dict[int, "Executor"] = {}
+_numbers = itertools.count(1)
+_DEFAULT_OPTIONS = CallOptions()
+
+
+class PluginExecutor:
+    """The :class:`FamilyExecutor` a plugin family's resource and composite context are given:
+    ``request()`` and ``state()`` of one client, and nothing else (no endpoint, credential or runtime)."""
+
+    __slots__ = ("_number", "__weakref__")
+
+    def __init__(self, executor: "Executor") -> None:
+        number = self._number = next(_numbers)
+        _executors[number] = executor
+        weakref.finalize(self, _executors.pop, number, None)  # the executor is let go with the facade
+
+    def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = _DEFAULT_OPTIONS) -> T:
+        """Run one call of ``spec`` through every stage (see :class:`FamilyExecutor`)."""
+        return _executors[self._number].request(spec, data, options)
+
+    def state(self, kind: Callable[[], S]) -> S:
+        """This client's state of the family declared with ``Family(state=kind)``."""
+        return _executors[self._number].state(kind)
+
+    def __repr__(self) -> str:
+        return "<FamilyExecutor>"
+
+
 @attrs.frozen
 class Family(Generic[R_co]):
     """A family of operations: ``specs`` (invoke(), capabilities()) and a resource built once per client.
@@ -67,8 +101,8 @@ class Family(Generic[R_co]):
 
     name: str
     specs: tuple[OperationSpec[object], ...]
-    #: Takes the client's executor (a :class:`FamilyExecutor`: a resource written against that protocol fits).
-    resource: Optional[Callable[["Executor"], R_co]] = None
+    #: Takes a :class:`FamilyExecutor` (a plugin's family is given a :class:`PluginExecutor`).
+    resource: Optional[Callable[[Any], R_co]] = None
     #: ``"module:function"`` adding this family's ``hermes-sdk`` subcommands: ``function(subparsers,
     #: connection_parent, json_parent)``. Named, not imported, so the library never loads the CLI.
     commands: Optional[str] = None
@@ -108,8 +142,7 @@ class LazyFamily:
 
     def load(self) -> "Family[object]":
         """Import the family and check it registers what was declared (a PluginError when not)."""
-        module, _, attr = self.target.partition(":")
-        family = getattr(importlib.import_module(module), attr)
+        family = family_loading.load(self.target)
         if not isinstance(family, Family) or family.name != self.name:
             raise PluginError(f"{self.target} is not the family {self.name!r}")
         if tuple(spec.name for spec in family.specs) != self.operations:
@@ -120,6 +153,11 @@ class LazyFamily:
         if self.resource is not None and not _names(self.resource, family.resource):
             raise PluginError(f"family {self.name!r}: its resource is not {self.resource}")
         return family if self.commands is None else attrs.evolve(family, commands=self.commands)
+
+
+def _again(error: PluginError) -> PluginError:
+    """A fresh copy of a kept error (raising one object again would grow its traceback)."""
+    return PluginError(error.message, details=dict(error.details))
 
 
 def _names(dotted: str, obj: object) -> bool:
@@ -137,17 +175,24 @@ class Registry:
     resource or state asked for); what it declared stands in for it until then.
     """
 
-    def __init__(self, families: Iterable[Union[Family[object], LazyFamily]]) -> None:
+    def __init__(self, families: Iterable[Union[Family[object], LazyFamily]], *,
+                 owners: Optional[Mapping[str, str]] = None, builtin: Iterable[str] = ()) -> None:
+        #: The plugin that gave each family (what a failure to load it names), and the built-in ones.
+        self._owners = dict(owners or {})
+        self._builtin = frozenset(builtin)
+        #: Families whose module failed to import or check: left out of every listing.
+        self._broken: dict[str, PluginError] = {}
         self._loaded: dict[str, Family[object]] = {}
         self._pending: dict[str, LazyFamily] = {}
         self._order: list[str] = []
         self._family_of_operation: dict[str, str] = {}  # every operation, in registration order
         self._paths: list[str] = []
+        self._own_paths: list[str] = []  # the plugin families' paths (per client, see plugin_paths)
         self._specs: dict[str, OperationSpec[object]] = {}
         #: Each family's per-client state by its factory, and by operation name (what ``admit`` is given).
         self._states: dict[Callable[[], object], object] = {}
+        self._state_owners: dict[Callable[[], object], str] = {}  # which family declared each state
         self._state_of_operation: dict[str, object] = {}
-        self._lock = threading.RLock()  # one load per family, whichever thread of the client asks first
         for family in families:
             if not isinstance(family, (Family, LazyFamily)):
                 raise PluginError(f"hermes_families returned {type(family).__name__}, not a hermes_sdk.plugin.Family")
@@ -161,7 +206,10 @@ class Registry:
                 self._family_of_operation[name] = family.name
             for path in paths:
                 self._paths.append(path)
-                register_route(path)  # log text never shows this operation's ids either
+                if family.name in self._builtin:
+                    register_route(path)  # every log line and trace, in every client, scrubs the SDK's own ids
+                else:
+                    self._own_paths.append(path)  # this client's redactor scrubs them: not another client's
             self._order.append(family.name)
             if isinstance(family, LazyFamily):
                 self._pending[family.name] = family
@@ -172,36 +220,80 @@ class Registry:
         for spec in family.specs:
             self._specs[spec.name] = spec
         if family.state is not None:
-            if family.state in self._states:
+            # (again for the same family in a child forked mid-add: its state is kept, not refused)
+            if self._state_owners.setdefault(family.state, family.name) != family.name:
                 raise PluginError(f"family {family.name!r} declares the state of another family")
-            built = self._states[family.state] = family.state()
+            if family.state not in self._states:
+                self._states[family.state] = family.state()
+            built = self._states[family.state]
             self._state_of_operation.update((spec.name, built) for spec in family.specs)
         self._loaded[family.name] = family
 
-    def _load(self, name: str) -> Family[object]:
-        with self._lock:
+    def _load(self, name: str, deadline: Optional[float] = None) -> Family[object]:
+        # Under the process-wide family import lock: one load at a time, in every client (see family_loading).
+        with family_loading.holding(f"the family {name!r}", deadline):
             family = self._loaded.get(name)
             if family is None:
-                family = self._pending[name].load()
+                if name in self._broken:
+                    raise _again(self._broken[name])
+                try:
+                    family = self._pending[name].load()
+                except Exception as exc:
+                    raise self._broke(name, exc) from exc
                 self._add(family)
                 del self._pending[name]
             return family
 
+    def _broke(self, name: str, exc: Exception) -> PluginError:
+        """A family that cannot be loaded: a PluginError naming its plugin, kept for this registry."""
+        owner = self.owner(name)
+        why = exc.message if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
+        error = PluginError(f"plugin {owner!r}: its family {name!r} cannot be loaded: {why}",
+                            details={"plugin": owner, "family": name, "exception": type(exc).__name__})
+        self._broken[name] = error
+        log.warning("hermes_sdk %s; its operations are left out of capabilities() and invoke() fails with "
+                    "plugin_failed (fix or disable the plugin: HERMES_SDK_DISABLE_PLUGINS)", error.message)
+        return error
+
     def _load_all(self) -> None:
         for name in list(self._order):
-            self.family(name)
+            if name in self._broken:
+                continue
+            try:
+                self.family(name)
+            except PluginError:
+                if name not in self._broken:  # not a broken family (a wait for another thread's load ran out)
+                    raise
+
+    def owner(self, name: str) -> str:
+        """The name of the plugin that registered the family ``name``."""
+        return self._owners.get(name, "legacy" if name == "legacy" else "unknown")
+
+    def family_of_operation(self, operation: str) -> str:
+        """The name of the family that registered ``operation`` (KeyError when none)."""
+        return self._family_of_operation[operation]
+
+    def builtin(self, name: str) -> bool:
+        """Whether the family ``name`` is one of the SDK's own (its resource may hold the internal executor)."""
+        return name in self._builtin
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """Families that failed to load, by name: why (each names its plugin)."""
+        return {name: error.message for name, error in self._broken.items()}
 
     @property
     def families(self) -> dict[str, Family[object]]:
-        """Every family, in registration order (imports those not loaded yet)."""
+        """Every family, in registration order (imports those not loaded yet; not those that fail to)."""
         self._load_all()
-        return {name: self._loaded[name] for name in self._order}
+        return {name: self._loaded[name] for name in self._order if name in self._loaded}
 
     @property
     def specs(self) -> dict[str, OperationSpec[object]]:
-        """Every operation's spec, in registration order (imports the families not loaded yet)."""
+        """Every operation's spec, in registration order (imports the families not loaded yet; a
+        family that fails to load is left out)."""
         self._load_all()
-        return {name: self._specs[name] for name in self._family_of_operation}
+        return {name: self._specs[name] for name in self._family_of_operation if name in self._specs}
 
     @property
     def states(self) -> dict[Callable[[], object], object]:
@@ -220,6 +312,12 @@ class Registry:
         return tuple(self._paths)
 
     @property
+    def plugin_paths(self) -> tuple[str, ...]:
+        """The path templates of this registry's plugin families: routed and scrubbed by its client
+        only (the built-in families' are the SDK's own, scrubbed in every client)."""
+        return tuple(self._own_paths)
+
+    @property
     def contracts(self) -> dict[str, Contract]:
         """Every operation's published contract, in registration order."""
         return {name: spec.contract for name, spec in self.specs.items()}
@@ -229,11 +327,12 @@ class Registry:
         family = self._loaded.get(name)
         return family if family is not None else self._load(name)
 
-    def spec(self, operation: str) -> OperationSpec[object]:
-        """The spec of ``operation`` (KeyError when no family of this client has it)."""
+    def spec(self, operation: str, deadline: Optional[float] = None) -> OperationSpec[object]:
+        """The spec of ``operation`` (KeyError when no family of this client has it); a wait for
+        another thread's load of its family ends at ``deadline``."""
         spec = self._specs.get(operation)
         if spec is None:
-            self._load(self._family_of_operation[operation])
+            self._load(self._family_of_operation[operation], deadline)
             spec = self._specs[operation]
         return spec
 
@@ -258,8 +357,13 @@ class Registry:
                 return cast("Family[R]", family)  # its resource is ``resource``, which makes an R
         pending = list(self._pending.items())
         named = [n for n, lazy in pending if lazy.resource and _names(lazy.resource, resource)]
-        for name in named or [n for n, _ in pending]:
-            family = self._load(name)
+        for name in named or [n for n, _ in pending if n not in self._broken]:
+            try:
+                family = self._load(name)
+            except PluginError:
+                if named or name not in self._broken:  # its own family failed: say so
+                    raise
+                continue  # another plugin's broken family: not this resource's
             if family.resource is resource:
                 return cast("Family[R]", family)
         raise KeyError(resource)

@@ -89,8 +89,9 @@ _route_ids: Optional[tuple[Optional[Pattern[str]]]] = None  # the pattern derive
 
 
 def register_route(path: str) -> None:
-    """An operation's path template (``/api/sessions/{session_id}/chat``): the text before each of
-    its parameters marks an id that log text never shows. Called when an operation is registered."""
+    """A built-in operation's path template (``/api/sessions/{session_id}/chat``): the text before
+    each of its parameters marks an id that log text never shows, in every client. A plugin family's
+    templates are its client's own (``Redactor(routes=...)``)."""
     global _route_ids
     if "{" in path and path not in _route_paths:
         _route_paths.add(path)
@@ -105,13 +106,17 @@ def route_ids() -> Optional[Pattern[str]]:
     cached = _route_ids
     if cached is not None:
         return cached[0]
-    prefixes = {static for path in list(_route_paths) for static in re.split(r"\{[^}]*\}", path)[:-1]
-                if static.strip("/")}
-    pattern = re.compile("(" + "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True)) + ")"
-                         + _ID_SEGMENT) if prefixes else None
+    pattern = _route_pattern(list(_route_paths))
     _route_ids = (pattern,)
     _scrubbed.clear()
     return pattern
+
+
+def _route_pattern(paths: Iterable[str]) -> Optional[Pattern[str]]:
+    """One pattern whose group 1 is the static text before an id of any of ``paths`` (None: no id)."""
+    prefixes = {static for path in paths for static in re.split(r"\{[^}]*\}", path)[:-1] if static.strip("/")}
+    return re.compile("(" + "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True)) + ")"
+                      + _ID_SEGMENT) if prefixes else None
 
 
 def register_secret(value: Optional[str]) -> None:
@@ -263,12 +268,15 @@ class Redactor:
     """
 
     def __init__(self, filters: Iterable[FilterFn] = (), patterns: Iterable[str] = (),
-                 allowed_keys: Iterable[str] = ()) -> None:
+                 allowed_keys: Iterable[str] = (), routes: Iterable[str] = ()) -> None:
         self.filters = tuple(filters)
+        # The client's plugin families' path templates: their ids are scrubbed from what this client
+        # logs and traces (never from a command an approver is shown), not from another client's.
+        self.routes = _route_pattern(p for p in routes if p not in _route_paths)
         self.extra_patterns = tuple(re.compile(p) for p in patterns)
         self.patterns = DEFAULT_PATTERNS + self.extra_patterns
         self.allowed = ALLOWED_KEYS | frozenset(allowed_keys)
-        if self.filters or self.extra_patterns:
+        if self.filters or self.extra_patterns or self.routes is not None:
             # The process-wide log filter applies these too, for as long as this redactor lives.
             with _live_lock:
                 _live.add(self)
@@ -277,15 +285,21 @@ class Redactor:
         """A copy that also shows the string values of ``keys`` (same filters and patterns)."""
         copy = object.__new__(Redactor)
         copy.filters, copy.extra_patterns, copy.patterns = self.filters, self.extra_patterns, self.patterns
+        copy.routes = self.routes
         copy.allowed = self.allowed | frozenset(keys)
         return copy
 
     def text(self, value: str, key: Optional[str] = None) -> str:
         """Scrub a string that is allowed to be shown (a failing plugin filter redacts it all)."""
         value = scrub(value)
-        if not self.extra_patterns and not self.filters:
+        if not self.extra_patterns and not self.filters and self.routes is None:
             return value
         return self.extra(value, key)
+
+    def retire(self) -> None:
+        """Its client closed: the process-wide log filter no longer applies its patterns, filters and routes."""
+        with _live_lock:
+            _live.discard(self)
 
     def command(self, value: str) -> str:
         """A command as shown to an approver: secrets' values replaced, every other byte kept
@@ -328,6 +342,8 @@ class Redactor:
     def extra(self, value: str, key: Optional[str] = None, patterns: bool = True) -> str:
         """Apply only this redactor's own configured patterns and plugin filters."""
         if patterns:
+            if self.routes is not None:
+                value = _sub(self.routes, value)
             for pattern in self.extra_patterns:
                 value = _sub(pattern, value)
         for fn in self.filters:

@@ -4,7 +4,7 @@ Responses model calls, and the typed methods' keyword rules (unknown keywords, `
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import sys
 from typing import Any, Callable, Mapping, Optional
 
@@ -12,6 +12,7 @@ import attrs
 
 from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_SAFE_INTEGER
 from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
+from hermes_sdk._core.family_loading import import_module as import_module  # family modules, under one lock
 from hermes_sdk._core.operations.common import (
     check_message,
     check_numbers,
@@ -123,7 +124,7 @@ def lazy_exports(package: str, where: Mapping[str, str]) -> Callable[[str], obje
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
+        value = getattr(import_module(importlib.util.resolve_name(module, package)), name)  # under the family lock
         setattr(sys.modules[package], name, value)  # asked again, it is a plain attribute
         return value
 

@@ -49,6 +49,8 @@ FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
                                          "model-calling operation (runs and session chat too)",
         "hermes_sdk._core.operations.keywords": "CALL_KEYWORDS, close_match: the unknown-keyword hint, which the "
                                                 "CLI's close-match shares",
+        "hermes_sdk._core.family_loading": "import_module: a family module imported on first use goes under the "
+                                           "process-wide family import lock (issue 38 item 5)",
     },
     f"{FAMILIES}.sessions.types": {
         "hermes_sdk._core.convert": "one/read/shape/json_object/NO_CONTEXT: the cattrs decoders every built-in "

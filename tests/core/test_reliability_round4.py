@@ -163,13 +163,20 @@ def test_every_id_bearing_route_is_scrubbed_from_log_text() -> None:
 def test_a_route_registered_later_is_scrubbed_too() -> None:
     import attrs
 
-    from hermes_sdk._core.families import Family, Registry
-    from hermes_sdk._core.redaction import scrub
+    from hermes_sdk._core.families import Family
+    from hermes_sdk.plugin import hookimpl
 
     spec = attrs.evolve(SPECS["job_get"], contract=attrs.evolve(SPECS["job_get"].contract, operation="widget_get",
                                                                  path="/api/widgets/{widget_id}"))
-    Registry([Family("widgets", (spec,))])  # a client whose plugin adds the family builds this registry
-    assert CANARY not in scrub(f"GET /api/widgets/{CANARY} HTTP/1.1")
+
+    class Widgets:
+        @hookimpl
+        def hermes_families(self, client: object) -> tuple[Family[object]]:
+            return (Family("widgets", (spec,)),)
+
+    # The family's client scrubs its ids (issue 38 item 9: its client's, not the process's).
+    with HermesClient("http://127.0.0.1:9", "k-widgets", plugins=[Widgets()], load_entrypoints=False) as client:
+        assert CANARY not in client.redactor.text(f"GET /api/widgets/{CANARY} HTTP/1.1")
 
 
 def test_urllib3_debug_lines_carry_no_id_of_any_family(caplog: pytest.LogCaptureFixture) -> None:

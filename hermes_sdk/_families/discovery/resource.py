@@ -6,10 +6,15 @@ from typing import TYPE_CHECKING, Optional
 
 from hermes_sdk._core.deadline import TimeoutLike
 from hermes_sdk._core.endpoints import Deadline, ExecutionContext
+from hermes_sdk._families._shared import import_module
 from hermes_sdk.plugin import CallOptions, FamilyExecutor
 
 if TYPE_CHECKING:
     from .types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
+
+
+def _operations() -> None:
+    import_module("hermes_sdk._families.discovery.operations")  # then a bare import of it finds it loaded
 
 
 class DiscoveryMethods:
@@ -24,7 +29,8 @@ class DiscoveryMethods:
                timeout: TimeoutLike = None) -> Health:
         """``GET /health``: Hermes serves it without authentication, so a client without an API key
         may call it (a readiness probe); a client with one sends it, as on every route."""
-        from .operations import HEALTH  # imported by the family's first call
+        _operations()
+        from .operations import HEALTH  # imported by the family's first call, under the family import lock
 
         return self._executor.request(HEALTH, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
@@ -33,7 +39,8 @@ class DiscoveryMethods:
                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> list[ModelInfo]:
         """``GET /v1/models``."""
-        from .operations import MODELS
+        _operations()
+        from .operations import MODELS  # imported by the family's first call, under the family import lock
 
         return self._executor.request(MODELS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
@@ -42,7 +49,8 @@ class DiscoveryMethods:
                             context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                             timeout: TimeoutLike = None) -> ServerCapabilities:
         """``GET /v1/capabilities``: Hermes' static feature flags (not the SDK's ``capabilities()``)."""
-        from .operations import SERVER_CAPABILITIES
+        _operations()
+        from .operations import SERVER_CAPABILITIES  # imported by the family's first call, under the family import lock
 
         return self._executor.request(SERVER_CAPABILITIES, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
@@ -51,7 +59,8 @@ class DiscoveryMethods:
                  context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                  timeout: TimeoutLike = None) -> list[Toolset]:
         """``GET /v1/toolsets``: which toolsets the API server offers (``enabled``)."""
-        from .operations import TOOLSETS
+        _operations()
+        from .operations import TOOLSETS  # imported by the family's first call, under the family import lock
 
         return self._executor.request(TOOLSETS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
@@ -65,7 +74,8 @@ class DiscoveryMethods:
         ``readiness.checks.background_queues.active_api_runs`` counts only ``/v1/runs`` runs: a
         running session chat is not counted.
         """
-        from .operations import HEALTH_DETAILED
+        _operations()
+        from .operations import HEALTH_DETAILED  # imported by the family's first call, under the family import lock
 
         return self._executor.request(HEALTH_DETAILED, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
@@ -75,7 +85,8 @@ class DiscoveryMethods:
                       timeout: TimeoutLike = None) -> dict[str, object]:
         """``GET /api/model/options`` (Hermes 0.20+): the providers and models the server offers, as
         Hermes sends them. UnsupportedByServerError (nothing sent) on a server without it (0.19)."""
-        from .operations import MODEL_OPTIONS
+        _operations()
+        from .operations import MODEL_OPTIONS  # imported by the family's first call, under the family import lock
 
         return self._executor.request(MODEL_OPTIONS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))
@@ -84,7 +95,8 @@ class DiscoveryMethods:
                context: Optional[ExecutionContext] = None, deadline: Deadline = None,
                timeout: TimeoutLike = None) -> list[Skill]:
         """``GET /v1/skills``: the installed skills, sorted by category then name (experimental)."""
-        from .operations import SKILLS
+        _operations()
+        from .operations import SKILLS  # imported by the family's first call, under the family import lock
 
         return self._executor.request(SKILLS, {}, CallOptions(endpoint, None, action_id, context, deadline,
                                       timeout))

@@ -9,6 +9,7 @@ from hermes_sdk._core._sentinels import REQUIRED
 from hermes_sdk._core.approval import ApprovalDecision
 from hermes_sdk._core.deadline import TimeoutLike
 from hermes_sdk._core.endpoints import Deadline, ExecutionContext
+from hermes_sdk._families._shared import import_module
 from hermes_sdk.plugin import ApprovalProvider
 
 from .types import OperatorResult  # light; typing.get_type_hints(operate) resolves (the docs read them)
@@ -52,6 +53,7 @@ class OperatorMethods:
         ``context`` is the objective's context (any JSON); the call's
         :class:`~hermes_sdk.ExecutionContext` is ``execution_context=``.
         """
+        import_module("hermes_sdk._families.operator.resource")  # under the family import lock (it imports runs)
         from .resource import operate
 
         return operate(self._executor, objective, resume=resume, choice=choice, context=context,
