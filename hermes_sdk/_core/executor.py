@@ -25,7 +25,7 @@ from .call import Call
 from .capabilities import capability_id, parse_capability_id
 from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
-from .families import FamilyExecutor, PluginExecutor
+from .families import FamilyExecutor
 from .models import ActionResult
 from .operations import OperationSpec
 from .operations.common import split_key
@@ -69,10 +69,9 @@ class Executor:
         return self.runtime.registry.state(kind)
 
     def given_to(self, family: str) -> FamilyExecutor:
-        """What the family ``family``'s resource (or composite) is given: this executor for a built-in
-        family, a :class:`PluginExecutor` (request() and state() only) for a plugin's, from which nothing
-        leads to the endpoints and their keys."""
-        return self if self.runtime.registry.builtin(family) else PluginExecutor(self)
+        """What the family ``family``'s resource (or composite) is given, built-in or plugin family alike:
+        a :class:`FamilyExecutor`, from which nothing leads to the endpoints and their keys."""
+        return FamilyExecutor(self)
 
     def _request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions) -> T:
         call = self.build(spec, self.endpoint(options.endpoint), data, options)
