@@ -22,64 +22,40 @@ manager now, and the old path imports with a DeprecationWarning.)
 
 from __future__ import annotations
 
-from ._core._plugin_manager import Plugin
-from ._core.admission import AdmitContext, CompositeContext, RecordsView
-from ._core.aggregate import Accumulator, Aggregate
-from ._core.approval import ApprovalCallback, ApprovalProvider, HasRequestApproval, ProviderAnswer
-from ._core.approval_entries import entry_identifiers, exact_pages, holds_identifier, like_identifier
-from ._core.capabilities import Contract, descriptor
-from ._core.convert import DecodeContext
-from ._core.display import visible, visible_value
-from ._core.exchange import Attempt, HttpReply
-from ._core.families import (
-    Family,
-    FamilyExecutor,
-    LazyFamily,
-    register,
-    register_resource,
-    unregister,
-    unregister_resource,
-)
-from ._core.idempotency import (
-    COMPLETED,
-    PENDING,
-    CorruptRecordError,
-    IdempotencyRecord,
-    IdempotencyStore,
-    load_record,
-    store_from_url,
-)
-from ._core.models import ActionResult
-from ._core.operations import OperationSpec, ProviderRequest, RequestParts
-from ._core.operations.common import bad as invalid_input
-from ._core.operations.stored import path_id_value as path_id
-from ._core.options import CallOptions
-from ._core.redaction import REDACTED, Redactor
-from ._core.sqlite_files import SQLiteConnections, private_sqlite_files
-from ._core.store_calls import store_deadline
-from ._core.streaming import HermesStream
-from ._core.view import CallView, ClientView
-from .hookspecs import hookimpl, hookspec
-
-# The family kit (issue 40): everything a built-in family takes, public, so a third party can write any of them.
-# -- the typed methods' keyword types and defaults, and their rules
 from ._core._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, DELETE_KEY_TTL_SECONDS, MAX_SAFE_INTEGER
 from ._core._fork import register as renew_after_fork
+from ._core._plugin_manager import Plugin
 from ._core._sentinels import REQUIRED, UNCHANGED
-from ._core.approval import ApprovalDecision, ApprovalRequest
+from ._core.admission import AdmitContext, CompositeContext, RecordsView
+from ._core.aggregate import Accumulator, Aggregate
+from ._core.approval import (
+    ApprovalCallback,
+    ApprovalDecision,
+    ApprovalProvider,
+    ApprovalRequest,
+    HasRequestApproval,
+    ProviderAnswer,
+)
 from ._core.approval import ask as ask_approval
 from ._core.approval import check as check_decision
-from ._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, capability_id
-from ._core.deadline import CallTimeout, TimeoutLike, as_timeout
-from ._core.endpoints import Deadline, ExecutionContext, deadline_epoch, seconds_value
-from ._core.executor import new_action_id
-from ._core.family_loading import import_module as import_family_module
-from ._core.server_features import ServerFeatures
-from ._core.stages.approval import as_decision
-from ._core.stages.approval import ask_provider as ask_approval_provider
-# -- decoding: the result readers every built-in family uses, the lenient field readers, the stream events
-from ._core.convert import NO_CONTEXT, as_dict, json_object, many, object_copy, one, read, recorded_result, shape
+from ._core.approval_entries import entry_identifiers, exact_pages, holds_identifier, like_identifier
+from ._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS, Contract, capability_id, descriptor
+from ._core.convert import (
+    NO_CONTEXT,
+    DecodeContext,
+    as_dict,
+    json_object,
+    many,
+    object_copy,
+    one,
+    read,
+    recorded_result,
+    shape,
+)
 from ._core.convert import _cattrs as result_converter
+from ._core.deadline import CallTimeout, TimeoutLike, as_timeout
+from ._core.display import visible, visible_value
+from ._core.endpoints import Deadline, ExecutionContext, deadline_epoch, seconds_value
 from ._core.events import (
     TOOL_EVENT_CLASSES,
     ApprovalRequested,
@@ -91,10 +67,32 @@ from ._core.events import (
     tool_event,
     typed_stream_event,
 )
+from ._core.exchange import Attempt, HttpReply
+from ._core.executor import new_action_id
+from ._core.families import (
+    Family,
+    FamilyExecutor,
+    LazyFamily,
+    register,
+    register_resource,
+    unregister,
+    unregister_resource,
+)
+from ._core.family_loading import import_module as import_family_module
+from ._core.idempotency import (
+    COMPLETED,
+    PENDING,
+    CorruptRecordError,
+    IdempotencyRecord,
+    IdempotencyStore,
+    load_record,
+    store_from_url,
+)
 from ._core.lenient import opt_bool, opt_float, opt_int, opt_object, opt_str
 from ._core.lenient import text as opt_text
-from ._core.models import StreamEvent
-# -- the input rules and the body encoder of every builder
+from ._core.models import ActionResult, StreamEvent
+from ._core.operations import OperationSpec, ProviderRequest, RequestParts
+from ._core.operations.common import bad as invalid_input
 from ._core.operations.common import (
     check_message,
     check_numbers,
@@ -107,9 +105,19 @@ from ._core.operations.common import (
     visible_text,
 )
 from ._core.operations.keywords import CALL_KEYWORDS, close_match
-# -- recorders (vcrpy, responses, ...): a run that would wait for a person under one is refused fast
+from ._core.operations.stored import path_id_value as path_id
+from ._core.options import CallOptions
 from ._core.recorders import RECORDER_POLL, buffering_recorder, raised_by_test_double, replaying_recorder
 from ._core.recorders import refusal as recorder_refusal
+from ._core.redaction import REDACTED, Redactor
+from ._core.server_features import ServerFeatures
+from ._core.sqlite_files import SQLiteConnections, private_sqlite_files
+from ._core.stages.approval import as_decision
+from ._core.stages.approval import ask_provider as ask_approval_provider
+from ._core.store_calls import store_deadline
+from ._core.streaming import HermesStream
+from ._core.view import CallView, ClientView
+from .hookspecs import hookimpl, hookspec
 
 __all__ = [
     "Accumulator", "ActionResult", "AdmitContext", "Aggregate", "ApprovalCallback", "ApprovalProvider", "Attempt",
@@ -122,20 +130,21 @@ __all__ = [
     "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
 ]
 __all__ += ["entry_identifiers", "exact_pages", "holds_identifier", "like_identifier"]  # approval queue backends
-__all__ += [  # the family kit: keyword types and rules
+# The family kit (issue 40): what the built-in families take, public, so a third party can write any of them.
+__all__ += [  # keyword types, defaults and their rules; the approval helpers
     "ApprovalDecision", "ApprovalRequest", "ask_approval", "ask_approval_provider", "as_decision", "as_timeout",
     "CallTimeout", "capability_id", "check_decision", "CONFIDENTIAL", "Deadline", "deadline_epoch",
     "DEFAULT_MAX_EVENTS", "DEFAULT_MODEL", "DELETE_KEY_TTL_SECONDS", "ExecutionContext", "import_family_module",
     "MAX_SAFE_INTEGER", "MODEL_SIDE_EFFECTS", "new_action_id", "renew_after_fork", "REQUIRED", "seconds_value",
     "ServerFeatures", "TimeoutLike", "UNCHANGED",
 ]
-__all__ += [  # the family kit: decoding and stream events
+__all__ += [  # decoding: the result readers, the lenient field readers, the stream events
     "ApprovalRequested", "as_dict", "event_fields", "approval_requested", "EventFields", "json_object", "many",
     "MessageDelta", "NO_CONTEXT", "object_copy", "one", "opt_bool", "opt_float", "opt_int", "opt_object", "opt_str",
     "opt_text", "read", "recorded_result", "result_converter", "RunEvent", "shape", "StreamEvent",
     "TOOL_EVENT_CLASSES", "tool_event", "typed_stream_event",
 ]
-__all__ += [  # the family kit: input rules, the body encoder, recorders
+__all__ += [  # the builders' input rules and body encoder; recorders (a run waiting for a person is refused)
     "CALL_KEYWORDS", "check_message", "check_numbers", "close_match", "control_headers", "encode_body", "is_number",
     "max_events_value", "require_input", "session_value", "visible_text", "RECORDER_POLL", "buffering_recorder",
     "raised_by_test_double", "recorder_refusal", "replaying_recorder",

@@ -136,7 +136,8 @@ class FamilyExecutor:
                            new_action_id(), context if context is not None else executor.context,
                            executor.runtime.redactor, identifiers=identifiers)
 
-    def composite(self, endpoint: Optional[str], input: Mapping[str, object], options: CallOptions) -> "CompositeContext":
+    def composite(self, endpoint: Optional[str], input: Mapping[str, object],
+                  options: CallOptions) -> "CompositeContext":
         """The :class:`CompositeContext` ``invoke()`` gives a composite operation, over these calls."""
         from .admission import CompositeContext
 
