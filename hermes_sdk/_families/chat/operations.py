@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from hermes_sdk._core.aggregate import Aggregate
-from hermes_sdk._core.models import StreamEvent
 from hermes_sdk._families._shared import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_MODEL,
@@ -26,7 +24,7 @@ from hermes_sdk._families._shared import (
     visible_text,
 )
 from hermes_sdk.errors import STREAM_FAILED, HermesError, StreamError
-from hermes_sdk.plugin import Accumulator, OperationSpec, RequestParts
+from hermes_sdk.plugin import Accumulator, Aggregate, OperationSpec, RequestParts, StreamEvent
 from hermes_sdk.plugin import invalid_input as bad
 
 from .types import ChatCompletion, ChatStream, chat_completion
@@ -139,7 +137,7 @@ class ChatAccumulator(Accumulator):
 
     def __init__(self) -> None:
         # The typed events load with a process's first stream, not with its first chat.
-        from hermes_sdk._core.events import tool_event, typed_stream_event
+        from hermes_sdk.plugin import tool_event, typed_stream_event
 
         self.error: object = None
         self.hermes: object = None
