@@ -7,9 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Optional
 
-from hermes_sdk._core.aggregate import Aggregate
-from hermes_sdk._core.events import tool_event, typed_stream_event
-from hermes_sdk._core.models import StreamEvent
 from hermes_sdk._families._shared import (
     CONFIDENTIAL,
     DEFAULT_MAX_EVENTS,
@@ -27,7 +24,17 @@ from hermes_sdk._families._shared import (
     visible_text,
 )
 from hermes_sdk.errors import InvalidInputError
-from hermes_sdk.plugin import Accumulator, Contract, OperationSpec, RequestParts, path_id
+from hermes_sdk.plugin import (
+    Accumulator,
+    Aggregate,
+    Contract,
+    OperationSpec,
+    RequestParts,
+    StreamEvent,
+    path_id,
+    tool_event,
+    typed_stream_event,
+)
 from hermes_sdk.plugin import invalid_input as bad
 
 from .types import DeletionReceipt, Response, ResponseStream, deletion_receipt, response
