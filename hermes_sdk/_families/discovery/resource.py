@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from hermes_sdk._core.deadline import TimeoutLike
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext
 from hermes_sdk._families._shared import import_module
-from hermes_sdk.plugin import CallOptions, FamilyExecutor
+from hermes_sdk.plugin import CallOptions, Deadline, ExecutionContext, FamilyExecutor, TimeoutLike
 
 if TYPE_CHECKING:
     from .types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
