@@ -14,14 +14,22 @@ import re
 import unicodedata
 from typing import Mapping, Optional
 
-from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS
-from hermes_sdk._core.aggregate import Aggregate
-from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.operations.common import control_headers, max_events_value, visible_text
 from hermes_sdk._families._shared import contract, encode_body, only_fields, require_input
 from hermes_sdk.errors import STREAM_FAILED, STREAM_INCOMPLETE, HermesError, StreamError
-from hermes_sdk.plugin import Accumulator, OperationSpec, RequestParts, path_id
+from hermes_sdk.plugin import (
+    CONFIDENTIAL,
+    DEFAULT_MAX_EVENTS,
+    MODEL_SIDE_EFFECTS,
+    Accumulator,
+    Aggregate,
+    OperationSpec,
+    RequestParts,
+    StreamEvent,
+    control_headers,
+    max_events_value,
+    path_id,
+    visible_text,
+)
 from hermes_sdk.plugin import invalid_input as bad
 
 from .types import (
