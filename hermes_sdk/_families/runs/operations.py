@@ -11,9 +11,6 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.operations.common import check_message, control_headers, session_value, visible_text
 from hermes_sdk.errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
@@ -28,14 +25,21 @@ from hermes_sdk.errors import (
     SteerNotAcceptedError,
 )
 from hermes_sdk.plugin import (
+    CONFIDENTIAL,
+    MODEL_SIDE_EFFECTS,
     Accumulator,
     AdmitContext,
     Aggregate,
     Contract,
     OperationSpec,
     RequestParts,
+    StreamEvent,
+    check_message,
+    control_headers,
     invalid_input,
     path_id,
+    session_value,
+    visible_text,
 )
 
 from .._shared import encode_body, require_input

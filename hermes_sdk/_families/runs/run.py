@@ -27,17 +27,6 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import attrs
 
-from hermes_sdk._core.approval import ApprovalRequest, check
-from hermes_sdk._core.endpoints import ExecutionContext, seconds_value
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.recorders import (
-    RECORDER_POLL,
-    buffering_recorder,
-    raised_by_test_double,
-    refusal,
-    replaying_recorder,
-)
-from hermes_sdk._core.stages.approval import as_decision
 from hermes_sdk.errors import (
     STREAM_INCOMPLETE,
     ApprovalDeniedError,
@@ -51,7 +40,20 @@ from hermes_sdk.errors import (
     StreamError,
     TransportError,
 )
-from hermes_sdk.plugin import ApprovalProvider
+from hermes_sdk.plugin import (
+    RECORDER_POLL,
+    ApprovalProvider,
+    ApprovalRequest,
+    ExecutionContext,
+    StreamEvent,
+    as_decision,
+    buffering_recorder,
+    raised_by_test_double,
+    replaying_recorder,
+    seconds_value,
+)
+from hermes_sdk.plugin import check_decision as check
+from hermes_sdk.plugin import recorder_refusal as refusal
 
 from .event_order import EventOrder, Unplaceable
 from .events import (

@@ -22,9 +22,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Optional, Union
 
-from hermes_sdk._core.approval import ApprovalRequest
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.stages.approval import ask_provider
 from hermes_sdk.errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
@@ -32,7 +29,8 @@ from hermes_sdk.errors import (
     RunNotFoundError,
     StaleApprovalError,
 )
-from hermes_sdk.plugin import ApprovalProvider
+from hermes_sdk.plugin import ApprovalProvider, ApprovalRequest, StreamEvent
+from hermes_sdk.plugin import ask_approval_provider as ask_provider
 
 if TYPE_CHECKING:
     from .run import Run, _Pending
