@@ -3,9 +3,8 @@ drives) is imported by the first call, not when the client is built."""
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Mapping, Optional, Protocol
 
-from hermes_sdk._families._shared import import_module
 from hermes_sdk.plugin import (
     REQUIRED,
     ApprovalDecision,
@@ -15,6 +14,7 @@ from hermes_sdk.plugin import (
     FamilyExecutor,
     TimeoutLike,
 )
+from hermes_sdk.plugin import import_family_module as import_module
 
 from .types import OperatorResult  # light; typing.get_type_hints(operate) resolves (the docs read them)
 
@@ -26,7 +26,9 @@ class _GivesFamilyExecutors(Protocol):
 class OperatorMethods:
     """Mixed into :class:`~hermes_sdk.HermesClient`: ``client.operate``."""
 
-    _executor: _GivesFamilyExecutors  # the client's: it gives the operator family its FamilyExecutor
+    if TYPE_CHECKING:  # the client's executor: it gives the operator family its FamilyExecutor
+        @property
+        def _executor(self) -> _GivesFamilyExecutors: ...
 
     def operate(self, objective: Optional[str] = None, *, resume: Optional[str] = None, choice: Optional[str] = None,
                 context: object = None, constraints: Optional[Mapping[str, object]] = None,
