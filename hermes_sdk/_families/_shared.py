@@ -32,8 +32,9 @@ from hermes_sdk.plugin import (
 )
 from hermes_sdk.plugin import import_family_module as import_module  # family modules, under one lock
 
-#: Control fields every tool-like operation accepts besides its own (the key, the AIP envelope).
-CONTROL_FIELDS = ("idempotency_key", "_aip")
+#: Control fields every tool-like operation accepts besides its own: the AIP envelope (the idempotency
+#: key is taken off every input before a builder sees it: split_key).
+CONTROL_FIELDS = ("_aip",)
 
 _READ = ("read", "external_network")
 _WRITE = ("read", "write", "external_network")

@@ -29,8 +29,9 @@ from hermes_sdk.plugin import invalid_input as bad
 
 from .types import ChatCompletion, ChatStream, chat_completion
 
-# Control fields travel as headers or steer the SDK; they never reach the provider JSON body.
-CONTROL_FIELDS = ("session_id", "session_key", "idempotency_key", "max_events", "_aip", "stream")
+# Control fields travel as headers or steer the SDK; they never reach the provider JSON body (the
+# idempotency key is taken off every input before a builder sees it: split_key).
+CONTROL_FIELDS = ("session_id", "session_key", "max_events", "_aip", "stream")
 HISTORY_ROLES = ("user", "assistant")
 
 

@@ -39,7 +39,7 @@ from hermes_sdk.plugin import invalid_input as bad
 
 from .types import DeletionReceipt, Response, ResponseStream, deletion_receipt, response
 
-CONTROL_FIELDS = ("session_key", "idempotency_key", "max_events", "_aip")
+CONTROL_FIELDS = ("session_key", "max_events", "_aip")  # the key is taken off before (split_key)
 
 
 def _split(data: Mapping[str, object]) -> tuple[dict[str, object], Mapping[str, object]]:
@@ -48,7 +48,7 @@ def _split(data: Mapping[str, object]) -> tuple[dict[str, object], Mapping[str, 
         extra = sorted(k for k in data if k != "body" and k not in CONTROL_FIELDS)
         if extra:
             raise bad(extra[0], f"'{extra[0]}' belongs inside 'body'; beside it only "
-                                f"{', '.join(CONTROL_FIELDS[:3])} are accepted", fields=extra)
+                                "session_key, idempotency_key, max_events are accepted", fields=extra)
         body = data["body"]
         if not isinstance(body, Mapping):
             raise bad("body", "'body' must be a JSON object")

@@ -66,7 +66,7 @@ from .events import (
     ToolCompleted,
     parse_run_event,
 )
-from .run_answers import SENT, Asking, Received, Sender
+from .run_answers import SENT, Asking, RunQueue, Sender
 from .types import TERMINAL_STATUSES, ApprovalAnswer, RunResult, RunStarted, RunStatus, SteerAnswer
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ POLL_MAX_INTERVAL = 2.0
 class _Pending:
     """One approval request seen and not answered yet; ``choice``: the provider's answer, not yet sent
     (``SENT`` once it may have left); ``mark``: how many events saying Hermes moved on had arrived
-    when it did, or were accounted for since (see :class:`~.run_answers.Received`)."""
+    when it did, or were accounted for since (see :class:`~.run_answers.RunQueue`)."""
 
     event: ApprovalRequested
     asking: Optional[Asking] = None
@@ -133,7 +133,7 @@ class Run:
         self._context = context
         self._objective = objective  # shown to the approval provider (through the redactor)
         self._session_id = session_id or started.run_id  # Hermes' default session is the run id
-        self._queue = Received(started.run_id)
+        self._queue = RunQueue(started.run_id)
         self._until = deadline  # the bound of the wait()/events() in progress
         self._stream: Optional[RunEventStream] = None
         self._subscribed = False

@@ -50,7 +50,7 @@ RESEND_PAUSE = 0.25  # between two tries of an answer that did not leave, or of 
 SENT = "sent"  # a _Pending's choice once its answer may have left
 
 
-class Received(queue.Queue[Item]):
+class RunQueue(queue.Queue[Item]):
     """A run's local queue that also counts, as the reader puts them, the events that say Hermes
     moved on (``MOVED_ON``, or an event about another run), and remembers the count at each event.
 
@@ -228,4 +228,4 @@ class Sender:
         return still
 
 
-__all__ = ["Asking", "Item", "MOVED_ON", "Received", "SENT", "Sender"]
+__all__ = ["Asking", "Item", "MOVED_ON", "RunQueue", "SENT", "Sender"]
