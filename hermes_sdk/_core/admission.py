@@ -96,11 +96,7 @@ class CompositeContext:
         #: The client's idempotency store, where a composite operation keeps its own durable state.
         self.store: IdempotencyStore = runtime.store
         # Its calls go through a FamilyExecutor (built-in and plugin families alike): nothing here leads to the key.
-        if calls is None:
-            from .families import FamilyExecutor
-
-            calls = FamilyExecutor(executor)
-        self._executor: "FamilyExecutor" = calls
+        self._executor: "FamilyExecutor" = calls if calls is not None else executor.given_to()
 
     @property
     def records(self) -> RecordsView:

@@ -128,20 +128,13 @@ class FamilyExecutor:
                          identifiers: Optional[Mapping[str, str]] = None) -> "ApprovalRequest":
         """The :class:`~hermes_sdk.ApprovalRequest` the approval stage builds for ``input`` (bound by its
         hash, the approver's view of it, the TTL); ``context`` defaults to the client's."""
-        from .executor import new_action_id
-        from .stages.approval import request_for
-
-        executor = _executors[self._number]
-        return request_for(capability_id(executor.endpoint(endpoint).id, operation), input, reason,
-                           new_action_id(), context if context is not None else executor.context,
-                           executor.runtime.redactor, identifiers=identifiers)
+        return _executors[self._number].approval_request(operation, input, reason=reason, endpoint=endpoint,
+                                                         context=context, identifiers=identifiers)
 
     def composite(self, endpoint: Optional[str], input: Mapping[str, object],
                   options: CallOptions) -> "CompositeContext":
         """The :class:`CompositeContext` ``invoke()`` gives a composite operation, over these calls."""
-        from .admission import CompositeContext
-
-        return CompositeContext(_executors[self._number], endpoint, input, options, self)
+        return _executors[self._number].composite(endpoint, input, options, self)
 
     def __repr__(self) -> str:
         return "<FamilyExecutor>"
