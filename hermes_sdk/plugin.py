@@ -16,6 +16,13 @@ invisible characters written out, never interpreted). An approval queue backend 
 entries by an identifier with :func:`entry_identifiers`, :func:`holds_identifier`, :func:`like_identifier`
 and :func:`exact_pages` (one rule for every backend, so no backend imports another's package).
 
+The family kit: everything the built-in families import is here too (they import nothing private),
+so a third-party family can do what they do: the typed keywords' types and defaults
+(:data:`TimeoutLike`, :data:`Deadline`, :class:`ExecutionContext`, :data:`REQUIRED`, :data:`UNCHANGED`),
+the decoders (:func:`shape`, :func:`one`, :func:`many`, :func:`read`) and lenient field readers
+(``opt_*``), the stream events, the builders' input rules (:func:`require_input`, :func:`encode_body`,
+:func:`control_headers`, ...), and a :class:`FamilyExecutor` with the client facts a family may need.
+
 (Formerly also reachable one letter away, as ``hermes_sdk.plugins``: that is the internal plugin
 manager now, and the old path imports with a DeprecationWarning.)
 """

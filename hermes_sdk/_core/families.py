@@ -325,7 +325,7 @@ class Registry:
         return self._family_of_operation[operation]
 
     def builtin(self, name: str) -> bool:
-        """Whether the family ``name`` is one of the SDK's own (its resource may hold the internal executor)."""
+        """Whether the family ``name`` is one of the SDK's own (its routes are scrubbed in every client)."""
         return name in self._builtin
 
     @property
