@@ -58,8 +58,8 @@ from ._core.convert import (
     read,
     recorded_result,
     shape,
+    structure,
 )
-from ._core.convert import _cattrs as result_converter
 from ._core.deadline import CallTimeout, TimeoutLike, as_timeout
 from ._core.display import visible, visible_value
 from ._core.endpoints import Deadline, ExecutionContext, deadline_epoch, seconds_value
@@ -148,7 +148,7 @@ __all__ += [  # keyword types, defaults and their rules; the approval helpers
 __all__ += [  # decoding: the result readers, the lenient field readers, the stream events
     "ApprovalRequested", "as_dict", "event_fields", "approval_requested", "EventFields", "json_object", "many",
     "MessageDelta", "NO_CONTEXT", "object_copy", "one", "opt_bool", "opt_float", "opt_int", "opt_object", "opt_str",
-    "opt_text", "read", "recorded_result", "result_converter", "RunEvent", "shape", "StreamEvent",
+    "opt_text", "read", "recorded_result", "RunEvent", "shape", "StreamEvent", "structure",
     "TOOL_EVENT_CLASSES", "tool_event", "typed_stream_event",
 ]
 __all__ += [  # the builders' input rules and body encoder; recorders (a run waiting for a person is refused)

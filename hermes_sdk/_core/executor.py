@@ -25,7 +25,7 @@ from .call import Call
 from .capabilities import capability_id, parse_capability_id
 from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
-from .families import FamilyExecutor
+from .families import FamilyExecutor, family_executor
 from .models import ActionResult
 from .operations import OperationSpec
 from .operations.common import split_key
@@ -71,7 +71,7 @@ class Executor:
     def given_to(self, family: str = "") -> FamilyExecutor:
         """What the family ``family``'s resource (or composite) is given, built-in or plugin family alike:
         a :class:`FamilyExecutor`, from which nothing leads to the endpoints and their keys."""
-        return FamilyExecutor(self)
+        return family_executor(self)
 
     def composite(self, endpoint: Optional[str], input: Mapping[str, object], options: CallOptions,
                   calls: FamilyExecutor) -> CompositeContext:

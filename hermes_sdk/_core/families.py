@@ -31,18 +31,17 @@ from ..errors import HermesError, PluginError
 from . import family_loading
 from ._deprecation import deprecated
 from ._detach import detach
+from .admission import CompositeContext
+from .approval import ApprovalProvider, ApprovalRequest
 from .capabilities import Contract, capability_id
+from .endpoints import ExecutionContext
 from .operations.spec import OperationSpec, check_spec
 from .options import CallOptions
-from .redaction import register_route
+from .redaction import CommandView, register_route
+from .server_features import ServerFeatures
 
 if TYPE_CHECKING:
-    from .admission import CompositeContext
-    from .approval import ApprovalProvider, ApprovalRequest
-    from .endpoints import ExecutionContext
     from .executor import Executor
-    from .redaction import CommandView
-    from .server_features import ServerFeatures
 
 log = logging.getLogger("hermes_sdk")
 R = TypeVar("R")
@@ -66,11 +65,10 @@ class FamilyExecutor:
     no endpoint, credential or runtime is reachable from it."""
 
     __slots__ = ("_number", "__weakref__")
+    _number: int  # the key of its executor in _executors (set by family_executor)
 
-    def __init__(self, executor: "Executor") -> None:
-        number = self._number = next(_numbers)
-        _executors[number] = executor
-        weakref.finalize(self, _executors.pop, number, None)  # the executor is let go with the facade
+    def __init__(self) -> None:
+        raise TypeError("a client gives each family its FamilyExecutor (client.resource(...)); none is built by hand")
 
     def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = _DEFAULT_OPTIONS) -> T:
         """Run one call of ``spec``: validation, policy, idempotency, approval, the HTTP exchange.
@@ -86,12 +84,12 @@ class FamilyExecutor:
         return _executors[self._number].state(kind)
 
     @property
-    def context(self) -> Optional["ExecutionContext"]:
+    def context(self) -> Optional[ExecutionContext]:
         """The client's default :class:`~hermes_sdk.ExecutionContext` (a call's own wins)."""
         return _executors[self._number].context
 
     @property
-    def approval_provider(self) -> Optional["ApprovalProvider"]:
+    def approval_provider(self) -> Optional[ApprovalProvider]:
         """The client's approval provider (None when it has none)."""
         return _executors[self._number].runtime.approval_provider
 
@@ -104,7 +102,7 @@ class FamilyExecutor:
         """The capability id of ``operation`` at ``endpoint`` (the only, else the default, one when None)."""
         return capability_id(_executors[self._number].endpoint(endpoint).id, operation)
 
-    def server_features(self, endpoint: Optional[str] = None) -> "ServerFeatures":
+    def server_features(self, endpoint: Optional[str] = None) -> ServerFeatures:
         """What the endpoint's server supports (``/v1/capabilities``, asked once per client and endpoint)."""
         executor = _executors[self._number]
         return executor.runtime.server_features.get(executor, endpoint)
@@ -119,25 +117,34 @@ class FamilyExecutor:
         """``text`` as the client's redaction policy shows it (secrets and, by policy, more hidden)."""
         return _executors[self._number].runtime.redactor.text(text, field)
 
-    def command_view(self, command: str) -> "CommandView":
+    def command_view(self, command: str) -> CommandView:
         """A command as an approver sees it: every byte but secrets' values, and whether it is shown whole."""
         return _executors[self._number].runtime.redactor.command_view(command)
 
     def approval_request(self, operation: str, input: Mapping[str, object], reason: Optional[str], *,
-                         endpoint: Optional[str] = None, context: Optional["ExecutionContext"] = None,
-                         identifiers: Optional[Mapping[str, str]] = None) -> "ApprovalRequest":
+                         endpoint: Optional[str] = None, context: Optional[ExecutionContext] = None,
+                         identifiers: Optional[Mapping[str, str]] = None) -> ApprovalRequest:
         """The :class:`~hermes_sdk.ApprovalRequest` the approval stage builds for ``input`` (bound by its
         hash, the approver's view of it, the TTL); ``context`` defaults to the client's."""
         return _executors[self._number].approval_request(operation, input, reason=reason, endpoint=endpoint,
                                                          context=context, identifiers=identifiers)
 
     def composite(self, endpoint: Optional[str], input: Mapping[str, object],
-                  options: CallOptions) -> "CompositeContext":
+                  options: CallOptions) -> CompositeContext:
         """The :class:`CompositeContext` ``invoke()`` gives a composite operation, over these calls."""
         return _executors[self._number].composite(endpoint, input, options, self)
 
     def __repr__(self) -> str:
         return "<FamilyExecutor>"
+
+
+def family_executor(executor: "Executor") -> FamilyExecutor:
+    """The :class:`FamilyExecutor` over ``executor``: it holds a number, the executor is in ``_executors``."""
+    facade = object.__new__(FamilyExecutor)
+    number = facade._number = next(_numbers)
+    _executors[number] = executor
+    weakref.finalize(facade, _executors.pop, number, None)  # the executor is let go with the facade
+    return facade
 
 
 @attrs.frozen

@@ -9,7 +9,7 @@ import attrs
 import cattrs
 
 from hermes_sdk.errors import InvalidResponseError
-from hermes_sdk.plugin import NO_CONTEXT, DecodeContext, HermesStream, json_object, result_converter
+from hermes_sdk.plugin import NO_CONTEXT, DecodeContext, HermesStream, json_object, structure
 
 
 @attrs.frozen
@@ -106,7 +106,7 @@ def response(data: object, ctx: DecodeContext = NO_CONTEXT) -> Response:
     if not isinstance(obj.get("id"), str) or not isinstance(obj.get("output", []), list):
         raise InvalidResponseError("malformed response object: no 'id' or 'output'")
     try:
-        return result_converter().structure(
+        return structure(
             {
                 "id": obj.get("id", ""), "status": obj.get("status"), "model": obj.get("model"),
                 "created_at": obj.get("created_at"), "output": obj.get("output") or [],
