@@ -29,6 +29,8 @@ manager now, and the old path imports with a DeprecationWarning.)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._core._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, DELETE_KEY_TTL_SECONDS, MAX_SAFE_INTEGER
 from ._core._fork import register as renew_after_fork
 from ._core._plugin_manager import Plugin
@@ -63,17 +65,6 @@ from ._core.convert import (
 from ._core.deadline import CallTimeout, TimeoutLike, as_timeout
 from ._core.display import visible, visible_value
 from ._core.endpoints import Deadline, ExecutionContext, deadline_epoch, seconds_value
-from ._core.events import (
-    TOOL_EVENT_CLASSES,
-    ApprovalRequested,
-    EventFields,
-    MessageDelta,
-    RunEvent,
-    approval_requested,
-    event_fields,
-    tool_event,
-    typed_stream_event,
-)
 from ._core.exchange import Attempt, HttpReply
 from ._core.executor import new_action_id
 from ._core.families import (
@@ -126,6 +117,19 @@ from ._core.streaming import HermesStream
 from ._core.view import CallView, ClientView
 from .hookspecs import hookimpl, hookspec
 
+if TYPE_CHECKING:  # at run time through __getattr__: a first chat does not load the stream events (9 ms)
+    from ._core.events import (
+        TOOL_EVENT_CLASSES,
+        ApprovalRequested,
+        EventFields,
+        MessageDelta,
+        RunEvent,
+        approval_requested,
+        event_fields,
+        tool_event,
+        typed_stream_event,
+    )
+
 __all__ = [
     "Accumulator", "ActionResult", "AdmitContext", "Aggregate", "ApprovalCallback", "ApprovalProvider", "Attempt",
     "CallOptions", "CallView", "ClientView", "COMPLETED", "CompositeContext", "Contract", "CorruptRecordError",
@@ -161,7 +165,15 @@ __all__ += [  # the builders' input rules and body encoder; recorders (a run wai
 _INTERNAL = {"Call": ("hermes_sdk._core.call", "Call"), "Runtime": ("hermes_sdk._core.runtime", "Runtime")}
 
 
+_EVENTS = frozenset({"TOOL_EVENT_CLASSES", "ApprovalRequested", "EventFields", "MessageDelta", "RunEvent",
+                     "approval_requested", "event_fields", "tool_event", "typed_stream_event"})
+
+
 def __getattr__(name: str) -> object:
+    if name in _EVENTS:
+        import importlib
+
+        return getattr(importlib.import_module("hermes_sdk._core.events"), name)
     from ._core import _deprecation as _compat
 
     if name == "CONTRACTS":  # a process-wide registry before 0.2: the built-in contracts, read-only

@@ -43,3 +43,24 @@ def test_one_class_is_named_received() -> None:
 
     assert exchange.Received.__name__ == "Received"
     assert not hasattr(run_answers, "Received") and run_answers.RunQueue.__name__ == "RunQueue"
+
+
+FIRST_CHAT = """
+import sys
+from hermes_sdk import HermesClient
+import hermes_sdk.plugin  # the family kit: exported, but what a chat does not use is not loaded
+with HermesClient(sys.argv[1], sys.argv[2], load_entrypoints=False) as client:
+    client.chat(prompt="hi")
+print("hermes_sdk._core.events" in sys.modules)
+"""
+
+
+def test_the_family_kit_costs_a_first_chat_no_stream_events(hermes_emulator: HermesEmulator) -> None:
+    """The stream events (9 ms of attrs classes) load with a process's first stream, not its first chat,
+    though ``hermes_sdk.plugin`` exports them."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FIRST_CHAT, hermes_emulator.base_url, hermes_emulator.api_key],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split()[-1] == "False", out.stderr
