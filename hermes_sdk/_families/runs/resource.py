@@ -128,8 +128,8 @@ class Runs:
         because the server itself dedupes run keys (0.21+); asking the server may fail: then no."""
         if not isinstance(exc, OutcomeUnknownError) and not exc.uncertain_outcome:
             return False
-        if exc.details.get("started") is False:
-            return False
+        if exc.details.get("started") is False or exc.details.get("before_agent_work") is True:
+            return False  # refused before any work: nothing to ask the server for, the key is free
         try:
             return self._executor.runtime.server_features.get(self._executor, endpoint).runs_idempotency
         except HermesError:
