@@ -245,6 +245,10 @@ class Runs:
         """Note the handle that holds a run's one events subscription (until it is dropped)."""
         self._state.followed[run.id] = run
 
+    def client_closed(self) -> bool:
+        """Whether this client was closed (its pool is): an approval answer is not tried again."""
+        return self._executor.runtime.transport.closed
+
     def stopped(self, run_id: str) -> bool:
         """Whether this client asked to stop the run (no approval is sent to it from then on)."""
         return run_id in self._state.stopped

@@ -142,6 +142,7 @@ class Run:
         self._lock = threading.Lock()
         # Guards the pending requests between the consumer, the caller and the answers' senders.
         self._answering = threading.Condition(threading.RLock())
+        self._closing = threading.Event()  # close() was called: an answer's sender tries no more
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, status={self.status!r})"
@@ -264,8 +265,10 @@ class Run:
         return status
 
     def close(self) -> None:
-        """Drop the events connection (the run goes on at Hermes; this handle then polls)."""
+        """Drop the events connection (the run goes on at Hermes; this handle then polls). An
+        approval answer that failed is not tried again from now on."""
         self._released = True
+        self._closing.set()
         stream = self._stream
         if stream is not None and not stream.closed:
             stream.close()  # from this thread: interrupts the reader, which settles the stream

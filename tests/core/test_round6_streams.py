@@ -1,0 +1,163 @@
+"""Round 6: approvals on streams end typed and bounded.
+
+- A chat stream whose approval answer fails (a 503, or a provider that raises) settles as a typed,
+  uncertain HermesError; ``result()`` raises it (no ``assert`` decides it).
+- A run's approval answer refused with 503 is tried again on a doubling pause that honours
+  ``Retry-After``, and not at all once the run or its client is closed. Decided by counting the
+  requests the emulator received, with the pause recorded instead of slept where order matters.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Callable
+
+import pytest
+from core_support import approve_all
+
+from hermes_sdk import ApprovalRequest, HermesClient
+from hermes_sdk._families.runs import run_answers
+from hermes_sdk.errors import PluginError, ServerError
+from hermes_sdk.testing import HermesEmulator
+from hermes_sdk.testing.emulator import TOOLSETS
+
+DANGEROUS = "TOOL:terminal:rm -rf /scratch/a"
+APPROVALS = "/v1/runs/*/approval"
+
+
+def _emulator(factory: Callable[..., HermesEmulator], version: str = "0.22.2") -> HermesEmulator:
+    emu = factory(toolsets=TOOLSETS, approval_timeout=30.0, server_version=version)
+    emu.files["/scratch/a/keep.txt"] = "a"
+    return emu
+
+
+def approval_posts(emu: HermesEmulator) -> list[Any]:
+    return [r for r in emu.requests_seen if r.method == "POST" and r.path.endswith("/approval")]
+
+
+# --------------------------------------------------------------------------- 20: a chat stream's approval fails
+
+
+def test_a_stream_whose_approval_post_fails_settles_as_an_uncertain_typed_error(hermes_emulator_factory: Any) -> None:
+    emu = _emulator(hermes_emulator_factory)
+    emu.refuse(APPROVALS, count=1, status=503)
+    with emu.client(load_entrypoints=False, approval_provider=approve_all) as client:
+        stream = client.chat_stream(prompt=DANGEROUS)
+        with pytest.raises(ServerError) as raised:
+            stream.result()
+        assert stream.closed  # settled: recorded and observed, not left open
+        with pytest.raises(ServerError) as again:
+            stream.result()  # the same outcome every time
+    err = raised.value
+    assert again.value is err and err.uncertain_outcome is True and err.retryable is False
+    assert err.details["reason"] == "stream_approval_failed" and err.details["approval_http_status"] == 503
+    assert stream.action_result is not None and stream.action_result.status == "failed"
+    assert stream.action_result.error is err
+    assert len(approval_posts(emu)) == 1
+
+
+def test_a_stream_whose_approval_provider_raises_settles_as_a_plugin_error(hermes_emulator_factory: Any) -> None:
+    emu = _emulator(hermes_emulator_factory)
+
+    def broken(request: ApprovalRequest) -> Any:
+        raise RuntimeError("the approver's database is down")
+
+    with emu.client(load_entrypoints=False, approval_provider=broken) as client:
+        stream = client.chat_stream(prompt=DANGEROUS)
+        with pytest.raises(PluginError) as raised:
+            list(stream)  # iteration raises it where it happened
+        with pytest.raises(PluginError) as again:
+            stream.result()
+    assert again.value is raised.value and raised.value.uncertain_outcome is True
+    assert raised.value.details["reason"] == "stream_approval_failed"
+    assert approval_posts(emu) == [] and "/scratch/a/keep.txt" in emu.files
+
+
+def test_the_streaming_code_uses_no_assert_for_control_flow() -> None:
+    import ast
+    import inspect
+
+    from hermes_sdk._core import executor, streaming
+    from hermes_sdk._families.runs import run, stream_approvals
+
+    for module in (streaming, executor, stream_approvals, run, run_answers):
+        tree = ast.parse(inspect.getsource(module))
+        asserts = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+        assert asserts == [], f"{module.__name__} decides with assert at lines {asserts}"
+
+
+# --------------------------------------------------------------------------- 21: a refused run answer
+
+
+class Pauses:
+    """Stands in for the sender's pause: records each one and returns at once (not closed)."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def __call__(self, closing: threading.Event, seconds: float, closed: Callable[[], bool]) -> bool:
+        self.seconds.append(seconds)
+        return not (closing.is_set() or closed())
+
+
+def test_a_refused_answer_waits_for_retry_after_and_backs_off(hermes_emulator_factory: Any,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    emu = _emulator(hermes_emulator_factory)
+    pauses = Pauses()
+    monkeypatch.setattr(run_answers, "pause", pauses)
+    emu.refuse(APPROVALS, count=2, status=503, retry_after="3")
+    emu.refuse(APPROVALS, count=3, status=503)  # then three without Retry-After
+    with emu.client(load_entrypoints=False, approval_provider=approve_all) as client:
+        run = client.run(DANGEROUS, idempotency_key=f"k21-{id(emu)}")
+        result = run.wait(timeout=30)
+    assert result.ok and "/scratch/a/keep.txt" not in emu.files  # approved once, in the end
+    assert len(approval_posts(emu)) == 6  # 5 refused, then the one Hermes applied
+    assert [json.loads(r.raw_body)["choice"] for r in approval_posts(emu)] == ["once"] * 6
+    waits = pauses.seconds
+    assert len(waits) == 5 and waits[:2] == [3.0, 3.0]  # never sooner than Retry-After
+    assert waits[2:] == [1.0, 2.0, 4.0]  # then the doubling pause (from 0.25 s)
+    assert all(w <= run_answers.RETRY_AFTER_MAX for w in waits)
+
+
+def test_the_pause_between_tries_is_capped(monkeypatch: pytest.MonkeyPatch, hermes_emulator_factory: Any) -> None:
+    emu = _emulator(hermes_emulator_factory)
+    pauses = Pauses()
+    monkeypatch.setattr(run_answers, "pause", pauses)
+    emu.refuse(APPROVALS, count=8, status=503, retry_after="86400")  # a day: capped
+    with emu.client(load_entrypoints=False, approval_provider=approve_all) as client:
+        result = client.run(DANGEROUS, idempotency_key="k21-cap").wait(timeout=30)
+    assert result.ok and len(approval_posts(emu)) == 9
+    assert pauses.seconds == [run_answers.RETRY_AFTER_MAX] * 8
+
+
+@pytest.mark.parametrize("closing", ["run", "client"])
+def test_a_refused_answer_is_not_sent_again_after_close(hermes_emulator_factory: Any, closing: str) -> None:
+    emu = _emulator(hermes_emulator_factory)
+    emu.refuse(APPROVALS, count=1000, status=503, retry_after="1")
+    refused = threading.Event()
+    senders: list[threading.Thread] = []
+
+    def provider(request: ApprovalRequest) -> Any:
+        senders.append(threading.current_thread())  # the asking thread also sends the answer
+        return approve_all(request)
+
+    client = HermesClient(emu.base_url, emu.api_key, load_entrypoints=False, approval_provider=provider)
+    run = client.run(DANGEROUS, idempotency_key=f"k21-{id(emu)}")
+    # Follow the run (short waits: the provider is asked while one runs) until the emulator has
+    # refused the first answer; its sender then pauses for the Retry-After.
+    for _ in range(200):
+        run.wait(timeout=0.05)
+        if approval_posts(emu):
+            refused.set()
+            break
+    assert refused.is_set() and senders
+    if closing == "run":
+        run.close()
+    else:
+        client.close()
+    senders[0].join(timeout=10)  # bounded: the sender ends once it sees the close
+    seen = len(approval_posts(emu))
+    client.close()
+    assert not senders[0].is_alive(), "the answer's sender kept trying after close()"
+    assert seen == 1, f"{seen} approval POSTs after close()"
