@@ -161,3 +161,4 @@ def test_a_refused_answer_is_not_sent_again_after_close(hermes_emulator_factory:
     client.close()
     assert not senders[0].is_alive(), "the answer's sender kept trying after close()"
     assert seen == 1, f"{seen} approval POSTs after close()"
+

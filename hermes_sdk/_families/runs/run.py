@@ -512,8 +512,10 @@ class Run:
     def _decided(self, pending: _Pending, decision: object) -> None:
         """On the asking thread: the provider decided; send the answer there, on its own bound."""
         with self._answering:
-            assert pending.asking is not None  # set under this lock before the thread could get here
-            choice = choice_for(decision, pending.asking.request, pending.event, self._runs.allow_permanent_approvals)
+            asking = pending.asking  # set under this lock before the thread could get here
+            if asking is None:
+                return
+            choice = choice_for(decision, asking.request, pending.event, self._runs.allow_permanent_approvals)
             pending.choice = choice
         Sender(self, pending, choice)()
 
