@@ -162,3 +162,100 @@ def test_a_refused_answer_is_not_sent_again_after_close(hermes_emulator_factory:
     assert not senders[0].is_alive(), "the answer's sender kept trying after close()"
     assert seen == 1, f"{seen} approval POSTs after close()"
 
+
+
+# --------------------------------------------------------------------------- 22: a request only a resumed stream sent
+
+RUN_ID = "run_6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e"
+
+
+def _run_event(kind: str, at: float, **fields: Any) -> dict[str, Any]:
+    return {"event": kind, "run_id": RUN_ID, "timestamp": 1796133646.0 + at, **fields}
+
+
+REQUEST = _run_event("approval.request", 2, command="rm -rf /scratch/x", pattern_key="delete",
+                     pattern_keys=["delete"], description="delete", allow_permanent=False,
+                     choices=["once", "session", "deny"], request_id="req-6")
+
+
+class UnplaceableResume:
+    """A ``/v1/runs`` whose events stream breaks after its first event, and whose resumed stream
+    numbers its events from 0 again (the SDK cannot place it) with the approval request on it.
+    ``GET /v1/runs/{id}`` says ``waiting_for_approval`` until an answer came (with the request
+    embedded when ``embeds``, as 0.21+ does), then ``completed``."""
+
+    def __init__(self, embeds: bool) -> None:
+        from core_support import RawServer
+
+        self.embeds = embeds
+        self.answers: list[dict[str, Any]] = []
+        self.answered = threading.Event()
+        self.raw = RawServer(self.handle)
+
+    def handle(self, conn: Any, request: Any, server: Any) -> None:
+        from core_support import chunk, json_response, sse_head
+
+        target = request.target
+        if request.method == "POST" and target == "/v1/runs":
+            conn.sendall(json_response(202, json.dumps({"run_id": RUN_ID, "status": "started"}).encode()))
+        elif target.endswith("/events"):
+            resumed = request.header("Last-Event-ID") is not None
+            frame = REQUEST if resumed else _run_event("tool.started", 1, tool="terminal", preview="rm -rf /scratch/x")
+            conn.sendall(sse_head() + chunk(b": open\n\n") + chunk(b"id: 0\ndata: " + json.dumps(frame).encode()
+                                                                  + b"\n\n"))
+            if resumed:
+                self.answered.wait(10)
+            conn.close()
+        elif target.endswith("/approval"):
+            body = json.loads(request.body)
+            self.answers.append(body)
+            conn.sendall(json_response(200, json.dumps({"object": "hermes.run.approval_response", "run_id": RUN_ID,
+                                                        "choice": body["choice"], "resolved": 1}).encode()))
+            self.answered.set()
+        else:
+            status: dict[str, Any] = {"object": "hermes.run", "run_id": RUN_ID, "status": "completed", "output": "done"}
+            if not self.answered.is_set():
+                status = {"object": "hermes.run", "run_id": RUN_ID, "status": "waiting_for_approval"}
+                if self.embeds:
+                    status["approval"] = REQUEST
+            conn.sendall(json_response(200, json.dumps(status).encode()))
+
+
+def test_a_request_the_status_embeds_is_asked_when_the_stream_could_not_be_placed() -> None:
+    from core_support import raw_client
+
+    server = UnplaceableResume(embeds=True)
+    asked: list[Any] = []
+
+    def provider(request: ApprovalRequest) -> Any:
+        asked.append(request.input_snapshot["command"])
+        return approve_all(request)
+
+    try:
+        with raw_client(server.raw, approval_provider=provider) as client:
+            result = client.run("go", idempotency_key="k22-embedded").wait(timeout=20)
+    finally:
+        server.raw.close()
+    assert asked == ["rm -rf /scratch/x"]  # asked once, from the run object
+    assert server.answers == [{"choice": "once", "request_id": "req-6"}]
+    assert result.ok and result.output == "done"
+
+
+def test_a_request_nobody_can_name_is_a_typed_error_not_a_silent_wait() -> None:
+    from core_support import raw_client
+
+    from hermes_sdk.errors import ApprovalRequiredError
+
+    server = UnplaceableResume(embeds=False)
+    try:
+        with raw_client(server.raw, approval_provider=approve_all) as client:
+            run = client.run("go", idempotency_key="k22-unnamed")
+            with pytest.raises(ApprovalRequiredError) as raised:
+                run.wait(timeout=20)
+            run.approve("deny")  # the caller can still answer it
+            result = run.wait(timeout=20)
+    finally:
+        server.answered.set()
+        server.raw.close()
+    assert raised.value.details["reason"] == "approval_not_received" and raised.value.details["run_id"] == RUN_ID
+    assert server.answers == [{"choice": "deny"}] and result.ok

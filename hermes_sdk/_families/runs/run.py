@@ -35,6 +35,7 @@ from hermes_sdk._core.stages.approval import as_decision
 from hermes_sdk.errors import (
     STREAM_INCOMPLETE,
     ApprovalDeniedError,
+    ApprovalRequiredError,
     DeadlineExceededError,
     HermesError,
     InvalidInputError,
@@ -186,6 +187,12 @@ class Run:
         Consumes the events nobody iterated (answering approvals through the provider); after a
         broken stream, polls the status. Returns a :class:`RunResult` whose status is not terminal
         when time ran out first.
+
+        Raises:
+            ApprovalRequiredError: while polling, the run waits for an approval request this client
+                never received and the server's run object does not name it (before 0.21), so the
+                provider cannot be asked (``details["reason"] == "approval_not_received"``): answer
+                it with :meth:`approve` or stop the run. (0.21+ names it: it is asked as usual.)
         """
         until = self._deadline
         if timeout is not None:
@@ -608,6 +615,10 @@ class Run:
                 self._refuse_waiting(status.status)
                 if status.status != self.status and self._result is None:
                     self.status = status.status
+                if status.status == "waiting_for_approval":
+                    self._approval_from_status(status)
+                elif not status.terminal:
+                    self._answered_unseen = 0  # Hermes has moved on from every answer sent so far
                 if status.terminal:
                     self._pending.clear()
                     self._result = RunResult(run_id=self.id, status=status.status, output=status.output,
@@ -619,6 +630,33 @@ class Run:
                 return
             time.sleep(delay)
             interval = min(interval * 2, POLL_MAX_INTERVAL)
+
+    def _approval_from_status(self, status: RunStatus) -> None:
+        """While polling (the events stream broke, or what it sent could not be placed): Hermes waits
+        for an approval. A request this client never received is read from the run object (0.21+
+        embeds it) and put to the provider like one from the stream (once: a request already asked
+        about is not asked again). When the run object does not say which request it is, a provider
+        could never be asked: raise rather than wait for Hermes' timeout in silence."""
+        with self._answering:
+            if self._pending or self._provider is None or self._runs.stopped(self.id):
+                return
+        shown = status.approval
+        if isinstance(shown, dict) and shown.get("run_id") in (None, self.id):
+            event = parse_run_event({**shown, "event": "approval.request", "run_id": self.id})
+            if isinstance(event, ApprovalRequested):
+                with self._answering:
+                    self._observe(event)  # a request asked about already is not pending again
+                    asked = bool(self._pending)
+                if asked:
+                    self._answer_oldest()
+                return
+        if self._answered_unseen:
+            return  # an answer this client sent may not show in the status yet
+        raise ApprovalRequiredError(
+            "the run waits for an approval request this client never received (its events stream "
+            "broke or could not be placed, and the server's run object does not say which request "
+            "it is): answer it with run.approve(...) or stop the run", details={
+                "operation": "run_approval", "reason": "approval_not_received", "run_id": self.id})
 
     def _snapshot(self, status: str) -> RunResult:
         return RunResult(run_id=self.id, status=status, events=list(self._events), events_complete=False,
