@@ -25,7 +25,7 @@ from .call import Call
 from .capabilities import capability_id, parse_capability_id
 from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
-from .models import ActionResult
+from .models import ActionResult, StreamResult
 from .operations import OperationSpec
 from .operations.common import split_key
 from .options import CallOptions
@@ -107,12 +107,12 @@ class Executor:
                                 idempotency_key=options.idempotency_key, recorded_at=time.time())
         stream = call.value
         if isinstance(stream, HermesStream):
+            failure: Optional[HermesError] = None
+            stream_result: Optional[StreamResult] = None
             try:
                 stream_result = stream.result()
             except HermesError as exc:  # ended on the SDK's side (an approval it could not answer)
-                stream_result, failure = None, detach(exc)
-            else:
-                failure = None
+                failure = detach(exc)
             settled = stream.action_result
             if settled is None or stream_result is None:  # settled as failed, or (never) not settled
                 return settled if settled is not None else ActionResult(

@@ -259,3 +259,88 @@ def test_a_request_nobody_can_name_is_a_typed_error_not_a_silent_wait() -> None:
         server.raw.close()
     assert raised.value.details["reason"] == "approval_not_received" and raised.value.details["run_id"] == RUN_ID
     assert server.answers == [{"choice": "deny"}] and result.ok
+
+
+# --------------------------------------------------------------------------- 23: recording a close-delimited body
+
+
+class CloseDelimitedRun:
+    """A ``/v1/runs`` whose events body has neither a length nor chunks (it ends when the server
+    closes): the approval request, then the body waits for the answer (the barrier) before its
+    end is sent. ``in_order`` says whether the answer came before the end was sent."""
+
+    def __init__(self) -> None:
+        from core_support import RawServer
+
+        self.answers: list[dict[str, Any]] = []
+        self.answered = threading.Event()
+        self.in_order: list[bool] = []
+        self.raw = RawServer(self.handle)
+
+    def handle(self, conn: Any, request: Any, server: Any) -> None:
+        from core_support import json_response, sse_head
+
+        target = request.target
+        if request.method == "POST" and target == "/v1/runs":
+            conn.sendall(json_response(202, json.dumps({"run_id": RUN_ID, "status": "started"}).encode()))
+        elif target.endswith("/events"):
+            conn.sendall(sse_head(chunked=False) + b": open\n\ndata: " + json.dumps(REQUEST).encode() + b"\n\n")
+            self.in_order.append(self.answered.wait(10))  # the barrier: the end only after the answer
+            rest = [_run_event("approval.responded", 3, choice="once", resolved=1),
+                    _run_event("run.completed", 4, output="done", usage={"input_tokens": 1, "output_tokens": 1,
+                                                                          "total_tokens": 2})]
+            conn.sendall(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in rest))
+            conn.close()
+        elif target.endswith("/approval"):
+            body = json.loads(request.body)
+            self.answers.append(body)
+            conn.sendall(json_response(200, json.dumps({"object": "hermes.run.approval_response", "run_id": RUN_ID,
+                                                        "choice": body["choice"], "resolved": 1}).encode()))
+            self.answered.set()
+        else:
+            status = "completed" if self.answered.is_set() else "waiting_for_approval"
+            conn.sendall(json_response(200, json.dumps({"object": "hermes.run", "run_id": RUN_ID,
+                                                        "status": status}).encode()))
+
+
+def test_recording_hands_a_close_delimited_events_body_over_as_it_arrives(tmp_path: Any) -> None:
+    from core_support import raw_client
+
+    from hermes_sdk.testing import use_cassette
+
+    server = CloseDelimitedRun()
+    try:
+        with use_cassette(tmp_path / "close-delimited.json") as recorded:
+            with raw_client(server.raw, approval_provider=approve_all) as client:
+                result = client.run("go", idempotency_key="k23").wait(timeout=30)
+    finally:
+        server.answered.set()
+        server.raw.close()
+    assert recorded.mode == "record"
+    assert server.in_order == [True], "the approval reached the provider only after the body ended"
+    assert server.answers == [{"choice": "once", "request_id": "req-6"}]
+    assert result.ok and result.output == "done" and result.events_complete
+
+
+@pytest.mark.parametrize("kind", ["run", "chat_stream"])
+def test_recording_against_a_close_framing_emulator_asks_while_hermes_waits(hermes_emulator_factory: Any,
+                                                                             tmp_path: Any, kind: str) -> None:
+    from hermes_sdk.testing import use_cassette
+
+    emu = hermes_emulator_factory(toolsets=TOOLSETS, approval_timeout=8.0, server_version="0.22.2", framing="close")
+    emu.files["/scratch/a/keep.txt"] = "a"
+    pending_when_asked: list[bool] = []
+
+    def provider(request: ApprovalRequest) -> Any:
+        # The order of events, not the time: Hermes still holds the request when the provider is asked.
+        pending_when_asked.append(any(emu.pending_approvals(run_id) for run_id in emu.run_ids()))
+        return approve_all(request)
+
+    with use_cassette(tmp_path / f"{kind}.json") as recorded, \
+            emu.client(load_entrypoints=False, approval_provider=provider) as client:
+        if kind == "run":
+            assert client.run(DANGEROUS, idempotency_key="k23-run").wait(timeout=30).ok
+        else:
+            client.chat_stream(prompt=DANGEROUS).result()
+    assert recorded.mode == "record" and pending_when_asked == [True]
+    assert "/scratch/a/keep.txt" not in emu.files  # the approval was applied, not timed out

@@ -111,19 +111,19 @@ class StreamApprovals:
     def _answer(self, request: ApprovalRequested) -> None:
         """Ask the provider and send its answer. A failure of either ends the stream with it (typed,
         ``details["reason"] == "stream_approval_failed"``, uncertain: the turn may have run)."""
-        if not request.run_id or self._provider is None:
+        provider = self._provider
+        if not request.run_id or provider is None:
             return
         try:
-            self._ask_and_send(request)
+            self._ask_and_send(request, request.run_id, provider)
         except HermesError as exc:
             raise unanswered(exc) from exc
 
-    def _ask_and_send(self, request: ApprovalRequested) -> None:
-        run_id = request.run_id or ""
+    def _ask_and_send(self, request: ApprovalRequested, run_id: str, provider: ApprovalProvider) -> None:
         runs = self._runs
         approval = runs.approval_request(run_id, request.command, reason=request.description,
                                          endpoint=self._endpoint, pattern_key=request.pattern_key)
-        decision = ask_provider(self._provider, approval)
+        decision = ask_provider(provider, approval)
         if decision is None:
             return  # left to Hermes' own timeout; the caller may answer with client.runs.approve()
         choice = choice_for(decision, approval, request, runs.allow_permanent_approvals)
