@@ -344,3 +344,57 @@ def test_recording_against_a_close_framing_emulator_asks_while_hermes_waits(herm
             client.chat_stream(prompt=DANGEROUS).result()
     assert recorded.mode == "record" and pending_when_asked == [True]
     assert "/scratch/a/keep.txt" not in emu.files  # the approval was applied, not timed out
+
+
+class SecondRequestUnseen:
+    """A 0.19-like ``/v1/runs`` (no ids, no embedded request): the stream delivers one approval
+    request and breaks; after its answer the run object waits again (a second request, newer
+    ``updated_at``) that no stream delivers; after a second answer the run completes."""
+
+    def __init__(self) -> None:
+        from core_support import RawServer
+
+        self.answers: list[dict[str, Any]] = []
+        self.raw = RawServer(self.handle)
+
+    def handle(self, conn: Any, request: Any, server: Any) -> None:
+        from core_support import chunk, json_response, sse_head
+
+        target = request.target
+        if request.method == "POST" and target == "/v1/runs":
+            conn.sendall(json_response(202, json.dumps({"run_id": RUN_ID, "status": "started"}).encode()))
+        elif target.endswith("/events"):
+            first = {k: v for k, v in REQUEST.items() if k != "request_id"}
+            conn.sendall(sse_head() + chunk(b"data: " + json.dumps(first).encode() + b"\n\n"))
+            conn.close()  # broken mid-stream: no ids, so the run is polled
+        elif target.endswith("/approval"):
+            body = json.loads(request.body)
+            self.answers.append(body)
+            conn.sendall(json_response(200, json.dumps({"object": "hermes.run.approval_response", "run_id": RUN_ID,
+                                                        "choice": body["choice"], "resolved": 1}).encode()))
+        else:
+            answered = len(self.answers)
+            status: dict[str, Any] = {"object": "hermes.run", "run_id": RUN_ID, "status": "waiting_for_approval",
+                                      "updated_at": 1796133600.0 + answered}
+            if answered >= 2:
+                status = {"object": "hermes.run", "run_id": RUN_ID, "status": "completed", "output": "done"}
+            conn.sendall(json_response(200, json.dumps(status).encode()))
+
+
+def test_a_second_request_after_an_answer_is_not_mistaken_for_the_answered_one() -> None:
+    from core_support import raw_client
+
+    from hermes_sdk.errors import ApprovalRequiredError
+
+    server = SecondRequestUnseen()
+    try:
+        with raw_client(server.raw, approval_provider=approve_all) as client:
+            run = client.run("go", idempotency_key="k22-second")
+            with pytest.raises(ApprovalRequiredError) as raised:
+                run.wait(timeout=20)
+            run.approve("deny")
+            result = run.wait(timeout=20)
+    finally:
+        server.raw.close()
+    assert raised.value.details["reason"] == "approval_not_received"
+    assert [a["choice"] for a in server.answers] == ["once", "deny"] and result.ok

@@ -138,6 +138,7 @@ class Run:
         self._asked: set[str] = set()  # the approval requests seen (by request_id), never asked twice
         self._pending: deque[_Pending] = deque()
         self._answered_unseen = 0
+        self._answered_waiting_at: Optional[float] = None  # see _answered
         self._result: Optional[RunResult] = None
         self._recorder: Optional[str] = None  # a recorder that buffers whole replies (vcrpy): see .recorders
         self._lock = threading.Lock()
@@ -489,8 +490,11 @@ class Run:
         if self.status in ("started", "queued", "waiting_for_approval"):
             self.status = "running"
 
-    def _answered(self, resolved: int) -> None:
+    def _answered(self, resolved: int, waiting_at: Optional[float] = None) -> None:
+        """An answer was applied; ``waiting_at``: the run object's ``updated_at`` while it waited for
+        that request (None: not read), which tells a later poll whether it waits for a new one."""
         with self._answering:
+            self._answered_waiting_at = waiting_at
             for _ in range(max(resolved, 1)):
                 if self._pending:
                     self._pending.popleft()
@@ -650,8 +654,9 @@ class Run:
                 if asked:
                     self._answer_oldest()
                 return
-        if self._answered_unseen:
-            return  # an answer this client sent may not show in the status yet
+        answered_at = self._answered_waiting_at
+        if self._answered_unseen and (answered_at is None or status.updated_at in (None, answered_at)):
+            return  # the request this client answered may still show: Hermes has not moved on yet
         raise ApprovalRequiredError(
             "the run waits for an approval request this client never received (its events stream "
             "broke or could not be placed, and the server's run object does not say which request "

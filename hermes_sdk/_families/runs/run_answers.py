@@ -236,7 +236,7 @@ class Sender:
                 self._unsent()
                 return not exc.retryable and exc.category not in ("transport", "temporary")
             return not self._still_waits(baseline, exc)
-        run._answered(answer.resolved)
+        run._answered(answer.resolved, baseline.updated_at)
         return True
 
     def _status(self) -> "Optional[RunStatus]":
