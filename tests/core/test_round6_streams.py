@@ -71,6 +71,7 @@ def test_a_stream_whose_approval_provider_raises_settles_as_a_plugin_error(herme
             stream.result()
     assert again.value is raised.value and raised.value.uncertain_outcome is True
     assert raised.value.details["reason"] == "stream_approval_failed"
+    assert raised.value.details["hook"] == "approval_provider"  # says whose failure it was
     assert approval_posts(emu) == [] and "/scratch/a/keep.txt" in emu.files
 
 

@@ -147,7 +147,8 @@ def unanswered(exc: HermesError) -> HermesError:
         f"a chat stream's approval request could not be answered ({type(exc).__name__}: {exc.message}); "
         "the turn may have run or may still be waiting", code=exc.code, category=exc.category,
         uncertain_outcome=True,
-        details={"reason": "stream_approval_failed", "approval_error": type(exc).__name__,
+        details={**{k: v for k, v in exc.details.items() if k in ("hook", "plugin", "exception", "provider_error")},
+                 "reason": "stream_approval_failed", "approval_error": type(exc).__name__,
                  "approval_http_status": exc.http_status})
 
 
