@@ -135,7 +135,7 @@ def test_the_pause_between_tries_is_capped(monkeypatch: pytest.MonkeyPatch, herm
 @pytest.mark.parametrize("closing", ["run", "client"])
 def test_a_refused_answer_is_not_sent_again_after_close(hermes_emulator_factory: Any, closing: str) -> None:
     emu = _emulator(hermes_emulator_factory)
-    emu.refuse(APPROVALS, count=1000, status=503, retry_after="1")
+    emu.refuse(APPROVALS, count=1000, status=503, retry_after="30")  # a pause only close() cuts short
     refused = threading.Event()
     senders: list[threading.Thread] = []
 
