@@ -3,7 +3,7 @@
 ``except openai.RateLimitError`` and ``except hermes_sdk.RateLimitedError`` both catch the same
 object. Where the two name the same attribute (``message``, ``code``), openai's meaning wins, so
 existing openai handlers keep working; Hermes' connector code is ``e.hermes_code`` and the whole
-hermes-sdk error ``e.hermes``. The protocol fields that do not clash (``uncertain_outcome``,
+hermes-sdk error ``e.hermes_error``. The protocol fields that do not clash (``uncertain_outcome``,
 ``action_id``, ``retry_after_ms``, ``details``, ...) keep their hermes-sdk meaning.
 """
 
@@ -26,7 +26,7 @@ _HERMES_FIELDS = ("category", "retryable", "retry_after_ms", "uncertain_outcome"
 class DualError:
     """Mixed into every dual class: scrubbed text, and the hermes-sdk error underneath."""
 
-    hermes: he.HermesError  #: the complete hermes-sdk error (its own ``code``, ``to_dict()``)
+    hermes_error: he.HermesError  #: the complete hermes-sdk error (its own ``code``, ``to_dict()``)
     hermes_code: str  #: Hermes' connector code, e.g. ``connector.hermes_agent.authentication``
 
     def __str__(self) -> str:
@@ -37,7 +37,7 @@ class DualError:
 
     def __reduce__(self) -> Any:
         # openai's status errors do not pickle (their __init__ needs a response); the hermes error does.
-        return (_unpickle, (self.hermes,))
+        return (_unpickle, (self.hermes_error,))
 
 
 def _unpickle(hermes: he.HermesError) -> he.HermesError:
@@ -101,7 +101,7 @@ def openai_class_of(error: he.HermesError) -> type:
 def _copy_hermes(target: Any, error: he.HermesError) -> None:
     for name in _HERMES_FIELDS:
         setattr(target, name, getattr(error, name))
-    target.hermes = error
+    target.hermes_error = error
     target.hermes_code = error.code
 
 
