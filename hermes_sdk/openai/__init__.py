@@ -147,7 +147,8 @@ class OpenAI(_openai.OpenAI):
         changes = {k: v for k, v in (("deadline", deadline), ("client_tools", client_tools)) if v is not _UNSET}
         if changes:
             kwargs["http_client"] = HermesHttpClient(self.hermes_transport.evolve(**changes))
-        return super().copy(**kwargs)  # type: ignore[no-any-return]
+        made: OpenAI = super().copy(**kwargs)
+        return made
 
     with_options = copy
 

@@ -43,7 +43,7 @@ class RedactingFilter(logging.Filter):
             text = str(record.msg)
         record.msg = scrub(text)
         record.args = None
-        record._hermes_redacted = True  # type: ignore[attr-defined]
+        setattr(record, "_hermes_redacted", True)  # noqa: B010 - an attribute LogRecord does not declare
         return True
 
 

@@ -58,7 +58,7 @@ def responses_frames(hs: Any, aside: Aside) -> Iterator[bytes]:
             elif name == "response.content_part.done":
                 synthesized.pop(key, None)
             elif name == "response.output_item.done":
-                item = data.get("item") if isinstance(data.get("item"), dict) else {}
+                item = data["item"] if isinstance(data.get("item"), dict) else {}
                 for part_key in [k for k in synthesized if k[0] == item.get("id")]:
                     done = {"item_id": part_key[0], "content_index": part_key[1],
                             "output_index": data.get("output_index"), "sequence_number": data.get("sequence_number")}
@@ -90,7 +90,7 @@ def replayed_frames(hs: Any) -> Iterator[bytes]:
                                  **({"usage": result.usage} if result.usage else {})}))
         yield _frame("[DONE]")
         return
-    envelope = final.get("response") if isinstance(final.get("response"), dict) else final
+    envelope: dict[str, Any] = final["response"] if isinstance(final.get("response"), dict) else final
     yield _frame(json.dumps({"type": "response.created", "response": {**envelope, "status": "in_progress",
                                                                         "output": []}, "sequence_number": 0}),
                  name="response.created")

@@ -49,17 +49,17 @@ _DROPPED_HEADERS = frozenset({"content-length", "transfer-encoding", "content-en
                               "keep-alive"})
 
 
-class _RetriedByOpenAI(httpx.TransportError):  # type: ignore[misc,name-defined]
+class _RetriedByOpenAI(httpx.TransportError):  # type: ignore[misc]
     """A GET that got no reply: raised as httpx's own error so openai's loop retries it as usual."""
 
     hermes: HermesError
 
 
-class _TimedOutForOpenAI(httpx.ReadTimeout):  # type: ignore[misc,name-defined]
+class _TimedOutForOpenAI(httpx.ReadTimeout):  # type: ignore[misc]
     hermes: HermesError
 
 
-class HermesTransport(httpx.BaseTransport):  # type: ignore[misc,name-defined]
+class HermesTransport(httpx.BaseTransport):  # type: ignore[misc]
     """Routes openai's requests to a :class:`~hermes_sdk.HermesClient` (``hermes``)."""
 
     def __init__(self, hermes: Any, *, owns: bool, client_tools: str = "refuse",
@@ -272,7 +272,7 @@ class HermesTransport(httpx.BaseTransport):  # type: ignore[misc,name-defined]
                               request=request, extensions={"hermes_error": err})
 
 
-class _EventBytes(httpx.SyncByteStream):  # type: ignore[misc,name-defined]
+class _EventBytes(httpx.SyncByteStream):  # type: ignore[misc]
     """The SSE bytes openai parses, re-emitted from hermes-sdk's stream; Hermes-only events go aside."""
 
     def __init__(self, hs: Any, request: Any, frames: Callable[..., Iterator[bytes]], side: list[Any],
@@ -302,7 +302,7 @@ class _EventBytes(httpx.SyncByteStream):  # type: ignore[misc,name-defined]
         self._hs.close()
 
 
-class HermesHttpClient(httpx.Client):  # type: ignore[misc,name-defined]
+class HermesHttpClient(httpx.Client):  # type: ignore[misc]
     """The http client a facade hands openai (``http_client=``): only its transport matters."""
 
     def __init__(self, transport: HermesTransport) -> None:
@@ -324,8 +324,8 @@ def _safe_retry_wait(err: HermesError, attempt: int) -> Optional[float]:
     if not (unsent or gate):
         return None
     if err.retry_after_ms is not None:
-        return min(max(err.retry_after_ms / 1000.0, 0.0), 60.0)
-    return min(0.5 * 2 ** attempt, 8.0) * (0.75 + random.random() / 4)  # noqa: S311 - jitter, not crypto
+        return min(max(float(err.retry_after_ms) / 1000.0, 0.0), 60.0)
+    return min(0.5 * 2.0 ** attempt, 8.0) * (0.75 + random.random() / 4)  # noqa: S311 - jitter, not crypto
 
 
 def _time_left(request: Any, extras: CallExtras, started: float, wait: float) -> bool:

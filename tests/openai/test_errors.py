@@ -75,8 +75,8 @@ def test_an_incomplete_agent_run_is_a_server_error_with_hermes_code(facade: Any)
 
 def test_bad_input_is_a_local_bad_request_before_sending(facade: Any, emu: Any) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        facade.chat.completions.create(model="hermes-agent",
-                                       messages=[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+        facade.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": "a"},
+                                                                       {"role": "assistant", "content": "b"}])
     assert isinstance(caught.value, he.InvalidInputError) and isinstance(caught.value, ValueError)
     assert caught.value.details["field"] == "messages" and emu.requests_seen == []
 

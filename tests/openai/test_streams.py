@@ -153,8 +153,8 @@ def test_a_stream_approval_reaches_the_approval_provider(hermes_022: HermesEmula
 
     with OpenAI(base_url=hermes_022.base_url + "/v1", api_key=hermes_022.api_key, approval_provider=deny,
                 load_entrypoints=False) as client:
-        stream = client.chat.completions.create(model="hermes-agent", messages=user("TOOL:terminal:rm -rf /scratch/victim"),
-                                                stream=True)
+        stream = client.chat.completions.create(model="hermes-agent", stream=True,
+                                                messages=user("TOOL:terminal:rm -rf /scratch/victim"))
         text = _text(stream)
     assert len(asked) == 1 and asked[0].input_snapshot["command"] == "rm -rf /scratch/victim"
     assert "BLOCKED" in text and "/scratch/victim/keep.txt" in hermes_022.files

@@ -32,9 +32,9 @@ def test_declared_tools_are_refused_before_sending(facade: Any, emu: Any, declar
 
 
 def test_a_tool_result_message_is_refused_too(facade: Any, emu: Any) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
     messages = [{"role": "user", "content": "weather?"},
-                {"role": "assistant", "content": None,
-                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
                 {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
                 {"role": "user", "content": "and so?"}]
     with pytest.raises(openai.BadRequestError):
