@@ -9,9 +9,9 @@ resource call goes through once (retries happen inside it). Overriding it lets t
    transport retries only failures that provably ran nothing, up to the app's ``max_retries``;
 2. turn openai's errors into the dual classes (openai's class and hermes-sdk's at once).
 
-``FinalRequestOptions`` (its ``method`` and ``max_retries`` fields) is read and copied with
-pydantic's public copy. Everything else is public: ``http_client=`` with an httpx transport,
-``x-should-retry: false`` on every POST reply, ``copy()``/``with_options()``, httpx's API.
+``FinalRequestOptions`` (its ``method`` and ``max_retries`` fields) is read and set. Everything
+else is public: ``http_client=`` with an httpx transport, ``x-should-retry: false`` on every POST
+reply, ``copy()``/``with_options()``, httpx's API.
 
 Without this hook (a release that renamed it), the transport alone still applies keys,
 approvals, deadlines and redaction and refuses openai's re-sends of a POST (they carry
@@ -40,11 +40,6 @@ HOOKS = (
 )
 
 
-def _options_copy(options: Any) -> Any:
-    copy = getattr(options, "model_copy", None) or options.copy  # pydantic 2, else 1
-    return copy()
-
-
 def request_hook(base: Callable[..., Any]) -> Callable[..., Any]:
     """The facade's ``request``: ``base`` is openai's, unchanged for GETs (openai retries them)."""
 
@@ -53,7 +48,8 @@ def request_hook(base: Callable[..., Any]) -> Callable[..., Any]:
         if str(options.method).lower() != "get":
             given = options.max_retries
             app_retries = self.max_retries if isinstance(given, openai.NotGiven) or given is None else int(given)
-            options = _options_copy(options)
+            # openai's resource methods build these options for this one call (and openai copies
+            # them before its loop), so they are set in place: a pydantic copy per call costs more.
             options.max_retries = 0
         try:
             with retries_for_call(app_retries):

@@ -135,7 +135,7 @@ class HermesTransport(httpx.BaseTransport):  # type: ignore[misc]
 
     def _post(self, request: Any, extras: CallExtras) -> Any:
         route = self._route(request)
-        body = json.loads(request.read() or b"{}")
+        body = json.loads(request.content or b"{}")
         if not isinstance(body, dict):
             raise InvalidInputError("the request body is not a JSON object", details={"field": "body", "sent": False})
         stream = bool(body.pop("stream", False))
@@ -340,15 +340,26 @@ def _time_left(request: Any, extras: CallExtras, started: float, wait: float) ->
     return not ends or time.time() + wait < min(ends)
 
 
+_TIMEOUTS_SEEN: dict[tuple[Any, Any, bool], Optional[CallTimeout]] = {}
+
+
 def _timeout_of(request: Any, stream: bool) -> Optional[CallTimeout]:
+    spec = request.extensions.get("timeout") or {}
+    key = (spec.get("read"), spec.get("connect"), stream)
+    found = _TIMEOUTS_SEEN.get(key, False)
+    if found is False:
+        found = _call_timeout(key[0], key[1], stream)
+        if len(_TIMEOUTS_SEEN) < 256:  # apps use a handful of timeouts: each is built once
+            _TIMEOUTS_SEEN[key] = found
+    return found  # type: ignore[return-value]
+
+
+def _call_timeout(read: Any, connect: Any, stream: bool) -> Optional[CallTimeout]:
     """openai's per-attempt timeout (httpx's ``timeout`` extension) as a hermes-sdk CallTimeout.
 
     A non-stream call is one long read, so its read timeout bounds the whole call; a stream is
     bounded per wait for bytes (keepalives count), as openai bounds it, and in all by the deadline.
     """
-    spec = request.extensions.get("timeout") or {}
-    read = spec.get("read")
-    connect = spec.get("connect")
     if read is None and connect is None:
         return CallTimeout(total=STREAM_TOTAL_SECONDS) if stream else None
     if stream:
