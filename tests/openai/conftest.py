@@ -66,7 +66,3 @@ def make_plain(emu: Any) -> Iterator[Callable[..., Any]]:
     yield make
     for client in made:
         client.close()
-
-
-def user(text: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": text}]

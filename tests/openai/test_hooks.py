@@ -10,7 +10,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from conftest import user  # noqa: E402
+from openai_support import user  # noqa: E402
 
 from hermes_sdk.openai import OpenAI, _hooks  # noqa: E402
 from hermes_sdk.openai._transport import HermesHttpClient, httpx  # noqa: E402

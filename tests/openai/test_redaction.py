@@ -13,7 +13,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from conftest import user  # noqa: E402
+from openai_support import user  # noqa: E402
 
 SECRET = "sk-" + "live0a1b2c3d4e5f6a7b8c9d0e"
 PROMPT = f"my password is hunter2 and token {SECRET}"

@@ -12,7 +12,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from conftest import user  # noqa: E402
+from openai_support import user  # noqa: E402
 
 from hermes_sdk import HermesError  # noqa: E402
 from hermes_sdk.openai import OpenAI, call_options  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from conftest import user  # noqa: E402
+from openai_support import user  # noqa: E402
 
 from hermes_sdk import errors as he  # noqa: E402
 
