@@ -40,7 +40,9 @@ httpx: Any = importlib.import_module(_CLIENT_BASE.__module__.split(".")[0])
 
 __all__ = ["HermesHttpClient", "HermesTransport", "httpx"]
 
-#: How long a stream may run in all when no deadline is given: openai bounds only each read.
+#: How long a stream (or a call with timeout=None) may run in all when no deadline is given:
+#: openai bounds only each read, and hermes-sdk's published defaults (60 s, 300 s) would cut
+#: agent turns that plain openai let finish.
 STREAM_TOTAL_SECONDS = 86400.0
 MAX_STREAM_EVENTS = 100_000
 #: Hermes-only events kept on ``stream.response.extensions["hermes_events"]`` (the first ones).
@@ -360,12 +362,8 @@ def _call_timeout(read: Any, connect: Any, stream: bool) -> Optional[CallTimeout
     A non-stream call is one long read, so its read timeout bounds the whole call; a stream is
     bounded per wait for bytes (keepalives count), as openai bounds it, and in all by the deadline.
     """
-    if read is None and connect is None:
-        return CallTimeout(total=STREAM_TOTAL_SECONDS) if stream else None
-    if stream:
+    if stream or read is None:  # no read bound (timeout=None): none in all either, as with openai
         return CallTimeout(total=STREAM_TOTAL_SECONDS, connect=connect, read=read)
-    if read is None:
-        return CallTimeout(connect=connect)
     return CallTimeout(total=read, connect=min(connect, read) if connect is not None else None, read=read)
 
 

@@ -224,3 +224,12 @@ def test_a_keyed_call_refused_while_draining_is_retried_once_it_ends(make_facade
         done.set()
         watcher.join()
     assert reply.choices[0].message.content == "ECHO: keyed after draining" and emu.executions == 1
+
+
+def test_timeout_none_does_not_fall_back_to_hermes_sdks_60_second_default() -> None:
+    from hermes_sdk.openai._transport import STREAM_TOTAL_SECONDS, _call_timeout
+
+    assert _call_timeout(None, 5.0, False).total == STREAM_TOTAL_SECONDS  # timeout=None: unbounded reads
+    assert _call_timeout(None, None, False).total == STREAM_TOTAL_SECONDS
+    assert _call_timeout(30.0, 5.0, False).total == 30.0  # a plain call: one long read is the whole call
+    assert _call_timeout(30.0, 5.0, True).read == 30.0 and _call_timeout(30.0, 5.0, True).total == STREAM_TOTAL_SECONDS
