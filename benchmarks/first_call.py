@@ -42,6 +42,13 @@ SNIPPETS = {
         "c = OpenAI(base_url=BASE + '/v1', api_key=KEY, max_retries=0)\n"
         "r = c.chat.completions.create(model='hermes-agent', messages=[{'role': 'user', 'content': 'Hello'}])\n"
         "assert r.choices"),
+    # The same without loading the installed entry-point plugins: what the facade itself costs
+    # (each installed plugin adds its own import to every client that loads entry points).
+    "hermes_sdk.openai (load_entrypoints=False)": (
+        "from hermes_sdk.openai import OpenAI\n"
+        "c = OpenAI(base_url=BASE + '/v1', api_key=KEY, max_retries=0, load_entrypoints=False)\n"
+        "r = c.chat.completions.create(model='hermes-agent', messages=[{'role': 'user', 'content': 'Hello'}])\n"
+        "assert r.choices"),
     "hermes-sdk": (
         "from hermes_sdk import HermesClient\n"
         "c = HermesClient(BASE, KEY)\n"
@@ -51,9 +58,10 @@ SNIPPETS = {
 
 
 def available(name: str, sdk_root: str = "") -> bool:
-    if name not in ("openai", "hermes_sdk.openai"):
+    if "openai" not in name:
         return True
-    if name == "hermes_sdk.openai" and sdk_root and not os.path.isdir(os.path.join(sdk_root, "hermes_sdk", "openai")):
+    facade_missing = sdk_root and not os.path.isdir(os.path.join(sdk_root, "hermes_sdk", "openai"))
+    if name.startswith("hermes_sdk.openai") and facade_missing:
         return False  # a checkout from before the facade (the baseline half of a run)
     try:
         import openai  # noqa: F401
