@@ -163,3 +163,22 @@ def test_the_client_is_safe_to_share_between_threads(facade: Any, emu: Any) -> N
     for t in threads:
         t.join()
     assert sorted(texts) == [f"ECHO: thread {n}" for n in range(4)] and emu.executions == 4
+
+
+def test_one_execution_per_key_across_two_processes_sharing_a_sqlite_store(emu: Any, tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from hermes_sdk.openai import OpenAI\n"
+        f"c = OpenAI(base_url={emu.base_url + '/v1'!r}, api_key={emu.api_key!r}, load_entrypoints=False,\n"
+        f"           idempotency_store={'sqlite:///' + str(tmp_path / 'keys.db')!r})\n"
+        "r = c.chat.completions.create(model='hermes-agent', messages=[{'role': 'user', 'content': 'two procs'}],\n"
+        "                              extra_headers={'Idempotency-Key': 'proc-key-1'})\n"
+        "print(r.choices[0].message.content)\n"
+    )
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == "ECHO: two procs"
+    assert emu.executions == 1

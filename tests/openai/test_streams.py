@@ -160,3 +160,14 @@ def test_a_stream_approval_reaches_the_approval_provider(hermes_022: HermesEmula
     assert "BLOCKED" in text and "/scratch/victim/keep.txt" in hermes_022.files
     assert "approval.request" in [e.event for e in stream.response.extensions["hermes_events"]]
     assert [r.body for r in hermes_022.requests_seen if r.path.endswith("/approval")][0]["choice"] == "deny"
+
+
+def test_a_keyed_responses_stream_replays_its_final_response(facade: Any, emu: Any) -> None:
+    if not hasattr(facade, "responses") or not hasattr(facade.responses, "stream"):
+        pytest.skip(f"openai {openai.VERSION} has no responses.stream")
+    key = {"Idempotency-Key": "responses-stream-key-1"}
+    with facade.responses.stream(model="hermes-agent", input="once only", extra_headers=key) as first:
+        text = first.get_final_response().output_text
+    with facade.responses.stream(model="hermes-agent", input="once only", extra_headers=key) as again:
+        assert again.get_final_response().output_text == text == "ECHO: once only"
+    assert emu.executions == 1
