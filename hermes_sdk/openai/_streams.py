@@ -14,6 +14,8 @@ import json
 from collections.abc import Iterator
 from typing import Any, Callable
 
+from hermes_sdk.errors import StreamError
+
 __all__ = ["chat_frames", "replayed_frames", "responses_frames"]
 
 Aside = Callable[[Any], None]
@@ -26,10 +28,20 @@ def _frame(data: str, name: Any = None) -> bytes:
 
 def chat_frames(hs: Any, aside: Aside) -> Iterator[bytes]:
     for event in hs:
-        if event.event is None:
-            yield _frame(event.raw_data)
-        else:
+        if event.event is not None:
             aside(event)
+            continue
+        data = event.data
+        if isinstance(data, dict) and data.get("error"):
+            # A failed agent run (Hermes' chunk with an ``error``): openai raises its APIError here;
+            # the facade raises the dual one, after reading the stream to its end so that its
+            # record says failed, not cancelled.
+            hs.result()
+            error = data["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            raise StreamError(str(message or "the chat stream reported an error"), uncertain_outcome=True,
+                              details={"operation": "chat_stream", "provider_error": error})
+        yield _frame(event.raw_data)
 
 
 def responses_frames(hs: Any, aside: Aside) -> Iterator[bytes]:

@@ -298,7 +298,7 @@ class _EventBytes(httpx.SyncByteStream):  # type: ignore[misc]
                 return
             yield from self._frames(self._hs, self._aside)
         except HermesError as err:
-            raise dual.from_hermes(err, self._request) from None
+            raise dual.from_hermes(err, self._request, body=err.details.get("provider_error")) from None
 
     def close(self) -> None:
         self._hs.close()

@@ -105,8 +105,9 @@ def _copy_hermes(target: Any, error: he.HermesError) -> None:
     target.hermes_code = error.code
 
 
-def from_hermes(error: he.HermesError, request: Any) -> openai.APIError:
-    """The dual error for a hermes-sdk error that has no HTTP response (connection, deadline, stream)."""
+def from_hermes(error: he.HermesError, request: Any, body: object = None) -> openai.APIError:
+    """The dual error for a hermes-sdk error that has no HTTP response (connection, deadline, stream);
+    ``body``: the error object a stream carried (openai reads ``code``, ``type``, ``param`` from it)."""
     klass = openai_class_of(error)
     dual: Any = dual_class(klass, type(error))
     made = dual.__new__(dual)
@@ -116,7 +117,7 @@ def from_hermes(error: he.HermesError, request: Any) -> openai.APIError:
     elif klass is openai.APIConnectionError:
         openai.APIConnectionError.__init__(made, message=text, request=request)
     else:
-        openai.APIError.__init__(made, text, request, body=None)
+        openai.APIError.__init__(made, text, request, body=body)
     _copy_hermes(made, error)
     made.__cause__ = error
     return made  # type: ignore[no-any-return]

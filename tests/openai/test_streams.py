@@ -171,3 +171,17 @@ def test_a_keyed_responses_stream_replays_its_final_response(facade: Any, emu: A
     with facade.responses.stream(model="hermes-agent", input="once only", extra_headers=key) as again:
         assert again.get_final_response().output_text == text == "ECHO: once only"
     assert emu.executions == 1
+
+
+def test_a_failed_agent_run_in_a_stream_raises_where_openai_does_and_is_dual(facade: Any, emu: Any) -> None:
+    key = {"Idempotency-Key": "failing-stream-1"}
+    stream = facade.chat.completions.create(model="hermes-agent", messages=user("FAIL500 now"), stream=True,
+                                            extra_headers=key)
+    with pytest.raises(openai.APIError) as caught:
+        for _ in stream:
+            pass
+    error = caught.value
+    assert isinstance(error, HermesError) and error.uncertain_outcome is True
+    assert "FAIL500" in error.message and error.details["provider_error"]
+    recorded = facade.hermes.action_result(stream.response.headers["x-hermes-sdk-action-id"])
+    assert recorded is not None and recorded.status == "failed"  # read to its end: failed, not cancelled
