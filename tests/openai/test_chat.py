@@ -182,3 +182,27 @@ def test_one_execution_per_key_across_two_processes_sharing_a_sqlite_store(emu: 
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "ECHO: two procs"
     assert emu.executions == 1
+
+
+def test_plugins_see_every_facade_call_redacted(make_facade: Any) -> None:
+    from hermes_sdk import hookimpl
+
+    class Observer:
+        def __init__(self) -> None:
+            self.results: list[dict[str, Any]] = []
+            self.events: list[dict[str, Any]] = []
+
+        @hookimpl
+        def hermes_call_result(self, call: Any, result: dict[str, Any]) -> None:
+            self.results.append(result)
+
+        @hookimpl
+        def hermes_stream_event(self, call: Any, event: dict[str, Any]) -> None:
+            self.events.append(event)
+
+    observer = Observer()
+    client = make_facade(plugins=[observer])
+    client.chat.completions.create(model="hermes-agent", messages=user("secret plan alpha"))
+    list(client.chat.completions.create(model="hermes-agent", messages=user("secret plan beta"), stream=True))
+    assert [r["status"] for r in observer.results] == ["completed", "completed"] and observer.events
+    assert "secret plan" not in repr(observer.results) + repr(observer.events)
