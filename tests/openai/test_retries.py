@@ -200,9 +200,8 @@ def test_a_deadline_bounds_the_whole_call(facade: Any, emu: Any) -> None:
 
 
 def test_a_keyed_call_refused_while_draining_is_retried_once_it_ends(make_facade: Any, emu: Any) -> None:
-    """The retry decision reads the error's ``before_agent_work`` marker, never the store; whether the
-    keyed retry then runs depends on the core giving such a key back (a parallel core change: until
-    it lands the store replays the recorded 503, and this test says so instead of passing)."""
+    """The retry decision reads the error's ``before_agent_work`` marker, never the store, and the core
+    gives a key refused before any agent work back (issue 38 item 4): the keyed retry runs the turn."""
     emu.draining = True
     done = threading.Event()
 
@@ -217,9 +216,6 @@ def test_a_keyed_call_refused_while_draining_is_retried_once_it_ends(make_facade
     try:
         reply = make_facade(max_retries=2).chat.completions.create(
             model="hermes-agent", messages=user("keyed after draining"), extra_headers={"Idempotency-Key": "drain-1"})
-    except openai.InternalServerError as exc:
-        assert exc.details["before_agent_work"] is True  # retried from the marker; the store replayed it
-        pytest.xfail("the core still records a before_agent_work failure under its key (replayed, not re-sent)")
     finally:
         done.set()
         watcher.join()
