@@ -59,10 +59,12 @@ from ._core.schema import (
     Anything,
     Bool,
     Field,
+    Header,
     Input,
     Int,
     ListOf,
     Message,
+    Never,
     Number,
     Object,
     OneOf,
@@ -86,8 +88,8 @@ __all__ = [
     "REDACTED", "Redactor", "register", "register_resource", "RequestParts", "SQLiteConnections", "store_deadline",
     "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
 ]
-__all__ += ["Anything", "Bool", "Field", "Input", "Int", "ListOf", "Message", "Number", "Object", "OneOf", "PathId",
-            "Rule", "Text"]  # declared input schemas (issue 40)
+__all__ += ["Anything", "Bool", "Field", "Header", "Input", "Int", "ListOf", "Message", "Never", "Number", "Object",
+            "OneOf", "PathId", "Rule", "Text"]  # declared input schemas (issue 40)
 __all__ += ["entry_identifiers", "exact_pages", "holds_identifier", "like_identifier"]  # approval queue backends
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

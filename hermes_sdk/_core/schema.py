@@ -3,8 +3,8 @@ published by ``capabilities()`` as JSON Schema (issue 40).
 
 A family declares what each operation takes with a small vocabulary (exported through
 :mod:`hermes_sdk.plugin`): a :class:`Field` of a kind (:class:`Text`, :class:`Int`, :class:`Number`,
-:class:`Bool`, :class:`ListOf`, :class:`Object`, :class:`PathId`, :class:`Message`, :class:`OneOf`,
-:class:`Anything`),
+:class:`Bool`, :class:`ListOf`, :class:`Object`, :class:`PathId`, :class:`Header`, :class:`Message`,
+:class:`OneOf`, :class:`Anything`, :class:`Never`),
 required or not, grouped by ``exactly_one`` / ``at_least_one``, with provider fields passed through
 (``extra="provider"``, JSON-checked) and named :class:`Rule` s for what a kind cannot say. The kernel
 calls :meth:`Input.check` in :meth:`OperationSpec.request`, so ``invoke()``, the resources, the CLI
@@ -22,8 +22,8 @@ from typing import Callable, Literal, Mapping, Optional, Protocol, Sequence, Uni
 
 import attrs
 
-from ._constants import MAX_SAFE_INTEGER
-from .operations.common import bad, check_message, is_number, path_id, require_input
+from ._constants import MAX_SAFE_INTEGER, MAX_SESSION_VALUE_CHARS
+from .operations.common import bad, check_message, is_number, path_id, require_input, session_value
 
 #: Control fields every operation accepts besides its own: the idempotency key (taken off the
 #: input before the builder) and the AIP envelope.
@@ -202,6 +202,32 @@ class PathId:
 
 
 @attrs.frozen
+class Header:
+    """A value sent as a Hermes session header (``session_id``, ``session_key``): a non-blank
+    string of at most 256 characters without CR, LF or NUL."""
+
+    def check(self, field: str, value: object) -> None:
+        session_value(field, value)
+
+    def schema(self) -> dict[str, object]:
+        return {"type": "string", "minLength": 1, "maxLength": MAX_SESSION_VALUE_CHARS, "pattern": "^[^\\r\\n\\x00]*$"}
+
+
+@attrs.frozen
+class Never:
+    """A field this operation refuses whenever it is given (``max_events`` of a call that does not
+    stream): ``message`` says why."""
+
+    message: str
+
+    def check(self, field: str, value: object) -> None:
+        raise bad(field, _say(self.message, field))
+
+    def schema(self) -> dict[str, object]:
+        return {"not": {}}
+
+
+@attrs.frozen
 class Message:
     """A chat message: an object with a non-empty string ``role`` and a ``content`` (a string, a
     list of content parts, or null)."""
@@ -270,7 +296,7 @@ class OneOf:
         return {"anyOf": [kind.schema() for kind in self.kinds]}
 
 
-AnyKind = Union[Text, Int, Number, Bool, Object, Anything, PathId, Message, ListOf, OneOf, Kind]
+AnyKind = Union[Text, Int, Number, Bool, Object, Anything, PathId, Header, Never, Message, ListOf, OneOf, Kind]
 
 
 @attrs.frozen
@@ -362,7 +388,8 @@ class Input:
         field.kind.check(field.name, data[field.name])
 
     def _check_provider_numbers(self, data: Mapping[str, object]) -> None:
-        skip = set(self.numbers_skip) | set(self.control)
+        # The provider fields not declared here (declared ones were checked by their kind).
+        skip = set(self.numbers_skip) | set(self.control) | {f.name for f in self.fields}
         for name, value in data.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and not is_number(value) \
                     and name not in skip:
@@ -415,5 +442,5 @@ def input_schema(spec_input: Optional[Input]) -> dict[str, object]:
     return spec_input.json_schema() if spec_input is not None else dict(ANY_OBJECT)
 
 
-__all__ = ["ANY_OBJECT", "Anything", "Bool", "CONTROL", "Field", "Input", "Int", "Kind", "ListOf", "Message",
-           "Number", "Object", "OneOf", "PathId", "Rule", "Text", "input_schema"]
+__all__ = ["ANY_OBJECT", "Anything", "Bool", "CONTROL", "Field", "Header", "Input", "Int", "Kind", "ListOf", "Message",
+           "Never", "Number", "Object", "OneOf", "PathId", "Rule", "Text", "input_schema"]

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_SAFE_INTEGER
+from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_MAX_EVENTS, MAX_SAFE_INTEGER
 from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
 from hermes_sdk._core.operations.common import (
     check_message,
@@ -109,9 +109,10 @@ def merge_extra(fields: dict[str, object], extra_body: Optional[Mapping[str, obj
     return {**extra_body, **fields}
 
 
-__all__ = ["CONFIDENTIAL", "CONTROL_FIELDS", "DEFAULT_MAX_EVENTS", "DEFAULT_MODEL", "MAX_SAFE_INTEGER", "check_known",
-           "check_message", "check_numbers", "contract", "control_headers", "described", "encode_body", "is_number",
-           "max_events_value", "merge_extra", "model_contract", "only_fields", "require_input", "visible_text"]
+__all__ = ["CONFIDENTIAL", "CONTROL_FIELDS", "DEFAULT_MAX_EVENTS", "DEFAULT_MODEL", "MAX_MAX_EVENTS",
+           "MAX_SAFE_INTEGER", "check_known", "check_message", "check_numbers", "contract", "control_headers",
+           "described", "encode_body", "is_number", "max_events_value", "merge_extra", "model_contract", "only_fields",
+           "require_input", "visible_text"]
 
 
 def lazy_exports(package: str, where: Mapping[str, str]) -> Callable[[str], object]:
