@@ -66,12 +66,15 @@ class Text:
     #: Said for a value over ``max_len`` (default: "'{field}' is longer than {limit} characters",
     #: with ``details["limit"]``).
     too_long: Optional[str] = None
+    #: A value not in ``one_of`` is echoed in ``details[field]`` (its first 32 characters).
+    echo: bool = False
 
     def check(self, field: str, value: object) -> None:
         if self.one_of:
             if value not in self.one_of:
+                echoed = {field: str(value)[:32]} if self.echo else {}
                 raise bad(field, _say(self.message or "'{field}' must be one of {choices}", field,
-                                      choices=", ".join(self.one_of)))
+                                      choices=", ".join(self.one_of)), **echoed)
             return
         if not isinstance(value, str):
             raise bad(field, _say(self.message or "'{field}' must be a string", field))
@@ -282,8 +285,16 @@ class OneOf:
 
     kinds: tuple[Kind, ...]
     message: str
+    #: A value of a JSON type one of the kinds takes is refused with that kind's own message
+    #: (``input``: a blank string "must not be empty"); the ``message`` is for other types.
+    by_type: bool = False
 
     def check(self, field: str, value: object) -> None:
+        if self.by_type:
+            for kind in self.kinds:
+                if _takes_type(kind, value):
+                    kind.check(field, value)
+                    return
         for kind in self.kinds:
             try:
                 kind.check(field, value)
@@ -296,6 +307,17 @@ class OneOf:
         return {"anyOf": [kind.schema() for kind in self.kinds]}
 
 
+def _takes_type(kind: Kind, value: object) -> bool:
+    """Whether ``kind`` is about values of ``value``'s JSON type (a string, a list, an object)."""
+    if isinstance(kind, Text):
+        return isinstance(value, str)
+    if isinstance(kind, ListOf):
+        return isinstance(value, list)
+    if isinstance(kind, (Object, Message)):
+        return isinstance(value, Mapping)
+    return False
+
+
 AnyKind = Union[Text, Int, Number, Bool, Object, Anything, PathId, Header, Never, Message, ListOf, OneOf, Kind]
 
 
@@ -305,7 +327,7 @@ class Field:
 
     ``null`` says what a JSON ``null`` means: ``"absent"`` (as if not given, the default),
     ``"value"`` (a valid value, sent: ``title`` null clears a title) or ``"checked"`` (given: the
-    kind refuses it).
+    kind refuses it; a required field's absence is checked the same way, with the kind's message).
     """
 
     name: str
@@ -381,6 +403,9 @@ class Input:
 
     @staticmethod
     def _check_field(field: Field, data: Mapping[str, object]) -> None:
+        if field.null == "checked" and field.required:  # absent is null, and the kind refuses it
+            field.kind.check(field.name, data.get(field.name))
+            return
         if field.name not in data or (data[field.name] is None and field.null != "checked"):
             if field.required:
                 raise bad(field.name, _say(field.missing or "'{field}' is required", field.name))

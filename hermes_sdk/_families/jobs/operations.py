@@ -37,7 +37,7 @@ def job_id_value(value: object) -> str:
 
 
 _JOB_ID = PathId(JOB_ID.pattern, "`job_id` must match ^[a-f0-9]{12}$ (a job's id, not its name)")
-_ID = Field("job_id", _JOB_ID, required=True, missing="'{field}' must be a non-blank string", null="checked",
+_ID = Field("job_id", _JOB_ID, required=True, null="checked",
             doc="the job's id (12 lower-case hex characters)")
 _NAME = Text(MAX_NAME_CHARS, non_empty=True, strip_for_length=True)
 _SCHEDULE = Text(MAX_SCHEDULE_CHARS, non_empty=True)
