@@ -4,7 +4,7 @@ published by ``capabilities()`` as JSON Schema (issue 40).
 A family declares what each operation takes with a small vocabulary (exported through
 :mod:`hermes_sdk.plugin`): a :class:`Field` of a kind (:class:`Text`, :class:`Int`, :class:`Number`,
 :class:`Bool`, :class:`ListOf`, :class:`Object`, :class:`PathId`, :class:`Header`, :class:`Message`,
-:class:`OneOf`, :class:`Anything`, :class:`Never`),
+:class:`OneOf`, :class:`AllOf`, :class:`Anything`, :class:`Never`),
 required or not, grouped by ``exactly_one`` / ``at_least_one``, with provider fields passed through
 (``extra="provider"``, JSON-checked) and named :class:`Rule` s for what a kind cannot say. The kernel
 calls :meth:`Input.check` in :meth:`OperationSpec.request`, so ``invoke()``, the resources, the CLI
@@ -60,6 +60,8 @@ class Text:
     non_empty: bool = False
     strip_for_length: bool = False
     forbid: str = ""
+    #: At least this many characters (blanks count: ``non_empty`` is about visible ones).
+    min_len: int = 0
     one_of: tuple[str, ...] = ()
     #: Said for a non-string, a blank, a forbidden character or a value not in ``one_of``.
     message: Optional[str] = None
@@ -78,7 +80,7 @@ class Text:
             return
         if not isinstance(value, str):
             raise bad(field, _say(self.message or "'{field}' must be a string", field))
-        if self.non_empty and not value.strip():
+        if (self.non_empty and not value.strip()) or len(value) < self.min_len:
             raise bad(field, _say(self.message or "'{field}' must not be empty", field))
         if self.forbid and any(c in value for c in self.forbid):
             raise bad(field, _say(self.message or "'{field}' holds a character it may not hold", field))
@@ -91,8 +93,9 @@ class Text:
         if self.one_of:
             return {"type": "string", "enum": list(self.one_of)}
         out: dict[str, object] = {"type": "string"}
+        if self.non_empty or self.min_len:
+            out["minLength"] = max(1 if self.non_empty else 0, self.min_len)
         if self.non_empty:
-            out["minLength"] = 1
             out["pattern"] = r"\S"
         if self.max_len is not None:
             out["maxLength"] = self.max_len
@@ -307,6 +310,20 @@ class OneOf:
         return {"anyOf": [kind.schema() for kind in self.kinds]}
 
 
+@attrs.frozen
+class AllOf:
+    """A value every one of ``kinds`` accepts, checked in order (the first refusal is said)."""
+
+    kinds: tuple[Kind, ...]
+
+    def check(self, field: str, value: object) -> None:
+        for kind in self.kinds:
+            kind.check(field, value)
+
+    def schema(self) -> dict[str, object]:
+        return {"allOf": [kind.schema() for kind in self.kinds]}
+
+
 def _takes_type(kind: Kind, value: object) -> bool:
     """Whether ``kind`` is about values of ``value``'s JSON type (a string, a list, an object)."""
     if isinstance(kind, Text):
@@ -318,7 +335,8 @@ def _takes_type(kind: Kind, value: object) -> bool:
     return False
 
 
-AnyKind = Union[Text, Int, Number, Bool, Object, Anything, PathId, Header, Never, Message, ListOf, OneOf, Kind]
+AnyKind = Union[Text, Int, Number, Bool, Object, Anything, PathId, Header, Never, Message, ListOf, OneOf, AllOf,
+                Kind]
 
 
 @attrs.frozen
@@ -337,6 +355,8 @@ class Field:
     null: Literal["absent", "value", "checked"] = "absent"
     #: Said when a required field is missing (default "'{field}' is required").
     missing: Optional[str] = None
+    #: Another name for the field ``alias_of``: checked (and used) only when that one is not given.
+    alias_of: Optional[str] = None
 
 
 @attrs.frozen
@@ -352,8 +372,9 @@ class Rule:
 @attrs.frozen
 class Input:
     """The fields an operation takes, checked in order: the whole input is a JSON object
-    (:func:`require_input`), no unknown field (unless ``extra="provider"``), the ``exactly_one`` and
-    ``at_least_one`` groups, each field's kind, provider fields' numbers, then the ``rules``.
+    (:func:`require_input`), no unknown field (unless ``extra="provider"``), the ``first`` rules, the
+    ``exactly_one`` groups, each field's kind, the ``at_least_one`` groups, provider fields' numbers,
+    then the ``rules``.
 
     ``unknown`` is said for an unknown field (``{name}`` quoted, ``{accepted}``); ``control`` are the
     fields accepted beside the declared ones without a check here (the key, the AIP envelope).
@@ -364,12 +385,15 @@ class Input:
     at_least_one: tuple[tuple[str, ...], ...] = ()
     extra: Literal["refuse", "provider"] = "refuse"
     rules: tuple[Rule, ...] = ()
+    #: Rules checked before the fields (two fields that exclude each other, said before either's kind).
+    first: tuple[Rule, ...] = ()
     control: tuple[str, ...] = CONTROL
     unknown: str = "unknown field {name}; accepted: {accepted}"
     #: The names listed after "accepted:" (default: every declared field, in order).
     accepted: Optional[tuple[str, ...]] = None
-    #: Said when no field of an ``at_least_one`` group is given (``{names}``).
+    #: Said when no field of an ``at_least_one`` group is given (``{names}``), naming ``none_given_field``.
     none_given: str = "give at least one of {names}"
+    none_given_field: str = "input"
     #: Provider fields' numbers (``extra="provider"``) are checked, except these names.
     numbers_skip: tuple[str, ...] = ()
     doc: str = ""
@@ -379,6 +403,8 @@ class Input:
         data = require_input(raw)
         if self.extra == "refuse":
             self._refuse_unknown(data)
+        for rule in self.first:
+            rule.check(data)
         for group in self.exactly_one:
             given = [name for name in group if data.get(name) is not None]
             if len(given) != 1:
@@ -387,7 +413,7 @@ class Input:
             self._check_field(field, data)
         for group in self.at_least_one:
             if not any(data.get(name) is not None for name in group):
-                raise bad("input", _say(self.none_given, "input", names=", ".join(group)))
+                raise bad(self.none_given_field, _say(self.none_given, self.none_given_field, names=", ".join(group)))
         if self.extra == "provider":
             self._check_provider_numbers(data)
         for rule in self.rules:
@@ -403,6 +429,8 @@ class Input:
 
     @staticmethod
     def _check_field(field: Field, data: Mapping[str, object]) -> None:
+        if field.alias_of is not None and data.get(field.alias_of) is not None:
+            return  # the field it names is given and used; this one is not
         if field.null == "checked" and field.required:  # absent is null, and the kind refuses it
             field.kind.check(field.name, data.get(field.name))
             return
@@ -427,8 +455,11 @@ class Input:
             prop = dict(f.kind.schema())
             if f.null == "value":
                 prop = {"anyOf": [prop, {"type": "null"}]} if prop else {}
-            if f.doc:
-                prop["description"] = f.doc
+            doc = f"{f.doc} " if f.doc else ""
+            if f.alias_of is not None:
+                doc += f"(another name for {f.alias_of!r}, used when it is not given)"
+            if doc.strip():
+                prop["description"] = doc.strip()
             properties[f.name] = prop
         for name in self.control:
             properties.setdefault(name, dict(_CONTROL_SCHEMA.get(name, {})))  # type: ignore[call-overload]
@@ -445,11 +476,12 @@ class Input:
         elif groups:
             out["allOf"] = groups
         notes = [self.doc] if self.doc else []
-        notes += [f"{rule.name}: {rule.doc}" if rule.doc else rule.name for rule in self.rules]
+        rules = self.first + self.rules
+        notes += [f"{rule.name}: {rule.doc}" if rule.doc else rule.name for rule in rules]
         if notes:
             out["description"] = "; ".join(notes)
-        if self.rules:
-            out["x-rules"] = [rule.name for rule in self.rules]
+        if rules:
+            out["x-rules"] = [rule.name for rule in rules]
         return out
 
 
@@ -467,5 +499,5 @@ def input_schema(spec_input: Optional[Input]) -> dict[str, object]:
     return spec_input.json_schema() if spec_input is not None else dict(ANY_OBJECT)
 
 
-__all__ = ["ANY_OBJECT", "Anything", "Bool", "CONTROL", "Field", "Header", "Input", "Int", "Kind", "ListOf", "Message",
-           "Never", "Number", "Object", "OneOf", "PathId", "Rule", "Text", "input_schema"]
+__all__ = ["ANY_OBJECT", "AllOf", "Anything", "Bool", "CONTROL", "Field", "Header", "Input", "Int", "Kind", "ListOf",
+           "Message", "Never", "Number", "Object", "OneOf", "PathId", "Rule", "Text", "input_schema"]
