@@ -11,7 +11,8 @@ calls :meth:`Input.check` in :meth:`OperationSpec.request`, so ``invoke()``, the
 and ``build_request`` refuse alike, each refusal an InvalidInputError naming its field; the builder
 then only maps the input to path, headers and body.
 
-Messages are the project's own, as templates: ``{field}`` is the field's name (``{limit}``,
+Messages are the project's own, as templates: ``{field}`` is the field's path (``{key}`` its last
+part: ``store`` of ``body.store``; ``{limit}``,
 ``{minimum}``, ``{maximum}`` a kind's bound); a kind's ``message`` replaces its default wording.
 """
 
@@ -45,7 +46,7 @@ class Kind(Protocol):
 def _say(template: str, field: str, **values: object) -> str:
     """``template`` with ``{field}`` and the named ``values`` filled in (any other brace is literal:
     a message may quote a pattern such as ``^[a-f0-9]{12}$``)."""
-    out = template.replace("{field}", field)
+    out = template.replace("{field}", field).replace("{key}", field.rsplit(".", 1)[-1])
     for name, value in values.items():
         out = out.replace("{" + name + "}", str(value))
     return out
@@ -166,13 +167,15 @@ class Object:
     """A JSON object (its members are the provider's: checked as JSON, not one by one)."""
 
     message: Optional[str] = None
+    #: The object's own fields, published (and checked where the operation says: ``Input.check(prefix=)``).
+    input: Optional["Input"] = None
 
     def check(self, field: str, value: object) -> None:
         if not isinstance(value, Mapping):
             raise bad(field, _say(self.message or "'{field}' must be an object", field))
 
     def schema(self) -> dict[str, object]:
-        return {"type": "object"}
+        return self.input.json_schema() if self.input is not None else {"type": "object"}
 
 
 @attrs.frozen
@@ -396,11 +399,16 @@ class Input:
     none_given_field: str = "input"
     #: Provider fields' numbers (``extra="provider"``) are checked, except these names.
     numbers_skip: tuple[str, ...] = ()
+    #: Whether provider fields' numbers are checked (False where the provider fields are another
+    #: object's, checked there: the Responses body).
+    numbers: bool = True
     doc: str = ""
 
-    def check(self, raw: object) -> Mapping[str, object]:
-        """``raw`` if it is a valid input; else an InvalidInputError naming the first bad field."""
-        data = require_input(raw)
+    def check(self, raw: object, prefix: str = "") -> Mapping[str, object]:
+        """``raw`` if it is a valid input; else an InvalidInputError naming the first bad field.
+        ``prefix`` roots the field paths (``body.``: an object inside the input)."""
+        data = require_input(raw) if not prefix else raw
+        assert isinstance(data, Mapping)
         if self.extra == "refuse":
             self._refuse_unknown(data)
         for rule in self.first:
@@ -410,12 +418,12 @@ class Input:
             if len(given) != 1:
                 raise bad("input", f"give exactly one of {_listed(group)}", given=given)
         for field in self.fields:
-            self._check_field(field, data)
+            self._check_field(field, data, prefix)
         for group in self.at_least_one:
             if not any(data.get(name) is not None for name in group):
                 raise bad(self.none_given_field, _say(self.none_given, self.none_given_field, names=", ".join(group)))
-        if self.extra == "provider":
-            self._check_provider_numbers(data)
+        if self.extra == "provider" and self.numbers:
+            self._check_provider_numbers(data, prefix)
         for rule in self.rules:
             rule.check(data)
         return data
@@ -428,25 +436,26 @@ class Input:
             raise bad(extra[0], _say(self.unknown, extra[0], name=repr(extra[0]), accepted=", ".join(accepted)))
 
     @staticmethod
-    def _check_field(field: Field, data: Mapping[str, object]) -> None:
+    def _check_field(field: Field, data: Mapping[str, object], prefix: str) -> None:
         if field.alias_of is not None and data.get(field.alias_of) is not None:
             return  # the field it names is given and used; this one is not
+        path = prefix + field.name
         if field.null == "checked" and field.required:  # absent is null, and the kind refuses it
-            field.kind.check(field.name, data.get(field.name))
+            field.kind.check(path, data.get(field.name))
             return
         if field.name not in data or (data[field.name] is None and field.null != "checked"):
             if field.required:
-                raise bad(field.name, _say(field.missing or "'{field}' is required", field.name))
+                raise bad(path, _say(field.missing or "'{field}' is required", path))
             return
-        field.kind.check(field.name, data[field.name])
+        field.kind.check(path, data[field.name])
 
-    def _check_provider_numbers(self, data: Mapping[str, object]) -> None:
+    def _check_provider_numbers(self, data: Mapping[str, object], prefix: str) -> None:
         # The provider fields not declared here (declared ones were checked by their kind).
         skip = set(self.numbers_skip) | set(self.control) | {f.name for f in self.fields}
         for name, value in data.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and not is_number(value) \
                     and name not in skip:
-                raise bad(name, f"'{name}' must be a finite number of at most 2**53 in size")
+                raise bad(prefix + name, f"'{name}' must be a finite number of at most 2**53 in size")
 
     def json_schema(self) -> dict[str, object]:
         """The input as JSON Schema (draft 2020-12), as ``capabilities()`` publishes it."""
