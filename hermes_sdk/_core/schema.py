@@ -410,7 +410,7 @@ class Input:
         data = require_input(raw) if not prefix else raw
         assert isinstance(data, Mapping)
         if self.extra == "refuse":
-            self._refuse_unknown(data)
+            self._refuse_unknown(data, prefix)
         for rule in self.first:
             rule.check(data)
         for group in self.exactly_one:
@@ -428,12 +428,13 @@ class Input:
             rule.check(data)
         return data
 
-    def _refuse_unknown(self, data: Mapping[str, object]) -> None:
+    def _refuse_unknown(self, data: Mapping[str, object], prefix: str) -> None:
         names = {f.name for f in self.fields}
         extra = sorted(k for k in data if k not in names and k not in self.control)
         if extra:
             accepted = self.accepted if self.accepted is not None else tuple(f.name for f in self.fields)
-            raise bad(extra[0], _say(self.unknown, extra[0], name=repr(extra[0]), accepted=", ".join(accepted)))
+            raise bad(prefix + extra[0], _say(self.unknown, prefix + extra[0], name=repr(extra[0]),
+                                              accepted=", ".join(accepted)))
 
     @staticmethod
     def _check_field(field: Field, data: Mapping[str, object], prefix: str) -> None:
