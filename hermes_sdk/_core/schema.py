@@ -29,7 +29,7 @@ from .operations.common import bad, check_message, is_number, path_id, require_i
 #: Control fields every operation accepts besides its own: the idempotency key (taken off the
 #: input before the builder) and the AIP envelope.
 CONTROL = ("idempotency_key", "_aip")
-_CONTROL_SCHEMA: dict[str, object] = {
+_CONTROL_SCHEMA: dict[str, dict[str, object]] = {
     "idempotency_key": {"type": "string", "description": "the call's idempotency key (sent as Idempotency-Key)"},
     "_aip": {"type": "object", "description": "the AIP envelope (set by the SDK's governed lifecycle)"},
 }
@@ -74,10 +74,7 @@ class Text:
 
     def check(self, field: str, value: object) -> None:
         if self.one_of:
-            if value not in self.one_of:
-                echoed = {field: str(value)[:32]} if self.echo else {}
-                raise bad(field, _say(self.message or "'{field}' must be one of {choices}", field,
-                                      choices=", ".join(self.one_of)), **echoed)
+            self._check_choice(field, value)
             return
         if not isinstance(value, str):
             raise bad(field, _say(self.message or "'{field}' must be a string", field))
@@ -89,6 +86,12 @@ class Text:
             if self.too_long is not None:
                 raise bad(field, _say(self.too_long, field, limit=self.max_len))
             raise bad(field, f"'{field}' is longer than {self.max_len} characters", limit=self.max_len)
+
+    def _check_choice(self, field: str, value: object) -> None:
+        if value not in self.one_of:
+            echoed = {field: str(value)[:32]} if self.echo else {}
+            raise bad(field, _say(self.message or "'{field}' must be one of {choices}", field,
+                                  choices=", ".join(self.one_of)), **echoed)
 
     def schema(self) -> dict[str, object]:
         if self.one_of:
@@ -460,31 +463,15 @@ class Input:
 
     def json_schema(self) -> dict[str, object]:
         """The input as JSON Schema (draft 2020-12), as ``capabilities()`` publishes it."""
-        properties: dict[str, object] = {}
-        for f in self.fields:
-            prop = dict(f.kind.schema())
-            if f.null == "value":
-                prop = {"anyOf": [prop, {"type": "null"}]} if prop else {}
-            doc = f"{f.doc} " if f.doc else ""
-            if f.alias_of is not None:
-                doc += f"(another name for {f.alias_of!r}, used when it is not given)"
-            if doc.strip():
-                prop["description"] = doc.strip()
-            properties[f.name] = prop
+        properties = {f.name: _property(f) for f in self.fields}
         for name in self.control:
-            properties.setdefault(name, dict(_CONTROL_SCHEMA.get(name, {})))  # type: ignore[call-overload]
+            properties.setdefault(name, dict(_CONTROL_SCHEMA.get(name, {})))
         out: dict[str, object] = {"type": "object", "properties": properties,
                                   "additionalProperties": self.extra == "provider"}
         required = [f.name for f in self.fields if f.required]
         if required:
             out["required"] = required
-        groups: list[dict[str, object]] = [
-            {"oneOf": [{"required": [name]} for name in group]} for group in self.exactly_one]
-        groups += [{"anyOf": [{"required": [name]} for name in group]} for group in self.at_least_one]
-        if len(groups) == 1:
-            out.update(groups[0])
-        elif groups:
-            out["allOf"] = groups
+        out.update(self._groups())
         notes = [self.doc] if self.doc else []
         rules = self.first + self.rules
         notes += [f"{rule.name}: {rule.doc}" if rule.doc else rule.name for rule in rules]
@@ -493,6 +480,27 @@ class Input:
         if rules:
             out["x-rules"] = [rule.name for rule in rules]
         return out
+
+    def _groups(self) -> dict[str, object]:
+        groups: list[dict[str, object]] = [
+            {"oneOf": [{"required": [name]} for name in group]} for group in self.exactly_one]
+        groups += [{"anyOf": [{"required": [name]} for name in group]} for group in self.at_least_one]
+        if len(groups) == 1:
+            return groups[0]
+        return {"allOf": groups} if groups else {}
+
+
+def _property(f: Field) -> dict[str, object]:
+    """One field's published schema: its kind's, null where it is a value, and its description."""
+    prop = dict(f.kind.schema())
+    if f.null == "value":
+        prop = {"anyOf": [prop, {"type": "null"}]} if prop else {}
+    doc = f.doc
+    if f.alias_of is not None:
+        doc = f"{doc} (another name for {f.alias_of!r}, used when it is not given)".strip()
+    if doc:
+        prop["description"] = doc
+    return prop
 
 
 def _listed(names: Sequence[str]) -> str:
