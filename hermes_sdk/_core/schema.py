@@ -101,6 +101,8 @@ class Text:
             out["minLength"] = max(1 if self.non_empty else 0, self.min_len)
         if self.non_empty:
             out["pattern"] = r"\S"
+        if self.forbid:
+            out["pattern"] = "^[^" + "".join(f"\\x{ord(c):02x}" for c in self.forbid) + "]*$"
         if self.max_len is not None:
             out["maxLength"] = self.max_len
         return out
@@ -207,9 +209,8 @@ class PathId:
             raise bad(field, _say(self.message or "'{field}' must match ^{pattern}$", field, pattern=self.pattern))
 
     def schema(self) -> dict[str, object]:
-        out: dict[str, object] = {"type": "string", "minLength": 1, "maxLength": 512}
-        if self.pattern is not None:
-            out["pattern"] = f"^{self.pattern}$"
+        out: dict[str, object] = {"type": "string", "minLength": 1, "maxLength": 512,
+                                  "pattern": f"^{self.pattern}$" if self.pattern is not None else r"\S"}
         return out
 
 
@@ -222,7 +223,8 @@ class Header:
         session_value(field, value)
 
     def schema(self) -> dict[str, object]:
-        return {"type": "string", "minLength": 1, "maxLength": MAX_SESSION_VALUE_CHARS, "pattern": "^[^\\r\\n\\x00]*$"}
+        return {"type": "string", "minLength": 1, "maxLength": MAX_SESSION_VALUE_CHARS,
+                "pattern": r"^[^\r\n\x00]*\S[^\r\n\x00]*$"}
 
 
 @attrs.frozen
@@ -373,6 +375,8 @@ class Rule:
     name: str
     check: Callable[[Mapping[str, object]], None]
     doc: str = ""
+    #: The fields whose values the rule constrains beyond their kinds (published with it).
+    fields: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -477,8 +481,8 @@ class Input:
         notes += [f"{rule.name}: {rule.doc}" if rule.doc else rule.name for rule in rules]
         if notes:
             out["description"] = "; ".join(notes)
-        if rules:
-            out["x-rules"] = [rule.name for rule in rules]
+        if rules:  # what the kinds above cannot say, by name (and the fields it binds)
+            out["x-rules"] = [{"name": rule.name, "fields": list(rule.fields)} for rule in rules]
         return out
 
     def _groups(self) -> dict[str, object]:

@@ -89,7 +89,8 @@ _FIELDS = (
     Field("stream", Anything(), doc="set from the operation (chat: false, chat_stream: true)"),
 )
 _MESSAGES_RULE = Rule("last_message_is_users", _last_message_is_users,
-                      "the last user-or-assistant message of 'messages' is a user message with visible content")
+                      "the last user-or-assistant message of 'messages' is a user message with visible content",
+                      ("messages",))
 
 
 def _input(max_events: Field) -> Input:

@@ -101,7 +101,8 @@ OPERATOR_INPUT = Input(
     (attrs.evolve(START_INPUT.fields[0], required=False), *START_INPUT.fields[1:],
      Field("resume", Object(input=RESUME_FIELDS), doc="resume a waiting operator action (alone)")),
     extra="provider", numbers=False,
-    first=(Rule("start_or_resume", _start_or_resume, "a start (objective required) or a resume (resume alone)"),))
+    first=(Rule("start_or_resume", _start_or_resume, "a start (objective required) or a resume (resume alone)",
+                 ("resume",)),))
 
 
 def check_objective(data: Mapping[str, object]) -> dict[str, object]:

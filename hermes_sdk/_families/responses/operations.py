@@ -98,9 +98,10 @@ BODY_INPUT = Input((
                                         "truncation")),
     Field("conversation_history", ListOf(Message(), message="'{key}' must be a list of messages")),
     Field("store", Bool(message="'{key}' must be a boolean")),
-), extra="provider", first=(Rule("one_thread", _one_thread, "not both conversation and previous_response_id"),),
+), extra="provider", first=(Rule("one_thread", _one_thread, "not both conversation and previous_response_id",
+                                                      ("conversation", "previous_response_id")),),
     rules=(Rule("last_input_is_users", _last_input_is_users,
-                "the last input item is a user message (or a text) with visible content"),),
+                "the last input item is a user message (or a text) with visible content", ("input",)),),
     doc="provider fields beside these are sent as given (numbers finite, at most 2**53)")
 
 

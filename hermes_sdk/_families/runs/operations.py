@@ -92,7 +92,8 @@ START_INPUT = Input((
     Field("conversation_history", ListOf(Message(), message="'{field}' must be a list of messages")),
     Field("previous_response_id", _NON_EMPTY),
     Field("model", _NON_EMPTY),
-), rules=(Rule("last_input_visible", _last_input_visible, "the last input message has visible content"),),
+), rules=(Rule("last_input_visible", _last_input_visible, "the last input message has visible content",
+                   ("input",)),),
     control=("_aip",))
 
 
@@ -117,7 +118,8 @@ _LAST_EVENT_ID = "'last_event_id' must be the decimal id of an event of the run"
 RUN_INPUT = Input((_RUN_ID,), control=("_aip",))
 EVENTS_INPUT = Input((_RUN_ID, Field("last_event_id", Text(20, message=_LAST_EVENT_ID, too_long=_LAST_EVENT_ID),
                                      doc="resume after this event (Hermes 0.21+)")),
-                     rules=(Rule("event_id_is_decimal", _event_id_is_decimal, "last_event_id is decimal digits"),),
+                     rules=(Rule("event_id_is_decimal", _event_id_is_decimal, "last_event_id is decimal digits",
+                                 ("last_event_id",)),),
                      control=("_aip",))
 
 

@@ -180,7 +180,8 @@ CREATE_INPUT = Input((
     Field("title", Title()),
     Field("system_prompt", Text()),
     Field("model", Text()),
-), first=(Rule("one_new_id", _one_new_id, "id and session_id, when both given, are the same"),))
+), first=(Rule("one_new_id", _one_new_id, "id and session_id, when both given, are the same",
+                   ("session_id",)),))
 SESSION_INPUT = Input((_SID,))
 MESSAGES_INPUT = Input((
     _SID,
@@ -216,8 +217,9 @@ def _chat_input(*extra: Field) -> Input:
     return Input(_CHAT_FIELDS + extra, at_least_one=(("message", "input"),), none_given="'message' is required",
                  none_given_field="message",
                  first=(Rule("one_system_message", _one_system_message,
-                             "system_message and instructions, when both given, are the same"),),
-                 rules=(Rule("message_visible", _message_visible, "the message has visible content"),))
+                             "system_message and instructions, when both given, are the same", ("instructions",)),),
+                 rules=(Rule("message_visible", _message_visible, "the message has visible content",
+                             ("message", "input")),))
 
 
 CHAT_INPUT = _chat_input()
