@@ -216,15 +216,15 @@ class PathId:
 
 @attrs.frozen
 class Header:
-    """A value sent as a Hermes session header (``session_id``, ``session_key``): a non-blank
-    string of at most 256 characters without CR, LF or NUL."""
+    """A value sent as a Hermes session header (``session_id``, ``session_key``): at most 256
+    latin-1 characters, no control character (but tab) and no surrounding whitespace."""
 
     def check(self, field: str, value: object) -> None:
         session_value(field, value)
 
     def schema(self) -> dict[str, object]:
         return {"type": "string", "minLength": 1, "maxLength": MAX_SESSION_VALUE_CHARS,
-                "pattern": r"^[^\r\n\x00]*\S[^\r\n\x00]*$"}
+                "pattern": r"^[\x21-\x7e\xa1-\xff](?:[\x09\x20-\x7e\xa0-\xff]*[\x21-\x7e\xa1-\xff])?$"}
 
 
 @attrs.frozen
@@ -502,6 +502,7 @@ def _property(f: Field) -> dict[str, object]:
     doc = f.doc
     if f.alias_of is not None:
         doc = f"{doc} (another name for {f.alias_of!r}, used when it is not given)".strip()
+        prop["x-alias-of"] = f.alias_of
     if doc:
         prop["description"] = doc
     return prop

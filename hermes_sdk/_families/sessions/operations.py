@@ -126,7 +126,11 @@ class Title:
             raise bad(field, "'title' must have visible characters (leave it out for the lineage title)")
 
     def schema(self) -> dict[str, object]:
-        return {"type": "string", "description": f"at most {MAX_TITLE_CHARS} characters once cleaned"}
+        out: dict[str, object] = {"type": "string", "maxLength": MAX_TITLE_CHARS,
+                                  "description": f"at most {MAX_TITLE_CHARS} characters once cleaned"}
+        if self.visible:
+            out["pattern"] = r"\S"
+        return out
 
 
 @attrs.frozen
@@ -138,7 +142,7 @@ class NewSessionId:
         create_id(value, field)
 
     def schema(self) -> dict[str, object]:
-        return {"type": "string", "minLength": 1, "maxLength": MAX_CREATE_ID_CHARS,
+        return {"type": "string", "minLength": 1, "maxLength": MAX_CREATE_ID_CHARS, "pattern": r"\S",
                 "not": {"pattern": r"\.\.|/|\\\\|^[A-Za-z]:"}}
 
 
