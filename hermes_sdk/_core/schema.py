@@ -410,6 +410,14 @@ class Input:
     #: object's, checked there: the Responses body).
     numbers: bool = True
     doc: str = ""
+    #: The declared names and those the provider-number check skips, computed once (not per call).
+    _names: frozenset[str] = attrs.field(init=False, repr=False, eq=False)
+    _not_numbers: frozenset[str] = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        names = frozenset(f.name for f in self.fields)
+        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_not_numbers", names | set(self.numbers_skip) | set(self.control))
 
     def check(self, raw: object, prefix: str = "") -> Mapping[str, object]:
         """``raw`` if it is a valid input; else an InvalidInputError naming the first bad field.
@@ -425,7 +433,8 @@ class Input:
             if len(given) != 1:
                 raise bad("input", f"give exactly one of {_listed(group)}", given=given)
         for field in self.fields:
-            self._check_field(field, data, prefix)
+            if field.name in data or field.required:  # (most declared fields are not given)
+                self._check_field(field, data, prefix)
         for group in self.at_least_one:
             if not any(data.get(name) is not None for name in group):
                 raise bad(self.none_given_field, _say(self.none_given, self.none_given_field, names=", ".join(group)))
@@ -436,7 +445,7 @@ class Input:
         return data
 
     def _refuse_unknown(self, data: Mapping[str, object], prefix: str) -> None:
-        names = {f.name for f in self.fields}
+        names = self._names
         extra = sorted(k for k in data if k not in names and k not in self.control)
         if extra:
             accepted = self.accepted if self.accepted is not None else tuple(f.name for f in self.fields)
@@ -459,7 +468,7 @@ class Input:
 
     def _check_provider_numbers(self, data: Mapping[str, object], prefix: str) -> None:
         # The provider fields not declared here (declared ones were checked by their kind).
-        skip = set(self.numbers_skip) | set(self.control) | {f.name for f in self.fields}
+        skip = self._not_numbers
         for name, value in data.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and not is_number(value) \
                     and name not in skip:

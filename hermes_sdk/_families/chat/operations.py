@@ -14,10 +14,8 @@ from hermes_sdk._families._shared import (
     MAX_MAX_EVENTS,
     MAX_SAFE_INTEGER,
     check_known,
-    control_headers,
     described,
     encode_body,
-    max_events_value,
     merge_extra,
     model_contract,
     visible_text,
@@ -105,6 +103,9 @@ CHAT_STREAM_INPUT = _input(Field("max_events", Int(1, MAX_MAX_EVENTS, message=f"
                                  doc=f"the most events read (default {DEFAULT_MAX_EVENTS})"))
 
 
+_HEADERS = (("session_id", "X-Hermes-Session-Id"), ("session_key", "X-Hermes-Session-Key"))
+
+
 def build(operation: str, data: Mapping[str, object]) -> RequestParts:
     """Map a chat or chat_stream input (checked by its :class:`~hermes_sdk.plugin.Input`) to headers
     and the provider body (no I/O): the prompt or query is one user message, session values travel
@@ -118,8 +119,10 @@ def build(operation: str, data: Mapping[str, object]) -> RequestParts:
     if messages is None:
         messages = [{"role": "user", "content": data.get("prompt") if data.get("prompt") is not None
                      else data.get("query")}]
-    headers = control_headers(data, with_session_id=True)
-    max_events = max_events_value(data.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0
+    # Checked as Header kinds already: mapped, not checked again.
+    headers = {header: str(data[name]) for name, header in _HEADERS if data.get(name) is not None}
+    given = data.get("max_events")
+    max_events = (given if isinstance(given, int) else DEFAULT_MAX_EVENTS) if streaming else 0
     body = {k: v for k, v in data.items()
             if k not in CONTROL_FIELDS and k not in ("prompt", "query", "messages") and v is not None}
     body["messages"] = list(messages) if isinstance(messages, list) else messages
