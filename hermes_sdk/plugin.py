@@ -55,6 +55,24 @@ from ._core.operations.common import bad as invalid_input
 from ._core.operations.stored import path_id_value as path_id
 from ._core.options import CallOptions
 from ._core.redaction import REDACTED, Redactor
+from ._core.schema import (
+    AllOf,
+    Anything,
+    Bool,
+    Field,
+    Header,
+    Input,
+    Int,
+    ListOf,
+    Message,
+    Never,
+    Number,
+    Object,
+    OneOf,
+    PathId,
+    Rule,
+    Text,
+)
 from ._core.sqlite_files import SQLiteConnections, private_sqlite_files
 from ._core.store_calls import store_deadline
 from ._core.streaming import HermesStream
@@ -71,6 +89,8 @@ __all__ = [
     "REDACTED", "Redactor", "register", "register_resource", "RequestParts", "SQLiteConnections", "store_deadline",
     "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
 ]
+__all__ += ["AllOf", "Anything", "Bool", "Field", "Header", "Input", "Int", "ListOf", "Message", "Never", "Number",
+            "Object", "OneOf", "PathId", "Rule", "Text"]  # declared input schemas (issue 40)
 __all__ += ["entry_identifiers", "exact_pages", "holds_identifier", "like_identifier"]  # approval queue backends
 
 # The internal call and runtime were exported here before 0.2; hooks no longer receive them.

@@ -169,7 +169,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
     def capabilities(self) -> list[dict[str, Any]]:
         """Every endpoint's capability descriptors, with their full published contract."""
         specs = self._executor.runtime.registry.specs.values()
-        return [descriptor(ep_id, spec.contract) for ep_id in self._executor.endpoints for spec in specs]
+        return [descriptor(ep_id, spec.contract, spec.input_schema) for ep_id in self._executor.endpoints
+                for spec in specs]
 
     def action_result(self, action_id: str) -> Optional[ActionResult]:
         """The durable result recorded for ``action_id`` (the recovery rule's first step), or None."""

@@ -101,6 +101,7 @@ class Executor:
             spec = registry.spec(operation, self.load_deadline(options))
             if spec.composite is not None:  # several calls under one capability (the operator)
                 key, clean = split_key(input, options.idempotency_key)
+                spec.check_input(clean)  # its declared input, before its lifecycle saves or sends anything
                 given = attrs.evolve(options, action_id=action_id, endpoint=endpoint.id, idempotency_key=key)
                 calls = self.given_to(registry.family_of_operation(operation))
                 composite: ActionResult = spec.composite(CompositeContext(self, endpoint.id, clean, given, calls))
