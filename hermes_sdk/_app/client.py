@@ -146,7 +146,9 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         self.close()
 
     def close(self) -> None:
-        """Close the connection pool (a caller's own session is left open); cancel open streams. Idempotent."""
+        """Close the connection pool (a caller's own session is left open) and the idempotency store the
+        client built from a URL or ``HERMES_SDK_IDEMPOTENCY_STORE`` (a store object passed in is the
+        caller's: left open); cancel open streams. Idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -160,6 +162,7 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
             except Exception:
                 pass
         runtime.transport.close()
+        runtime.close_owned_store()  # one it built from a URL; a store object passed in is the caller's
 
     def __repr__(self) -> str:
         return f"HermesClient(endpoints={list(self._executor.endpoints)!r})"
