@@ -2,8 +2,8 @@
 and leaves a store object the caller passed in open.
 
 A real socket on loopback: redis-server when it is installed, else fakeredis's TCP server. What is
-measured is this process's open TCP connections to the server's port (``/proc/self/fd`` and
-``/proc/net/tcp``).
+measured is the TCP connections this process opened to the server's port, open or closed
+(``/proc/self/fd`` and ``/proc/net/tcp``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from hermes_sdk.testing import HermesEmulator
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads /proc/net/tcp")
 
 
-def connections_to(port: int) -> int:
-    """This process's open TCP sockets whose remote port is ``port``."""
+def connections_to(port: int) -> set[str]:
+    """This process's open TCP sockets (their inodes) whose remote port is ``port``."""
     mine = set()
     for fd in os.listdir("/proc/self/fd"):
         try:
@@ -32,7 +32,7 @@ def connections_to(port: int) -> int:
             continue
         if target.startswith("socket:["):
             mine.add(target[len("socket:["):-1])
-    count = 0
+    found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
@@ -42,8 +42,8 @@ def connections_to(port: int) -> int:
         for row in rows:
             fields = row.split()
             if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[9] in mine:
-                count += 1
-    return count
+                found.add(fields[9])
+    return found
 
 
 @pytest.fixture(params=["real", "fake"])
@@ -72,9 +72,10 @@ def test_client_close_closes_the_redis_store_it_built(hermes_emulator: HermesEmu
     client = HermesClient(hermes_emulator.base_url, hermes_emulator.api_key, idempotency_store=redis_url,
                           load_entrypoints=False, plugins=[RedisStorePlugin()])
     client.chat(prompt="r6 redis", idempotency_key="r6-redis-url")
-    assert connections_to(port_of(redis_url)) > before
+    opened = connections_to(port_of(redis_url)) - before
+    assert opened
     client.close()
-    assert connections_to(port_of(redis_url)) == before
+    assert not opened & connections_to(port_of(redis_url))
 
 
 def test_a_redis_store_the_caller_passed_in_stays_open(hermes_emulator: HermesEmulator, redis_url: str) -> None:
@@ -85,6 +86,7 @@ def test_a_redis_store_the_caller_passed_in_stays_open(hermes_emulator: HermesEm
                       load_entrypoints=False) as client:
         client.chat(prompt="r6 redis given", idempotency_key="r6-redis-given")
     assert store.get("cap:hermes_agent:default:chat", "r6-redis-given") is not None
-    assert connections_to(port_of(redis_url)) > before  # the caller's client, still the caller's
+    opened = connections_to(port_of(redis_url)) - before
+    assert opened  # the caller's client, still the caller's
     mine.close()
-    assert connections_to(port_of(redis_url)) == before
+    assert not opened & connections_to(port_of(redis_url))
