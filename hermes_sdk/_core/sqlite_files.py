@@ -16,6 +16,7 @@ import os
 import stat
 import threading
 import uuid
+import weakref
 from typing import TYPE_CHECKING, Iterator, Optional
 
 if TYPE_CHECKING:  # imported by the first SQLite connection: a client on another store never loads it
@@ -90,17 +91,23 @@ class _Held:
     """A connection lent to one thread by :meth:`SQLiteConnections.get`; when the thread ends its
     thread-local data is dropped and this gives the connection back to the pool."""
 
-    __slots__ = ("pool", "conn", "pid", "__weakref__")
+    __slots__ = ("pool", "conn", "pid")
 
     def __init__(self, pool: SQLiteConnections, conn: sqlite3.Connection) -> None:
-        self.pool, self.conn, self.pid = pool, conn, os.getpid()
+        # A weak reference: the pool's thread-local data holds this, and the pool must not be kept
+        # alive by a thread that never ends.
+        self.pool, self.conn, self.pid = weakref.ref(pool), conn, os.getpid()
 
     def __del__(self) -> None:
         if os.getpid() != self.pid:  # a forked child dropping its parent's threads: never close the parent's
             _fork.keep(self.conn)
             return
         try:
-            self.pool._give_back(self.conn)
+            pool = self.pool()
+            if pool is not None:
+                pool._give_back(self.conn, self.pid)
+            else:
+                self.conn.close()
         except Exception:  # at interpreter exit: the process's end closes it
             pass
 
@@ -158,9 +165,12 @@ class SQLiteConnections:
                 return self._idle.pop()
         return self._open()
 
-    def _give_back(self, conn: sqlite3.Connection) -> None:
+    def _give_back(self, conn: sqlite3.Connection, pid: int) -> None:
         """Keep ``conn`` for the next use, or close it (the pool is full or closed, or a transaction
-        was left open)."""
+        was left open). ``pid``: the process that took it (a forked child never keeps nor closes it)."""
+        if pid != os.getpid():
+            _fork.keep(conn)
+            return
         with self._lock:
             if conn in self._held:
                 self._held.remove(conn)
@@ -181,11 +191,11 @@ class SQLiteConnections:
     @contextlib.contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
         """A connection for the block, this thread's alone until the block ends."""
-        conn = self._take()
+        conn, pid = self._take(), os.getpid()
         try:
             yield conn
         finally:
-            self._give_back(conn)
+            self._give_back(conn, pid)
 
     def busy_timeout(self, conn: sqlite3.Connection, ms: int) -> None:
         """Set ``conn``'s ``busy_timeout`` to ``ms`` milliseconds (a statement only when it changes)."""
