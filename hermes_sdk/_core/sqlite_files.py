@@ -15,7 +15,6 @@ import contextlib
 import os
 import stat
 import threading
-import uuid
 import weakref
 from typing import TYPE_CHECKING, Iterator, Optional
 
@@ -53,7 +52,7 @@ def private_sqlite_files(path: str) -> None:
 def _create_private(path: str) -> None:
     """Create ``path`` empty and 0600 without opening it: a private temporary file beside it, linked
     into place (a file another process created first is left as it is)."""
-    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    temporary = f"{path}.{os.urandom(8).hex()}.tmp"
     try:
         fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError:
@@ -123,7 +122,7 @@ class SQLiteConnections:
     A forked child opens its own: a SQLite connection must never be used across a fork, and the
     parent's are kept referenced, never closed by the child (closing them could undo the parent's
     locks). :meth:`close` closes every connection not in use and each one in use when it comes back;
-    after it, connections are opened for each use and closed after it (nothing stays open).
+    after it, :meth:`connection` opens one for each use and closes it after (none stays open).
 
     Args:
         path: the database file (make it with :func:`private_sqlite_files` first).
