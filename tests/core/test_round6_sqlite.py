@@ -10,6 +10,7 @@ process's own descriptors (``/proc/self/fd``) and locks (``/proc/locks``) as the
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import subprocess
@@ -23,8 +24,8 @@ from typing import Any, Iterator
 import pytest
 from core_support import approve_all
 
-from hermes_sdk import HermesClient, SQLiteStore
-from hermes_sdk.plugin import PENDING, IdempotencyRecord, SQLiteConnections, private_sqlite_files
+from hermes_sdk import HermesClient, MemoryStore, PluginError, SQLiteStore
+from hermes_sdk.plugin import PENDING, IdempotencyRecord, SQLiteConnections, hookimpl, private_sqlite_files
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
@@ -369,4 +370,45 @@ def test_a_store_the_caller_passed_in_stays_open(emu: HermesEmulator, keys_db: s
     with HermesClient(emu.base_url, emu.api_key, load_entrypoints=False, idempotency_store=store) as again:
         assert again.chat(prompt="r6 given", idempotency_key="given").replayed
     store.close()
+    assert db_descriptors(keys_db) == []
+
+
+class FailingCloseStore(MemoryStore):
+    """A plugin's store whose close() fails."""
+
+    closes = 0
+
+    def close(self) -> None:
+        FailingCloseStore.closes += 1
+        raise RuntimeError("sk-secret-in-a-close-error")
+
+
+class FailingClosePlugin:
+    @hookimpl
+    def hermes_idempotency_store(self, url: str, client: Any) -> Any:
+        return FailingCloseStore() if url.startswith("failing:") else None
+
+
+class BrokenProviderPlugin:
+    @hookimpl
+    def hermes_approval_provider(self, client: Any) -> Any:
+        return object()  # neither a callable nor a provider: the client is refused
+
+
+def test_a_plugin_store_whose_close_fails_does_not_fail_client_close(emu: HermesEmulator,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    FailingCloseStore.closes = 0
+    client = emu.client(load_entrypoints=False, idempotency_store="failing:", plugins=[FailingClosePlugin()])
+    client.chat(prompt="r6 failing close", idempotency_key="failing")
+    with caplog.at_level(logging.WARNING, logger="hermes_sdk"):
+        client.close()
+        client.close()  # idempotent: closed once
+    assert FailingCloseStore.closes == 1
+    assert "could not close its idempotency store (RuntimeError)" in caplog.text
+    assert "sk-secret" not in caplog.text
+
+
+def test_a_client_that_cannot_be_built_closes_the_store_it_built(emu: HermesEmulator, keys_db: str) -> None:
+    with pytest.raises(PluginError):
+        emu.client(load_entrypoints=False, idempotency_store="sqlite:///" + keys_db, plugins=[BrokenProviderPlugin()])
     assert db_descriptors(keys_db) == []
