@@ -37,6 +37,18 @@ SNIPPETS = {
         "c = openai.OpenAI(base_url=BASE + '/v1', api_key=KEY, max_retries=0)\n"
         "r = c.chat.completions.create(model='hermes-agent', messages=[{'role': 'user', 'content': 'Hello'}])\n"
         "assert r.choices"),
+    "hermes_sdk.openai": (
+        "from hermes_sdk.openai import OpenAI\n"
+        "c = OpenAI(base_url=BASE + '/v1', api_key=KEY, max_retries=0)\n"
+        "r = c.chat.completions.create(model='hermes-agent', messages=[{'role': 'user', 'content': 'Hello'}])\n"
+        "assert r.choices"),
+    # The same without loading the installed entry-point plugins: what the facade itself costs
+    # (each installed plugin adds its own import to every client that loads entry points).
+    "hermes_sdk.openai (load_entrypoints=False)": (
+        "from hermes_sdk.openai import OpenAI\n"
+        "c = OpenAI(base_url=BASE + '/v1', api_key=KEY, max_retries=0, load_entrypoints=False)\n"
+        "r = c.chat.completions.create(model='hermes-agent', messages=[{'role': 'user', 'content': 'Hello'}])\n"
+        "assert r.choices"),
     "hermes-sdk": (
         "from hermes_sdk import HermesClient\n"
         "c = HermesClient(BASE, KEY)\n"
@@ -45,9 +57,12 @@ SNIPPETS = {
 }
 
 
-def available(name: str) -> bool:
-    if name != "openai":
+def available(name: str, sdk_root: str = "") -> bool:
+    if "openai" not in name:
         return True
+    facade_missing = sdk_root and not os.path.isdir(os.path.join(sdk_root, "hermes_sdk", "openai"))
+    if name.startswith("hermes_sdk.openai") and facade_missing:
+        return False  # a checkout from before the facade (the baseline half of a run)
     try:
         import openai  # noqa: F401
     except ImportError:  # pragma: no cover
@@ -75,7 +90,7 @@ def one(name: str, base: str, key: str, sdk_root: str, env: Mapping[str, str]) -
 
 
 def bench_first_call(base: str, key: str, sdk_root: str, processes: int) -> dict[str, Any]:
-    names = [n for n in SNIPPETS if available(n)]
+    names = [n for n in SNIPPETS if available(n, sdk_root)]
     with tempfile.TemporaryDirectory(prefix="hermes-first-call-pyc-") as pycache:
         env = environment(sdk_root, pycache)
         for name in names:  # warm the OS file cache and write each module's bytecode once

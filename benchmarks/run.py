@@ -45,6 +45,10 @@ try:
     import openai
 except ImportError:  # pragma: no cover - the table then says n/a for openai
     openai = None  # type: ignore[assignment]
+try:  # the openai facade (issue 39): openai's client with hermes-sdk as its transport
+    import hermes_sdk.openai as hermes_openai
+except ImportError:  # pragma: no cover - no openai, or a baseline checkout from before the facade
+    hermes_openai = None  # type: ignore[assignment]
 try:  # the HTTP client openai is built on (published as httpx, or httpx2 where openai uses that)
     import httpx
 except ImportError:  # pragma: no cover
@@ -194,6 +198,8 @@ class Clients:
         self.requests_notrust.trust_env = False
         self.openai = openai.OpenAI(base_url=base + "/v1", api_key=API_KEY, max_retries=0) if openai else None
         self.httpx = httpx.Client() if httpx else None
+        self.facade = hermes_openai.OpenAI(base_url=base + "/v1", api_key=API_KEY, max_retries=0,
+                                           load_entrypoints=False) if hermes_openai else None
         # "Default plugins" = the built-ins a fresh install has; plugins that happen to be installed
         # on this machine (entry points) get their own row.
         self.sdk = HermesClient(base, API_KEY, load_entrypoints=False)
@@ -214,6 +220,8 @@ class Clients:
         self.requests_notrust.close()
         if self.openai:
             self.openai.close()
+        if self.facade:
+            self.facade.close()
         if self.httpx:
             self.httpx.close()
         self.sdk.close()
@@ -263,6 +271,13 @@ class Clients:
             if chat:
                 return lambda: oc.chat.completions.create(model="hermes-agent", messages=CHAT_JSON["messages"])
             return lambda: oc.responses.create(model="hermes-agent", input=PROMPT)
+        if name == FACADE:
+            if self.facade is None or (not chat and not hasattr(self.facade, "responses")):
+                raise LookupError(name)
+            fc = self.facade
+            if chat:
+                return lambda: fc.chat.completions.create(model="hermes-agent", messages=CHAT_JSON["messages"])
+            return lambda: fc.responses.create(model="hermes-agent", input=PROMPT)
         if name in ("hermes-sdk", "hermes-sdk + no-op plugin", "hermes-sdk + installed entry-point plugins", OTEL):
             c = self._sdk(name)
             if chat:
@@ -295,6 +310,11 @@ class Clients:
                 raise LookupError
             return iter(self.openai.chat.completions.create(model="hermes-agent",
                                                             messages=CHAT_JSON["messages"], stream=True))
+        if name == FACADE:
+            if self.facade is None:
+                raise LookupError(name)
+            return iter(self.facade.chat.completions.create(model="hermes-agent",
+                                                            messages=CHAT_JSON["messages"], stream=True))
         if name == "hermes-sdk keep_events=False":
             name, keep_events = "hermes-sdk", False
         if name in ("hermes-sdk", "hermes-sdk + installed entry-point plugins", OTEL):
@@ -303,12 +323,13 @@ class Clients:
         raise LookupError(name)
 
 
+FACADE = "hermes_sdk.openai (facade)"
 KEYED_MEMORY = "hermes-sdk + idempotency key (memory)"
 KEYED_SQLITE = "hermes-sdk + idempotency key (sqlite)"
-NONSTREAM = ["http.client", "requests", "requests (trust_env=False)", "httpx", "openai", "hermes-sdk",
+NONSTREAM = ["http.client", "requests", "requests (trust_env=False)", "httpx", "openai", FACADE, "hermes-sdk",
              "hermes-sdk + no-op plugin", OTEL, KEYED_MEMORY, KEYED_SQLITE,
              "hermes-sdk + installed entry-point plugins"]
-STREAMERS = ["http.client", "requests", "requests + iter_content (trap)", "openai", "hermes-sdk",
+STREAMERS = ["http.client", "requests", "requests + iter_content (trap)", "openai", FACADE, "hermes-sdk",
              "hermes-sdk keep_events=False", OTEL, "hermes-sdk + installed entry-point plugins"]
 
 
@@ -542,6 +563,10 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
             "non-streaming call, against requests without per-request environment lookups")
         if "openai" in calls:
             add(f"{op}: sdk / openai", ratio(sdk, calls["openai"]["us_per_call"]), 0.6, "<=", "non-streaming call")
+        if "openai" in calls and FACADE in calls:
+            add(f"{op}: hermes_sdk.openai / openai (issue 39)",
+                ratio(calls[FACADE]["us_per_call"], calls["openai"]["us_per_call"]), 1.0, "<=",
+                "non-streaming call: openai's own client with hermes-sdk as its transport")
     st = res["stream"]
     sdk_ev = st["hermes-sdk"]["us_per_event"]
     add("stream: sdk / http.client floor per event", ratio(sdk_ev, st["http.client"]["us_per_event"]), 2.0, "<=",
@@ -559,6 +584,12 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
     add("chat: sdk / httpx", r34["chat: sdk / httpx"], 1.0, "<=", "non-streaming call")
     add("first call: sdk / requests", r34["first call: sdk / requests"], 1.5, "<=",
         "import + client + one chat in a fresh process, median of several processes")
+    first = res.get("first_call") or {}
+    for name in ("hermes_sdk.openai", "hermes_sdk.openai (load_entrypoints=False)"):
+        if "openai" in first and name in first:
+            add(f"first call: {name} / openai (issue 39)", ratio(first[name]["ms"], first["openai"]["ms"]), 1.1,
+                "<=", "import + client + one chat in a fresh process; the first row also loads every installed "
+                "entry-point plugin")
     for framing, rows in res["first_event"].items():
         add(f"first event ({framing}): sdk - floor, ms",
             rows["hermes-sdk"]["ms_to_first_event"] - rows["http.client"]["ms_to_first_event"], 1.0, "<=",
@@ -669,7 +700,7 @@ def sanity(res: dict[str, Any]) -> list[str]:
     for name, v in res["stream"].items():
         if not (0 < v["us_per_event"] < 1e4):
             problems.append(f"stream/{name}: {v['us_per_event']}")
-        want = v["events_sent"] - (1 if name == "openai" else 0)  # openai hides [DONE]
+        want = v["events_sent"] - (1 if name in ("openai", FACADE) else 0)  # openai hides [DONE]
         if v["events_seen"] != want:
             problems.append(f"stream/{name}: saw {v['events_seen']} events, expected {want}")
     for framing, rows in res["first_event"].items():

@@ -234,8 +234,8 @@ class RateLimitedError(RemoteTemporaryError):
 
     Code ``connector.hermes_agent.remote_temporary``. Hermes answers 429 before any agent work
     (``details["before_agent_work"]`` is True), yet a model call keeps the connector's conservative
-    flags: ``retryable`` False, ``uncertain_outcome`` True. To try again after ``retry_after_ms``, use
-    a new idempotency key: the same key replays this failure.
+    flags: ``retryable`` False, ``uncertain_outcome`` True. Nothing ran, so no result is kept under
+    the idempotency key: after ``retry_after_ms`` the same key runs the call.
     """
     pass
 

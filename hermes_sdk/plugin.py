@@ -31,7 +31,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._core._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, DELETE_KEY_TTL_SECONDS, MAX_SAFE_INTEGER
+from ._core._constants import (
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MODEL,
+    DELETE_KEY_TTL_SECONDS,
+    MAX_MAX_EVENTS,
+    MAX_SAFE_INTEGER,
+)
 from ._core._fork import register as renew_after_fork
 from ._core._plugin_manager import Plugin
 from ._core._sentinels import REQUIRED, UNCHANGED
@@ -108,6 +114,24 @@ from ._core.options import CallOptions
 from ._core.recorders import RECORDER_POLL, buffering_recorder, raised_by_test_double, replaying_recorder
 from ._core.recorders import refusal as recorder_refusal
 from ._core.redaction import REDACTED, Redactor
+from ._core.schema import (
+    AllOf,
+    Anything,
+    Bool,
+    Field,
+    Header,
+    Input,
+    Int,
+    ListOf,
+    Message,
+    Never,
+    Number,
+    Object,
+    OneOf,
+    PathId,
+    Rule,
+    Text,
+)
 from ._core.server_features import ServerFeatures
 from ._core.sqlite_files import SQLiteConnections, private_sqlite_files
 from ._core.stages.approval import as_decision
@@ -140,14 +164,16 @@ __all__ = [
     "REDACTED", "Redactor", "register", "register_resource", "RequestParts", "SQLiteConnections", "store_deadline",
     "store_from_url", "unregister", "unregister_resource", "visible", "visible_value",
 ]
+__all__ += ["AllOf", "Anything", "Bool", "Field", "Header", "Input", "Int", "ListOf", "Message", "Never", "Number",
+            "Object", "OneOf", "PathId", "Rule", "Text"]  # declared input schemas (issue 40)
 __all__ += ["entry_identifiers", "exact_pages", "holds_identifier", "like_identifier"]  # approval queue backends
 # The family kit (issue 40): what the built-in families take, public, so a third party can write any of them.
 __all__ += [  # keyword types, defaults and their rules; the approval helpers
     "ApprovalDecision", "ApprovalRequest", "ask_approval", "ask_approval_provider", "as_decision", "as_timeout",
     "CallTimeout", "capability_id", "check_decision", "CONFIDENTIAL", "Deadline", "deadline_epoch",
     "DEFAULT_MAX_EVENTS", "DEFAULT_MODEL", "DELETE_KEY_TTL_SECONDS", "ExecutionContext", "import_family_module",
-    "MAX_SAFE_INTEGER", "MODEL_SIDE_EFFECTS", "new_action_id", "renew_after_fork", "REQUIRED", "seconds_value",
-    "ServerFeatures", "TimeoutLike", "UNCHANGED",
+    "MAX_MAX_EVENTS", "MAX_SAFE_INTEGER", "MODEL_SIDE_EFFECTS", "new_action_id", "renew_after_fork", "REQUIRED",
+    "seconds_value", "ServerFeatures", "TimeoutLike", "UNCHANGED",
 ]
 __all__ += [  # decoding: the result readers, the lenient field readers, the stream events
     "ApprovalRequested", "as_dict", "event_fields", "approval_requested", "EventFields", "json_object", "many",

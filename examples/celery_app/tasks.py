@@ -10,7 +10,7 @@ The three tools, and which one a task uses when:
   on one host, ``redis://...`` (the hermes-sdk-redis plugin) across hosts;
 * **task retry** (``self.retry``) only where nothing ran: the request never left the process
   (``details["sent"] is False``, the key was given back), Hermes refused before any agent work
-  (``details["before_agent_work"]``: the refusal is recorded under the key, so release it first),
+  (``details["before_agent_work"]``: the key was given back too),
   or another worker still holds the key (``OutcomeUnknownError``: the retry replays its result
   once it is recorded);
 * **action_result()** when the outcome is uncertain (the request was sent, the model may have
@@ -114,9 +114,8 @@ def summarize_order(self: Any, order_id: str, notes: str) -> str:
             # Never left this process (refused connection, connect timeout): the key was given back.
             raise self.retry(exc=err) from err
         if err.details.get("before_agent_work"):
-            # Hermes refused before any agent work (429, draining). The refusal is the key's recorded
-            # result, so a retry with the key would replay it: release the key, then retry later.
-            client.records.forget(err.capability_id, key)
+            # Hermes refused before any agent work (429, draining): nothing is recorded under the
+            # key, so the retry runs the call once Hermes is back.
             raise self.retry(exc=err, countdown=(err.retry_after_ms or 10_000) / 1000) from err
         if err.uncertain_outcome:
             raise NeedsReconciliation(err.action_id, err.code) from err

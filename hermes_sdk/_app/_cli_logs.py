@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sqlite3
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 from .._core.display import visible
 from .._core.redaction import REDACTED, holds_secret
+from .._core.sqlite_files import private_sqlite_files
 from ._cli_support import private_state_dir, server_key, state_dir
 from .cli import EXIT_FAILED, EXIT_OK, _base_url, _print_json
 
@@ -51,10 +51,10 @@ def logging_on() -> bool:
 
 
 def _private_file(path: Path) -> None:
-    """Create ``path`` 0600 (never readable by others for a moment) or narrow it to 0600."""
+    """Create ``path`` 0600 (never readable by others for a moment) or narrow it to 0600, without
+    opening it: closing a descriptor of a SQLite file another thread has open drops its locks."""
     private_state_dir()
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    os.chmod(path, 0o600)
+    private_sqlite_files(str(path))
 
 
 def _connect(create: bool) -> Optional[sqlite3.Connection]:

@@ -507,9 +507,11 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
 
         endpoint_id = normalize_endpoint_id(os.environ.get("HERMES_ENDPOINT_ID") or "default")
         registry = build_registry(build_manager(), ClientView((endpoint_id,), (), ()))  # the installed plugins' too
-        caps = [descriptor(endpoint_id, contract) for contract in registry.contracts.values()]
+        caps = [descriptor(endpoint_id, spec.contract, spec.input_schema) for spec in registry.specs.values()]
     if args.json:
         _print_json(caps)
+    elif getattr(args, "schema", False):  # each capability's input, as JSON Schema (llm models --options)
+        _print_json({cap["capability_id"]: cap["input_schema"] for cap in caps})
     else:
         for cap in caps:
             approval = "yes" if cap["approval"]["required"] else "no"
@@ -856,6 +858,8 @@ def build_parser() -> argparse.ArgumentParser:
     caps = sub.add_parser("capabilities", parents=[conn, as_json], help="list capability descriptors",
                           description="List the capability descriptors (from the server when a base URL is "
                                       "configured, else the published contracts).")
+    caps.add_argument("--schema", action="store_true",
+                      help="print each capability's input schema (JSON Schema) instead of the table")
     caps.set_defaults(func=cmd_capabilities)
 
     plugins = sub.add_parser("plugins", help="print the loaded plugins as JSON",

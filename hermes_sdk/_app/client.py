@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Mapping
@@ -147,21 +148,21 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
         self.close()
 
     def close(self) -> None:
-        """Close the connection pool (a caller's own session is left open); cancel open streams. Idempotent."""
+        """Close the pool (not a caller's session), the store built from a URL (not one passed in), and
+        open streams. Idempotent."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
         runtime = self._executor.runtime
         for stream in list(runtime.open_streams):  # cancelled (and recorded so), not left to the GC
-            try:
+            with contextlib.suppress(Exception):
                 if not stream.closed:
                     stream.abort()  # wakes a thread blocked reading it, so close() never waits on a read
                     stream.close()
-            except Exception:
-                pass
         runtime.transport.close()
         runtime.redactor.retire()  # its plugin families' routes, patterns and filters go with it
+        runtime.close_owned_store()
 
     def __repr__(self) -> str:
         return f"HermesClient(endpoints={list(self._executor.endpoints)!r})"
@@ -169,7 +170,8 @@ class HermesClient(ClientSettings, DiscoveryMethods, FamilyResources, OperatorMe
     def capabilities(self) -> list[dict[str, Any]]:
         """Every endpoint's capability descriptors, with their full published contract."""
         specs = self._executor.runtime.registry.specs.values()
-        return [descriptor(ep_id, spec.contract) for ep_id in self._executor.endpoints for spec in specs]
+        return [descriptor(ep_id, spec.contract, spec.input_schema) for ep_id in self._executor.endpoints
+                for spec in specs]
 
     def action_result(self, action_id: str) -> Optional[ActionResult]:
         """The durable result recorded for ``action_id`` (the recovery rule's first step), or None."""

@@ -6,7 +6,7 @@ contract is named (``cap:hermes_agent:<endpoint_id>:<operation>``) and published
 
 from __future__ import annotations
 
-from typing import Any, Container, Optional, Tuple
+from typing import Any, Container, Mapping, Optional, Tuple
 
 import attrs
 
@@ -80,8 +80,10 @@ def parse_capability_id(value: str, operations: Container[str]) -> Tuple[str, st
     return endpoint_id, operation
 
 
-def descriptor(endpoint_id: str, contract: Contract) -> dict[str, Any]:
-    """The capability descriptor published by ``client.capabilities()``."""
+def descriptor(endpoint_id: str, contract: Contract,
+               input_schema: Optional[Mapping[str, object]] = None) -> dict[str, Any]:
+    """The capability descriptor published by ``client.capabilities()``; ``input_schema`` is the
+    operation's declared input as JSON Schema (any object when not given)."""
     c = contract
     return {
         "capability_id": capability_id(endpoint_id, c.operation),
@@ -116,4 +118,5 @@ def descriptor(endpoint_id: str, contract: Contract) -> dict[str, Any]:
             "expected_latency_ms": c.expected_latency_ms, "timeout_ms": c.timeout_ms,
             "max_queue_delay_ms": c.max_queue_delay_ms, "availability_target": c.availability_target,
         },
+        "input_schema": dict(input_schema) if input_schema is not None else {"type": "object"},
     }

@@ -138,12 +138,18 @@ def build_runtime(found: dict[str, Endpoint], *, plugins: Sequence[Plugin], load
     transport.refuse_unbounded_adapters((ep.base_url for ep in found.values()), registry.paths)
     filters = plugin_filters(pm, seen)
     store = resolve_store(pm, seen, idempotency_store)
-    provider = approval_provider if approval_provider is not None else plugin_provider(pm, seen)
+    try:
+        provider = approval_provider if approval_provider is not None else plugin_provider(pm, seen)
+    except BaseException:
+        if store is not idempotency_store:  # the one it built is closed, not left to the GC
+            store.close()
+        raise
     runtime = Runtime(pm=pm, store=store, transport=transport, registry=registry,
                       redactor=Redactor(filters=filters, patterns=redaction_patterns, routes=registry.plugin_paths),
                       approval_provider=provider, retry=RetryPolicy(max_attempts_value(max_attempts)),
                       strict_idempotency=strict_idempotency, key_retention=key_retention,
-                      timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals))
+                      timeout=as_timeout(timeout), allow_permanent_approvals=bool(allow_permanent_approvals),
+                      owns_store=store is not idempotency_store)  # built from a URL: the client closes it
     return runtime
 
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ..errors import ApprovalRequiredError, HermesError, InvalidInputError
+from ..errors import ApprovalRequiredError, HermesError, InvalidInputError, OutcomeUnknownError
 from . import convert, server_features, stages
 from ._constants import DEFAULT_ENDPOINT_ID
 from ._detach import detach
@@ -26,7 +26,7 @@ from .capabilities import capability_id, parse_capability_id
 from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
 from .families import FamilyExecutor, family_executor
-from .models import ActionResult
+from .models import ActionResult, StreamResult
 from .operations import OperationSpec
 from .operations.common import split_key
 from .options import CallOptions
@@ -85,9 +85,11 @@ class Executor:
         if call.replay_of is None:
             return call.value  # type: ignore[no-any-return]
         if result.status != "completed" and (not spec.streaming or result.output is None):
-            assert result.error is not None
-            result.error.details.setdefault("replayed", True)
-            raise result.error
+            error = result.error if result.error is not None else OutcomeUnknownError(
+                "the recorded outcome under this idempotency key is a failure without its error",
+                details={"original_action_id": result.action_id, "state": result.status})
+            error.details.setdefault("replayed", True)
+            raise error
         return spec.typed_from_record(result.output, result.session_id, result.action_id)
 
     def invoke(self, capability: str, input: Mapping[str, object], options: CallOptions) -> ActionResult:
@@ -103,6 +105,7 @@ class Executor:
             spec = registry.spec(operation, self.load_deadline(options))
             if spec.composite is not None:  # several calls under one capability (the operator)
                 key, clean = split_key(input, options.idempotency_key)
+                spec.check_input(clean)  # its declared input, before its lifecycle saves or sends anything
                 given = attrs.evolve(options, action_id=action_id, endpoint=endpoint.id, idempotency_key=key)
                 calls = self.given_to(registry.family_of_operation(operation))
                 composite: ActionResult = spec.composite(CompositeContext(self, endpoint.id, clean, given, calls))
@@ -118,9 +121,17 @@ class Executor:
                                 idempotency_key=options.idempotency_key, recorded_at=time.time())
         stream = call.value
         if isinstance(stream, HermesStream):
-            stream_result = stream.result()
+            failure: Optional[HermesError] = None
+            stream_result: Optional[StreamResult] = None
+            try:
+                stream_result = stream.result()
+            except HermesError as exc:  # ended on the SDK's side (an approval it could not answer)
+                failure = detach(exc)
             settled = stream.action_result
-            assert settled is not None
+            if settled is None or stream_result is None:  # settled as failed, or (never) not settled
+                return settled if settled is not None else ActionResult(
+                    action_id=action_id, capability_id=str(capability), status="failed", error=failure,
+                    idempotency_key=options.idempotency_key, recorded_at=time.time())
             if settled.output is None or not settled.output.get("events") and stream_result.events:
                 settled.output = convert.stream_result_to_json(stream_result)
             return settled

@@ -89,6 +89,11 @@ class FamilyExecutor:
         return _executors[self._number].context
 
     @property
+    def closed(self) -> bool:
+        """Whether the client was closed (its connection pool is): a family tries nothing again."""
+        return _executors[self._number].runtime.transport.closed
+
+    @property
     def approval_provider(self) -> Optional[ApprovalProvider]:
         """The client's approval provider (None when it has none)."""
         return _executors[self._number].runtime.approval_provider

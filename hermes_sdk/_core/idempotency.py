@@ -241,46 +241,39 @@ class SQLiteStore:
         os.makedirs(directory, exist_ok=True)
         private_sqlite_files(path)
         self._connections = SQLiteConnections(path, self._timeout, ("PRAGMA synchronous=NORMAL",))
-        conn = self._conn()
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS hermes_idempotency ("
-            " capability_id TEXT NOT NULL, key TEXT NOT NULL, action_id TEXT NOT NULL,"
-            " state TEXT NOT NULL, expires_at REAL, record TEXT NOT NULL,"
-            " PRIMARY KEY (capability_id, key))")
-        conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
-        conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_expires ON hermes_idempotency(expires_at)")
-        private_sqlite_files(path)  # the -wal and -shm files sqlite created just now
-        self._busy = threading.local()  # (connection, busy_timeout ms) as last set on this thread
+        with self._connections.connection() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS hermes_idempotency ("
+                " capability_id TEXT NOT NULL, key TEXT NOT NULL, action_id TEXT NOT NULL,"
+                " state TEXT NOT NULL, expires_at REAL, record TEXT NOT NULL,"
+                " PRIMARY KEY (capability_id, key))")
+            conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_action ON hermes_idempotency(action_id)")
+            conn.execute("CREATE INDEX IF NOT EXISTS hermes_idempotency_expires ON hermes_idempotency(expires_at)")
+        private_sqlite_files(path)  # the -wal and -shm files sqlite created just now (by their paths)
         self._reserves = 0  # approximate across threads: it only paces the pruning
         #: Expired records pruned so far by reservations.
         self.pruned = 0
 
-    def _conn(self) -> sqlite3.Connection:
-        return self._connections.get()
-
     @contextlib.contextmanager
     def _bounded(self) -> Iterator[sqlite3.Connection]:
-        """This thread's connection, waiting for a lock no longer than the call has left."""
-        conn = self._conn()
+        """A pooled connection, waiting for a lock no longer than the call has left."""
         deadline = store_deadline()
         wait = self._timeout if deadline is None else min(self._timeout, deadline - time.time())
         if wait <= 0:
             raise StoreTimeout("the deadline passed before the SQLite store was called")
-        ms = max(1, math.ceil(wait * 1000))
-        if getattr(self._busy, "state", None) != (conn, ms):
-            conn.execute("PRAGMA busy_timeout=%d" % ms)
-            self._busy.state = (conn, ms)
-        import sqlite3  # loaded already: this thread's connection was opened
+        with self._connections.connection() as conn:
+            self._connections.busy_timeout(conn, max(1, math.ceil(wait * 1000)))
+            import sqlite3  # loaded already: the pool opened a connection
 
-        try:
-            yield conn
-        except sqlite3.OperationalError as exc:
-            if deadline is None or "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            if wait < self._timeout:
-                raise StoreTimeout("another writer held the SQLite store past the call's deadline") from exc
-            raise TimeoutError("another writer held the SQLite store longer than its timeout") from exc
+            try:
+                yield conn
+            except sqlite3.OperationalError as exc:
+                if deadline is None or "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if wait < self._timeout:
+                    raise StoreTimeout("another writer held the SQLite store past the call's deadline") from exc
+                raise TimeoutError("another writer held the SQLite store longer than its timeout") from exc
 
     def _prune(self, conn: sqlite3.Connection, now: float) -> None:
         self._reserves += 1
@@ -367,12 +360,13 @@ class SQLiteStore:
 
     def purge_expired(self) -> int:
         """Delete every expired record (they are already treated as absent); return how many."""
-        cur = self._conn().execute("DELETE FROM hermes_idempotency WHERE expires_at IS NOT NULL AND expires_at<=?",
-                                   (time.time(),))
+        with self._connections.connection() as conn:
+            cur = conn.execute("DELETE FROM hermes_idempotency WHERE expires_at IS NOT NULL AND expires_at<=?",
+                               (time.time(),))
         return int(cur.rowcount)
 
     def close(self) -> None:
-        """Close every thread's connection; a later call opens a new one."""
+        """Close every connection (one in use when its call ends); a later call opens one for itself."""
         self._connections.close()
 
 

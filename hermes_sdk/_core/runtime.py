@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import TYPE_CHECKING, Optional
 
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from .approval import ApprovalProvider
     from .deadline import CallTimeout
     from .streaming import HermesStream
+
+log = logging.getLogger("hermes_sdk")
+
 
 def _retention(value: object) -> float:
     return seconds_value(value, "key_retention")
@@ -50,6 +54,17 @@ class Runtime:
     allow_permanent_approvals: bool = False  #: whether ``always`` may be sent to a run's approval
     #: What each endpoint's server supports (read once from the server; shared with copies).
     server_features: FeatureCache = attrs.field(factory=FeatureCache, eq=False, repr=False)
+    #: Whether the client built the store (from a URL or the environment): then closing the client closes it.
+    owns_store: bool = attrs.field(default=False, kw_only=True, eq=False, repr=False)
+
+    def close_owned_store(self) -> None:
+        """Close the store if the client built it (a store object the caller passed in stays open)."""
+        if not self.owns_store:
+            return
+        try:
+            self.store.close()
+        except Exception as exc:  # noqa: BLE001 - a plugin store's own error must not fail close()
+            log.warning("hermes_sdk could not close its idempotency store (%s)", type(exc).__name__)
 
     @property
     def max_attempts(self) -> int:

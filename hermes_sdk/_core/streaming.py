@@ -18,6 +18,7 @@ from ..errors import (
     HermesError,
     InvalidInputError,
     InvalidResponseError,
+    PluginError,
     TransportError,
 )
 from . import _fork
@@ -51,7 +52,8 @@ class EventHook(Protocol):
 
     every: bool
 
-    def __call__(self, event: StreamEvent) -> None: ...
+    def __call__(self, event: StreamEvent) -> None:
+        """See one event; a failure raised here ends the stream with it (see ``HermesStream``)."""
 
     def ended(self) -> None:
         """The stream settled (called once, from wherever it settles; must not raise)."""
@@ -103,6 +105,8 @@ class HermesStream:
         self._pending_piece: Optional[str] = None
         self._replay: Optional[Iterator[StreamEvent]] = None
         self._recorded: Optional[StreamResult] = None
+        #: The event hook's failure that ended the stream: ``result()`` raises it.
+        self._hook_error: Optional[HermesError] = None
 
     @classmethod
     def replay(cls, recorded: StreamResult, accumulator: Optional[Accumulator] = None) -> "HermesStream":
@@ -129,6 +133,7 @@ class HermesStream:
         self._result = None
         self._pending_piece = None
         self._kept = None
+        self._hook_error = None
         self._replay = iter(recorded.events)
         self._recorded = recorded
         self.replayed = True
@@ -212,15 +217,18 @@ class HermesStream:
             if self._observed:
                 self._sink.event(event)  # type: ignore[union-attr]
             hook = self._on_event
-            if hook is not None and (hook.every or event.event is not None):
+            if hook is None or not (hook.every or event.event is not None):
+                return event
+            try:
                 hook(event)
-            return event
+                return event
+            except Exception as exc:  # a failure answering the stream's approval: it ends the stream
+                error = self._hook_error = self._hook_failed(exc)
         self._fail(error)
         raise detach(error) from None  # without the reader's frames (see _detach)
 
     def _next_replayed(self) -> Optional[StreamEvent]:
-        assert self._replay is not None
-        replayed = next(self._replay, None)
+        replayed = next(self._replay, None) if self._replay is not None else None
         if replayed is None:
             self._result = self._recorded
             return None
@@ -230,6 +238,17 @@ class HermesStream:
     def _deadline_passed(self) -> DeadlineExceededError:
         return DeadlineExceededError("the call's deadline passed during the stream", uncertain_outcome=True,
                                      details={"operation": self._agg.operation})
+
+    def _hook_failed(self, exc: Exception) -> HermesError:
+        """The typed error of an event hook's failure (an approval the provider could not decide, or
+        whose answer Hermes refused): the turn may have run, or may still run, so it is uncertain."""
+        if not isinstance(exc, HermesError):
+            exc = PluginError(f"a stream event hook failed: {type(exc).__name__}",
+                              details={"hook": "stream_event", "exception": type(exc).__name__})
+        exc.uncertain_outcome = True
+        exc.retryable = False
+        exc.details.setdefault("operation", self._agg.operation)
+        return exc
 
     def _mid_stream(self, exc: HermesError) -> HermesError:
         """A stream refused mid-way (size limits, bad bytes): the agent may have acted already."""
@@ -283,7 +302,8 @@ class HermesStream:
     def _rearm_idle(self) -> None:
         if self._idle is not None:
             self._idle.cancel()
-        assert self._idle_timeout is not None
+        if self._idle_timeout is None:  # only armed for a stream with an idle timeout
+            return
         self._idle = WATCHDOG.arm(time.time() + self._idle_timeout)
         self._idle.attach(socket_of(self._response))
 
@@ -312,15 +332,28 @@ class HermesStream:
                 yield typed
 
     def result(self) -> StreamResult:
-        """Read to the end and return the aggregate; never raises for a stream-level outcome."""
+        """Read to the end and return the aggregate; never raises for a stream-level outcome.
+
+        Raises:
+            HermesError: what ended the stream on the SDK's side while it answered one of its
+                events (a chat stream's approval: the provider failed, or Hermes refused the
+                answer), uncertain (the turn may have run); or why this process cannot read it.
+        """
+        failure: Optional[HermesError] = None
         while self._result is None:
             try:
                 if self._next() is None:
                     break
-            except HermesError:
+            except HermesError as exc:
+                failure = exc
                 break
         result = self._result
-        assert result is not None
+        if self._hook_error is not None:
+            raise self._hook_error
+        if result is None:  # not settled: a stream this process cannot read (a forked child's)
+            raise failure if failure is not None else InvalidResponseError(
+                "the stream ended without an outcome", uncertain_outcome=True,
+                details={"operation": self._agg.operation})
         kept = self._kept
         if kept is not None and result is not self._recorded:
             self._kept = None

@@ -394,6 +394,7 @@ class Transport:
         # A caller's plain HTTPAdapter, by id: the watched adapter used in its place.
         self._watched: dict[int, Tuple[HTTPAdapter, _PooledAdapter]] = {}
         self._pid = os.getpid()
+        self.closed = False  #: close() was called (background senders stop trying: the run answers')
         _fork.register(self)
 
     def _mount_own_adapter(self, session: requests.Session) -> None:
@@ -561,6 +562,7 @@ class Transport:
 
     def close(self) -> None:
         """Close the pool (a caller's own session is left open; the watched adapters used for it close)."""
+        self.closed = True
         if self._own_session:
             self.session.close()
         with self._lock:

@@ -1,6 +1,7 @@
-"""What several built-in families share: the input rule every builder applies, the one check of
-unknown input fields, the contract defaults of the sessions and jobs families and of the chat and
-Responses model calls, and the typed methods' keyword rules (unknown keywords, ``extra_body=``)."""
+"""What several built-in families share: the input rule every builder applies (their inputs are
+declared tables, :mod:`hermes_sdk._core.schema`), the contract defaults of the sessions and jobs
+families and of the chat and Responses model calls, and the typed methods' keyword rules (unknown
+keywords, ``extra_body=``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hermes_sdk.plugin import (
     CONFIDENTIAL,
     DEFAULT_MAX_EVENTS,
     DEFAULT_MODEL,
+    MAX_MAX_EVENTS,
     MAX_SAFE_INTEGER,
     MODEL_SIDE_EFFECTS,
     Contract,
@@ -24,7 +26,6 @@ from hermes_sdk.plugin import (
     close_match,
     control_headers,
     encode_body,
-    invalid_input,
     is_number,
     max_events_value,
     require_input,
@@ -41,16 +42,6 @@ _WRITE = ("read", "write", "external_network")
 #: What a read of the sessions and jobs families returns, and what a write of them sends.
 _INTERNAL = {"classification": "internal", "contains_pii": False, "redaction_required": True}
 _WRITTEN = {"classification": "confidential", "contains_pii": True, "redaction_required": True}
-
-
-def only_fields(data: Mapping[str, object], accepted: tuple[str, ...],
-                control: tuple[str, ...] = CONTROL_FIELDS) -> Mapping[str, object]:
-    """``data`` if it holds no field beyond ``accepted`` and ``control``; else an InvalidInputError
-    naming the first unknown field (sorted) and listing ``accepted``."""
-    extra = sorted(k for k in data if k not in accepted and k not in control)
-    if extra:
-        raise invalid_input(extra[0], f"unknown field {extra[0]!r}; accepted: {', '.join(accepted)}")
-    return data
 
 
 def contract(operation: str, method: str, path: str, *, read_only: bool, **overrides: Any) -> Contract:
@@ -116,9 +107,10 @@ def merge_extra(fields: dict[str, object], extra_body: Optional[Mapping[str, obj
     return {**extra_body, **fields}
 
 
-__all__ = ["CONFIDENTIAL", "CONTROL_FIELDS", "DEFAULT_MAX_EVENTS", "DEFAULT_MODEL", "MAX_SAFE_INTEGER", "check_known",
-           "check_message", "check_numbers", "contract", "control_headers", "described", "encode_body", "is_number",
-           "max_events_value", "merge_extra", "model_contract", "only_fields", "require_input", "visible_text"]
+__all__ = ["CONFIDENTIAL", "CONTROL_FIELDS", "DEFAULT_MAX_EVENTS", "DEFAULT_MODEL", "MAX_MAX_EVENTS",
+           "MAX_SAFE_INTEGER", "check_known", "check_message", "check_numbers", "contract", "control_headers",
+           "described", "encode_body", "is_number", "max_events_value", "merge_extra", "model_contract",
+           "require_input", "visible_text"]
 
 
 def lazy_exports(package: str, where: Mapping[str, str]) -> Callable[[str], object]:

@@ -260,7 +260,14 @@ def _live_chunks(raw: urllib3.HTTPResponse) -> Iterator[bytes]:
     read1 = getattr(cls, "read1", None)  # urllib3 >= 2.2
     if read1 is not None:
         return iter(lambda: read1(raw, _CHUNK, decode_content=False), b"")
-    # urllib3 1.26: a sized body (JSON) in pieces; a close-delimited one waits for each 64 KiB
+    reply = getattr(getattr(raw, "connection", None), "sdk_reply", None)
+    if getattr(raw, "length_remaining", 0) is None and callable(getattr(reply, "read1", None)):
+        # urllib3 1.26 (and 2.0, 2.1), a close-delimited body (a run's events, a stream without
+        # chunks): urllib3's read waits for 64 KiB or the end, so an approval request would reach
+        # the SDK only when Hermes gave up. http.client's read1 returns what has arrived, as the
+        # SDK's own reader does (hermes_sdk._core.sse); the connection closes at the body's end.
+        return iter(lambda: reply.read1(_CHUNK), b"")  # type: ignore[union-attr]
+    # a sized body (JSON) in pieces
     return iter(lambda: cls.read(raw, _CHUNK, decode_content=False), b"")
 
 

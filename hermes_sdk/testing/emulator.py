@@ -366,6 +366,13 @@ class HermesEmulator(FamilyControls):
             )
         )
 
+    def refuse(self, path: str, *, count: int = 1, status: int = 503, retry_after: str | None = None) -> None:
+        """Answer the next ``count`` requests to ``path`` (``*`` matches any text: ``/v1/runs/*/approval``)
+        with ``status`` and an error body, before the route runs (a proxy or a restarting server's
+        refusal: nothing is applied); ``retry_after`` is sent as ``Retry-After``. They are still
+        listed in :attr:`requests_seen`."""
+        self._state.arm(Fault(mode="refuse", path=path, count=count, status=status, retry_after=retry_after))
+
     # -- observation --------------------------------------------------------------------
     @property
     def executions(self) -> int:

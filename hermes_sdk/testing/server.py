@@ -152,6 +152,10 @@ class HermesHandler(BaseHTTPRequestHandler):
             body = auth_error(state.behaviour.gateway_auth_401)
             return self.send_body(401, dumps(body), JSON_CONTENT_TYPE, [], security=True)
         fault = state.take_fault(self.command, path)
+        if fault is not None and fault.mode == "refuse":  # before the route runs: nothing applied
+            extra = [("Retry-After", fault.retry_after)] if fault.retry_after is not None else []
+            body = {"error": {"message": "Service unavailable", "type": "server_error", "code": None}}
+            return self.send_body(fault.status, dumps(body), JSON_CONTENT_TYPE, extra, security=True)
         if fault is not None and fault.mode == "before_response" and not fault.after_execution:
             self._abort()
             return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, TypeVar, cast
 
 from .cron import JobStore
@@ -43,16 +44,22 @@ class SeenRequest:
 
 @dataclass
 class Fault:
-    """A connection-drop switch armed by ``HermesEmulator.drop_connection``."""
+    """A connection-drop switch armed by ``HermesEmulator.drop_connection``, or a refusal (mode
+    ``refuse``: ``status`` with ``Retry-After: retry_after``) armed by ``HermesEmulator.refuse``."""
 
     mode: str
     path: str | None = None
     count: int = 1
     after_events: int = 1
     after_execution: bool = True
+    status: int = 503
+    retry_after: str | None = None
 
     def matches(self, method: str, path: str) -> bool:
-        """Whether the fault applies to this request (default: the two agent POST routes)."""
+        """Whether the fault applies to this request (default: the two agent POST routes); a path
+        with ``*`` is a pattern (``/v1/runs/*/approval``)."""
+        if self.path is not None and "*" in self.path:
+            return fnmatchcase(path, self.path)
         if self.path is None:
             return method == "POST" and path in (
                 "/v1/chat/completions",

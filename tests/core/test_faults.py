@@ -97,7 +97,9 @@ def status_rows() -> list[Row]:
         rows += [
             Row("status_401_secret", op, AuthenticationError, P + "authentication"),
             Row("status_404_secret", op, NotFoundError, P + "remote_rejected"),
-            Row("status_429_secret", op, RateLimitedError, P + "remote_temporary", retryable=read, uncertain=not read),
+            # Refused before any work (issue 38 item 4): no result is kept, the key is given back.
+            Row("status_429_secret", op, RateLimitedError, P + "remote_temporary", retryable=read, uncertain=not read,
+                record=None),
             Row("status_500_secret", op, ServerError, P + "remote_temporary", retryable=read, uncertain=not read),
             Row("redirect_huge_body", op, RemoteRejectedError, P + "remote_rejected"),
         ]
@@ -155,7 +157,7 @@ def retry_after_rows() -> list[Row]:
             if op != "response_get" and fault not in ("retry_after_inf", "retry_after_1e309"):
                 continue
             rows.append(Row(fault, op, RateLimitedError, P + "remote_temporary", retryable=read, uncertain=not read,
-                            retry_after_ms=expected))
+                            retry_after_ms=expected, record=None))  # a 429: nothing ran, the key is free
     return rows
 
 

@@ -214,3 +214,16 @@ def test_invoke_checks_the_operator_key_before_anything_is_recorded(emu: HermesE
         good = client.invoke("cap:hermes_agent:default:operator", {"objective": "via input", "idempotency_key": key})
         assert good.status == "completed" and good.idempotency_key == key
     assert len(run_posts(emu)) == 1
+
+
+def test_invoke_refuses_a_bad_operator_input_before_anything_is_saved_or_sent(emu: HermesEmulator) -> None:
+    """The kernel checks the composite's declared input before its lifecycle starts (issue 40): a
+    bad objective leaves no "starting" state behind and sends nothing."""
+    with emu.client(load_entrypoints=False) as client:
+        result = client.invoke("cap:hermes_agent:default:operator", {"objective": " "},
+                               idempotency_key=uniq("k"), action_id="act_badinput1")
+        assert result.status == "failed" and isinstance(result.error, InvalidInputError)
+        assert result.error.details["field"] == "objective"
+        operator = Operator(CompositeContext(client._executor, None, {}, CallOptions()))
+        assert operator.load("act_badinput1") is None
+    assert run_posts(emu) == []

@@ -23,7 +23,8 @@ PRIVATE = ("hermes_sdk._core", "hermes_sdk._families", "hermes_sdk._app")
 ROOT = Path(hermes_sdk.__file__).resolve().parent
 #: What a user or a plugin imports by name; everything else is private (_core, or a leading underscore).
 PUBLIC = {"hermes_sdk", "hermes_sdk.errors", "hermes_sdk.plugin", "hermes_sdk.hookspecs", "hermes_sdk.types",
-          "hermes_sdk.testing", "hermes_sdk.plugins", "hermes_sdk.__main__"}
+          "hermes_sdk.testing", "hermes_sdk.plugins", "hermes_sdk.__main__",
+          "hermes_sdk.openai"}  # the openai facade (issue 39): needs the openai extra
 
 
 def top_level_modules() -> set[str]:

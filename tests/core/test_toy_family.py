@@ -11,8 +11,10 @@ from typing import Any, Iterator
 
 import pytest
 import toy_family
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from hermes_sdk import HermesClient
+from hermes_sdk import HermesClient, HermesError
 
 
 class ToyHandler(BaseHTTPRequestHandler):
@@ -114,3 +116,43 @@ def test_a_family_registered_twice_is_refused_at_construction(toy_client: Hermes
     with pytest.raises(PluginError, match="already registered|two families"):
         HermesClient(toy_client.endpoints[0].base_url, "toy-key", load_entrypoints=False,
                      plugins=[toy_family.ToyPlugin(), toy_family.ToyPlugin()])
+
+
+# ------------------------------------------------------------------ its declared input, as a built-in's
+
+_TOY_BASES = {"toy_get": {"toy_id": "t1"}, "toy_rename": {"toy_id": "t1", "name": "n"}, "toy_stream": {"topic": "x"}}
+
+
+def _toy_schemas(client: HermesClient) -> dict[str, Any]:
+    return {d["operation"]: d["input_schema"] for d in client.capabilities() if d["operation"] in _TOY_BASES}
+
+
+def test_the_toy_family_publishes_its_declared_input(toy_client: HermesClient) -> None:
+    from test_input_schema import meta_check
+
+    schemas = _toy_schemas(toy_client)
+    assert set(schemas) == set(_TOY_BASES)
+    for operation, schema in schemas.items():
+        meta_check(schema, operation)
+    assert schemas["toy_rename"]["required"] == ["toy_id", "name"]
+    with pytest.raises(HermesError) as refused:  # refused by the kernel, before the builder, with the field
+        toy_client.resource(toy_family.Toys).rename("t1", "")
+    assert refused.value.details["field"] == "name"
+
+
+@pytest.mark.parametrize("operation", sorted(_TOY_BASES))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_toy_inputs_built_from_its_schema_are_accepted_and_a_broken_field_is_named(operation: str,
+                                                                                     data: st.DataObject) -> None:
+    from test_input_schema import _WRONG, _accepts_type, draw_input
+
+    spec = {s.name: s for s in (toy_family.TOY_GET, toy_family.TOY_RENAME, toy_family.TOY_STREAM)}[operation]
+    schema = spec.input_schema
+    given_input = draw_input(data, schema, _TOY_BASES[operation])
+    spec.request(given_input)  # accepted
+    name = data.draw(st.sampled_from(sorted(set(schema["properties"]) - {"idempotency_key", "_aip"})))
+    wrong = next(v for v in _WRONG if not _accepts_type(schema["properties"][name], v))
+    with pytest.raises(HermesError) as refused:
+        spec.request({**given_input, name: wrong})
+    assert refused.value.details["field"] == name

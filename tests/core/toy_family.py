@@ -24,12 +24,14 @@ from hermes_sdk.plugin import (
     DecodeContext,
     Family,
     FamilyExecutor,
+    Field,
     HermesStream,
+    Input,
     OperationSpec,
+    PathId,
     RequestParts,
+    Text,
     hookimpl,
-    invalid_input,
-    path_id,
 )
 
 
@@ -72,23 +74,27 @@ def _contract(operation: str, method: str, path: str, streaming: bool) -> Contra
                     data={"classification": "internal"}, expected_latency_ms=100, timeout_ms=10_000)
 
 
+#: Each operation's input, declared: the SDK checks it before the builder (naming the field) and
+#: ``capabilities()`` publishes it as JSON Schema, as for a built-in family.
+GET_INPUT = Input((Field("toy_id", PathId(), required=True, null="checked"),))
+RENAME_INPUT = Input((Field("toy_id", PathId(), required=True, null="checked"),
+                      Field("name", Text(non_empty=True, message="'{field}' must be a non-empty string"),
+                            required=True, null="checked")))
+STREAM_INPUT = Input((Field("topic", Text(non_empty=True, message="'{field}' must be a non-empty string"),
+                            required=True, null="checked"),))
+
+
 def build_get(operation: str, data: Mapping[str, Any]) -> RequestParts:
-    return RequestParts({}, path_params={"toy_id": path_id("toy_id", data.get("toy_id"))})
+    return RequestParts({}, path_params={"toy_id": data["toy_id"]})
 
 
 def build_rename(operation: str, data: Mapping[str, Any]) -> RequestParts:
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise invalid_input("name", "'name' must be a non-empty string")
-    return RequestParts({"Content-Type": "application/json"}, json.dumps({"name": name}).encode(),
-                        path_params={"toy_id": path_id("toy_id", data.get("toy_id"))})
+    return RequestParts({"Content-Type": "application/json"}, json.dumps({"name": data["name"]}).encode(),
+                        path_params={"toy_id": data["toy_id"]})
 
 
 def build_stream(operation: str, data: Mapping[str, Any]) -> RequestParts:
-    topic = data.get("topic")
-    if not isinstance(topic, str) or not topic:
-        raise invalid_input("topic", "'topic' must be a non-empty string")
-    return RequestParts({"Content-Type": "application/json"}, json.dumps({"topic": topic}).encode(), 100)
+    return RequestParts({"Content-Type": "application/json"}, json.dumps({"topic": data["topic"]}).encode(), 100)
 
 
 def decode_toy(data: object, ctx: DecodeContext) -> Toy:
@@ -98,13 +104,13 @@ def decode_toy(data: object, ctx: DecodeContext) -> Toy:
 
 
 TOY_GET: OperationSpec[Toy] = OperationSpec(_contract("toy_get", "GET", "/toy/{toy_id}", False), build_get,
-                                            decode=decode_toy)
+                                            decode=decode_toy, input=GET_INPUT)
 TOY_RENAME: OperationSpec[Toy] = OperationSpec(
     attrs.evolve(_contract("toy_rename", "POST", "/toy/{toy_id}", False), retry_safe=False,
-                 side_effects=("write",)), build_rename, decode=decode_toy)
+                 side_effects=("write",)), build_rename, decode=decode_toy, input=RENAME_INPUT)
 TOY_STREAM: OperationSpec[ToyStream] = OperationSpec(_contract("toy_stream", "POST", "/toy/stream", True),
                                                      build_stream, stream_class=ToyStream,
-                                                     accumulator=ToyAccumulator)
+                                                     accumulator=ToyAccumulator, input=STREAM_INPUT)
 
 
 class Toys:

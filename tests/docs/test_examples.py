@@ -121,15 +121,18 @@ def test_page_examples_run(page: Path, blocks: list[dict[str, Any]], hermes_emul
         assert out.returncode == 0, f"{block['page']}:{block['line']}\n{out.stdout[-4000:]}"
 
 
-def _requirements(distribution: str) -> set[str]:
-    """The names of what ``distribution`` installs with it (its requirements, extras left out)."""
+def _requirements(distribution: str, extra: str = "") -> set[str]:
+    """The names of what ``distribution`` installs with it (its requirements; with ``extra``, that
+    extra's instead)."""
     from importlib.metadata import PackageNotFoundError, requires
 
     try:
         found = requires(distribution) or []
     except PackageNotFoundError:
         return set()
-    names = {re.split(r"[^A-Za-z0-9_.-]", r, maxsplit=1)[0] for r in found if "extra ==" not in r}
+    mark = f'extra == "{extra}"'
+    names = {re.split(r"[^A-Za-z0-9_.-]", r, maxsplit=1)[0] for r in found
+             if (mark in r if extra else "extra ==" not in r)}
     return {n.lower().replace("_", "-") for n in names}
 
 
@@ -140,8 +143,12 @@ def test_what_a_page_imports_it_says_how_to_install(page: Path, blocks: list[dic
     from importlib.metadata import packages_distributions
 
     text = page.read_text()
-    installs = {w.lower().replace("_", "-").split("[")[0]
-                for line in re.findall(r"pip install ([^\n#]*)", text) for w in line.split()}
+    words = [w.strip("\"'") for line in re.findall(r"pip install ([^\n#]*)", text) for w in line.split()]
+    installs = {w.lower().replace("_", "-").split("[")[0] for w in words}
+    for word in words:  # "hermes-sdk[openai]" brings the extra's requirements too
+        name, _, extras = word.partition("[")
+        for extra in filter(None, extras.rstrip("]").split(",")):
+            installs |= _requirements(name, extra)
     owners = packages_distributions()
     imported = {m for b in blocks for m in re.findall(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", b["code"], re.M)}
     given = _requirements("hermes-sdk") | {"hermes-sdk"}

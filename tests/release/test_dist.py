@@ -180,13 +180,17 @@ def test_a_plugin_requires_the_released_core_minor_with_an_upper_bound(dist: Pat
 
 def test_the_core_extras_install_each_plugin_and_nothing_for_development(dist: Path) -> None:
     meta = metadata(dist, "hermes-sdk")
-    assert set(meta.get_all("Provides-Extra") or []) == {"redis", "opentelemetry", "sql", "postgresql", "inbox"}
+    assert set(meta.get_all("Provides-Extra") or []) == {"redis", "opentelemetry", "sql", "postgresql", "inbox",
+                                                         "openai"}
     wanted = {"redis": "hermes-sdk-redis", "opentelemetry": "hermes-sdk-opentelemetry", "sql": "hermes-sdk-sql",
               "postgresql": "hermes-sdk-sql[postgresql]", "inbox": "hermes-sdk-inbox"}
     requires = meta.get_all("Requires-Dist") or []
     for extra, requirement in wanted.items():
         named = [r for r in requires if re.search(rf"extra\s*==\s*[\"']{extra}[\"']", r)]
         assert len(named) == 1 and named[0].startswith(requirement) and "<0.3" in named[0], named
+    # hermes_sdk.openai (issue 39): openai itself, from the release legacy applications pin
+    named = [r for r in requires if re.search(r"extra\s*==\s*[\"']openai[\"']", r)]
+    assert len(named) == 1 and re.match(r"openai\b", named[0]) and ">=1.30.5" in named[0] and "<4" in named[0], named
 
 
 def test_the_five_setup_py_are_one_file() -> None:

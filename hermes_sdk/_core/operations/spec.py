@@ -23,6 +23,7 @@ from .common import ProviderRequest, RequestParts, path_id
 if TYPE_CHECKING:
     from ..admission import AdmitContext, CompositeContext
     from ..models import ActionResult
+    from ..schema import Input
 
 T = TypeVar("T", covariant=True)  # a spec of a subclass is a spec of its base (a Family holds any)
 
@@ -103,6 +104,9 @@ class OperationSpec(Generic[T]):
     server_feature: Optional[str] = None
     #: Input keys (ids, never content) a failure's ``details`` names (``run_approval``: ``request_id``).
     error_input_keys: tuple[str, ...] = ()
+    #: The declared input (:class:`~hermes_sdk.plugin.Input`): checked by :meth:`request` before
+    #: ``build``, published by ``capabilities()`` as the descriptor's ``input_schema``.
+    input: Optional["Input"] = None
 
     def __attrs_post_init__(self) -> None:
         # A decoder of the former positional protocol is adapted once, here, not per call.
@@ -148,8 +152,23 @@ class OperationSpec(Generic[T]):
         """The default wall-clock bound of one call, in seconds: the published ``sla.timeout_ms``."""
         return self.contract.timeout_ms / 1000.0
 
+    def check_input(self, input: object) -> Mapping[str, object]:
+        """``input`` if its declared schema accepts it (any input when none is declared: the builder checks)."""
+        if self.input is None:
+            return input  # type: ignore[return-value]  # the builder refuses what is not a mapping
+        return self.input.check(input)
+
+    @property
+    def input_schema(self) -> dict[str, object]:
+        """The published JSON Schema of the input (any object when none is declared)."""
+        from ..schema import input_schema
+
+        return input_schema(self.input)
+
     def request(self, input: Mapping[str, object]) -> ProviderRequest:
-        """Validate ``input`` and map it to the provider request (no I/O)."""
+        """Validate ``input`` (its declared schema, in this one place) and map it to the provider request (no I/O)."""
+        if self.input is not None:
+            input = self.input.check(input)
         parts = self.build(self.name, input)
         # One rule for every path id, whoever built it; each is one segment: a space is %20, '/' is %2F.
         ids = {k: path_id(k, v) for k, v in parts.path_params.items()}

@@ -177,6 +177,9 @@ def finish(call: Call, result: ActionResult, unsent: bool = False) -> None:
 
 def never_sent(exc: HermesError) -> bool:
     """Known not to have reached Hermes, or refused before any work: no original result exists, so
-    the key is given back (``details.started`` False: e.g. a run Hermes refused with a 4xx)."""
+    the key is given back (``details.started`` False: e.g. a run Hermes refused with a 4xx;
+    ``details.before_agent_work``: a 429 from the concurrency gate or a 503 ``gateway_draining``,
+    which Hermes answers before it runs anything: a keyed retry after the drain must run)."""
     return (exc.details.get("sent") is False or exc.details.get("started") is False
+            or exc.details.get("before_agent_work") is True
             or (exc.http_status is None and not exc.uncertain_outcome))

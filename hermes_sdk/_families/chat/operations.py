@@ -9,22 +9,36 @@ from typing import Optional
 from hermes_sdk._families._shared import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_MODEL,
+    MAX_MAX_EVENTS,
     MAX_SAFE_INTEGER,
     check_known,
-    check_message,
-    check_numbers,
-    control_headers,
     described,
     encode_body,
-    is_number,
-    max_events_value,
     merge_extra,
     model_contract,
-    require_input,
     visible_text,
 )
 from hermes_sdk.errors import STREAM_FAILED, HermesError, StreamError
-from hermes_sdk.plugin import Accumulator, Aggregate, OperationSpec, RequestParts, StreamEvent
+from hermes_sdk.plugin import (
+    Accumulator,
+    Aggregate,
+    Anything,
+    Field,
+    Header,
+    Input,
+    Int,
+    ListOf,
+    Message,
+    Never,
+    Number,
+    Object,
+    OneOf,
+    OperationSpec,
+    RequestParts,
+    Rule,
+    StreamEvent,
+    Text,
+)
 from hermes_sdk.plugin import invalid_input as bad
 
 from .types import ChatCompletion, ChatStream, chat_completion
@@ -35,84 +49,84 @@ CONTROL_FIELDS = ("session_id", "session_key", "max_events", "_aip", "stream")
 HISTORY_ROLES = ("user", "assistant")
 
 
-def _branch(data: Mapping[str, object]) -> list[object]:
-    given = [name for name in ("prompt", "query", "messages") if data.get(name) is not None]
-    if len(given) != 1:
-        raise bad("input", "give exactly one of 'prompt', 'query' or 'messages'", given=given)
-    name = given[0]
-    value = data[name]
-    if name != "messages":
-        if not isinstance(value, str) or not value.strip():
-            raise bad(name, f"'{name}' must be a non-empty string")
-        return [{"role": "user", "content": value}]
-    if not isinstance(value, list) or not value:
-        raise bad("messages", "'messages' must be a non-empty list of role/content objects")
-    for i, message in enumerate(value):
-        check_message(f"messages[{i}]", message)
+def _last_message_is_users(data: Mapping[str, object]) -> None:
+    """Hermes takes the last user-or-assistant message as the user's input without checking its role."""
+    value = data.get("messages")
+    if not isinstance(value, list):
+        return
     turns = [m for m in value if m.get("role") in HISTORY_ROLES]
     if not turns:
         raise bad("messages", "'messages' has no user message")
     last = turns[-1]
-    # Hermes takes the last user-or-assistant message as the user's input without checking its role.
     if last.get("role") != "user":
         raise bad("messages", "the last user or assistant message must be a user message",
                   last_role=last.get("role"))
     if not visible_text(last.get("content")):
         raise bad("messages", "the last user message has no visible content")
-    return list(value)
 
 
-def _check_fields(data: Mapping[str, object]) -> None:
-    model = data.get("model")
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        raise bad("model", "'model' must be a non-empty string")
-    for name in ("temperature", "top_p"):
-        if data.get(name) is not None and not is_number(data[name]):
-            raise bad(name, f"'{name}' must be a finite number")
-    max_tokens = data.get("max_tokens")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
-                                   or not 0 <= max_tokens <= MAX_SAFE_INTEGER):
-        raise bad("max_tokens", "'max_tokens' must be a non-negative integer of at most 2**53")
-    check_numbers(data, skip=CONTROL_FIELDS)
-    stop = data.get("stop")
-    if stop is not None and not isinstance(stop, str) and not (
-            isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
-        raise bad("stop", "'stop' must be a string or a list of strings")
-    tools = data.get("tools")
-    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, Mapping) for t in tools)):
-        raise bad("tools", "'tools' must be a list of tool objects")
-    choice = data.get("tool_choice")
-    if choice is not None and not isinstance(choice, (str, Mapping)):
-        raise bad("tool_choice", "'tool_choice' must be a string or an object")
-    for name in ("response_format", "metadata"):
-        if data.get(name) is not None and not isinstance(data[name], Mapping):
-            raise bad(name, f"'{name}' must be an object")
-    if data.get("user") is not None and not isinstance(data["user"], str):
-        raise bad("user", "'user' must be a string")
+_TEXT = Text(non_empty=True, message="'{field}' must be a non-empty string")
+_FIELDS = (
+    Field("prompt", _TEXT, doc="the user's text (one user message)"),
+    Field("query", _TEXT, doc="the user's text, as prompt"),
+    Field("messages", ListOf(Message(), non_empty=True,
+                             message="'messages' must be a non-empty list of role/content objects"),
+          doc="the conversation; its last user-or-assistant message is the user's"),
+    Field("model", _TEXT, doc=f"the model (default {DEFAULT_MODEL!r})"),
+    Field("temperature", Number()),
+    Field("top_p", Number()),
+    Field("max_tokens", Int(0, MAX_SAFE_INTEGER,
+                            message="'max_tokens' must be a non-negative integer of at most 2**53")),
+    Field("stop", OneOf((Text(), ListOf(Text())), "'{field}' must be a string or a list of strings")),
+    Field("tools", OneOf((ListOf(Object()),), "'{field}' must be a list of tool objects")),
+    Field("tool_choice", OneOf((Text(), Object()), "'{field}' must be a string or an object")),
+    Field("response_format", Object()),
+    Field("metadata", Object()),
+    Field("user", Text()),
+    Field("session_id", Header(), doc="sent as X-Hermes-Session-Id"),
+    Field("session_key", Header(), doc="sent as X-Hermes-Session-Key"),
+    Field("stream", Anything(), doc="set from the operation (chat: false, chat_stream: true)"),
+)
+_MESSAGES_RULE = Rule("last_message_is_users", _last_message_is_users,
+                      "the last user-or-assistant message of 'messages' is a user message with visible content",
+                      ("messages",))
 
 
-def build(operation: str, raw: object) -> RequestParts:
-    """Validate a chat or chat_stream input and map it to headers and the provider body (no I/O).
+def _input(max_events: Field) -> Input:
+    return Input(_FIELDS + (max_events,), exactly_one=(("prompt", "query", "messages"),), extra="provider",
+                 rules=(_MESSAGES_RULE,), numbers_skip=CONTROL_FIELDS,
+                 doc="provider fields beside these are sent in the body as given (numbers finite, at most 2**53)")
 
-    Exactly one of ``prompt``, ``query`` or ``messages``; the last user-or-assistant message must be
-    the user's, since Hermes takes it as the input without checking. Session values and the key travel
-    as headers; ``stream`` is set from the operation.
+
+CHAT_INPUT = _input(Field("max_events", Never("'max_events' applies only to chat_stream")))
+CHAT_STREAM_INPUT = _input(Field("max_events", Int(1, MAX_MAX_EVENTS, message=f"max_events must be an integer from 1 "
+                                                                                f"to {MAX_MAX_EVENTS}"),
+                                 doc=f"the most events read (default {DEFAULT_MAX_EVENTS})"))
+
+
+_HEADERS = (("session_id", "X-Hermes-Session-Id"), ("session_key", "X-Hermes-Session-Key"))
+
+
+def build(operation: str, data: Mapping[str, object]) -> RequestParts:
+    """Map a chat or chat_stream input (checked by its :class:`~hermes_sdk.plugin.Input`) to headers
+    and the provider body (no I/O): the prompt or query is one user message, session values travel
+    as headers, ``stream`` is set from the operation.
 
     Raises:
-        InvalidInputError: a field is missing or invalid (``details["field"]`` names it).
         PayloadTooLargeError: the body is over Hermes' 10,000,000-byte limit.
     """
-    data = require_input(raw)
     streaming = operation == "chat_stream"
-    messages = _branch(data)
-    _check_fields(data)
-    headers = control_headers(data, with_session_id=True)
-    max_events = max_events_value(data.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0
-    if not streaming and data.get("max_events") is not None:
-        raise bad("max_events", "'max_events' applies only to chat_stream")
+    messages = data.get("messages")
+    if messages is None:
+        messages = [{"role": "user", "content": data.get("prompt") if data.get("prompt") is not None
+                     else data.get("query")}]
+    # Checked as Header kinds already: mapped, not checked again.
+    headers = {header: str(data[name]) for name, header in _HEADERS if data.get(name) is not None}
+    given = data.get("max_events")
+    max_events = (given if isinstance(given, int) else DEFAULT_MAX_EVENTS) if streaming else 0
     body = {k: v for k, v in data.items()
             if k not in CONTROL_FIELDS and k not in ("prompt", "query", "messages") and v is not None}
-    body["messages"] = messages
+    body["messages"] = list(messages) if isinstance(messages, list) else messages
     body.setdefault("model", DEFAULT_MODEL)
     body["stream"] = streaming
     return RequestParts(headers, encode_body(body), max_events)
@@ -189,11 +203,11 @@ def _describe_chat(input: Mapping[str, object]) -> dict[str, object]:
 
 CHAT: OperationSpec[ChatCompletion] = OperationSpec(
     model_contract("chat", "/v1/chat/completions", False), build,
-    decode=chat_completion, describe=_describe_chat)
+    decode=chat_completion, describe=_describe_chat, input=CHAT_INPUT)
 
 CHAT_STREAM: OperationSpec[ChatStream] = OperationSpec(
     model_contract("chat_stream", "/v1/chat/completions", True), build,
-    stream_class=ChatStream, accumulator=ChatAccumulator, describe=_describe_chat)
+    stream_class=ChatStream, accumulator=ChatAccumulator, describe=_describe_chat, input=CHAT_STREAM_INPUT)
 
 #: The chat operations, in the seed page's order.
 SPECS = (CHAT, CHAT_STREAM)

@@ -3,12 +3,11 @@ only, are retried and need no idempotency key."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import attrs
 
-from hermes_sdk._families._shared import CONTROL_FIELDS, only_fields, require_input
-from hermes_sdk.plugin import Contract, Family, OperationSpec, RequestParts
+from hermes_sdk.plugin import Contract, Family, Input, OperationSpec, RequestParts
 
 from . import types
 
@@ -16,17 +15,19 @@ from . import types
 _PUBLIC = {"classification": "internal", "contains_pii": False, "redaction_required": False}
 
 
-def build_discovery(operation: str, raw: object) -> RequestParts:
-    """``/health``, ``/v1/models``, ``/v1/capabilities`` and ``/v1/toolsets`` take no input."""
-    only_fields(require_input(raw), (), control=("_aip",))
+#: ``/health``, ``/v1/models``, ``/v1/capabilities`` and ``/v1/toolsets`` take no input.
+NO_INPUT = Input((), control=("_aip",))
+#: ``/health/detailed``, ``/v1/skills`` and ``/api/model/options`` take no input (but the control
+#: fields, as the jobs routes do).
+EMPTY_INPUT = Input(())
+
+
+def build_discovery(operation: str, data: Mapping[str, object]) -> RequestParts:
+    """No input: nothing to map."""
     return RequestParts({})
 
 
-def build_empty(operation: str, raw: object) -> RequestParts:
-    """``/health/detailed``, ``/v1/skills`` and ``/api/model/options`` take no input (but the control
-    fields, as the jobs routes do)."""
-    only_fields(require_input(raw), (), control=CONTROL_FIELDS)
-    return RequestParts({})
+build_empty = build_discovery
 
 
 def _contract(operation: str, path: str, **overrides: Any) -> Contract:
@@ -46,22 +47,25 @@ def _server_contract(operation: str, path: str, **overrides: Any) -> Contract:
 
 
 HEALTH: OperationSpec[types.Health] = OperationSpec(
-    _contract("health", "/health"), build_discovery, decode=types.health, public=True)
+    _contract("health", "/health"), build_discovery, decode=types.health, public=True, input=NO_INPUT)
 MODELS: OperationSpec[list[types.ModelInfo]] = OperationSpec(
-    _contract("models", "/v1/models"), build_discovery, decode=types.models)
+    _contract("models", "/v1/models"), build_discovery, decode=types.models, input=NO_INPUT)
 SERVER_CAPABILITIES: OperationSpec[types.ServerCapabilities] = OperationSpec(
-    _contract("server_capabilities", "/v1/capabilities"), build_discovery, decode=types.server_capabilities)
+    _contract("server_capabilities", "/v1/capabilities"), build_discovery, decode=types.server_capabilities,
+    input=NO_INPUT)
 TOOLSETS: OperationSpec[list[types.Toolset]] = OperationSpec(
-    _contract("toolsets", "/v1/toolsets"), build_discovery, decode=types.toolsets)
+    _contract("toolsets", "/v1/toolsets"), build_discovery, decode=types.toolsets, input=NO_INPUT)
 
 HEALTH_DETAILED: OperationSpec[dict[str, object]] = OperationSpec(
-    _server_contract("health_detailed", "/health/detailed"), build_empty, decode=types.health_detailed)
+    _server_contract("health_detailed", "/health/detailed"), build_empty, decode=types.health_detailed,
+    input=EMPTY_INPUT)
 SKILLS: OperationSpec[list[types.Skill]] = OperationSpec(
-    _server_contract("skills", "/v1/skills", stability="experimental"), build_empty, decode=types.skills)
+    _server_contract("skills", "/v1/skills", stability="experimental"), build_empty, decode=types.skills,
+    input=EMPTY_INPUT)
 # Hermes 0.20+: the provider/model inventory; refused before sending on a server without it.
 MODEL_OPTIONS: OperationSpec[dict[str, object]] = OperationSpec(
     _server_contract("model_options", "/api/model/options", stability="experimental"), build_empty,
-    decode=types.model_options, server_feature="model_options")
+    decode=types.model_options, server_feature="model_options", input=EMPTY_INPUT)
 
 #: Published in capabilities() after the runs family (as since 0.1).
 DISCOVERY_SPECS = (HEALTH, MODELS, SERVER_CAPABILITIES, TOOLSETS)

@@ -22,9 +22,18 @@ from hermes_sdk.plugin import (
     MODEL_SIDE_EFFECTS,
     ActionResult,
     AdmitContext,
+    Anything,
+    Bool,
     Contract,
+    Field,
+    Input,
+    ListOf,
+    Object,
+    OneOf,
     OperationSpec,
     RequestParts,
+    Rule,
+    Text,
     path_id,
 )
 from hermes_sdk.plugin import invalid_input as bad
@@ -56,55 +65,76 @@ def _aip(data: Mapping[str, object], name: str) -> str:
     return value
 
 
+_CANDIDATES = f"'candidate_capabilities' must be at most {MAX_CANDIDATES} non-empty strings"
+#: A start: the objective and what the run may use.
+START_INPUT = Input((
+    Field("objective", Text(non_empty=True, message="'{field}' must be a non-empty string"), required=True,
+          null="checked", doc="what the operator works toward"),
+    Field("context", Anything(), doc="any JSON the run is given as context"),
+    Field("candidate_capabilities", OneOf((ListOf(Text(non_empty=True), MAX_CANDIDATES),), _CANDIDATES)),
+    Field("constraints", Object()),
+), control=("_aip",), unknown="unknown operator field {name}")
+#: A resume's ``resume`` object (its field paths under ``resume.``).
+RESUME_FIELDS = Input((
+    Field("source_action_id", Text(non_empty=True, message="'{field}' must be the operator action id"),
+          required=True, null="checked", doc="the operator action id"),
+    Field("choice", Text(one_of=APPROVAL_CHOICES, message=f"'{{field}}' must be one of {', '.join(APPROVAL_CHOICES)}"),
+          required=True, null="checked"),
+    Field("resolve_all", Bool(message="'{field}' must be a boolean"), null="checked"),
+), control=(), unknown="unknown resume field {name}")
+def _resume_fields(data: Mapping[str, object]) -> None:
+    RESUME_FIELDS.check(data["resume"], prefix="resume.")
+
+
+#: A resume: ``{"resume": {source_action_id, choice, resolve_all}}``.
+RESUME_INPUT = Input((
+    Field("resume", Object(message="'{field}' must be an object", input=RESUME_FIELDS), required=True,
+          null="checked"),
+), control=("_aip",), unknown="a resume takes only 'resume'", rules=(Rule("resume_fields", _resume_fields),))
+
+
+def _start_or_resume(data: Mapping[str, object]) -> None:
+    (RESUME_INPUT if "resume" in data else START_INPUT).check(data)
+
+
+#: The composite's input: a start, or a resume (``resume`` given, alone).
+OPERATOR_INPUT = Input(
+    (attrs.evolve(START_INPUT.fields[0], required=False), *START_INPUT.fields[1:],
+     Field("resume", Object(input=RESUME_FIELDS), doc="resume a waiting operator action (alone)")),
+    extra="provider", numbers=False,
+    first=(Rule("start_or_resume", _start_or_resume, "a start (objective required) or a resume (resume alone)",
+                 ("resume",)),))
+
+
 def check_objective(data: Mapping[str, object]) -> dict[str, object]:
-    """The start input (``objective``, ``context``, ``candidate_capabilities``, ``constraints``)."""
-    extra = sorted(k for k in data if k not in ("objective", "context", "candidate_capabilities", "constraints",
-                                                 "_aip"))
-    if extra:
-        raise bad(extra[0], f"unknown operator field {extra[0]!r}")
-    objective = data.get("objective")
-    if not isinstance(objective, str) or not objective.strip():
-        raise bad("objective", "'objective' must be a non-empty string")
+    """The start input (``objective``, ``context``, ``candidate_capabilities``, ``constraints``) as
+    the run's objective payload."""
+    START_INPUT.check(data)
+    return _objective(data)
+
+
+def _objective(data: Mapping[str, object]) -> dict[str, object]:
     candidates = data.get("candidate_capabilities")
-    if candidates is not None:
-        if not isinstance(candidates, list) or len(candidates) > MAX_CANDIDATES or not all(
-                isinstance(c, str) and c.strip() for c in candidates):
-            raise bad("candidate_capabilities",
-                      f"'candidate_capabilities' must be at most {MAX_CANDIDATES} non-empty strings")
     constraints = data.get("constraints")
-    if constraints is not None and not isinstance(constraints, Mapping):
-        raise bad("constraints", "'constraints' must be an object")
-    return {"kind": "aip_operator_objective", "objective": objective, "context": data.get("context"),
-            "candidate_capabilities": list(candidates or []), "constraints": dict(constraints or {}),
+    return {"kind": "aip_operator_objective", "objective": data.get("objective"), "context": data.get("context"),
+            "candidate_capabilities": list(candidates) if isinstance(candidates, list) else [],
+            "constraints": dict(constraints) if isinstance(constraints, Mapping) else {},
             "execution_contract": {"downstream_action_ids": "server_assigned_per_call",
                                    "forbid_operator_action_id_reuse": True}}
 
 
 def check_resume(data: Mapping[str, object]) -> Mapping[str, object]:
-    """The resume input ``{"resume": {source_action_id, choice, resolve_all}}``."""
-    extra = sorted(k for k in data if k not in ("resume", "_aip"))
-    if extra:
-        raise bad(extra[0], "a resume takes only 'resume'")
-    resume = data.get("resume")
-    if not isinstance(resume, Mapping):
-        raise bad("resume", "'resume' must be an object")
-    unknown = sorted(k for k in resume if k not in ("source_action_id", "choice", "resolve_all"))
-    if unknown:
-        raise bad(f"resume.{unknown[0]}", f"unknown resume field {unknown[0]!r}")
-    source = resume.get("source_action_id")
-    if not isinstance(source, str) or not source.strip():
-        raise bad("resume.source_action_id", "'resume.source_action_id' must be the operator action id")
-    if resume.get("choice") not in APPROVAL_CHOICES:
-        raise bad("resume.choice", f"'resume.choice' must be one of {', '.join(APPROVAL_CHOICES)}")
-    if not isinstance(resume.get("resolve_all", False), bool):
-        raise bad("resume.resolve_all", "'resume.resolve_all' must be a boolean")
+    """The resume input ``{"resume": {source_action_id, choice, resolve_all}}``: its ``resume``."""
+    RESUME_INPUT.check(data)
+    resume = data["resume"]
+    assert isinstance(resume, Mapping)
     return resume
 
 
 def build_start(operation: str, raw: object) -> RequestParts:
     """``POST /v1/runs`` with the objective as pretty-printed JSON and the action's own session."""
     data = require_input(raw)
-    payload = check_objective(data)
+    payload = _objective(data)
     action_id = _aip(data, "action_id")
     try:
         text = json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False)
@@ -119,7 +149,8 @@ def build_start(operation: str, raw: object) -> RequestParts:
 def build_resume(operation: str, raw: object) -> RequestParts:
     """``POST /v1/runs/{run_id}/approval`` with the resume's choice (the run id comes from the store)."""
     data = require_input(raw)
-    resume = check_resume(data)
+    resume = data["resume"]
+    assert isinstance(resume, Mapping)
     run_id = path_id("run_id", _aip(data, "run_id"))
     body: dict[str, object] = {"choice": resume["choice"]}
     if resume.get("resolve_all"):
@@ -128,12 +159,8 @@ def build_resume(operation: str, raw: object) -> RequestParts:
 
 
 def build_any(operation: str, raw: object) -> RequestParts:
-    """The composite spec: a start or a resume input (validated; the lifecycle sends the requests)."""
-    data = require_input(raw)
-    if "resume" in data:
-        check_resume(data)
-    else:
-        check_objective(data)
+    """The composite spec: a start or a resume input (checked by :data:`OPERATOR_INPUT`; the lifecycle
+    sends the requests)."""
     return RequestParts({})
 
 
@@ -149,13 +176,13 @@ def admit_resume(ctx: AdmitContext[None]) -> None:
 
 #: The operator's capability. Its lifecycle (``composite``) is the resource's: the family
 #: (``__init__``) joins the two, so operations never import a resource.
-OPERATOR: OperationSpec[ActionResult] = OperationSpec(OPERATOR_CONTRACT, build_any)
+OPERATOR: OperationSpec[ActionResult] = OperationSpec(OPERATOR_CONTRACT, build_any, input=OPERATOR_INPUT)
 #: The start call: the operator's contract, bounded like the connector's start call (60 s).
 OPERATOR_START: OperationSpec[RunStarted] = OperationSpec(
     attrs.evolve(OPERATOR_CONTRACT, streaming=False, timeout_ms=60_000), build_start, decode=run_started,
-    refine_error=refine_start_error)
+    refine_error=refine_start_error, input=START_INPUT)
 #: The approval a resume sends, under the operator's capability (its key and approval binding).
 OPERATOR_RESUME: OperationSpec[ApprovalAnswer] = OperationSpec(
     attrs.evolve(OPERATOR_CONTRACT, path="/v1/runs/{run_id}/approval", streaming=False, timeout_ms=60_000),
-    build_resume, decode=approval_answer, admit=admit_resume, refine_error=refine_run_error)
+    build_resume, decode=approval_answer, admit=admit_resume, refine_error=refine_run_error, input=RESUME_INPUT)
 

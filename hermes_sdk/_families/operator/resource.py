@@ -328,7 +328,7 @@ def invoke_operator(ctx: CompositeContext) -> ActionResult:
     until = _until(options.deadline, options.timeout, options.context)
     data = {k: v for k, v in ctx.input.items() if k != "_aip"}
     if "resume" in data:
-        OPERATOR.build("operator", data)  # validated before anything is read or sent
+        OPERATOR.check_input(data)  # validated before anything is read or sent
         resume = cast(Mapping[str, object], data["resume"])  # an object whose id and choice are strings (checked)
         result = operator.resume(str(resume["source_action_id"]), str(resume["choice"]),
                                  bool(resume.get("resolve_all")), options, until)
@@ -363,7 +363,7 @@ def operate(ex: FamilyExecutor, objective: Optional[str] = None, *, resume: Opti
             raise InvalidInputError("a resume takes only resume=, choice= and resolve_all=",
                                     details={"field": "resume"})
         if choice is not None:
-            OPERATOR.build("operator", {"resume": {"source_action_id": resume, "choice": choice,
+            OPERATOR.check_input({"resume": {"source_action_id": resume, "choice": choice,
                                                    "resolve_all": resolve_all}})
         elif not isinstance(resume, str) or not resume:
             raise InvalidInputError("resume must be an operator action id", details={"field": "resume"})
@@ -372,7 +372,7 @@ def operate(ex: FamilyExecutor, objective: Optional[str] = None, *, resume: Opti
         raise InvalidInputError("choice= answers a pending approval: pass it with resume=",
                                 details={"field": "choice"})
     data = _input(objective, context, constraints, candidate_capabilities)
-    OPERATOR.build("operator", data)
+    OPERATOR.check_input(data)
     provider = approval_provider if approval_provider is not None else ex.approval_provider
     return operator.start(data, options, provider, until)
 

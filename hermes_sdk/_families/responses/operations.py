@@ -11,26 +11,37 @@ from hermes_sdk._families._shared import (
     CONFIDENTIAL,
     DEFAULT_MAX_EVENTS,
     DEFAULT_MODEL,
+    MAX_MAX_EVENTS,
     check_known,
-    check_message,
-    check_numbers,
     control_headers,
     described,
     encode_body,
     max_events_value,
     merge_extra,
     model_contract,
-    require_input,
     visible_text,
 )
 from hermes_sdk.errors import InvalidInputError
 from hermes_sdk.plugin import (
     Accumulator,
     Aggregate,
+    Bool,
     Contract,
+    Field,
+    Header,
+    Input,
+    Int,
+    ListOf,
+    Message,
+    Never,
+    Object,
+    OneOf,
     OperationSpec,
+    PathId,
     RequestParts,
+    Rule,
     StreamEvent,
+    Text,
     path_id,
     tool_event,
     typed_stream_event,
@@ -42,34 +53,28 @@ from .types import DeletionReceipt, Response, ResponseStream, deletion_receipt, 
 CONTROL_FIELDS = ("session_key", "max_events", "_aip")  # the key is taken off before (split_key)
 
 
-def _split(data: Mapping[str, object]) -> tuple[dict[str, object], Mapping[str, object]]:
-    """Return (provider body, control fields). Without ``body``, the non-control fields are the body."""
+def _provider_body(data: Mapping[str, object]) -> dict[str, object]:
+    """The provider body: ``body``, or without it every non-control field."""
+    if "body" in data:
+        body = data["body"]
+        return dict(body) if isinstance(body, Mapping) else {}
+    return {k: v for k, v in data.items() if k not in CONTROL_FIELDS}
+
+
+def _only_control_beside_body(data: Mapping[str, object]) -> None:
     if "body" in data:
         extra = sorted(k for k in data if k != "body" and k not in CONTROL_FIELDS)
         if extra:
             raise bad(extra[0], f"'{extra[0]}' belongs inside 'body'; beside it only "
                                 "session_key, idempotency_key, max_events are accepted", fields=extra)
-        body = data["body"]
-        if not isinstance(body, Mapping):
-            raise bad("body", "'body' must be a JSON object")
-        return dict(body), data
-    return {k: v for k, v in data.items() if k not in CONTROL_FIELDS}, data
 
 
-def _check_input(value: object) -> None:
-    if value is None:
-        raise bad("body.input", "'input' is required")
-    if isinstance(value, str):
-        if not value.strip():
-            raise bad("body.input", "'input' must not be empty")
+def _last_input_is_users(body: Mapping[str, object]) -> None:
+    """Hermes makes the last item the current input without checking its role."""
+    value = body.get("input")
+    if not isinstance(value, list):
         return
-    if not isinstance(value, list) or not value:
-        raise bad("body.input", "'input' must be a string or a non-empty list of strings or messages")
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            check_message(f"body.input[{i}]", item)
     last = value[-1]
-    # Hermes makes the last item the current input without checking its role.
     if isinstance(last, str):
         if not last.strip():
             raise bad("body.input", "the last input item is empty")
@@ -77,43 +82,60 @@ def _check_input(value: object) -> None:
         raise bad("body.input", "the last input item must be a user message with visible content")
 
 
-def _check_body(body: Mapping[str, object]) -> None:
-    _check_input(body.get("input"))
+def _one_thread(body: Mapping[str, object]) -> None:
     if body.get("conversation") is not None and body.get("previous_response_id") is not None:
         raise bad("body.conversation", "'conversation' and 'previous_response_id' cannot be used together")
-    for name in ("conversation", "previous_response_id", "instructions", "model", "truncation"):
-        value = body.get(name)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise bad(f"body.{name}", f"'{name}' must be a non-empty string")
-    history = body.get("conversation_history")
-    if history is not None:
-        if not isinstance(history, list):
-            raise bad("body.conversation_history", "'conversation_history' must be a list of messages")
-        for i, item in enumerate(history):
-            check_message(f"body.conversation_history[{i}]", item)
-    if body.get("store") is not None and not isinstance(body["store"], bool):
-        raise bad("body.store", "'store' must be a boolean")
-    check_numbers(body, "body.")
 
 
-def build(operation: str, raw: object) -> RequestParts:
-    """Validate a responses or responses_stream input and map it to headers and the provider body (no I/O).
+_NAMED = Text(non_empty=True, message="'{key}' must be a non-empty string")
+_ITEMS = "'{key}' must be a string or a non-empty list of strings or messages"
+#: The provider body (``body``, or the flat fields), checked with the field paths under ``body.``.
+BODY_INPUT = Input((
+    Field("input", OneOf((Text(non_empty=True, message="'{key}' must not be empty"),
+                          ListOf(OneOf((Text(), Message()), "{field} must be an object with 'role' and 'content'",
+                                       by_type=True), non_empty=True, message=_ITEMS)), _ITEMS, by_type=True),
+          required=True, missing="'{key}' is required", doc="the input: a text, or strings and messages"),
+    *(Field(name, _NAMED) for name in ("conversation", "previous_response_id", "instructions", "model",
+                                        "truncation")),
+    Field("conversation_history", ListOf(Message(), message="'{key}' must be a list of messages")),
+    Field("store", Bool(message="'{key}' must be a boolean")),
+), extra="provider", first=(Rule("one_thread", _one_thread, "not both conversation and previous_response_id",
+                                                      ("conversation", "previous_response_id")),),
+    rules=(Rule("last_input_is_users", _last_input_is_users,
+                "the last input item is a user message (or a text) with visible content", ("input",)),),
+    doc="provider fields beside these are sent as given (numbers finite, at most 2**53)")
 
-    The body is ``body``, or without it every non-control field. ``input`` is required and its last
-    item must be the user's; ``conversation`` and ``previous_response_id`` exclude each other.
+
+def _check_body(data: Mapping[str, object]) -> None:
+    BODY_INPUT.check(_provider_body(data), prefix="body.")
+
+
+def _input(max_events: Field) -> Input:
+    return Input((
+        Field("body", Object(message="'body' must be a JSON object", input=BODY_INPUT),
+              null="checked", doc="the provider body (or give its fields beside the control fields, without body)"),
+        Field("session_key", Header(), doc="sent as X-Hermes-Session-Key"),
+        max_events,
+    ), extra="provider", numbers=False, first=(Rule("only_control_beside_body", _only_control_beside_body),),
+        rules=(Rule("provider_body", _check_body, "the body's own schema (body.input required)"),))
+
+
+RESPONSES_INPUT = _input(Field("max_events", Never("'max_events' applies only to responses_stream")))
+RESPONSES_STREAM_INPUT = _input(Field("max_events", Int(1, MAX_MAX_EVENTS, message=(
+    f"max_events must be an integer from 1 to {MAX_MAX_EVENTS}"))))
+
+
+def build(operation: str, data: Mapping[str, object]) -> RequestParts:
+    """Map a responses or responses_stream input (checked by its :class:`~hermes_sdk.plugin.Input`) to
+    headers and the provider body (no I/O). The body is ``body``, or without it every non-control field.
 
     Raises:
-        InvalidInputError: a field is missing or invalid (``details["field"]`` names it).
         PayloadTooLargeError: the body is over Hermes' 10,000,000-byte limit.
     """
-    data = require_input(raw)
     streaming = operation == "responses_stream"
-    body, control = _split(data)
-    _check_body(body)
-    headers = control_headers(control)
-    if not streaming and control.get("max_events") is not None:
-        raise bad("max_events", "'max_events' applies only to responses_stream")
-    max_events = max_events_value(control.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0
+    body = _provider_body(data)
+    headers = control_headers(data)
+    max_events = max_events_value(data.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0
     body.setdefault("model", DEFAULT_MODEL)
     body["stream"] = streaming
     return RequestParts(headers, encode_body(body), max_events)
@@ -171,11 +193,20 @@ def _requested(data: Mapping[str, object]) -> object:
     return value
 
 
-def build_stored(operation: str, raw: object) -> RequestParts:
-    """Validate a response_get or response_delete input: ``response_id`` (or ``body.response_id``) is the path."""
-    data = require_input(raw)
-    response_id = response_id_value(_requested(data))
-    return RequestParts(control_headers(data), path_params={"response_id": response_id})
+def _response_id_given(data: Mapping[str, object]) -> None:
+    response_id_value(_requested(data))
+
+
+#: ``response_id`` (or ``body.response_id``); other fields are ignored, as before.
+STORED_INPUT = Input((
+    Field("response_id", PathId(), doc="the stored response's id (or body.response_id)"),
+    Field("session_key", Header(), doc="sent as X-Hermes-Session-Key"),
+), extra="provider", numbers=False, first=(Rule("response_id_given", _response_id_given),))
+
+
+def build_stored(operation: str, data: Mapping[str, object]) -> RequestParts:
+    """Map a response_get or response_delete input: ``response_id`` (or ``body.response_id``) is the path."""
+    return RequestParts(control_headers(data), path_params={"response_id": str(_requested(data))})
 
 
 # ------------------------------------------------------------------ the specs
@@ -188,11 +219,12 @@ def _describe_responses(input: Mapping[str, object]) -> dict[str, object]:
 
 RESPONSES: OperationSpec[Response] = OperationSpec(
     model_contract("responses", "/v1/responses", False), build,
-    decode=response, describe=_describe_responses)
+    decode=response, describe=_describe_responses, input=RESPONSES_INPUT)
 
 RESPONSES_STREAM: OperationSpec[ResponseStream] = OperationSpec(
     model_contract("responses_stream", "/v1/responses", True), build,
-    stream_class=ResponseStream, accumulator=ResponsesAccumulator, describe=_describe_responses)
+    stream_class=ResponseStream, accumulator=ResponsesAccumulator, describe=_describe_responses,
+    input=RESPONSES_STREAM_INPUT)
 
 # The generated contract calls response_get "internal" and PII-free; the seed page says that is too
 # weak for stored model and tool output, so it is published here as confidential.
@@ -203,7 +235,7 @@ RESPONSE_GET: OperationSpec[Response] = OperationSpec(
         retry_safe=True, streaming=False, side_effects=("read", "external_network"),
         data=dict(CONFIDENTIAL), expected_latency_ms=5_000, timeout_ms=60_000,
     ),
-    build_stored, decode=response, reply_id="id")
+    build_stored, decode=response, reply_id="id", input=STORED_INPUT)
 
 RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
     Contract(
@@ -213,7 +245,7 @@ RESPONSE_DELETE: OperationSpec[DeletionReceipt] = OperationSpec(
         data={"classification": "restricted", "contains_pii": True, "redaction_required": True},
         expected_latency_ms=5_000, timeout_ms=60_000,
     ),
-    build_stored, decode=deletion_receipt, reply_id="id")
+    build_stored, decode=deletion_receipt, reply_id="id", input=STORED_INPUT)
 
 #: The Responses operations, in the seed page's order.
 SPECS = (RESPONSES, RESPONSES_STREAM, RESPONSE_GET, RESPONSE_DELETE)

@@ -30,19 +30,27 @@ from hermes_sdk.plugin import (
     Accumulator,
     AdmitContext,
     Aggregate,
+    Bool,
     Contract,
+    Field,
+    Header,
+    Input,
+    ListOf,
+    Message,
+    OneOf,
     OperationSpec,
+    PathId,
     RequestParts,
+    Rule,
     StreamEvent,
-    check_message,
+    Text,
     control_headers,
     invalid_input,
     path_id,
-    session_value,
     visible_text,
 )
 
-from .._shared import encode_body, require_input
+from .._shared import encode_body
 from .events import RunEvent, parse_run_event
 from .state import RunsState, is_operator_run
 from .types import (
@@ -65,49 +73,34 @@ RUN_EVENTS_MAX = 100_000
 RUN_EVENTS_READ_TIMEOUT = 120.0
 
 
-def _only(data: Mapping[str, object], allowed: tuple[str, ...]) -> None:
-    extra = sorted(k for k in data if k not in allowed)
-    if extra:
-        accepted = ", ".join(a for a in allowed if a != "_aip")
-        raise invalid_input(extra[0], f"unknown field {extra[0]!r}; accepted: {accepted}")
-
-
-def _check_input(value: object) -> None:
-    if isinstance(value, str):
-        if not value.strip():
-            raise invalid_input("input", "'input' must not be empty")
-        return
-    if not isinstance(value, list) or not value:
-        raise invalid_input("input", "'input' must be a non-empty string or a non-empty list of messages")
-    for i, item in enumerate(value):
-        # A string item (above all a string last item) is a text/plain 500 from Hermes.
-        check_message(f"input[{i}]", item)
-    if not visible_text(value[-1].get("content")):
+def _last_input_visible(data: Mapping[str, object]) -> None:
+    value = data.get("input")
+    if isinstance(value, list) and not visible_text(value[-1].get("content")):
         raise invalid_input("input", "the last input message has no visible content")
 
 
-def _optional_text(data: Mapping[str, object], name: str) -> None:
-    value = data.get(name)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise invalid_input(name, f"'{name}' must be a non-empty string")
+_NON_EMPTY = Text(non_empty=True, message="'{field}' must be a non-empty string")
+_RUN_ID = Field("run_id", PathId(), required=True, null="checked", doc="the run's id")
+#: An ``input`` array ending in a string (or holding one) is a text/plain 500 from Hermes.
+_START_INPUT = OneOf((Text(non_empty=True, message="'{field}' must not be empty"),
+                      ListOf(Message(), non_empty=True,
+                             message="'{field}' must be a non-empty string or a non-empty list of messages")),
+                     "'{field}' must be a non-empty string or a non-empty list of messages", by_type=True)
+START_INPUT = Input((
+    Field("input", _START_INPUT, required=True, doc="the run's input: a text or messages"),
+    Field("instructions", _NON_EMPTY),
+    Field("session_id", Header(), doc="the session the run belongs to"),
+    Field("session_key", Header(), doc="sent as X-Hermes-Session-Key"),
+    Field("conversation_history", ListOf(Message(), message="'{field}' must be a list of messages")),
+    Field("previous_response_id", _NON_EMPTY),
+    Field("model", _NON_EMPTY),
+), rules=(Rule("last_input_visible", _last_input_visible, "the last input message has visible content",
+                   ("input",)),),
+    control=("_aip",))
 
 
-def build_start(operation: str, raw: object) -> RequestParts:
+def build_start(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``POST /v1/runs``: the run's input and options; ``session_key`` travels as a header."""
-    data = require_input(raw)
-    _only(data, START_FIELDS)
-    if data.get("input") is None:
-        raise invalid_input("input", "'input' is required")
-    _check_input(data["input"])
-    for name in ("instructions", "previous_response_id", "model"):
-        _optional_text(data, name)
-    session_value("session_id", data.get("session_id"))
-    history = data.get("conversation_history")
-    if history is not None:
-        if not isinstance(history, list):
-            raise invalid_input("conversation_history", "'conversation_history' must be a list of messages")
-        for i, item in enumerate(history):
-            check_message(f"conversation_history[{i}]", item)
     headers = control_headers(data)
     body = {k: v for k, v in data.items() if k not in ("session_key", "_aip") and v is not None}
     return RequestParts(headers, encode_body(body))
@@ -117,25 +110,35 @@ def _run_id(data: Mapping[str, object]) -> str:
     return path_id("run_id", data.get("run_id"))
 
 
-def build_run(operation: str, raw: object) -> RequestParts:
+def _event_id_is_decimal(data: Mapping[str, object]) -> None:
+    last = data.get("last_event_id")
+    if isinstance(last, str) and not last.isdigit():
+        raise invalid_input("last_event_id", _LAST_EVENT_ID)
+
+
+_LAST_EVENT_ID = "'last_event_id' must be the decimal id of an event of the run"
+RUN_INPUT = Input((_RUN_ID,), control=("_aip",))
+EVENTS_INPUT = Input((_RUN_ID, Field("last_event_id", Text(20, message=_LAST_EVENT_ID, too_long=_LAST_EVENT_ID),
+                                     doc="resume after this event (Hermes 0.21+)")),
+                     rules=(Rule("event_id_is_decimal", _event_id_is_decimal, "last_event_id is decimal digits",
+                                 ("last_event_id",)),),
+                     control=("_aip",))
+
+
+def build_run(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``GET /v1/runs/{run_id}``, ``…/events`` and ``POST …/stop``: the run id; the events route also
     takes ``last_event_id`` (sent as ``Last-Event-ID``: 0.21+ resumes after that event)."""
-    data = require_input(raw)
     events = operation == "run_events"
-    _only(data, ("run_id", "last_event_id", "_aip") if events else ("run_id", "_aip"))
-    headers: dict[str, str] = {}
     last = data.get("last_event_id")
-    if last is not None:
-        if not isinstance(last, str) or not last.isdigit() or len(last) > 20:
-            raise invalid_input("last_event_id", "'last_event_id' must be the decimal id of an event of the run")
-        headers["Last-Event-ID"] = last
-    return RequestParts(headers, None, RUN_EVENTS_MAX if events else 0, path_params={"run_id": _run_id(data)})
+    headers = {"Last-Event-ID": str(last)} if last is not None else {}
+    return RequestParts(headers, None, RUN_EVENTS_MAX if events else 0, path_params={"run_id": str(data["run_id"])})
 
 
 #: Hermes 0.21+ refuses an approval ``request_id`` that is empty or longer than this (400).
 REQUEST_ID_MAX = 256
 #: Hermes 0.21+ refuses a steer text it cannot take; this bound keeps one well inside its body limit.
 STEER_TEXT_MAX = 100_000
+_REQUEST_ID = f"'request_id' must be a non-blank string of at most {REQUEST_ID_MAX} characters"
 
 
 #: The prefix of a digested run key: reserved, so a caller's key spelled like a digest is digested too.
@@ -162,40 +165,31 @@ def wire_run_key(key: str) -> str:
     return DIGEST_PREFIX + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def build_approval(operation: str, raw: object) -> RequestParts:
+APPROVAL_INPUT = Input((
+    _RUN_ID,
+    Field("choice", Text(one_of=APPROVAL_CHOICES, echo=True), required=True, null="checked"),
+    Field("all", Bool(), doc="answer every queued request of the run"),
+    Field("request_id", Text(REQUEST_ID_MAX, non_empty=True, message=_REQUEST_ID, too_long=_REQUEST_ID),
+          doc="the request answered (Hermes 0.21+)"),
+), control=("_aip",))
+STEER_INPUT = Input((
+    _RUN_ID,
+    Field("input", Text(STEER_TEXT_MAX, non_empty=True, message="'{field}' must be a non-empty string",
+                        too_long="'{field}' must be at most {limit} characters"),
+          required=True, null="checked", doc="a message for the running agent"),
+), control=("_aip",))
+
+
+def build_approval(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``POST /v1/runs/{run_id}/approval``: ``choice``, optionally ``all`` (every queued request) and
     ``request_id`` (the request answered: 0.21+ resolves exactly it, 0.19/0.20 ignore it)."""
-    data = require_input(raw)
-    _only(data, ("run_id", "choice", "all", "request_id", "_aip"))
-    run_id = _run_id(data)
-    choice = data.get("choice")
-    if choice not in APPROVAL_CHOICES:
-        raise invalid_input("choice", f"'choice' must be one of {', '.join(APPROVAL_CHOICES)}", choice=str(choice)[:32])
-    body: dict[str, object] = {"choice": choice}
-    if data.get("all") is not None:
-        if not isinstance(data["all"], bool):
-            raise invalid_input("all", "'all' must be a boolean")
-        body["all"] = data["all"]
-    request_id = data.get("request_id")
-    if request_id is not None:
-        if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > REQUEST_ID_MAX:
-            raise invalid_input("request_id",
-                                f"'request_id' must be a non-blank string of at most {REQUEST_ID_MAX} characters")
-        body["request_id"] = request_id
-    return RequestParts({}, encode_body(body), path_params={"run_id": run_id})
+    body = {k: data[k] for k in ("choice", "all", "request_id") if data.get(k) is not None}
+    return RequestParts({}, encode_body(body), path_params={"run_id": str(data["run_id"])})
 
 
-def build_steer(operation: str, raw: object) -> RequestParts:
+def build_steer(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``POST /v1/runs/{run_id}/steer``: ``{"input": text}``, a message for the running agent."""
-    data = require_input(raw)
-    _only(data, ("run_id", "input", "_aip"))
-    run_id = _run_id(data)
-    text = data.get("input")
-    if not isinstance(text, str) or not text.strip():
-        raise invalid_input("input", "'input' must be a non-empty string")
-    if len(text) > STEER_TEXT_MAX:
-        raise invalid_input("input", f"'input' must be at most {STEER_TEXT_MAX} characters")
-    return RequestParts({}, encode_body({"input": text}), path_params={"run_id": run_id})
+    return RequestParts({}, encode_body({"input": data["input"]}), path_params={"run_id": str(data["run_id"])})
 
 
 # ------------------------------------------------------------------ local admission rules
@@ -341,11 +335,11 @@ RUN_START: OperationSpec[RunStarted] = OperationSpec(
     _contract("run_start", "POST", "/v1/runs", risk="medium", key_requirement="required", key_ttl_ms=86_400_000,
               retry_safe=False, side_effects=MODEL_SIDE_EFFECTS + ("execute",), expected_latency_ms=2_000,
               timeout_ms=60_000, supports_async=True, supports_cancel=True, async_expected=True),
-    build_start, decode=run_started, refine_error=refine_start_error, wire_key=wire_run_key)
+    build_start, decode=run_started, refine_error=refine_start_error, wire_key=wire_run_key, input=START_INPUT)
 
 RUN_GET: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_get", "GET", "/v1/runs/{run_id}"), build_run, decode=run_status, refine_error=refine_run_error,
-    reply_id="run_id")
+    reply_id="run_id", input=RUN_INPUT)
 
 # One subscriber per run and no resume: published as not retry-safe, so nothing re-subscribes.
 # It follows the whole run: 24 hours at most (the key's lifetime); Run reads it with a 120 s read
@@ -354,7 +348,7 @@ RUN_EVENTS: OperationSpec[RunEventStream] = OperationSpec(
     _contract("run_events", "GET", "/v1/runs/{run_id}/events", retry_safe=False, streaming=True,
               side_effects=("read", "external_network"), expected_latency_ms=30_000, timeout_ms=86_400_000),
     build_run, stream_class=RunEventStream, accumulator=RunEventsAccumulator, refine_error=refine_run_error,
-    admit=admit_events,
+    admit=admit_events, input=EVENTS_INPUT,
     # Observers (tracing) see which tool ran and which pattern was approved how; never the
     # command, its preview, the output or the run id.
     observed_keys=("tool", "pattern_key", "choice"))
@@ -363,7 +357,7 @@ RUN_APPROVAL: OperationSpec[ApprovalAnswer] = OperationSpec(
     _contract("run_approval", "POST", "/v1/runs/{run_id}/approval", risk="high", retry_safe=False,
               side_effects=("write", "execute", "external_network")),
     build_approval, decode=approval_answer, admit=admit_approval, refine_error=refine_run_error,
-    reply_id="run_id", error_input_keys=("request_id",))
+    reply_id="run_id", error_input_keys=("request_id",), input=APPROVAL_INPUT)
 #: The same request, sent by an operator action's own run follower when the operator's approval
 #: provider decided (its gate): never registered, so ``invoke()`` cannot reach it.
 RUN_APPROVAL_OF_OPERATOR: OperationSpec[ApprovalAnswer] = attrs.evolve(RUN_APPROVAL, admit=admit_answer)
@@ -372,11 +366,12 @@ RUN_STEER: OperationSpec[SteerAnswer] = OperationSpec(
     _contract("run_steer", "POST", "/v1/runs/{run_id}/steer", risk="medium", retry_safe=False,
               side_effects=("write", "send_message", "external_network"), expected_latency_ms=1_000),
     build_steer, decode=steer_answer, refine_error=refine_run_error, reply_id="run_id",
-    server_feature="run_steer")
+    server_feature="run_steer", input=STEER_INPUT)
 
 RUN_STOP: OperationSpec[RunStatus] = OperationSpec(
     _contract("run_stop", "POST", "/v1/runs/{run_id}/stop", risk="medium", retry_safe=False,
               side_effects=("write", "external_network")),
-    build_run, decode=run_status, admit=admit_stop, refine_error=refine_run_error, reply_id="run_id")
+    build_run, decode=run_status, admit=admit_stop, refine_error=refine_run_error, reply_id="run_id",
+    input=RUN_INPUT)
 
 RUN_SPECS = (RUN_START, RUN_GET, RUN_EVENTS, RUN_APPROVAL, RUN_STEER, RUN_STOP)

@@ -134,8 +134,8 @@ class Runs:
         because the server itself dedupes run keys (0.21+); asking the server may fail: then no."""
         if not isinstance(exc, OutcomeUnknownError) and not exc.uncertain_outcome:
             return False
-        if exc.details.get("started") is False:
-            return False
+        if exc.details.get("started") is False or exc.details.get("before_agent_work") is True:
+            return False  # refused before any work: nothing to ask the server for, the key is free
         try:
             return self._executor.server_features(endpoint).runs_idempotency
         except HermesError:
@@ -256,6 +256,10 @@ class Runs:
     def follow(self, run: Run) -> None:
         """Note the handle that holds a run's one events subscription (until it is dropped)."""
         self._state.followed[run.id] = run
+
+    def client_closed(self) -> bool:
+        """Whether this client was closed (its pool is): an approval answer is not tried again."""
+        return self._executor.closed
 
     def stopped(self, run_id: str) -> bool:
         """Whether this client asked to stop the run (no approval is sent to it from then on)."""

@@ -30,6 +30,7 @@ import attrs
 from hermes_sdk.errors import (
     STREAM_INCOMPLETE,
     ApprovalDeniedError,
+    ApprovalRequiredError,
     DeadlineExceededError,
     HermesError,
     InvalidInputError,
@@ -145,12 +146,14 @@ class Run:
         self._asked: set[str] = set()  # the approval requests seen (by request_id), never asked twice
         self._pending: deque[_Pending] = deque()
         self._answered_unseen = 0
+        self._answered_waiting_at: Optional[float] = None  # see _answered
         self._result: Optional[RunResult] = None
         self._recorder: Optional[str] = None  # a recorder that buffers whole replies (vcrpy): see .recorders
         self._replaying: Optional[str] = None  # such a recorder's replay: refuses as its recording did
         self._lock = threading.Lock()
         # Guards the pending requests between the consumer, the caller and the answers' senders.
         self._answering = threading.Condition(threading.RLock())
+        self._closing = threading.Event()  # close() was called: an answer's sender tries no more
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, status={self.status!r})"
@@ -194,6 +197,12 @@ class Run:
         Consumes the events nobody iterated (answering approvals through the provider); after a
         broken stream, polls the status. Returns a :class:`RunResult` whose status is not terminal
         when time ran out first.
+
+        Raises:
+            ApprovalRequiredError: while polling, the run waits for an approval request this client
+                never received and the server's run object does not name it (before 0.21), so the
+                provider cannot be asked (``details["reason"] == "approval_not_received"``): answer
+                it with :meth:`approve` or stop the run. (0.21+ names it: it is asked as usual.)
         """
         until = self._deadline
         if timeout is not None:
@@ -273,8 +282,10 @@ class Run:
         return status
 
     def close(self) -> None:
-        """Drop the events connection (the run goes on at Hermes; this handle then polls)."""
+        """Drop the events connection (the run goes on at Hermes; this handle then polls). An
+        approval answer that failed is not tried again from now on."""
         self._released = True
+        self._closing.set()
         stream = self._stream
         if stream is not None and not stream.closed:
             stream.close()  # from this thread: interrupts the reader, which settles the stream
@@ -500,8 +511,11 @@ class Run:
         if self.status in ("started", "queued", "waiting_for_approval"):
             self.status = "running"
 
-    def _answered(self, resolved: int) -> None:
+    def _answered(self, resolved: int, waiting_at: Optional[float] = None) -> None:
+        """An answer was applied; ``waiting_at``: the run object's ``updated_at`` while it waited for
+        that request (None: not read), which tells a later poll whether it waits for a new one."""
         with self._answering:
+            self._answered_waiting_at = waiting_at
             for _ in range(max(resolved, 1)):
                 if self._pending:
                     self._pending.popleft()
@@ -530,8 +544,10 @@ class Run:
     def _decided(self, pending: _Pending, decision: object) -> None:
         """On the asking thread: the provider decided; send the answer there, on its own bound."""
         with self._answering:
-            assert pending.asking is not None  # set under this lock before the thread could get here
-            choice = choice_for(decision, pending.asking.request, pending.event, self._runs.allow_permanent_approvals)
+            asking = pending.asking  # set under this lock before the thread could get here
+            if asking is None:
+                return
+            choice = choice_for(decision, asking.request, pending.event, self._runs.allow_permanent_approvals)
             pending.choice = choice
         Sender(self, pending, choice)()
 
@@ -624,6 +640,10 @@ class Run:
                 self._refuse_waiting(status.status)
                 if status.status != self.status and self._result is None:
                     self.status = status.status
+                if status.status == "waiting_for_approval":
+                    self._approval_from_status(status)
+                elif not status.terminal:
+                    self._answered_unseen = 0  # Hermes has moved on from every answer sent so far
                 if status.terminal:
                     self._pending.clear()
                     self._result = RunResult(run_id=self.id, status=status.status, output=status.output,
@@ -635,6 +655,34 @@ class Run:
                 return
             time.sleep(delay)
             interval = min(interval * 2, POLL_MAX_INTERVAL)
+
+    def _approval_from_status(self, status: RunStatus) -> None:
+        """While polling (the events stream broke, or what it sent could not be placed): Hermes waits
+        for an approval. A request this client never received is read from the run object (0.21+
+        embeds it) and put to the provider like one from the stream (once: a request already asked
+        about is not asked again). When the run object does not say which request it is, a provider
+        could never be asked: raise rather than wait for Hermes' timeout in silence."""
+        with self._answering:
+            if self._pending or self._provider is None or self._runs.stopped(self.id):
+                return
+        shown = status.approval
+        if isinstance(shown, dict) and shown.get("run_id") in (None, self.id):
+            event = parse_run_event({**shown, "event": "approval.request", "run_id": self.id})
+            if isinstance(event, ApprovalRequested):
+                with self._answering:
+                    self._observe(event)  # a request asked about already is not pending again
+                    asked = bool(self._pending)
+                if asked:
+                    self._answer_oldest()
+                return
+        answered_at = self._answered_waiting_at
+        if self._answered_unseen and (answered_at is None or status.updated_at in (None, answered_at)):
+            return  # the request this client answered may still show: Hermes has not moved on yet
+        raise ApprovalRequiredError(
+            "the run waits for an approval request this client never received (its events stream "
+            "broke or could not be placed, and the server's run object does not say which request "
+            "it is): answer it with run.approve(...) or stop the run", details={
+                "operation": "run_approval", "reason": "approval_not_received", "run_id": self.id})
 
     def _snapshot(self, status: str) -> RunResult:
         return RunResult(run_id=self.id, status=status, events=list(self._events), events_complete=False,

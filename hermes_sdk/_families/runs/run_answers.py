@@ -12,6 +12,10 @@ pending request, with no id, so an answer is never sent twice once Hermes may ha
   says whether the run still waits for this very request (0.21+: the status names the request; before:
   still ``waiting_for_approval`` with the ``updated_at`` read just before the POST, which Hermes
   moves on any answer or new request). Only then is it sent again; otherwise it counts as delivered.
+
+Tries are spaced by a doubling pause (``RESEND_PAUSE`` up to ``RESEND_MAX_PAUSE``), never sooner than
+the server's ``Retry-After`` (capped at ``RETRY_AFTER_MAX``), and stop at the answer's bound, when
+the run handle is closed, or when its client is.
 """
 
 from __future__ import annotations
@@ -46,7 +50,10 @@ Item = tuple[str, Union[StreamEvent, HermesError, None]]
 #: was resolved (answered, timed out, blocked) or the run ended.
 MOVED_ON = frozenset({"approval.responded", "tool.completed", "run.completed", "run.failed", "run.cancelled",
                       "run.interrupted"})
-RESEND_PAUSE = 0.25  # between two tries of an answer that did not leave, or of a status check
+RESEND_PAUSE = 0.25  # the first pause between two tries of an answer or of a status check; then doubled
+RESEND_MAX_PAUSE = 8.0  # the longest pause between two tries (a refusing server is asked ~8 times a minute)
+RETRY_AFTER_MAX = 30.0  # a longer Retry-After is waited for this long
+CLOSE_CHECK = 0.1  # while pausing, how often a closed client is noticed (a closed run wakes it at once)
 SENT = "sent"  # a _Pending's choice once its answer may have left
 
 
@@ -124,6 +131,18 @@ class Asking:
             raise error
 
 
+def pause(closing: threading.Event, seconds: float, closed: Callable[[], bool]) -> bool:
+    """Wait ``seconds`` unless ``closing`` is set or ``closed()`` turns true; False when it did."""
+    end = time.monotonic() + seconds
+    while not closed():
+        left = end - time.monotonic()
+        if left <= 0:
+            return True
+        if closing.wait(min(left, CLOSE_CHECK)):
+            return False
+    return False
+
+
 class Sender:
     """Sends one pending request's answer for ``run`` (on the asking thread), as the module says."""
 
@@ -134,18 +153,39 @@ class Sender:
         request = pending.asking.request if pending.asking is not None else None
         ends = [t for t in (run._deadline, request.expires_at if request else None) if t is not None]
         self.bound: Optional[float] = min(ends) if ends else None
+        self.tries = 0  # failed tries so far (of the answer, or of a status check): the pause doubles
+        self.last_error: Optional[HermesError] = None  # the last failure, for its Retry-After
 
     def left(self) -> Optional[float]:
         return None if self.bound is None else self.bound - time.time()
 
+    def closed(self) -> bool:
+        """Whether the run handle or its client was closed: nothing more is sent for it."""
+        return self.run._closing.is_set() or self.run._runs.client_closed()
+
+    def _wait(self) -> bool:
+        """The pause before the next try (doubling, never under the last ``Retry-After``, within the
+        bound); False when the bound passed or the run or client was closed meanwhile."""
+        self.tries += 1
+        delay = min(RESEND_PAUSE * 2 ** min(self.tries - 1, 16), RESEND_MAX_PAUSE)
+        error, self.last_error = self.last_error, None
+        if error is not None and error.retry_after_ms is not None:
+            delay = max(delay, min(error.retry_after_ms / 1000.0, RETRY_AFTER_MAX))
+        left = self.left()
+        if left is not None:
+            if left <= 0:
+                return False
+            delay = min(delay, left)
+        return pause(self.run._closing, delay, self.run._runs.client_closed) and not self.closed()
+
     def __call__(self) -> None:
+        if self.run._runs.client_closed():
+            return  # a closed client sends nothing more
         while self._claim():
             if self._send():
                 return
-            left = self.left()
-            if left is not None and left <= 0:
+            if not self._wait():
                 return
-            time.sleep(RESEND_PAUSE if left is None else min(RESEND_PAUSE, left))
 
     def _claim(self) -> bool:
         """Wait until the answer may go (it is the oldest, and no event received since its request
@@ -158,7 +198,7 @@ class Sender:
                 if verdict != "later":
                     break
                 left = self.left()
-                if left is not None and left <= 0:
+                if (left is not None and left <= 0) or self.closed():
                     return False  # stays queued: a later wait() tries again
                 run._answering.wait(0.5 if left is None else min(0.5, left))
             if verdict == "send":
@@ -189,11 +229,12 @@ class Sender:
         except (ApprovalNotPendingError, ApprovalNotActiveError):
             return True  # Hermes has nothing pending (timed out, or the run ended): nothing applied
         except HermesError as exc:
+            self.last_error = exc
             if exc.details.get("sent") is False:
                 self._unsent()
                 return not exc.retryable and exc.category not in ("transport", "temporary")
             return not self._still_waits(baseline, exc)
-        run._answered(answer.resolved)
+        run._answered(answer.resolved, baseline.updated_at)
         return True
 
     def _status(self) -> "Optional[RunStatus]":
@@ -204,16 +245,17 @@ class Sender:
                 return run._runs.get(run.id, endpoint=run._endpoint, context=run._context, deadline=self.bound)
             except RunNotFoundError:
                 raise
-            except HermesError:
-                left = self.left()
-                if left is not None and left <= RESEND_PAUSE:
+            except HermesError as exc:
+                self.last_error = exc
+                if not self._wait():
                     return None
-                time.sleep(RESEND_PAUSE)
 
     def _still_waits(self, baseline: "RunStatus", error: HermesError) -> bool:
         """After an answer cut with an uncertain outcome: whether Hermes still waits for this very
         request (then the answer is sent again); unknown counts as no (never twice)."""
+        last, self.last_error = self.last_error, None
         status = self._status()
+        self.last_error = last  # the answer's own refusal paces its next try
         request_id = self.pending.event.request_id
         if status is None or status.status != "waiting_for_approval":
             still = False

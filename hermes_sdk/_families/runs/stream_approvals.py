@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Optional, TypeVar
 
-from hermes_sdk.errors import ApprovalNotActiveError, ApprovalNotPendingError, OperatorRunError
+from hermes_sdk.errors import ApprovalNotActiveError, ApprovalNotPendingError, HermesError, OperatorRunError
 from hermes_sdk.plugin import ApprovalProvider, Deadline, ExecutionContext, HermesStream, StreamEvent, deadline_epoch
 from hermes_sdk.plugin import ask_approval_provider as ask_provider
 
@@ -107,17 +107,26 @@ class StreamApprovals:
             self._drop(request, "stream_ended_before_id")
 
     def _answer(self, request: ApprovalRequested) -> None:
-        if not request.run_id or self._provider is None:
+        """Ask the provider and send its answer. A failure of either ends the stream with it (typed,
+        ``details["reason"] == "stream_approval_failed"``, uncertain: the turn may have run)."""
+        provider = self._provider
+        if not request.run_id or provider is None:
             return
+        try:
+            self._ask_and_send(request, request.run_id, provider)
+        except HermesError as exc:
+            raise unanswered(exc) from exc
+
+    def _ask_and_send(self, request: ApprovalRequested, run_id: str, provider: ApprovalProvider) -> None:
         runs = self._runs
-        approval = runs.approval_request(request.run_id, event_command(request), reason=request.description,
+        approval = runs.approval_request(run_id, event_command(request), reason=request.description,
                                          endpoint=self._endpoint, pattern_key=request.pattern_key)
-        decision = ask_provider(self._provider, approval)
+        decision = ask_provider(provider, approval)
         if decision is None:
             return  # left to Hermes' own timeout; the caller may answer with client.runs.approve()
         choice = choice_for(decision, approval, request, runs.allow_permanent_approvals)
         try:
-            runs.approve(request.run_id, choice, request_id=request.request_id, endpoint=self._endpoint,
+            runs.approve(run_id, choice, request_id=request.request_id, endpoint=self._endpoint,
                          context=self._context, deadline=self._deadline)
         except (ApprovalNotPendingError, ApprovalNotActiveError) as exc:
             # Resolved meanwhile (timed out, answered elsewhere, or the turn ended): nothing approved.
@@ -127,6 +136,18 @@ class StreamApprovals:
             self._drop(request, "operator_run")  # the stream names an operator's run: its gate refused, unsent
             return
         self.answered.append((request, choice))
+
+
+def unanswered(exc: HermesError) -> HermesError:
+    """The stream's own error for an approval it could not answer: the same class (a provider's
+    ``PluginError``, Hermes' ``ServerError`` for a 503...), uncertain, saying what failed."""
+    return type(exc)(
+        f"a chat stream's approval request could not be answered ({type(exc).__name__}: {exc.message}); "
+        "the turn may have run or may still be waiting", code=exc.code, category=exc.category,
+        uncertain_outcome=True,
+        details={**{k: v for k, v in exc.details.items() if k in ("hook", "plugin", "exception", "provider_error")},
+                 "reason": "stream_approval_failed", "approval_error": type(exc).__name__,
+                 "approval_http_status": exc.http_status})
 
 
 def answer_approvals(stream: S, runs: "Runs", provider: Optional[ApprovalProvider], endpoint: Optional[str],

@@ -14,17 +14,32 @@ import re
 import unicodedata
 from typing import Mapping, Optional
 
-from hermes_sdk._families._shared import contract, encode_body, only_fields, require_input
+import attrs
+
+from hermes_sdk._families._shared import contract, encode_body
 from hermes_sdk.errors import STREAM_FAILED, STREAM_INCOMPLETE, HermesError, StreamError
 from hermes_sdk.plugin import (
     CONFIDENTIAL,
     DEFAULT_MAX_EVENTS,
+    MAX_MAX_EVENTS,
     MODEL_SIDE_EFFECTS,
     Accumulator,
     Aggregate,
+    AllOf,
+    Bool,
+    Field,
+    Header,
+    Input,
+    Int,
+    ListOf,
+    Object,
+    OneOf,
     OperationSpec,
+    PathId,
     RequestParts,
+    Rule,
     StreamEvent,
+    Text,
     control_headers,
     max_events_value,
     path_id,
@@ -53,8 +68,11 @@ MAX_CREATE_ID_CHARS = 256
 MAX_TITLE_CHARS = 100
 MAX_LIST_LIMIT = 200
 MAX_LIST_OFFSET = 1_000_000
-_BAD_PATH_CHARS = ("\r", "\n", "\x00")  # what a list filter may not hold
+_BAD_PATH_CHARS = "\r\n\x00"  # what a list filter may not hold
 _DRIVE = re.compile(r"^[A-Za-z]:")
+#: Hermes 0.20+ pages a session's messages: ``limit`` at most 500 (also its default: the latest 500).
+MESSAGES_PAGE_MAX = 500
+MESSAGES_ORDERS = ("oldest", "latest")
 
 
 def path_segment_id(field: str, value: object) -> str:
@@ -90,168 +108,187 @@ def create_id(value: object, field: str = "id") -> Optional[str]:
     """A new session's id as ``POST /api/sessions`` accepts it (None: Hermes generates one)."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip():
-        raise bad(field, f"'{field}' must be a non-empty string (leave it out to let Hermes generate one)")
+    _NEW_ID.check(field, value)
     value = path_segment_id(field, value)
-    stripped = value.strip()
-    if len(stripped) > MAX_CREATE_ID_CHARS:
-        raise bad(field, f"'{field}' is longer than {MAX_CREATE_ID_CHARS} characters")
-    if ".." in stripped or "/" in stripped or "\\" in stripped or _DRIVE.match(stripped):
+    _NEW_ID_LENGTH.check(field, value)
+    if ".." in value or "/" in value or "\\" in value or _DRIVE.match(value.strip()):
         raise bad(field, f"'{field}' must not contain '..', '/' or '\\' nor start with a drive letter "
                          "(Hermes refuses such ids on create)")
     return value
 
 
+@attrs.frozen
+class Title:
+    """A session title: a string (null where ``nullable``) of at most 100 characters once cleaned as
+    Hermes cleans it; with ``visible``, something must be left."""
+
+    visible: bool = False
+
+    def check(self, field: str, value: object) -> None:
+        title = _title(value, field)
+        if self.visible and title is not None and not clean_title(title):
+            raise bad(field, "'title' must have visible characters (leave it out for the lineage title)")
+
+    def schema(self) -> dict[str, object]:
+        out: dict[str, object] = {"type": "string", "maxLength": MAX_TITLE_CHARS,
+                                  "description": f"at most {MAX_TITLE_CHARS} characters once cleaned"}
+        if self.visible:
+            out["pattern"] = r"\S"
+        return out
+
+
+@attrs.frozen
+class NewSessionId:
+    """The id of a session to create: one path segment, at most 256 characters, no ``..``, ``/``,
+    ``\\`` or drive letter (Hermes' own rule on create)."""
+
+    def check(self, field: str, value: object) -> None:
+        create_id(value, field)
+
+    def schema(self) -> dict[str, object]:
+        return {"type": "string", "minLength": 1, "maxLength": MAX_CREATE_ID_CHARS, "pattern": r"\S",
+                "not": {"pattern": r"\.\.|/|\\\\|^[A-Za-z]:"}}
+
+
+_LEAVE_OUT = "'{field}' must be a non-empty string (leave it out to let Hermes generate one)"
+_NEW_ID = Text(non_empty=True, message=_LEAVE_OUT)
+_NEW_ID_LENGTH = Text(MAX_CREATE_ID_CHARS, strip_for_length=True,
+                      too_long=f"'{{field}}' is longer than {MAX_CREATE_ID_CHARS} characters")
+_SID = Field("session_id", PathId(), required=True, null="checked", doc="the session's id")
+_LIMIT = "'{field}' must be an integer from {minimum} to {maximum}"
+
+
+def _one_new_id(data: Mapping[str, object]) -> None:
+    if data.get("id") is not None and data.get("session_id") is not None and data["id"] != data["session_id"]:
+        raise bad("session_id", "give 'id' or 'session_id', not both")
+
+
+def _one_system_message(data: Mapping[str, object]) -> None:
+    if data.get("system_message") is not None and data.get("instructions") is not None \
+            and data["system_message"] != data["instructions"]:
+        raise bad("instructions", "give 'system_message' or 'instructions', not both")
+
+
+def _message_visible(data: Mapping[str, object]) -> None:
+    name = "message" if data.get("message") is not None else "input"
+    if not visible_text(data.get(name)):
+        raise bad(name, f"'{name}' has no visible content")
+
+
+LIST_INPUT = Input((
+    Field("limit", Int(0, MAX_LIST_LIMIT, message=_LIMIT)),
+    Field("offset", Int(0, MAX_LIST_OFFSET, message=_LIMIT)),
+    Field("source", Text(min_len=1, forbid=_BAD_PATH_CHARS, message="'{field}' must be a non-empty string without "
+                                                                    "CR, LF or NUL")),
+    Field("include_children", Bool()),
+))
+CREATE_INPUT = Input((
+    Field("id", NewSessionId(), doc="the new session's id (Hermes generates one when left out)"),
+    Field("session_id", NewSessionId(), alias_of="id"),
+    Field("title", Title()),
+    Field("system_prompt", Text()),
+    Field("model", Text()),
+), first=(Rule("one_new_id", _one_new_id, "id and session_id, when both given, are the same",
+                   ("session_id",)),))
+SESSION_INPUT = Input((_SID,))
+MESSAGES_INPUT = Input((
+    _SID,
+    Field("limit", Int(1, MESSAGES_PAGE_MAX, message=_LIMIT), doc="Hermes 0.20+"),
+    Field("offset", Int(0, 10**9, message=_LIMIT), doc="Hermes 0.20+"),
+    Field("order", Text(one_of=MESSAGES_ORDERS, message="'order' must be 'oldest' or 'latest'"), doc="Hermes 0.20+"),
+))
+PATCH_INPUT = Input((
+    _SID,
+    Field("title", Title(), null="value", doc="null clears the title"),
+    Field("end_reason", Text(non_empty=True, message="'{field}' must be a non-empty string (an ended session cannot "
+                                                     "be re-opened)"), null="checked"),
+))
+FORK_INPUT = Input((
+    _SID,
+    Field("id", AllOf((Text(non_empty=True, message=_LEAVE_OUT), PathId())), doc="the new session's id"),
+    Field("title", Title(visible=True), doc="the new session's title (default: the lineage title)"),
+))
+_MESSAGE = OneOf((Text(), ListOf(OneOf((Text(), Object()), "part"), item_message="{field} must be a content part "
+                                                                                "object")),
+                 "'{field}' must be a string or a list of content parts", by_type=True)
+_CHAT_FIELDS = (
+    _SID,
+    Field("message", _MESSAGE, doc="the user's message"),
+    Field("input", _MESSAGE, alias_of="message"),
+    Field("system_message", Text(), doc="an ephemeral system message"),
+    Field("instructions", Text(), alias_of="system_message"),
+    Field("session_key", Header(), doc="sent as X-Hermes-Session-Key"),
+)
+
+
+def _chat_input(*extra: Field) -> Input:
+    return Input(_CHAT_FIELDS + extra, at_least_one=(("message", "input"),), none_given="'message' is required",
+                 none_given_field="message",
+                 first=(Rule("one_system_message", _one_system_message,
+                             "system_message and instructions, when both given, are the same", ("instructions",)),),
+                 rules=(Rule("message_visible", _message_visible, "the message has visible content",
+                             ("message", "input")),))
+
+
+CHAT_INPUT = _chat_input()
+CHAT_STREAM_INPUT = _chat_input(Field("max_events", Int(1, MAX_MAX_EVENTS, message=(
+    f"max_events must be an integer from 1 to {MAX_MAX_EVENTS}"))))
+
+
 # ------------------------------------------------------------------ builders
 
 
-def build_list(operation: str, raw: object) -> RequestParts:
+def build_list(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``GET /api/sessions?limit&offset&source&include_children``."""
-    data = require_input(raw)
-    only_fields(data, ("limit", "offset", "source", "include_children"))
-    query: list[tuple[str, str]] = []
-    for name, top in (("limit", MAX_LIST_LIMIT), ("offset", MAX_LIST_OFFSET)):
-        value = data.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
-            raise bad(name, f"'{name}' must be an integer from 0 to {top}")
-        query.append((name, str(value)))
-    source = data.get("source")
-    if source is not None:
-        if not isinstance(source, str) or not source or any(c in source for c in _BAD_PATH_CHARS):
-            raise bad("source", "'source' must be a non-empty string without CR, LF or NUL")
-        query.append(("source", source))
-    children = data.get("include_children")
-    if children is not None:
-        if not isinstance(children, bool):
-            raise bad("include_children", "'include_children' must be a boolean")
-        query.append(("include_children", "true" if children else "false"))
+    query = [(name, str(data[name])) for name in ("limit", "offset", "source") if data.get(name) is not None]
+    if data.get("include_children") is not None:
+        query.append(("include_children", "true" if data["include_children"] else "false"))
     return RequestParts({}, query=tuple(query))
 
 
-def build_create(operation: str, raw: object) -> RequestParts:
+def build_create(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``POST /api/sessions``: ``id`` (or ``session_id``), ``title``, ``system_prompt``, ``model``."""
-    data = require_input(raw)
-    only_fields(data, ("id", "session_id", "title", "system_prompt", "model"))
-    if data.get("id") is not None and data.get("session_id") is not None and data["id"] != data["session_id"]:
-        raise bad("session_id", "give 'id' or 'session_id', not both")
-    body: dict[str, object] = {}
-    new_id = create_id(data["id"], "id") if data.get("id") is not None else create_id(data.get("session_id"),
-                                                                                        "session_id")
-    if new_id is not None:
-        body["id"] = new_id
-    title = _title(data.get("title"))
-    if title is not None:
-        body["title"] = title
-    for name in ("system_prompt", "model"):
-        value = data.get(name)
-        if value is not None:
-            if not isinstance(value, str):
-                raise bad(name, f"'{name}' must be a string")
-            body[name] = value
-    return RequestParts({}, encode_body(body))
+    new_id = data.get("id") if data.get("id") is not None else data.get("session_id")
+    body = {"id": new_id, **{k: data.get(k) for k in ("title", "system_prompt", "model")}}
+    return RequestParts({}, encode_body({k: v for k, v in body.items() if v is not None}))
 
 
-def build_session(operation: str, raw: object) -> RequestParts:
+def build_session(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``GET``/``DELETE /api/sessions/{id}`` and ``GET …/messages``: the session id only, no body."""
-    data = require_input(raw)
-    only_fields(data, ("session_id",))
-    return RequestParts({}, path_params={"session_id": _session_id(data)})
+    return RequestParts({}, path_params={"session_id": str(data["session_id"])})
 
 
-#: Hermes 0.20+ pages a session's messages: ``limit`` at most 500 (also its default: the latest 500).
-MESSAGES_PAGE_MAX = 500
-MESSAGES_ORDERS = ("oldest", "latest")
-
-
-def build_messages(operation: str, raw: object) -> RequestParts:
+def build_messages(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``GET …/messages``: the session id and, for a 0.20+ server's pages, ``limit`` (1-500),
     ``offset`` (>= 0) and ``order`` (``oldest``/``latest``); 0.19 ignores them and sends all."""
-    data = require_input(raw)
-    only_fields(data, ("session_id", "limit", "offset", "order"))
-    query: list[tuple[str, str]] = []
-    for name, low, high in (("limit", 1, MESSAGES_PAGE_MAX), ("offset", 0, 10**9)):
-        value = data.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise bad(name, f"'{name}' must be an integer from {low} to {high}")
-        query.append((name, str(value)))
-    order = data.get("order")
-    if order is not None:
-        if order not in MESSAGES_ORDERS:
-            raise bad("order", "'order' must be 'oldest' or 'latest'")
-        query.append(("order", order))
-    return RequestParts({}, path_params={"session_id": _session_id(data)}, query=tuple(query))
+    query = tuple((name, str(data[name])) for name in ("limit", "offset", "order") if data.get(name) is not None)
+    return RequestParts({}, path_params={"session_id": str(data["session_id"])}, query=query)
 
 
-def build_patch(operation: str, raw: object) -> RequestParts:
+def build_patch(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``PATCH /api/sessions/{id}``: only ``title`` (null clears it) and ``end_reason`` (the first wins)."""
-    data = require_input(raw)
-    only_fields(data, ("session_id", "title", "end_reason"))
-    sid = _session_id(data)
-    body: dict[str, object] = {}
-    if "title" in data:
-        body["title"] = _title(data["title"])
-    if "end_reason" in data:
-        reason = data["end_reason"]
-        if not isinstance(reason, str) or not reason.strip():
-            raise bad("end_reason", "'end_reason' must be a non-empty string (an ended session cannot be re-opened)")
-        body["end_reason"] = reason
-    return RequestParts({}, encode_body(body), path_params={"session_id": sid})
+    body = {k: data[k] for k in ("title", "end_reason") if k in data}
+    return RequestParts({}, encode_body(body), path_params={"session_id": str(data["session_id"])})
 
 
-def build_fork(operation: str, raw: object) -> RequestParts:
+def build_fork(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``POST /api/sessions/{id}/fork``: the new session's ``id`` and ``title`` (both optional)."""
-    data = require_input(raw)
-    only_fields(data, ("session_id", "id", "title"))
-    sid = _session_id(data)
-    body: dict[str, object] = {}
-    if data.get("id") is not None:
-        if not isinstance(data["id"], str) or not data["id"].strip():
-            raise bad("id", "'id' must be a non-empty string (leave it out to let Hermes generate one)")
-        body["id"] = path_segment_id("id", data["id"])
-    title = _title(data.get("title"))
-    if title is not None:
-        if not clean_title(title):
-            raise bad("title", "'title' must have visible characters (leave it out for the lineage title)")
-        body["title"] = title
-    return RequestParts({}, encode_body(body), path_params={"session_id": sid})
+    body = {k: data[k] for k in ("id", "title") if data.get(k) is not None}
+    return RequestParts({}, encode_body(body), path_params={"session_id": str(data["session_id"])})
 
 
-def build_chat(operation: str, raw: object) -> RequestParts:
+def build_chat(operation: str, data: Mapping[str, object]) -> RequestParts:
     """``POST /api/sessions/{id}/chat`` (and ``/chat/stream``): ``message`` (or ``input``), an
     ephemeral ``system_message`` (or ``instructions``), ``session_key`` as a header."""
-    data = require_input(raw)
     streaming = operation == "session_chat_stream"
-    only_fields(data, ("session_id", "message", "input", "system_message", "instructions", "session_key")
-          + (("max_events",) if streaming else ()))
-    sid = _session_id(data)
-    name = "message" if data.get("message") is not None else "input"
-    message = data.get(name)
-    if message is None:
-        raise bad("message", "'message' is required")
-    if isinstance(message, list):
-        for i, part in enumerate(message):
-            if not isinstance(part, Mapping) and not isinstance(part, str):
-                raise bad(f"{name}[{i}]", f"{name}[{i}] must be a content part object")
-    elif not isinstance(message, str):
-        raise bad(name, f"'{name}' must be a string or a list of content parts")
-    if not visible_text(message):
-        raise bad(name, f"'{name}' has no visible content")
+    message = data.get("message") if data.get("message") is not None else data.get("input")
     body: dict[str, object] = {"message": message}
-    given = [n for n in ("system_message", "instructions") if data.get(n) is not None]
-    if len(given) == 2 and data["system_message"] != data["instructions"]:
-        raise bad("instructions", "give 'system_message' or 'instructions', not both")
-    if given:
-        text = data[given[0]]
-        if not isinstance(text, str):
-            raise bad(given[0], f"'{given[0]}' must be a string")
-        body["system_message"] = text
+    system = data.get("system_message") if data.get("system_message") is not None else data.get("instructions")
+    if system is not None:
+        body["system_message"] = system
     headers = control_headers({"session_key": data.get("session_key")})
     max_events = max_events_value(data.get("max_events"), DEFAULT_MAX_EVENTS) if streaming else 0
-    return RequestParts(headers, encode_body(body), max_events, path_params={"session_id": sid})
+    return RequestParts(headers, encode_body(body), max_events, path_params={"session_id": str(data["session_id"])})
 
 
 # ------------------------------------------------------------------ the stream's accumulator
@@ -312,33 +349,36 @@ RESTRICTED = {"classification": "restricted", "contains_pii": True, "redaction_r
 _S = "/api/sessions/{session_id}"
 
 SESSIONS_LIST: OperationSpec[SessionPage] = OperationSpec(
-    contract("sessions_list", "GET", "/api/sessions", read_only=True), build_list, decode=session_page)
+    contract("sessions_list", "GET", "/api/sessions", read_only=True), build_list, decode=session_page,
+    input=LIST_INPUT)
 SESSION_CREATE: OperationSpec[Session] = OperationSpec(
     contract("session_create", "POST", "/api/sessions", read_only=False, key_requirement="required"),
-    build_create, decode=session)
+    build_create, decode=session, input=CREATE_INPUT)
 SESSION_GET: OperationSpec[Session] = OperationSpec(
-    contract("session_get", "GET", _S, read_only=True), build_session, decode=session, reply_id="session.id")
+    contract("session_get", "GET", _S, read_only=True), build_session, decode=session, reply_id="session.id",
+    input=SESSION_INPUT)
 SESSION_PATCH: OperationSpec[Session] = OperationSpec(
     contract("session_patch", "PATCH", _S, read_only=False, key_requirement="required"),
-    build_patch, decode=session, reply_id="session.id")
+    build_patch, decode=session, reply_id="session.id", input=PATCH_INPUT)
 SESSION_DELETE: OperationSpec[SessionDeleted] = OperationSpec(
     contract("session_delete", "DELETE", _S, read_only=False, risk="high", requires_approval=True,
              key_requirement="required", side_effects=("read", "delete", "external_network"), data=dict(RESTRICTED)),
-    build_session, decode=session_deleted, reply_id="id")
+    build_session, decode=session_deleted, reply_id="id", input=SESSION_INPUT)
 SESSION_MESSAGES: OperationSpec[SessionTranscript] = OperationSpec(
-    contract("session_messages", "GET", _S + "/messages", read_only=True), build_messages, decode=transcript)
+    contract("session_messages", "GET", _S + "/messages", read_only=True), build_messages, decode=transcript,
+    input=MESSAGES_INPUT)
 SESSION_FORK: OperationSpec[Session] = OperationSpec(
     contract("session_fork", "POST", _S + "/fork", read_only=False, key_requirement="required"),
-    build_fork, decode=session)
+    build_fork, decode=session, input=FORK_INPUT)
 SESSION_CHAT: OperationSpec[SessionReply] = OperationSpec(
     contract("session_chat", "POST", _S + "/chat", read_only=False, side_effects=MODEL_SIDE_EFFECTS,
              data=dict(CONFIDENTIAL), kind="agent"),
-    build_chat, decode=session_reply)
+    build_chat, decode=session_reply, input=CHAT_INPUT)
 SESSION_CHAT_STREAM: OperationSpec[SessionChatStream] = OperationSpec(
     contract("session_chat_stream", "POST", _S + "/chat/stream", read_only=False, streaming=True,
              side_effects=MODEL_SIDE_EFFECTS, data=dict(CONFIDENTIAL), expected_latency_ms=30_000,
              timeout_ms=300_000, supports_cancel=True, kind="agent"),
-    build_chat, stream_class=SessionChatStream, accumulator=SessionChatAccumulator)
+    build_chat, stream_class=SessionChatStream, accumulator=SessionChatAccumulator, input=CHAT_STREAM_INPUT)
 
 SPECS = (SESSIONS_LIST, SESSION_CREATE, SESSION_GET, SESSION_PATCH, SESSION_DELETE, SESSION_MESSAGES,
          SESSION_FORK, SESSION_CHAT, SESSION_CHAT_STREAM)

@@ -145,9 +145,12 @@ class SQLiteQueue:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         private_sqlite_files(path)  # entries hold ids and reasons: 0600, with their -wal and -shm
         self._connections = SQLiteConnections(path, timeout)
-        conn = self._conn()
-        conn.execute("PRAGMA journal_mode=WAL")
-        private_sqlite_files(path)
+        with self._connections.connection() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            private_sqlite_files(path)  # by their paths: no second descriptor of the live file
+            self._create(conn)
+
+    def _create(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS hermes_sdk_schema (component TEXT PRIMARY KEY,"
@@ -162,15 +165,12 @@ class SQLiteQueue:
             if row is None:
                 conn.execute("INSERT INTO hermes_sdk_schema VALUES ('approval_queue', 1, strftime('%s','now'))")
             elif row[0] != 1:
-                raise RuntimeError(f"the approval queue in {path} is at schema version {row[0]}; this release "
+                raise RuntimeError(f"the approval queue in {self.path} is at schema version {row[0]}; this release "
                                    "knows version 1")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-
-    def _conn(self) -> sqlite3.Connection:
-        return self._connections.get()
 
     @staticmethod
     def _row(entry: dict[str, Any]) -> tuple[Any, ...]:
@@ -178,7 +178,10 @@ class SQLiteQueue:
                 float(entry["requested_at"]), float(entry["expires_at"]), _dump(entry), entry["id"])
 
     def add(self, entry: dict[str, Any]) -> dict[str, Any]:
-        conn = self._conn()
+        with self._connections.connection() as conn:
+            return self._add(conn, entry)
+
+    def _add(self, conn: sqlite3.Connection, entry: dict[str, Any]) -> dict[str, Any]:
         conn.execute("BEGIN IMMEDIATE")
         try:
             key = entry.get("open_key")
@@ -194,14 +197,16 @@ class SQLiteQueue:
         return dict(entry) if row is None else _load(row[1], row[0])
 
     def get(self, entry_id: str) -> Optional[dict[str, Any]]:
-        row = self._conn().execute("SELECT doc FROM hermes_approval_queue WHERE id=?", (entry_id,)).fetchone()
+        with self._connections.connection() as conn:
+            row = conn.execute("SELECT doc FROM hermes_approval_queue WHERE id=?", (entry_id,)).fetchone()
         return None if row is None else _load(row[0], entry_id)
 
     def update(self, entry: dict[str, Any], version: int) -> bool:
         try:
-            cur = self._conn().execute(
-                "UPDATE hermes_approval_queue SET version=?, state=?, capability_id=?, open_key=?,"
-                " requested_at=?, expires_at=?, doc=? WHERE id=? AND version=?", self._row(entry) + (version,))
+            with self._connections.connection() as conn:
+                cur = conn.execute(
+                    "UPDATE hermes_approval_queue SET version=?, state=?, capability_id=?, open_key=?,"
+                    " requested_at=?, expires_at=?, doc=? WHERE id=? AND version=?", self._row(entry) + (version,))
         except sqlite3.IntegrityError:
             return False
         return cur.rowcount == 1
@@ -220,7 +225,9 @@ class SQLiteQueue:
         sql += " ORDER BY requested_at DESC, id LIMIT ? OFFSET ?"
 
         def fetch(start: int, size: int) -> list[dict[str, Any]]:
-            return [_load(doc, eid) for eid, doc in self._conn().execute(sql, args + (size, start))]
+            with self._connections.connection() as conn:
+                rows = conn.execute(sql, args + (size, start)).fetchall()
+            return [_load(doc, eid) for eid, doc in rows]
 
         return fetch(offset, limit) if identifier is None else exact_pages(fetch, identifier, limit, offset)
 

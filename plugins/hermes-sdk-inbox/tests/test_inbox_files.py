@@ -116,12 +116,12 @@ def test_a_queue_opened_before_a_fork_works_in_the_child_and_the_parent(tmp_path
 
     queue = SQLiteQueue(str(tmp_path / "q.db"))
     assert queue.list() == []  # the parent has its connection open at the fork
-    parent_conn = queue._conn()
+    parent_conn = queue._connections.get()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 1
         try:
-            assert queue._conn() is not parent_conn  # a SQLite connection never crosses a fork
+            assert queue._connections.get() is not parent_conn  # a SQLite connection never crosses a fork
             queue.add({"id": "from-child", "version": 1, "state": "pending", "capability_id": "cap",
                        "requested_at": time.time(), "expires_at": time.time() + 60})
             code = 0
