@@ -86,13 +86,15 @@ def test_keepalive_only_stream_ends_at_its_deadline(raw_server: Any) -> None:
 
 
 def test_idle_timeout_ends_a_stream_of_keepalives(raw_server: Any) -> None:
+    # Which bound fired is the answer, not how long it took: the call's own bound is 60 s, so only
+    # the idle bound ends the stream in this test's time, and keepalives (every 50 ms) do not hold it.
     server = raw_server(keepalives)
     with raw_client(server) as client:
         began = time.monotonic()
         with pytest.raises(DeadlineExceededError) as info:
-            list(client.chat_stream(prompt="x", idle_timeout=0.5))
+            list(client.chat_stream(prompt="x", idle_timeout=0.5, timeout=60))
         took = time.monotonic() - began
-    assert info.value.details["reason"] == "idle_timeout" and took <= 0.5 + LATE
+    assert info.value.details["reason"] == "idle_timeout" and took >= 0.5
 
 
 def test_client_default_timeout_and_with_options(raw_server: Any) -> None:

@@ -1,0 +1,283 @@
+"""The suite's own rule: a test passes on a busy machine (issue 38 item 25, issue 41).
+
+A test that fails because the machine is busy is a wrong test. Work is measured (CPU time,
+operations, bytes), never wall time; events are ordered with barriers and events, never with a
+sleep. Only the deadline's own tests (the files ``core_support.DEADLINE_FILES``, run alone with
+``-m serial``) may compare the wall clock with a bound: a deadline is a wall-clock promise.
+
+The test files are read with ``ast``. A clock reading is a call of ``time.time``, ``monotonic``
+or ``perf_counter`` (or their ``_ns`` forms); names and functions given one are followed. Flagged:
+
+- an upper bound on elapsed wall time in an assertion (``assert took < 2``,
+  ``assert time.monotonic() - began < 2``, ``assert time.time() < deadline``, or the same test
+  in an ``if`` that fails the test): a busy machine makes it fail. A lower bound (``took >= 0.9``)
+  cannot be broken by load and is allowed;
+- a poll that gives up after less than ``MIN_GUARD`` seconds (``deadline = time.time() + 5``
+  compared with the clock, ``wait_for(..., 2)``): that is a wall-clock bound too;
+- a ``time.sleep`` in a test's own body outside a polling loop: a sleep that orders events
+  orders them only when the machine is quick enough.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Iterator, Optional
+
+from core_support import DEADLINE_FILES
+
+ROOT = Path(__file__).resolve().parents[2]
+CLOCKS = {"time", "monotonic", "perf_counter", "time_ns", "monotonic_ns", "perf_counter_ns"}
+MIN_GUARD = 10.0  # seconds a poll may wait before it gives up: well past any load this suite meets
+WAITERS = {"wait_for", "_wait_for", "wait_until", "_wait_until"}
+UPPER = (ast.Lt, ast.LtE)
+LOWER = (ast.Gt, ast.GtE)
+
+# Kinds of a clock-derived value.
+INSTANT, DURATION, BOUND = "instant", "duration", "bound"
+
+
+def test_files() -> list[Path]:
+    roots = [ROOT / "tests", ROOT / "benchmarks", *sorted((ROOT / "plugins").glob("*/tests"))]
+    return sorted(p for r in roots if r.is_dir() for p in r.rglob("*.py") if ".venv" not in p.parts)
+
+
+class _Scope:
+    """What a function's (or the module's) names hold: a clock kind per name, the literal seconds
+    of a bound; a nested function's scope falls back on its parent's."""
+
+    def __init__(self, node: ast.AST, parent: Optional["_Scope"] = None) -> None:
+        self.parent = parent
+        self.names: dict[str, str] = {}
+        self.bound_secs: dict[str, Optional[float]] = {}
+        root = parent.root if parent else self
+        self.root: _Scope = root
+        if parent is None:
+            self.functions: dict[str, str] = {}  # function name -> the kind it returns
+            self.clock_aliases = {"time", "_t"}
+            self.clock_functions: set[str] = set()
+            self.constants: dict[str, float] = {}
+            self.defaults: dict[str, float] = {}
+            self._module_facts(node)
+        own = list(_own_nodes(node))
+        for _ in range(4):  # follow assignments and returns to a fixed point
+            for stmt in own:
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    for target in targets:
+                        for name, value in _pairs(target, stmt.value):
+                            kind = self.kind(value)
+                            if kind and name not in self.names:
+                                self.names[name] = kind
+                                if kind == BOUND:
+                                    self.bound_secs[name] = self.bound_seconds(value)
+                if isinstance(stmt, ast.Return) and stmt.value is not None and isinstance(
+                        node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    kind = self.kind(stmt.value)
+                    if kind:
+                        root.functions.setdefault(node.name, kind)
+
+    def _module_facts(self, tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "time":
+                self.clock_functions |= {a.asname or a.name for a in node.names if a.name in CLOCKS}
+            if isinstance(node, ast.Import):
+                self.clock_aliases |= {a.asname for a in node.names if a.name == "time" and a.asname}
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(
+                    node.value.value, (int, float)) and not isinstance(node.value.value, bool):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.constants[target.id] = float(node.value.value)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args.args[len(node.args.args) - len(node.args.defaults):] + node.args.kwonlyargs
+                defaults = list(node.args.defaults) + list(node.args.kw_defaults)
+                for arg, default in zip(args, defaults):
+                    if isinstance(default, ast.Constant) and isinstance(default.value, (int, float)):
+                        self.defaults[arg.arg] = float(default.value)
+
+    def lookup(self, name: str) -> Optional[str]:
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return None
+
+    def lookup_secs(self, name: str) -> Optional[float]:
+        scope: Optional[_Scope] = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.bound_secs.get(name)
+            scope = scope.parent
+        return None
+
+    def is_clock(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in CLOCKS and isinstance(func.value, ast.Name):
+            return func.value.id in self.root.clock_aliases
+        return isinstance(func, ast.Name) and func.id in self.root.clock_functions
+
+    def kind(self, node: ast.AST) -> Optional[str]:
+        """INSTANT, DURATION or BOUND for a clock-derived expression, else None."""
+        if self.is_clock(node):
+            return INSTANT
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id)
+        if isinstance(node, ast.Subscript):
+            return self.kind(node.value)
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else None
+            if name in ("max", "min", "round", "abs", "float", "sum"):
+                kinds = {self.kind(a) for a in node.args} - {None}
+                return kinds.pop() if len(kinds) == 1 else (DURATION if kinds else None)
+            if name in self.root.functions:
+                return self.root.functions[name]
+            return None
+        if isinstance(node, ast.BinOp):
+            left, right = self.kind(node.left), self.kind(node.right)
+            if isinstance(node.op, ast.Sub):
+                if left in (INSTANT, BOUND) and right in (INSTANT, BOUND):
+                    return DURATION
+                if left in (INSTANT, BOUND) and right is None:
+                    return BOUND
+                return left or right
+            if isinstance(node.op, ast.Add):
+                if INSTANT in (left, right) or BOUND in (left, right):
+                    return BOUND
+                return left or right
+            return left or right
+        return None
+
+    def seconds(self, node: ast.AST) -> Optional[float]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return self.root.constants.get(node.id, self.root.defaults.get(node.id))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+            a, b = self.seconds(node.left), self.seconds(node.right)
+            if a is not None and b is not None:
+                return a + b if isinstance(node.op, ast.Add) else a * b
+        return None
+
+    def bound_seconds(self, node: ast.AST) -> Optional[float]:
+        """The literal seconds of ``clock() + N`` (None when not literal)."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            for clock, other in ((node.left, node.right), (node.right, node.left)):
+                if self.kind(clock) == INSTANT and self.kind(other) is None:
+                    return self.seconds(other)
+        return None
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes under ``node``, not those of a function defined in it (it has its own scope)."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _own_nodes(child)
+
+
+def _pairs(target: ast.AST, value: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """(name, value) for an assignment; ``a, b = x, y`` pairs them up; ``d[k] = x`` gives ``d``."""
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+        for t, v in zip(target.elts, value.elts):
+            yield from _pairs(t, v)
+        return
+    while isinstance(target, (ast.Subscript, ast.Attribute)):
+        target = target.value
+    if isinstance(target, ast.Name):
+        yield target.id, value
+
+
+def _fails_the_test(body: list[ast.stmt]) -> bool:
+    for stmt in body:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            if isinstance(func, ast.Attribute) and func.attr == "fail":
+                return True
+    return False
+
+
+def _upper_bounds(scope: _Scope, compare: ast.Compare) -> Iterator[str]:
+    """The wall-clock upper bounds a comparison asserts."""
+    operands = [compare.left, *compare.comparators]
+    for op, left, right in zip(compare.ops, operands, operands[1:]):
+        if isinstance(op, LOWER):  # a > b is b < a
+            left, right, op = right, left, ast.Lt()
+        if not isinstance(op, UPPER):
+            continue
+        small, big = scope.kind(left), scope.kind(right)
+        if small == DURATION and big is None:
+            yield "an elapsed wall time under a bound"
+        elif small == INSTANT and big == BOUND:
+            yield "the clock before a deadline"
+
+
+def _short_guard(scope: _Scope, compare: ast.Compare) -> Iterator[str]:
+    for operand in [compare.left, *compare.comparators]:
+        if isinstance(operand, ast.Name) and scope.lookup(operand.id) == BOUND:
+            secs = scope.lookup_secs(operand.id)
+            if secs is not None and secs < MIN_GUARD:
+                yield f"a poll that gives up after {secs:g} s"
+
+
+def violations(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, scope: _Scope) -> None:
+        for child in _own_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = _Scope(child, scope)
+                if child.name.startswith("test"):
+                    found.extend((line, "a sleep that orders events") for line in _ordering_sleeps(child.body, inner))
+                visit(child, inner)
+            else:
+                check(child, scope)
+
+    def check(node: ast.AST, scope: _Scope) -> None:
+        if isinstance(node, (ast.Assert, ast.If)) and (isinstance(node, ast.Assert) or _fails_the_test(node.body)):
+            tests = [n for n in ast.walk(node.test) if isinstance(n, ast.Compare)]
+            found.extend((node.lineno, why) for c in tests for why in _upper_bounds(scope, c))
+        if isinstance(node, ast.Compare):
+            found.extend((node.lineno, why) for why in _short_guard(scope, node))
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            given = node.args[1:2] + [k.value for k in node.keywords if k.arg == "timeout"]
+            for arg in given if name in WAITERS else []:
+                secs = scope.seconds(arg)
+                if secs is not None and secs < MIN_GUARD:
+                    found.append((node.lineno, f"a poll that gives up after {secs:g} s"))
+
+    root = _Scope(tree)
+    visit(tree, root)  # the first pass learns what each function returns
+    found.clear()
+    visit(tree, root)
+    return sorted({f"{path.relative_to(ROOT)}:{line}: {why}" for line, why in found})
+
+
+def _ordering_sleeps(body: list[ast.stmt], scope: _Scope) -> Iterator[int]:
+    """Sleeps in a test's own body (not in a nested function, not in a polling loop)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.While)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            if isinstance(func, ast.Attribute) and func.attr == "sleep" and isinstance(func.value, ast.Name) \
+                    and func.value.id in scope.root.clock_aliases:
+                yield stmt.lineno
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                yield from _ordering_sleeps([s for s in inner if isinstance(s, ast.stmt)]
+                                            + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body],
+                                            scope)
+
+
+def test_no_wall_clock_assertion_outside_the_deadline_files() -> None:
+    found = [v for p in test_files() if p.name not in DEADLINE_FILES for v in violations(p)]
+    assert not found, "wall-clock bounds outside the deadline files:\n" + "\n".join(found)
