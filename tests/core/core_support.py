@@ -184,7 +184,9 @@ class SchedulerLag:
         self._thread.join(5)
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 3.0) -> bool:
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
+    """Poll ``predicate`` until it holds; ``timeout`` is a guard against a hang, never a bound a test
+    asserts (tests/core/test_suite_rules.py refuses one under 10 s: a busy machine reaches it)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():

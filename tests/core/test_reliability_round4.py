@@ -71,7 +71,6 @@ def test_every_family_refuses_a_bad_path_id_before_sending(bad: str) -> None:
 @pytest.mark.parametrize("own_session", [True, False], ids=["own_session", "caller_session"])
 def test_a_dripping_proxy_is_cut_at_the_deadline(monkeypatch: pytest.MonkeyPatch, scheme: str, variable: str,
                                                  own_session: bool) -> None:
-    import time
 
     import requests
 

@@ -213,7 +213,9 @@ def _upper_bounds(scope: _Scope, compare: ast.Compare) -> Iterator[str]:
         if small == DURATION and big is None:
             yield "an elapsed wall time under a bound"
         elif small == INSTANT and big == BOUND:
-            yield "the clock before a deadline"
+            secs = scope.lookup_secs(right.id) if isinstance(right, ast.Name) else scope.bound_seconds(right)
+            if secs is None or secs < MIN_GUARD:  # a longer one is a guard against a hang
+                yield "the clock before a deadline"
 
 
 def _short_guard(scope: _Scope, compare: ast.Compare) -> Iterator[str]:
@@ -238,11 +240,16 @@ def violations(path: Path) -> list[str]:
             else:
                 check(child, scope)
 
+    waits: set[int] = set()  # `while clock() < moment:` waits for the clock to pass (a lower bound)
+
     def check(node: ast.AST, scope: _Scope) -> None:
+        if isinstance(node, ast.While) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
+                and scope.kind(node.test.left) == INSTANT and isinstance(node.test.ops[0], UPPER):
+            waits.add(id(node.test))
         if isinstance(node, (ast.Assert, ast.If)) and (isinstance(node, ast.Assert) or _fails_the_test(node.body)):
             tests = [n for n in ast.walk(node.test) if isinstance(n, ast.Compare)]
             found.extend((node.lineno, why) for c in tests for why in _upper_bounds(scope, c))
-        if isinstance(node, ast.Compare):
+        if isinstance(node, ast.Compare) and id(node) not in waits:
             found.extend((node.lineno, why) for why in _short_guard(scope, node))
         if isinstance(node, ast.Call):
             func = node.func

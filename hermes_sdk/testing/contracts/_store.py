@@ -159,6 +159,19 @@ def _reserve_in_child(spec: StoreFactory, keys: list[str], name: str, barrier: "
         store.close()
 
 
+def _reserve_as(name: str, store: IdempotencyStore, profiler: _Paused, key: str,
+                answers: dict[str, Optional[IdempotencyRecord]], errors: list[BaseException]) -> None:
+    """One caller of the forced interleaving: reserve ``key`` under ``profiler``."""
+    sys.setprofile(profiler)
+    try:
+        answers[name] = store.reserve(make_record(key, f"act-{name}-{key}"))
+    except BaseException as exc:  # reported on the test's thread
+        errors.append(exc)
+    finally:
+        sys.setprofile(None)
+        profiler.paused.set()  # done: nothing to wait for
+
+
 def _wait_until_done_or_waiting(thread: threading.Thread, progress: _Paused, limit: int) -> None:
     """Return once ``thread`` ended or waits for another caller (see ``_interleave``)."""
     native_id = getattr(thread, "native_id", None)
@@ -447,18 +460,7 @@ class IdempotencyStoreContract:
             progress = _Paused(second)
             answers: dict[str, Optional[IdempotencyRecord]] = {}
             errors: list[BaseException] = []
-
-            def reserve(name: str, store: IdempotencyStore, profiler: _Paused) -> None:
-                sys.setprofile(profiler)
-                try:
-                    answers[name] = store.reserve(make_record(key, f"act-{name}-{key}"))
-                except BaseException as exc:  # reported on the test's thread below
-                    errors.append(exc)
-                finally:
-                    sys.setprofile(None)
-                    profiler.paused.set()  # done: nothing to wait for
-
-            a = threading.Thread(target=reserve, args=("first", first, pause), daemon=True)
+            a = threading.Thread(target=_reserve_as, args=("first", first, pause, key, answers, errors), daemon=True)
             a.start()
             assert pause.paused.wait(START_TIMEOUT), "the first reserve() neither paused nor finished"
             if not a.is_alive() or "first" in answers or errors:  # it finished before this step: every step was tried
@@ -466,7 +468,8 @@ class IdempotencyStoreContract:
                 assert not errors, errors
                 self._one_owner(first, key, answers)
                 break
-            b = threading.Thread(target=reserve, args=("second", second, progress), daemon=True)
+            b = threading.Thread(target=_reserve_as, args=("second", second, progress, key, answers, errors),
+                                 daemon=True)
             b.start()
             _wait_until_done_or_waiting(b, progress, limit=10 * alone.steps + 100)
             pause.release.set()
@@ -480,7 +483,8 @@ class IdempotencyStoreContract:
     @staticmethod
     def _one_owner(store: IdempotencyStore, key: str, answers: Mapping[str, Optional[IdempotencyRecord]],
                    stopped_after: Optional[int] = None) -> None:
-        where = "" if stopped_after is None else f" (the first caller stopped after step {stopped_after} of its reserve)"
+        where = "" if stopped_after is None else \
+            f" (the first caller stopped after step {stopped_after} of its reserve)"
         owners = [name for name, held in answers.items() if held is None]
         assert len(owners) == 1, f"key {key}: {len(owners)} callers were told they own it{where}: {owners}"
         owner = f"act-{owners[0]}-{key}"
