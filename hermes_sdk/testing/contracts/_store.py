@@ -113,6 +113,8 @@ def _thread_state(native_id: Optional[int]) -> Optional[str]:
         return None
     try:
         text = os.pread(fd, 4096, 0).decode("ascii", "replace")
+    except OSError:  # the thread ended meanwhile: its caller sees it done
+        return None
     finally:
         os.close(fd)
     return text.rsplit(")", 1)[-1].split()[0] if ")" in text else None
