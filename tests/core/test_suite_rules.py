@@ -15,7 +15,11 @@ or ``perf_counter`` (or their ``_ns`` forms); names and functions given one are 
 - a poll that gives up after less than ``MIN_GUARD`` seconds (``deadline = time.time() + 5``
   compared with the clock, ``wait_for(..., 2)``): that is a wall-clock bound too;
 - a ``time.sleep`` in a test's own body outside a polling loop: a sleep that orders events
-  orders them only when the machine is quick enough.
+  orders them only when the machine is quick enough;
+- a ``pytest.mark.timeout`` under ``MIN_HANG_GUARD``: a hang guard is generous, never the assertion.
+
+Waiting for the clock to pass a moment (``while time.time() < moment: sleep``: an expiry, a TTL)
+is a lower bound and allowed; so is a poll's guard of ``MIN_GUARD`` seconds or more.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from core_support import DEADLINE_FILES
 ROOT = Path(__file__).resolve().parents[2]
 CLOCKS = {"time", "monotonic", "perf_counter", "time_ns", "monotonic_ns", "perf_counter_ns"}
 MIN_GUARD = 10.0  # seconds a poll may wait before it gives up: well past any load this suite meets
+MIN_HANG_GUARD = 60.0  # a pytest.mark.timeout below this is an assertion on a busy machine's speed
 WAITERS = {"wait_for", "_wait_for", "wait_until", "_wait_until"}
 UPPER = (ast.Lt, ast.LtE)
 LOWER = (ast.Gt, ast.GtE)
@@ -37,7 +42,7 @@ LOWER = (ast.Gt, ast.GtE)
 INSTANT, DURATION, BOUND = "instant", "duration", "bound"
 
 
-def test_files() -> list[Path]:
+def suite_files() -> list[Path]:
     roots = [ROOT / "tests", ROOT / "benchmarks", *sorted((ROOT / "plugins").glob("*/tests"))]
     return sorted(p for r in roots if r.is_dir() for p in r.rglob("*.py") if ".venv" not in p.parts)
 
@@ -201,10 +206,14 @@ def _fails_the_test(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _upper_bounds(scope: _Scope, compare: ast.Compare) -> Iterator[str]:
-    """The wall-clock upper bounds a comparison asserts."""
+def _upper_bounds(scope: _Scope, compare: ast.Compare, failing: bool = False) -> Iterator[str]:
+    """The wall-clock upper bounds a comparison asserts (``failing``: it is the failure's condition,
+    as in ``if took > 3: pytest.fail()``, which asserts ``took <= 3``)."""
     operands = [compare.left, *compare.comparators]
     for op, left, right in zip(compare.ops, operands, operands[1:]):
+        if failing and isinstance(op, (*UPPER, *LOWER)):
+            op = ast.GtE() if isinstance(op, ast.Lt) else ast.Gt() if isinstance(op, ast.LtE) else \
+                ast.LtE() if isinstance(op, ast.Gt) else ast.Lt()
         if isinstance(op, LOWER):  # a > b is b < a
             left, right, op = right, left, ast.Lt()
         if not isinstance(op, UPPER):
@@ -227,7 +236,12 @@ def _short_guard(scope: _Scope, compare: ast.Compare) -> Iterator[str]:
 
 
 def violations(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    return [f"{path.relative_to(ROOT)}:{v}" for v in violations_in(path.read_text(), str(path))]
+
+
+def violations_in(source: str, filename: str = "<test>") -> list[str]:
+    """``line: why`` for each wall-clock bound in a test file's source."""
+    tree = ast.parse(source, filename=filename)
     found: list[tuple[int, str]] = []
 
     def visit(node: ast.AST, scope: _Scope) -> None:
@@ -248,12 +262,18 @@ def violations(path: Path) -> list[str]:
             waits.add(id(node.test))
         if isinstance(node, (ast.Assert, ast.If)) and (isinstance(node, ast.Assert) or _fails_the_test(node.body)):
             tests = [n for n in ast.walk(node.test) if isinstance(n, ast.Compare)]
-            found.extend((node.lineno, why) for c in tests for why in _upper_bounds(scope, c))
+            failing = isinstance(node, ast.If)
+            found.extend((node.lineno, why) for c in tests for why in _upper_bounds(scope, c, failing))
         if isinstance(node, ast.Compare) and id(node) not in waits:
             found.extend((node.lineno, why) for why in _short_guard(scope, node))
         if isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name == "timeout" and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
+                    and func.value.attr == "mark" and node.args:
+                secs = scope.seconds(node.args[0])
+                if secs is not None and secs < MIN_HANG_GUARD:
+                    found.append((node.lineno, f"pytest-timeout as an assertion ({secs:g} s)"))
             given = node.args[1:2] + [k.value for k in node.keywords if k.arg == "timeout"]
             for arg in given if name in WAITERS else []:
                 secs = scope.seconds(arg)
@@ -264,7 +284,7 @@ def violations(path: Path) -> list[str]:
     visit(tree, root)  # the first pass learns what each function returns
     found.clear()
     visit(tree, root)
-    return sorted({f"{path.relative_to(ROOT)}:{line}: {why}" for line, why in found})
+    return [f"{line}: {why}" for line, why in sorted(set(found))]
 
 
 def _ordering_sleeps(body: list[ast.stmt], scope: _Scope) -> Iterator[int]:
@@ -286,5 +306,51 @@ def _ordering_sleeps(body: list[ast.stmt], scope: _Scope) -> Iterator[int]:
 
 
 def test_no_wall_clock_assertion_outside_the_deadline_files() -> None:
-    found = [v for p in test_files() if p.name not in DEADLINE_FILES for v in violations(p)]
+    found = [v for p in suite_files() if p.name not in DEADLINE_FILES for v in violations(p)]
     assert not found, "wall-clock bounds outside the deadline files:\n" + "\n".join(found)
+
+
+# ------------------------------------------------------------------ the checker itself
+
+
+FLAGGED = {
+    "elapsed": "import time\ndef test_x():\n    began = time.monotonic()\n    work()\n"
+               "    assert time.monotonic() - began < 2\n",
+    "took": "import time\ndef test_x():\n    began = time.perf_counter()\n    work()\n"
+            "    took = time.perf_counter() - began\n    assert ok and took <= 1.5\n",
+    "returned": "import time\ndef test_x():\n    def cost():\n        t = time.perf_counter()\n"
+                "        return time.perf_counter() - t\n    small, large = cost(), cost()\n    assert large < 1.5\n",
+    "clock_before_deadline": "import time\ndef test_x():\n    deadline = time.time() + 5\n"
+                             "    assert time.time() < deadline\n",
+    "short_poll": "import time\ndef test_x():\n    end = time.monotonic() + 1.5\n"
+                  "    while busy() and time.monotonic() < end:\n        time.sleep(0.01)\n",
+    "short_wait_for": "def test_x():\n    assert wait_for(lambda: done(), 2)\n",
+    "ordering_sleep": "import time\ndef test_x():\n    start()\n    time.sleep(0.5)\n    check()\n",
+    "fail_if": "import time, pytest\ndef test_x():\n    t = time.monotonic()\n    work()\n"
+               "    if time.monotonic() - t > 3:\n        pytest.fail('slow')\n",
+    "timeout_mark": "import pytest\n@pytest.mark.timeout(5)\ndef test_x():\n    work()\n",
+}
+ALLOWED = {
+    "lower_bound": "import time\ndef test_x():\n    t = time.monotonic()\n    work()\n"
+                   "    assert time.monotonic() - t >= 0.9\n",
+    "wait_past": "import time\ndef test_x():\n    past = time.time() + 0.4\n    while time.time() < past:\n"
+                 "        time.sleep(0.02)\n",
+    "guard": "import time\ndef test_x():\n    end = time.monotonic() + 30\n"
+             "    while busy() and time.monotonic() < end:\n        time.sleep(0.01)\n    assert not busy()\n",
+    "cpu_time": "import time\ndef test_x():\n    t = time.thread_time()\n    work()\n"
+                "    assert time.thread_time() - t < 0.5\n",
+    "poll_sleep": "import time\ndef test_x():\n    while not done():\n        time.sleep(0.01)\n",
+    "server_sleep": "import time\ndef test_x():\n    def handler(conn):\n        time.sleep(2)\n    serve(handler)\n",
+    "hang_guard_mark": "import pytest\n@pytest.mark.timeout(600)\ndef test_x():\n    work()\n",
+    "a_deadline_given": "import time\ndef test_x(client):\n    client.chat(deadline=time.time() + 0.5)\n",
+}
+
+
+def test_the_checker_flags_each_kind_of_wall_clock_bound() -> None:
+    for name, source in FLAGGED.items():
+        assert violations_in(source), f"{name} was not flagged"
+
+
+def test_the_checker_allows_work_measures_lower_bounds_and_guards() -> None:
+    for name, source in ALLOWED.items():
+        assert not violations_in(source), (name, violations_in(source))
