@@ -58,10 +58,9 @@ def _loaded(target: str) -> Any:
     with its typed reply replaced by the JSON."""
     found = _LOADED.get(target)
     if found is None:
-        found = load(target)
+        loaded: Any = load(target)
         reader = _READERS.get(target.rpartition(":")[2])
-        if reader is not None:
-            found = attrs.evolve(found, decode=reader, from_record=reader)
+        found = attrs.evolve(loaded, decode=reader, from_record=reader) if reader is not None else loaded
         _LOADED[target] = found
     return found
 
