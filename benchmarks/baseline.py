@@ -80,6 +80,7 @@ def key_ratios(res: dict[str, Any]) -> dict[str, Optional[float]]:
     out["stream: sdk / http.client floor per event"] = _ratio(
         st["hermes-sdk"]["us_per_event"], st["http.client"]["us_per_event"])
     out.update(issue34_ratios(res))
+    out.update(facade_ratios(res))
     th = res["threads"]["hermes-sdk"]
     out["threads: 4-thread / 1-thread calls/s"] = _ratio(th["4_thread_calls_per_s"], th["1_thread_calls_per_s"])
     return out
@@ -101,6 +102,24 @@ def issue34_ratios(res: dict[str, Any]) -> dict[str, Optional[float]]:
         "first call: sdk / requests": _ratio(first.get("hermes-sdk", {}).get("ms"),
                                              first.get("requests", {}).get("ms")),
     }
+
+
+def facade_ratios(res: dict[str, Any]) -> dict[str, Optional[float]]:
+    """The openai facade against plain openai (issue 39), wall and CPU; absent before the facade."""
+    facade, out = "hermes_sdk.openai (facade)", {}
+    for op in ("chat", "responses"):
+        calls = res["calls"][op]
+        if facade in calls and "openai" in calls:
+            out[f"{op}: facade / openai"] = _ratio(calls[facade]["us_per_call"], calls["openai"]["us_per_call"])
+            out[f"{op}, CPU: facade / openai"] = _ratio(calls[facade].get("cpu_us_per_call"),
+                                                       calls["openai"].get("cpu_us_per_call"))
+    first = res.get("first_call") or {}
+    for name, label in (("hermes_sdk.openai", "first call: facade / openai"),
+                        ("hermes_sdk.openai (load_entrypoints=False)", "first call, no entry points: facade / openai")):
+        if name in first and "openai" in first:
+            out[label] = _ratio(first[name]["ms"], first["openai"]["ms"])
+            out[label.replace(":", ", CPU:", 1)] = _ratio(first[name].get("cpu_ms"), first["openai"].get("cpu_ms"))
+    return out
 
 
 def table(old: dict[str, Any], new: dict[str, Any], rev: str) -> str:

@@ -10,10 +10,16 @@ private ``PYTHONPYCACHEPREFIX`` that the warm-up run fills (``PYTHONDONTWRITEBYT
 for them). Without it a checkout on ``PYTHONPATH`` under ``PYTHONDONTWRITEBYTECODE=1`` (as CI sets)
 compiles every SDK module from source in every sample while requests and openai load their
 installed ``.pyc`` files: about 100 ms of the SDK's figure was the compiler.
+
+Each sample also records CPU time, so that a busy machine (other processes taking the cores in
+the middle of a sample) cannot decide a comparison: ``cpu_ms`` is the child's own CPU time (user +
+system, every thread) over the same span as ``ms``, and ``process_cpu_ms`` is what
+``resource.getrusage(RUSAGE_CHILDREN)`` charged the whole child, interpreter start-up included.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import statistics
@@ -22,8 +28,13 @@ import sys
 import tempfile
 from typing import Any, Mapping
 
-_TIMER = "import time as _t; _t0 = _t.perf_counter()\n"
-_REPORT = "\nprint(repr((_t.perf_counter() - _t0) * 1e3))\n"
+try:
+    import resource
+except ImportError:  # pragma: no cover - Windows: the child's own CPU figure only
+    resource = None  # type: ignore[assignment]
+
+_TIMER = "import time as _t; _t0 = _t.perf_counter(); _c0 = _t.process_time()\n"
+_REPORT = "\nprint(repr(((_t.perf_counter() - _t0) * 1e3, (_t.process_time() - _c0) * 1e3)))\n"
 
 SNIPPETS = {
     "requests": (
@@ -78,15 +89,26 @@ def environment(sdk_root: str, pycache: str) -> dict[str, str]:
     return env
 
 
-def one(name: str, base: str, key: str, sdk_root: str, env: Mapping[str, str]) -> float:
-    """Milliseconds from the first import to the reply, in a new interpreter."""
+def _children_cpu_ms() -> float:
+    if resource is None:  # pragma: no cover
+        return float("nan")
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1e3
+
+
+def one(name: str, base: str, key: str, sdk_root: str, env: Mapping[str, str]) -> tuple[float, float, float]:
+    """Wall and CPU milliseconds from the first import to the reply in a new interpreter, and the
+    CPU milliseconds of that whole process (start-up included)."""
     code = f"BASE = {base!r}; KEY = {key!r}\n" + _TIMER + SNIPPETS[name] + _REPORT
     # cwd outside the repository: `python -c` puts the working directory first on sys.path.
+    before = _children_cpu_ms()
     done = subprocess.run([sys.executable, "-c", code], env=dict(env), cwd=sdk_root, capture_output=True, text=True,
                           timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"first call ({name}) failed: {done.stderr[-1500:]}")
-    return float(done.stdout.strip().splitlines()[-1])
+    process_cpu = _children_cpu_ms() - before
+    wall, cpu = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    return float(wall), float(cpu), process_cpu
 
 
 def bench_first_call(base: str, key: str, sdk_root: str, processes: int) -> dict[str, Any]:
@@ -95,11 +117,13 @@ def bench_first_call(base: str, key: str, sdk_root: str, processes: int) -> dict
         env = environment(sdk_root, pycache)
         for name in names:  # warm the OS file cache and write each module's bytecode once
             one(name, base, key, sdk_root, env)
-        samples: dict[str, list[float]] = {n: [] for n in names}
+        samples: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
         for _ in range(processes):
             for name in names:
                 samples[name].append(one(name, base, key, sdk_root, env))
-    return {n: {"ms": statistics.median(s), "samples": s} for n, s in samples.items()}
+    return {n: {"ms": statistics.median(w for w, _, _ in s), "cpu_ms": statistics.median(c for _, c, _ in s),
+                "process_cpu_ms": statistics.median(p for _, _, p in s),
+                "samples": [w for w, _, _ in s], "cpu_samples": [c for _, c, _ in s]} for n, s in samples.items()}
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick look: python -m benchmarks.first_call URL

@@ -71,10 +71,12 @@ def test_tick_jobs_runs_only_due_jobs_and_returns_their_ids(emu: HermesEmulator)
 def test_the_background_ticker_follows_jobs_tick_seconds(emu: HermesEmulator) -> None:
     job = call(emu, "POST", "/api/jobs", {"name": "auto", "schedule": "every 2h"}).json()["job"]
     call(emu, "POST", f"/api/jobs/{job['id']}/run")
-    time.sleep(0.3)
+    past = time.monotonic() + 0.3
+    while time.monotonic() < past:  # a window to watch (load only makes it longer): nothing ticks
+        time.sleep(0.02)
     assert emu.job(job["id"])["last_run_at"] is None  # type: ignore[index]  # 0 = manual only
     emu.jobs_tick_seconds = 0.2
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a guard against a hang, not a bound
     while time.monotonic() < deadline and emu.job(job["id"])["last_run_at"] is None:  # type: ignore[index]
         time.sleep(0.05)
     assert emu.job(job["id"])["last_status"] == "ok"  # type: ignore[index]
@@ -200,10 +202,16 @@ def test_session_stream_tool_events_and_persisted_tool_rows() -> None:
 def test_session_chat_honours_the_run_cap_and_draining(emu: HermesEmulator) -> None:
     sid = _session(emu)
     emu.max_concurrent_runs = 1
-    slow = threading.Thread(target=call, args=(emu, "POST", f"/api/sessions/{sid}/chat", {"message": "SLOW:1 a"}))
+    # The model holds "a" (the slot taken) until "b" was refused: no sleep guesses when "a" started.
+    reached, release = threading.Event(), threading.Event()
+    emu.script(lambda info: None if info.prompt != "hold a" else (reached.set(), release.wait(60)) and None)
+    slow = threading.Thread(target=call, args=(emu, "POST", f"/api/sessions/{sid}/chat", {"message": "hold a"}))
     slow.start()
-    time.sleep(0.3)
-    resp = call(emu, "POST", f"/api/sessions/{sid}/chat/stream", {"message": "b"})
+    try:
+        assert reached.wait(60)
+        resp = call(emu, "POST", f"/api/sessions/{sid}/chat/stream", {"message": "b"})
+    finally:
+        release.set()
     slow.join()
     assert resp.status_code == 429 and resp.headers["Retry-After"] == "1"
     emu.draining = True
@@ -216,7 +224,7 @@ def test_drop_connection_on_a_session_stream_still_persists_the_turn(emu: Hermes
     emu.drop_connection("mid_stream", path=f"/api/sessions/{sid}/chat/stream", after_events=2)
     with pytest.raises(requests.RequestException):
         call(emu, "POST", f"/api/sessions/{sid}/chat/stream", {"message": "cut me"}).text  # noqa: B018
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a guard against a hang, not a bound
     while time.monotonic() < deadline and len(emu.session_rows(sid)) < 2:
         time.sleep(0.05)
     assert [r["content"] for r in emu.session_rows(sid)] == ["cut me", "ECHO: cut me"]

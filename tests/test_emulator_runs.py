@@ -92,7 +92,7 @@ def events_of(emu: HermesEmulator, run_id: str) -> list[dict[str, Any]]:
     return parse(raw)[0]
 
 
-def wait_for(predicate: Any, timeout: float = 5.0) -> None:
+def wait_for(predicate: Any, timeout: float = 30.0) -> None:  # a guard against a hang, not a bound
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"
@@ -217,7 +217,9 @@ def test_an_unsubscribed_buffer_is_swept_after_the_ttl_but_the_run_object_stays(
     emu = make(run_stream_ttl=0.3)
     run_id = start_id(emu, "retention probe")
     emu.wait_run(run_id)
-    time.sleep(0.4)
+    past = time.monotonic() + 0.4
+    while time.monotonic() < past:  # the clock passes the TTL (a lower bound: load only waits longer)
+        time.sleep(0.02)
     began = time.monotonic()
     status, raw = read_events(emu, run_id)
     assert status == 404 and json.loads(raw)["error"]["code"] == "run_not_found"
@@ -229,7 +231,9 @@ def test_finished_run_objects_are_dropped_after_the_status_ttl(make: Any) -> Non
     emu = make(run_status_ttl=0.2)
     run_id = start_id(emu, "short lived")
     emu.wait_run(run_id)
-    time.sleep(0.3)
+    past = time.monotonic() + 0.3
+    while time.monotonic() < past:  # the clock passes the TTL (a lower bound: load only waits longer)
+        time.sleep(0.02)
     assert get(emu, run_id).status_code == 404
 
 
@@ -481,23 +485,39 @@ def test_a_chained_non_stream_response_repeats_the_previous_tool_items(emu: Herm
 
 
 def test_concurrent_subscribers_alternate_events(emu: HermesEmulator) -> None:
-    run_id = start_id(emu, "SLOW:0.5 one two three four five six seven eight nine")
-    results: list[tuple[int, str]] = []
+    # The model holds the run until both subscribers are attached (their 200 came back): they split
+    # the events by construction, not because both subscribed within a sleep of 0.1 s.
+    release = threading.Event()
+    emu.script(lambda info: None if release.wait(60) else None)
+    run_id = start_id(emu, "one two three four five six seven eight nine")
+    url = f"{emu.base_url}/v1/runs/{run_id}/events"
+    subscribers = [requests.get(url, headers=AUTH, stream=True, timeout=60) for _ in range(2)]
+    assert [s.status_code for s in subscribers] == [200, 200]
+    release.set()
+    results: list[str] = []
+    ended = threading.Event()
 
-    def sub() -> None:
+    def read(resp: requests.Response) -> None:
         try:
-            results.append(read_events(emu, run_id, timeout=2))
-        except requests.exceptions.RequestException:
-            results.append((0, "timeout"))
+            results.append(resp.text)
+            ended.set()
+        except Exception:  # closed below: the one who never got the end
+            results.append("cut")
 
-    threads = [threading.Thread(target=sub) for _ in range(2)]
+    threads = [threading.Thread(target=read, args=(s,)) for s in subscribers]
     for thread in threads:
         thread.start()
-        time.sleep(0.1)
+    assert ended.wait(60)  # one got ": stream closed"; the other waits for events that never come
+    for s in subscribers:  # shut the waiting one's socket (a shutdown wakes its blocked read)
+        try:
+            s.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass  # the finished one's connection is already gone
+        s.close()
     for thread in threads:
         thread.join(10)
-    assert sorted(r[1] == "timeout" for r in results) == [False, True]
-    finished = next(r[1] for r in results if r[1] != "timeout")
+    assert sorted(r == "cut" for r in results) == [False, True]
+    finished = next(r for r in results if r != "cut")
     events, comments = parse(finished)
     assert comments == ["stream closed"] and 0 < len(events) < len(emu.run_events(run_id))
 

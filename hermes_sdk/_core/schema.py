@@ -209,9 +209,12 @@ class PathId:
             raise bad(field, _say(self.message or "'{field}' must match ^{pattern}$", field, pattern=self.pattern))
 
     def schema(self) -> dict[str, object]:
-        out: dict[str, object] = {"type": "string", "minLength": 1, "maxLength": 512,
-                                  "pattern": f"^{self.pattern}$" if self.pattern is not None else r"\S"}
-        return out
+        if self.pattern is not None:
+            return {"type": "string", "minLength": 1, "maxLength": 512, "pattern": f"^{self.pattern}$"}
+        # what path_id() refuses: blank, a control character, a dot segment
+        return {"type": "string", "minLength": 1, "maxLength": 512,
+                "pattern": r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+                "not": {"pattern": r"^\.\.?$"}}
 
 
 @attrs.frozen

@@ -1,4 +1,4 @@
-"""Every private openai hook the facade uses, in one place (tests/openai/test_hooks.py checks each
+"""Every private openai hook the facade uses, in one place (tests/openai_facade/test_facade_hooks.py checks each
 one on every openai release of the tox matrix, so a release that moves one fails there first).
 
 The facade needs exactly one: ``SyncAPIClient.request(cast_to, options, ...)``, the method every

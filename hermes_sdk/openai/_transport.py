@@ -29,6 +29,7 @@ from hermes_sdk.errors import (
     UnsupportedByServerError,
 )
 
+from . import _passthrough
 from . import errors as dual
 from ._options import CallExtras, call_retries, current
 from ._streams import chat_frames, replayed_frames, responses_frames
@@ -151,8 +152,8 @@ class HermesTransport(httpx.BaseTransport):  # type: ignore[misc]
             if stream:
                 hs = self.hermes.chat_stream(max_events=MAX_STREAM_EVENTS, keep_events=False, **fields)
                 return self._stream_reply(hs, request, extras, chat_frames)
-            result = self.hermes.chat(**fields)
-            return self._json_reply(result.raw, request, result, {"x-hermes-session-id": result.session_id})
+            reply = _passthrough.chat(self.hermes, fields)
+            return self._json_reply(reply.raw, request, reply, {"x-hermes-session-id": reply.session_id})
         if route == "/responses":
             self._check_client_tools(body)
             call = self._call_keywords(request, extras, stream=stream)
@@ -161,8 +162,8 @@ class HermesTransport(httpx.BaseTransport):  # type: ignore[misc]
                 hs = self.hermes.responses_stream(body, session_key=session_key, max_events=MAX_STREAM_EVENTS,
                                                   keep_events=False, **call)
                 return self._stream_reply(hs, request, extras, responses_frames)
-            result = self.hermes.responses(body, session_key=session_key, **call)
-            return self._json_reply(result.raw, request, result, {})
+            reply = _passthrough.responses(self.hermes, body, session_key, call)
+            return self._json_reply(reply.raw, request, reply, {})
         raise _unsupported(request)
 
     def _read_or_delete(self, method: str, request: Any, extras: CallExtras) -> Any:
@@ -229,7 +230,10 @@ class HermesTransport(httpx.BaseTransport):  # type: ignore[misc]
         headers["content-type"] = "application/json"
         if request.method.upper() != "GET":
             headers["x-should-retry"] = "false"
-        return httpx.Response(200, headers=headers, content=json.dumps(payload).encode(), request=request)
+        # openai reads the reply with response.json(): it gets the JSON hermes-sdk already parsed
+        # (parsed once per call); .content / .text keep the bytes for with_raw_response.
+        return _ParsedResponse(200, headers=headers, content=json.dumps(payload).encode(), request=request,
+                               parsed=payload)
 
     def _stream_reply(self, hs: Any, request: Any, extras: CallExtras, frames: Callable[..., Iterator[bytes]]) -> Any:
         side: list[Any] = []
@@ -272,6 +276,19 @@ class HermesTransport(httpx.BaseTransport):  # type: ignore[misc]
         headers["content-type"] = "application/json"
         return httpx.Response(status, headers=headers, content=json.dumps({"error": body}).encode(),
                               request=request, extensions={"hermes_error": err})
+
+
+class _ParsedResponse(httpx.Response):  # type: ignore[misc]
+    """An httpx Response whose ``json()`` is the payload it was built from, not a second parse of it."""
+
+    def __init__(self, *args: Any, parsed: object, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._hermes_parsed = parsed
+
+    def json(self, **kwargs: Any) -> Any:
+        if kwargs:  # a caller's own decoder options: parse the bytes as httpx would
+            return super().json(**kwargs)
+        return self._hermes_parsed
 
 
 class _EventBytes(httpx.SyncByteStream):  # type: ignore[misc]

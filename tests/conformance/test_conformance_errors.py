@@ -6,9 +6,10 @@ import concurrent.futures
 import http.client
 import json
 import socket
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -236,19 +237,51 @@ def test_16_chunked_oversize_is_a_400(server: Target, path: str, error: Any) -> 
 # --------------------------------------------------------------------------- 19
 
 
+def _hold_the_model(target: Target) -> tuple[Callable[[int], bool], threading.Event]:
+    """(wait until the holding run's model call began, the event that lets it finish).
+
+    On the emulator the model call blocks until released: the slot is held for as long as the test
+    needs, however slow the machine. The real Hermes' fake LLM sleeps (SLOW:3) instead."""
+    release = threading.Event()
+    if target.emulator is None:
+        def reached(mark: int) -> bool:
+            end = time.monotonic() + 60
+            while not any("hold the slot" in (c["last_user"] or "") for c in target.calls_since(mark)):
+                if time.monotonic() > end:
+                    return False
+                time.sleep(0.01)
+            return True
+        return reached, release
+    entered = threading.Event()
+
+    def hold(info: Any) -> None:
+        if "hold the slot" in info.prompt and not release.is_set():
+            entered.set()
+            release.wait(60)
+        return None  # the default reply (ECHO)
+
+    target.emulator.script(responder=hold)
+    return (lambda mark: entered.wait(60)), release
+
+
 def test_19_concurrency_cap_is_429_with_retry_after(server_cap1: Target) -> None:
     target = server_cap1
+    holding, release = _hold_the_model(target)
     with target.client() as holder, target.client() as other, \
             concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        slow = pool.submit(holder.chat, prompt=uniq("SLOW:3 hold the slot"))
-        time.sleep(1.0)  # let the slow run take the only slot
-        assert not slow.done()
         mark = target.mark()
-        with pytest.raises(RateLimitedError) as chat_info:
-            other.chat(prompt="B")
-        with pytest.raises(RateLimitedError) as stream_info:  # rejected before any SSE begins
-            other.responses_stream(input="C")
-        held = slow.result(timeout=30)
+        slow = pool.submit(holder.chat, prompt=uniq("hold the slot" if target.emulator else "SLOW:3 hold the slot"))
+        # The slow run holds the only slot once its model call began (the gate is taken first).
+        assert holding(mark), "the holding run never reached the model"
+        mark = target.mark()
+        try:
+            with pytest.raises(RateLimitedError) as chat_info:
+                other.chat(prompt="B")
+            with pytest.raises(RateLimitedError) as stream_info:  # rejected before any SSE begins
+                other.responses_stream(input="C")
+        finally:
+            release.set()
+        held = slow.result(timeout=60)
         after = other.chat(prompt=uniq("D"))
     assert held.finish_reason == "stop"
     for err in (chat_info.value, stream_info.value):

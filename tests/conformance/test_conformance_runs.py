@@ -94,10 +94,19 @@ def test_start_is_202_started_and_the_run_object_polls_to_completed(runs_target:
     assert "error" not in final
 
 
+def _until_running(runs_target: RunsTarget, run_id: str) -> dict[str, Any]:
+    """The run's status object once it is running (polled: no sleep guesses when that is)."""
+    end = time.monotonic() + 30  # a guard against a hang, not a bound
+    while True:
+        status: dict[str, Any] = runs_target.get(run_id).json()
+        if status["status"] == "running" or time.monotonic() > end:
+            return status
+        time.sleep(0.02)
+
+
 def test_a_running_run_has_no_last_event_until_a_non_delta_event(runs_target: RunsTarget) -> None:
     run_id = runs_target.start_id(f"SLOW:2 {uniq('poll me')}")
-    time.sleep(0.6)
-    running = runs_target.get(run_id).json()
+    running = _until_running(runs_target, run_id)
     assert running["status"] == "running"
     assert "last_event" not in running and "output" not in running and "usage" not in running
     runs_target.events(run_id)  # consume, so the buffer is not left behind
@@ -386,7 +395,7 @@ def test_an_unanswered_approval_times_out_blocked_and_the_run_completes(runs_tar
 
 def test_approval_while_running_is_not_pending_and_choice_is_checked_first(runs_target: RunsTarget) -> None:
     run_id = runs_target.start_id(f"SLOW:3 {uniq('nothing to approve')}")
-    time.sleep(0.5)
+    assert _until_running(runs_target, run_id)["status"] == "running"
     resp = runs_target.approve(run_id, {"choice": "once"})
     assert resp.status_code == 409 and error_of(resp)["code"] == "approval_not_pending"
     empty = runs_target.approve(run_id, {})
@@ -403,7 +412,7 @@ def test_approval_while_running_is_not_pending_and_choice_is_checked_first(runs_
 
 def test_stop_while_running_ends_cancelled_and_stop_after_that_is_404(runs_target: RunsTarget) -> None:
     run_id = runs_target.start_id(f"SLOW:8 {uniq('please stop me')}")
-    time.sleep(0.5)
+    assert _until_running(runs_target, run_id)["status"] == "running"
     resp = runs_target.stop(run_id)
     assert resp.status_code == 200 and resp.json() == {"run_id": run_id, "status": "stopping"}
     stopping = runs_target.get(run_id).json()
@@ -493,10 +502,9 @@ def test_two_concurrent_subscribers_split_the_events_and_only_one_sees_the_end(r
 def test_a_reconnect_after_a_drop_receives_nothing_poll_instead(runs_target: RunsTarget) -> None:
     run_id = runs_target.start_id(f"SLOW:3 {uniq('disconnect me')}")
     first = runs_target.subscribe(run_id)
-    assert first.status == 200
-    time.sleep(0.5)
+    assert first.status == 200  # its handler is a consumer now
+    assert _until_running(runs_target, run_id)["status"] == "running"
     first.close()  # the server's handler stays a consumer until its next write fails
-    time.sleep(0.5)
     second = runs_target.subscribe(run_id, read_timeout=4.5)
     assert second.status == 200
     try:
@@ -669,7 +677,7 @@ def test_a_run_waiting_for_approval_holds_its_slot_and_chat_gets_429(runs_target
         assert target.approve(run_id, {"choice": "deny"}).status_code == 200
         stream.read_all()
     target.wait_done(run_id)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a guard against a hang, not a bound
     while True:
         after = target.start({"input": uniq("after")})
         if after.status_code == 202 or time.monotonic() > deadline:
@@ -832,10 +840,9 @@ def test_stop_during_a_running_tool_interrupts_it_and_ends_cancelled(runs_target
         assert started["preview"] == "sleep 8"
         running = runs_target.get(run_id).json()
         assert running["status"] == "running" and running["last_event"] == "tool.started"
-        began = time.monotonic()
         assert runs_target.stop(run_id).status_code == 200
         events, _ = stream.read_all()
-    assert time.monotonic() - began < 7.5  # interrupted, not waited out
+    # interrupted, not waited out: the tool ended in error (a `sleep 8` waited out ends fine)
     assert kinds(events)[-2:] == ["tool.completed", "run.cancelled"]
     assert events[-2]["error"] is True
     assert runs_target.wait_done(run_id)["status"] == "cancelled"

@@ -210,7 +210,9 @@ def test_stop_while_waiting_refuses_approvals_and_the_file_survives(runs_target:
 def test_stop_while_running(runs_target: RunsTarget) -> None:
     with sdk(runs_target) as client:
         run = client.run(f"SLOW:6 {uniq('stop me')}", idempotency_key=uniq("k"))
-        time.sleep(0.3)
+        end = time.monotonic() + 30  # a guard against a hang: stopped once it is running, not after a sleep
+        while client.runs.get(run.id).status != "running" and time.monotonic() < end:
+            time.sleep(0.02)
         assert run.stop().status == "stopping"
         result = run.wait(timeout=30)
         assert result.status == "cancelled" and result.output is None
@@ -218,7 +220,7 @@ def test_stop_while_running(runs_target: RunsTarget) -> None:
         if SERVER_VERSION == "0.22.2":  # 0.21+: a finished run's /stop answers its object
             assert client.runs.stop(run.id).status == "cancelled"
             return
-        deadline = time.time() + 5
+        deadline = time.time() + 30  # a guard against a hang, not a bound
         while True:  # the task ends just after its terminal event; then /stop is 404
             try:
                 client.runs.stop(run.id)
@@ -246,10 +248,9 @@ def test_a_broken_stream_is_never_resubscribed_the_status_is_polled(runs_target:
     with sdk(runs_target) as client:
         run = client.run(prompt, idempotency_key=uniq("k"))
         run.close()  # the subscription drops; Hermes cannot resume it
-        started = time.time()
-        result = run.wait(timeout=30)
+        result = run.wait(timeout=30)  # completed: found by polling (the stream is gone)
     assert result.status == "completed" and result.output == f"ECHO: {prompt}"
-    assert not result.events_complete and time.time() - started < 20
+    assert not result.events_complete
 
 
 def test_inputs_hermes_answers_with_a_500_are_refused_locally(runs_target: RunsTarget) -> None:

@@ -5,21 +5,16 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 import pytest
-from core_support import Handler, RawServer, approve_all
+from core_support import DEADLINE_FILES, Handler, RawServer, approve_all
 
 from hermes_sdk import HermesClient
 from hermes_sdk.testing import HermesEmulator
 from hermes_sdk.testing.emulator import TOOLSETS
 
-# Files whose tests hold a call to a sub-second deadline while pushing tens of MiB through it, or
-# measure memory over thousands of calls: CPU-bound, so they run alone (tox runs the rest with
-# pytest-xdist first, then `-m serial` on its own: CI's time without load on these bounds).
-SERIAL_FILES = {"test_faults.py", "test_memory.py", "test_decompression.py"}
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.name in SERIAL_FILES:
+        if item.path.name in DEADLINE_FILES:
             item.add_marker(pytest.mark.serial)
 
 

@@ -56,24 +56,25 @@ def test_any_segmentation_gives_the_same_events_and_reuses_the_connection(raw_se
 
 
 def test_a_chunk_is_yielded_before_the_next_one_arrives(raw_server) -> None:
-    # Two chunks, the second sent 0.5 s later: the first is delivered at once. (An event that shares
-    # one HTTP chunk with a later one waits for the end of that chunk: urllib3's read_chunked reads
+    # Two chunks, the second sent only once the test has the first: the first is delivered at
+    # once (else next() would wait for a chunk the server holds back). (An event that shares one
+    # HTTP chunk with a later one waits for the end of that chunk: urllib3's read_chunked reads
     # whole chunks; Hermes sends one chunk per event.)
     first, second = _event(0), _event(1)
     done = chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
 
     def handler(sock: socket.socket, req: Any, srv: Any) -> None:
         sock.sendall(sse_head() + chunk(first))
-        time.sleep(0.5)
+        srv.held = not srv.event("got the first").wait(60)
         sock.sendall(chunk(second) + done)
 
     server = raw_server(handler)
     with raw_client(server) as c:
-        started = time.monotonic()
         with c.chat_stream(prompt="hi") as stream:
             it = iter(stream)
             assert next(it).data["choices"][0]["delta"]["content"] == "t0 "
-            assert time.monotonic() - started < 0.4
+            assert not hasattr(server, "held"), "the first chunk waited for the second"
+            server.event("got the first").set()
             assert next(it).data["choices"][0]["delta"]["content"] == "t1 "
             assert stream.result().status == "completed"
 
@@ -86,19 +87,22 @@ def test_bytes_after_the_body_never_reach_the_next_response(raw_server, late: bo
     garbage = b"HTTP/1.1 200 OK\r\n"
 
     def handler(sock: socket.socket, req: Any, srv: Any) -> None:
-        if late:
+        if late:  # once the client has read the whole response: an order, not a sleep
             sock.sendall(sse_head() + _stream_bytes(2))
-            time.sleep(0.05)
+            srv.event(f"read {len(srv.requests)}").wait(60)
             sock.sendall(garbage)
+            srv.event(f"garbage {len(srv.requests)}").set()
         else:
             sock.sendall(sse_head() + _stream_bytes(2) + garbage)
 
     server = raw_server(handler)
     with raw_client(server) as c:
-        for _ in range(3):
+        for n in range(1, 4):
             result = c.chat_stream(prompt="hi").result()
             assert result.status == "completed" and result.text == _text(2) and result.event_count == 4
-            time.sleep(0.2)
+            if late:
+                server.event(f"read {n}").set()
+                assert server.event(f"garbage {n}").wait(60)
     assert server.connections == (3 if late else 1)
     assert len(server.requests) == 3
 

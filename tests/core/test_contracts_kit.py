@@ -337,12 +337,13 @@ def test_a_correct_store_written_from_scratch_passes_every_test(tmp_path: Path) 
     skipped = {t for t, o in outcomes.items() if o == "skipped"}
     # all but the tests of a store shared across processes ran (write_raw makes the corrupt-record ones run)
     assert skipped == {"test_another_store_object_sees_the_records", "test_reserve_is_atomic_across_processes",
-                       "test_reserve_is_atomic_across_store_objects"}, skipped
+                       "test_reserve_is_atomic_across_store_objects",
+                       "test_reserve_is_atomic_when_store_objects_interleave"}, skipped
     assert len([t for t in outcomes if t.startswith("test_a_corrupt_record")]) == 8
 
 
 WRONG = {
-    NonAtomicReserve: {"test_reserve_is_atomic_across_threads"},
+    NonAtomicReserve: {"test_reserve_is_atomic_when_callers_interleave"},
     GetIgnoresExpiry: {"test_an_expired_record_is_absent"},
     GetByActionIgnoresExpiry: {"test_an_expired_record_is_absent"},
     GetByActionIgnoresCapability: {"test_records_are_scoped_by_capability"},
@@ -374,8 +375,8 @@ def test_a_subtly_wrong_store_fails_the_contract(store_class: type[DictStore], t
 
 def test_a_store_that_is_not_shared_across_processes_fails_the_process_race(tmp_path: Path) -> None:
     outcomes = run_contract(FileContract, tmp_path)
-    assert {"test_reserve_is_atomic_across_processes", "test_reserve_is_atomic_across_store_objects"} \
-        <= failed(outcomes), outcomes
+    assert {"test_reserve_is_atomic_across_processes", "test_reserve_is_atomic_across_store_objects",
+            "test_reserve_is_atomic_when_store_objects_interleave"} <= failed(outcomes), outcomes
 
 
 def test_the_kit_imports_only_public_modules_and_pytest() -> None:

@@ -286,14 +286,12 @@ def test_a_trusted_bundle_shows_the_certificate(tls_server: tuple[TLSServer, Pat
 def test_a_server_that_never_answers_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
     silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody reads or answers
     try:
-        began = time.monotonic()
+        # The server never answers: only the 1 s bound can end the health step (else a hang).
         code, _, found = doctor(capsys, "--base-url", f"http://127.0.0.1:{silent.getsockname()[1]}",
                                 "--api-key", "k", "--timeout", "1")
-        took = time.monotonic() - began
     finally:
         silent.close()
     assert code == EXIT_CODES["health"] and failed(found) == ["health"]
-    assert took < 20, took  # one 1 s step failed, then the local checks: far below, even on a busy machine
 
 
 # ---------------------------------------------------------------- the idempotency store

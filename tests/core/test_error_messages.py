@@ -143,28 +143,36 @@ def test_the_cli_names_api_key_flag_on_a_401(hermes_emulator: Any, monkeypatch: 
 ])
 def test_a_deadline_error_names_the_bound_that_fired_and_the_knob(hermes_emulator: Any, how: str,
                                                                   expected: str) -> None:
+    import threading
+
     from hermes_sdk import DeadlineExceededError, ExecutionContext
 
+    # The model holds every call until the test ends: the bound fires, however busy the machine
+    # (a SLOW:3 reply raced the 0.3 s bound there), before or after the request was sent.
+    release = threading.Event()
+    hermes_emulator.script(responder=lambda info: release.wait(60) and None)
     with hermes_emulator.client(load_entrypoints=False) as client:
         def call(stream: bool) -> Any:
             method = client.chat_stream if stream else client.chat
             if how == "timeout":
-                return method(prompt="SLOW:3 x", timeout=0.3)
+                return method(prompt="x", timeout=0.3)
             if how == "deadline":
-                return method(prompt="SLOW:3 x", deadline=time.time() + 0.3)
+                return method(prompt="x", deadline=time.time() + 0.3)
             if how == "context":
-                return method(prompt="SLOW:3 x", context=ExecutionContext(deadline=time.time() + 0.3))
-            return client.with_options(timeout=0.3).chat(prompt="SLOW:3 x") if not stream else \
-                client.with_options(timeout=0.3).chat_stream(prompt="SLOW:3 x")
+                return method(prompt="x", context=ExecutionContext(deadline=time.time() + 0.3))
+            return client.with_options(timeout=0.3).chat(prompt="x") if not stream else \
+                client.with_options(timeout=0.3).chat_stream(prompt="x")
 
-        with pytest.raises(DeadlineExceededError) as info:
-            call(False)
-        assert str(info.value).endswith(expected) and info.value.details["bound"] in (how, "client_timeout")
-        stream = call(True)
-        with pytest.raises(DeadlineExceededError) as info:
-            for _ in stream:
-                pass
-        assert str(info.value).endswith(expected)
+        try:
+            with pytest.raises(DeadlineExceededError) as info:
+                call(False)
+            assert str(info.value).endswith(expected) and info.value.details["bound"] in (how, "client_timeout")
+            with pytest.raises(DeadlineExceededError) as info:
+                for _ in call(True):
+                    pass
+            assert str(info.value).endswith(expected)
+        finally:
+            release.set()
 
 
 def test_without_a_bound_the_published_default_is_named(hermes_emulator: Any) -> None:

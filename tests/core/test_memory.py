@@ -48,6 +48,7 @@ def chat_server(conn: socket.socket, request: RawRequest, server: RawServer) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a guard against a hang: thousands of calls take longer on a busy machine
 def test_5000_keyed_calls_leave_memory_flat(raw_server: Any) -> None:
     server = raw_server(chat_server)
     # key_retention=0: each record expires at once, so the store must not keep what it cannot replay
@@ -82,6 +83,7 @@ class _FastRuns:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a guard against a hang: thousands of calls take longer on a busy machine
 def test_5000_runs_leave_memory_flat(raw_server: Any) -> None:
     server = raw_server(_FastRuns())
     with raw_client(server, key_retention=0) as client:

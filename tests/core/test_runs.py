@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
-from core_support import RawRequest, RawServer, approve_all
+from core_support import RawRequest, RawServer, approve_all, wait_for
 
 from hermes_sdk import (
     ApprovalRequest,
@@ -80,7 +80,7 @@ def client_for(emu: HermesEmulator, **kwargs: Any) -> HermesClient:
 
 def stop_until_404(client: HermesClient, run_id: str) -> RunNotFoundError:
     """``/stop`` once the run's task ended (it ends just after its terminal event): 404."""
-    deadline = time.time() + 5
+    deadline = time.time() + 30  # a guard against a hang, not a bound: a busy machine is slow
     stops = 0
     while True:
         try:
@@ -91,6 +91,19 @@ def stop_until_404(client: HermesClient, run_id: str) -> RunNotFoundError:
             return exc
         assert time.time() < deadline
         time.sleep(0.05)
+
+
+def hold_model(emu: HermesEmulator, marker: str) -> threading.Event:
+    """The emulator's model holds each run whose prompt has ``marker`` until the returned event is
+    set: the run is still going for as long as the test needs, however busy the machine."""
+    release = threading.Event()
+
+    def hold(info: Any) -> None:
+        if marker in info.prompt:
+            release.wait(60)
+
+    emu.script(responder=hold)
+    return release
 
 
 def deny_all(request: ApprovalRequest) -> Any:
@@ -526,13 +539,17 @@ def test_rate_limited_start_gives_the_key_back(emu: HermesEmulator, hermes_emula
         assert c.records.get("cap:hermes_agent:default:run_start", "k-429") is None
         holder.approve("deny")
         assert holder.wait(timeout=15).ok
-        for _ in range(50):  # the slot is released just after the terminal event
+        started: list[Run] = []
+
+        def start() -> bool:  # the slot is released just after the terminal event
             try:
-                second = c.run("second", idempotency_key="k-429")  # the same key starts it now
-                break
+                started.append(c.run("second", idempotency_key="k-429"))  # the same key starts it now
             except RateLimitedError:
-                time.sleep(0.05)
-        assert second.wait(timeout=10).ok
+                return False
+            return True
+
+        assert wait_for(start, 30)
+        assert started[0].wait(timeout=10).ok
 
 
 def test_crash_between_post_and_record_is_outcome_unknown(emu: HermesEmulator, client: HermesClient) -> None:
@@ -606,31 +623,33 @@ def test_sigkill_between_post_and_record_does_not_start_a_second_run(tmp_path: P
 def test_broken_stream_falls_back_to_polling(emu: HermesEmulator, client: HermesClient) -> None:
     emu.drop_connection("mid_stream", path="/v1/runs/", after_events=1)
     run = client.run("SLOW:1 follow me", idempotency_key="k-broken")
-    started = time.time()
     result = run.wait(timeout=20)
     assert result.status == "completed" and result.output == "ECHO: SLOW:1 follow me"
     assert not result.events_complete and run.stream_error is not None
-    assert time.time() - started < 15
     assert len(runs_seen(emu, "/events")) == 1  # never re-subscribed
     assert len([r for r in runs_seen(emu) if r.method == "GET" and r.path == f"/v1/runs/{run.id}"]) >= 1
 
 
 def test_wait_ends_within_its_timeout(emu: HermesEmulator, client: HermesClient) -> None:
-    run = client.run("SLOW:3 slow one", idempotency_key="k-deadline")
-    started = time.time()
-    partial = run.wait(timeout=0.5)
-    assert time.time() - started < 1.5
-    assert not partial.done and partial.status in ("started", "running") and not partial.events_complete
+    release = hold_model(emu, "slow one")  # the run goes on until the partial wait returned
+    try:
+        run = client.run("slow one", idempotency_key="k-deadline")
+        partial = run.wait(timeout=0.5)
+        assert not partial.done and partial.status in ("started", "running") and not partial.events_complete
+    finally:
+        release.set()
     assert run.wait(timeout=15).status == "completed"
 
 
 def test_polling_respects_the_deadline(emu: HermesEmulator, client: HermesClient) -> None:
     emu.drop_connection("before_response", path="/v1/runs/", after_execution=False)  # no subscription
-    run = client.run("SLOW:4 never seen live", idempotency_key="k-poll-deadline")
-    started = time.time()
-    partial = run.wait(timeout=1.0)
-    assert time.time() - started < 2.5
-    assert not partial.done and not partial.events_complete and run.stream_error is not None
+    release = hold_model(emu, "never seen live")
+    try:
+        run = client.run("never seen live", idempotency_key="k-poll-deadline")
+        partial = run.wait(timeout=1.0)
+        assert not partial.done and not partial.events_complete and run.stream_error is not None
+    finally:
+        release.set()
     final = run.wait(timeout=15)
     assert final.status == "completed" and not final.events_complete
 
@@ -717,9 +736,8 @@ def test_close_switches_to_polling_without_waiting_for_the_server(tools_emu: Her
         run.close()
         assert list(run.events()) == []  # the stream is gone; events() ends, wait() polls
         run.approve("deny")
-        started = time.time()
-        result = run.wait(timeout=15)
-    assert result.status == "completed" and not result.events_complete and time.time() - started < 5
+        result = run.wait(timeout=15)  # waiting on the stream, it would end at 15 s still running
+    assert result.status == "completed" and not result.events_complete
     assert result.events[-1] == request and run.stream_error is not None
     assert len(runs_seen(tools_emu, "/events")) == 1
 
@@ -745,9 +763,12 @@ def test_a_waiting_run_holds_the_shared_slot(hermes_emulator_factory: Any) -> No
 def test_the_context_deadline_bounds_wait(emu: HermesEmulator, client: HermesClient) -> None:
     from hermes_sdk import ExecutionContext
 
-    run = client.run("SLOW:3 bounded", idempotency_key="k-ctx", context=ExecutionContext(deadline=time.time() + 1))
-    started = time.time()
-    assert not run.wait().done and time.time() - started < 2.5
+    release = hold_model(emu, "bounded")  # the run goes on until wait() returned
+    try:
+        run = client.run("bounded", idempotency_key="k-ctx", context=ExecutionContext(deadline=time.time() + 1))
+        assert not run.wait().done
+    finally:
+        release.set()
 
 
 def test_observers_see_run_events_redacted(tools_emu: HermesEmulator) -> None:

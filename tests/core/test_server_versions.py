@@ -4,7 +4,6 @@ playing each release (``HermesEmulator(server_version=...)``), with real sockets
 from __future__ import annotations
 
 import hashlib
-import time
 from typing import Any, Iterator
 
 import pytest
@@ -102,10 +101,8 @@ def test_a_streamed_chat_approval_goes_to_the_provider(emu: HermesEmulator) -> N
         return request.deny(approver="test", reason="not on a chat")
 
     with client_for(emu, approval_provider=deny) as client:
-        began = time.monotonic()
         with client.chat_stream(prompt=DANGEROUS) as stream:
             typed = list(stream.typed())
-        took = time.monotonic() - began
         text = stream.result().text
     approvals = seen(emu, "/approval")
     if version(emu) == "0.22.2":
@@ -115,7 +112,8 @@ def test_a_streamed_chat_approval_goes_to_the_provider(emu: HermesEmulator) -> N
         assert len(requested) == 1 and requested[0].request_id
         assert len(approvals) == 1 and approvals[0].body == {"choice": "deny", "request_id": requested[0].request_id}
         assert approvals[0].path == f"/v1/runs/{requested[0].run_id}/approval"
-        assert requested[0].run_id.startswith("chatcmpl-") and "BLOCKED" in text and took < 8
+        # Hermes applied the denial (not its 10 s timeout): an order the reply tells, not a clock.
+        assert requested[0].run_id.startswith("chatcmpl-") and "BLOCKED: Command denied by user" in text
     else:  # 0.19/0.20: the turn returns a pending_approval tool result; nobody is asked
         assert asked == [] and approvals == [] and "pending_approval" in text
     assert f"{VICTIM}/keep.txt" in emu.files

@@ -108,11 +108,11 @@ def test_a_refused_stream_gets_a_real_status(client: Client, hermes_env: Any) ->
 
 
 def test_closing_the_response_cancels_the_stream(client: Client, hermes_env: Any) -> None:
-    hermes_env.token_delay = 0.2
+    hermes_env.token_delay = 1.0  # 20 deltas: 20 s, longer than the wait below, if nobody closed it
     response = client.get("/stream", {"prompt": " ".join(["word"] * 60)})
     assert next(iter(response.streaming_content)).startswith(b"event: delta")
     response.close()  # what the server does when the client disconnects
-    deadline = time.monotonic() + 1.5
+    deadline = time.monotonic() + 15  # a guard: only the cancel ends the run before 20 s
     while hermes_env.active_runs and time.monotonic() < deadline:
         time.sleep(0.02)
     assert hermes_env.active_runs == 0

@@ -127,12 +127,12 @@ def test_a_stream_refused_before_the_headers_gets_a_real_status(client: Any, her
 
 
 def test_a_client_that_goes_away_closes_the_stream(client: Any, hermes_env: Any) -> None:
-    hermes_env.token_delay = 0.2  # 20 deltas: 4 s if nobody closed the stream
+    hermes_env.token_delay = 1.0  # 20 deltas: 20 s, longer than the wait below, if nobody closed it
     resp = client.get("/stream", query_string={"prompt": " ".join(["word"] * 60)}, buffered=False)
     chunks = resp.response
     assert next(iter(chunks))  # the first event arrived
     resp.close()               # what the server does when the browser disconnects
-    deadline = time.monotonic() + 1.5
+    deadline = time.monotonic() + 15  # a guard: only the cancel ends the run before 20 s
     while hermes_env.active_runs and time.monotonic() < deadline:
         time.sleep(0.02)
     assert hermes_env.active_runs == 0

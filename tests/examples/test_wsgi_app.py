@@ -136,11 +136,11 @@ def test_a_refused_stream_gets_a_status_before_any_header(hermes_env: Any) -> No
 
 
 def test_closing_the_iterable_cancels_the_stream(hermes_env: Any) -> None:
-    hermes_env.token_delay = 0.2
+    hermes_env.token_delay = 1.0  # 20 deltas: 20 s, longer than the wait below, if nobody closed it
     called, body = call("GET", "/stream", query="prompt=" + "+".join(["word"] * 60))
     assert next(body).startswith(b"event: delta")
     body.close()  # what a WSGI server does when the client disconnects (PEP 3333)
-    deadline = time.monotonic() + 1.5
+    deadline = time.monotonic() + 15  # a guard: only the cancel ends the run before 20 s
     while hermes_env.active_runs and time.monotonic() < deadline:
         time.sleep(0.02)
     assert hermes_env.active_runs == 0

@@ -14,7 +14,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "openai"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "openai_facade"))
 
 from examples_runner import run_example  # noqa: E402
 

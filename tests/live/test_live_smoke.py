@@ -65,6 +65,7 @@ def test_cap1_instance_rejects_a_second_run_with_429(
 ) -> None:
     url = f"{hermes_live_cap1.base_url}/v1/chat/completions"
     slow = {"messages": [{"role": "user", "content": "SLOW:3 hold the only slot"}]}
+    mark = hermes_live_cap1.mark()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         first = pool.submit(
             _session().post,
@@ -73,7 +74,13 @@ def test_cap1_instance_rejects_a_second_run_with_429(
             headers=hermes_live_cap1.headers(),
             timeout=30,
         )
-        time.sleep(1.0)  # let the slow run take the slot
+        # The slow run holds the slot once its model call began (the gate is taken first): polled,
+        # not a sleep that guesses when.
+        end = time.monotonic() + 60  # a guard against a hang, not a bound
+        while not any("hold the only slot" in str(c.get("last_user"))
+                      for c in hermes_live_cap1.upstream_calls(since=mark)):
+            assert time.monotonic() < end, "the slow run never reached the model"
+            time.sleep(0.02)
         second = _session().post(
             url,
             json={"messages": [{"role": "user", "content": "second"}]},

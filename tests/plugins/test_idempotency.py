@@ -271,7 +271,9 @@ def test_a_failure_hermes_answered_is_recorded_and_replayed(make_client: Any, he
     assert hermes_emulator.executions == 0
 
 
-def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(hermes_emulator_factory: Any) -> None:
+def test_a_rate_limited_call_gives_its_key_back_and_runs_nothing(hermes_emulator_factory: Any) -> None:
+    """A 429 from the concurrency gate ran nothing (``before_agent_work``): the key keeps no result
+    (issue 38 item 4), so the same key is sent again, and the model still ran only the holder."""
     # Its own emulator: a run another test left in flight on the shared one would take the only slot.
     hermes_emulator = hermes_emulator_factory(max_concurrent_runs=1)
     client = hermes_emulator.client(load_entrypoints=False)
@@ -280,17 +282,18 @@ def test_a_rate_limited_call_is_recorded_not_replayed_against_the_model(hermes_e
     deadline = time.monotonic() + 10  # the role chunk can come before the model thread runs (a loaded machine)
     while hermes_emulator.executions < 1 and time.monotonic() < deadline:
         time.sleep(0.01)
-    with pytest.raises(HermesError) as info:
-        client.chat(prompt="wanted", idempotency_key="k-429")
-    # The holder's first event can arrive before its agent turn starts: close it once it has.
-    deadline = time.monotonic() + 5
-    while hermes_emulator.executions < 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    holder.close()
-    assert info.value.http_status == 429 and info.value.uncertain_outcome is True
-    with pytest.raises(HermesError) as again:
-        client.chat(prompt="wanted", idempotency_key="k-429")
-    assert again.value.http_status == 429 and again.value.details.get("replayed") is True
+    try:
+        with pytest.raises(HermesError) as info:
+            client.chat(prompt="wanted", idempotency_key="k-429")
+        assert info.value.http_status == 429 and info.value.details.get("before_agent_work") is True
+        assert client.records.get(CHAT, "k-429") is None  # nothing kept under the key
+        with pytest.raises(HermesError) as again:  # the slot is still held: refused again, not replayed
+            client.chat(prompt="wanted", idempotency_key="k-429")
+        assert again.value.http_status == 429 and again.value.details.get("replayed") is None
+    finally:
+        holder.close()
+    posts = [r for r in hermes_emulator.requests_seen if r.method == "POST" and r.path == "/v1/chat/completions"]
+    assert len(posts) == 3  # the holder and the key's two refused tries
     assert hermes_emulator.executions == 1  # only the holder ran
 
 

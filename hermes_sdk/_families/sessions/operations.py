@@ -132,8 +132,8 @@ class Title:
     def schema(self) -> dict[str, object]:
         out: dict[str, object] = {"type": "string", "maxLength": MAX_TITLE_CHARS,
                                   "description": f"at most {MAX_TITLE_CHARS} characters once cleaned"}
-        if self.visible:
-            out["pattern"] = r"\S"
+        if self.visible:  # a character left once control, zero-width and bidi ones are removed
+            out["pattern"] = r"[^\s\x00-\x1f\x7f-\x9f\xad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
         return out
 
 
@@ -146,8 +146,9 @@ class NewSessionId:
         create_id(value, field)
 
     def schema(self) -> dict[str, object]:
-        return {"type": "string", "minLength": 1, "maxLength": MAX_CREATE_ID_CHARS, "pattern": r"\S",
-                "not": {"pattern": r"\.\.|/|\\\\|^[A-Za-z]:"}}
+        return {"type": "string", "minLength": 1, "maxLength": MAX_CREATE_ID_CHARS,
+                "pattern": r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+                "not": {"pattern": r"\.\.|/|\\|^\s*[A-Za-z]:"}}
 
 
 _LEAVE_OUT = "'{field}' must be a non-empty string (leave it out to let Hermes generate one)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import pickle
 import sys
 import threading
@@ -59,14 +60,64 @@ def wait_past(moment: Optional[float]) -> None:
 def _yield_in(store: object) -> Callable[[FrameType, str, object], None]:
     """A profiler that lets other threads run after each call made in the store's own module: a
     reserve that checks, then inserts, shows the gap between the two steps at once."""
-    module = sys.modules.get(type(store).__module__)
-    filename = getattr(module, "__file__", None)
+    files = _store_files(store)
 
     def hook(frame: FrameType, event: str, arg: object) -> None:
-        if event in ("c_return", "return") and frame.f_code.co_filename == filename:
+        if event in ("c_return", "return") and frame.f_code.co_filename in files:
             time.sleep(0)  # gives up the GIL
 
     return hook
+
+
+def _store_files(store: object) -> frozenset[str]:
+    """The source files of the store's class and its bases (its own code: where its steps are)."""
+    files = set()
+    for cls in type(store).__mro__[:-1]:
+        for value in vars(cls).values():
+            code = getattr(getattr(value, "__func__", value), "__code__", None)
+            if code is not None:
+                files.add(code.co_filename)
+    return frozenset(files)
+
+
+class _Paused:
+    """A profiler that stops its thread at the ``stop_at``-th step of a store's own code (each call
+    that returns there) until released, and counts the steps: the forced interleaving's switch."""
+
+    def __init__(self, store: object, stop_at: Optional[int] = None) -> None:
+        self.files = _store_files(store)
+        self.stop_at = stop_at
+        self.steps = 0
+        self.paused = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, frame: FrameType, event: str, arg: object) -> None:
+        if event not in ("c_return", "return") or frame.f_code.co_filename not in self.files:
+            return
+        self.steps += 1
+        if self.steps == self.stop_at:
+            self.paused.set()
+            self.release.wait(START_TIMEOUT)
+
+
+def _thread_state(native_id: Optional[int]) -> Optional[str]:
+    """The kernel's state of a thread of this process ('R' runnable, 'S'/'D' waiting), where
+    /proc has it. Read with ``os.pread``, which lets go of the GIL during the read: a thread that
+    only waits for the GIL is woken by that and shows 'R', so 'S' means it waits for something else
+    (a lock, a database, a reply)."""
+    if native_id is None:
+        return None
+    try:
+        fd = os.open(f"/proc/self/task/{native_id}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        text = os.pread(fd, 4096, 0).decode("ascii", "replace")
+    except OSError:  # the thread ended meanwhile: its caller sees it done
+        return None
+    finally:
+        os.close(fd)
+    return text.rsplit(")", 1)[-1].split()[0] if ")" in text else None
 
 
 def _garbage(record: IdempotencyRecord) -> dict[str, str]:
@@ -108,6 +159,42 @@ def _reserve_in_child(spec: StoreFactory, keys: list[str], name: str, barrier: "
         barrier.abort()
     finally:
         store.close()
+
+
+def _reserve_as(name: str, store: IdempotencyStore, profiler: _Paused, key: str,
+                answers: dict[str, Optional[IdempotencyRecord]], errors: list[BaseException]) -> None:
+    """One caller of the forced interleaving: reserve ``key`` under ``profiler``."""
+    sys.setprofile(profiler)
+    try:
+        answers[name] = store.reserve(make_record(key, f"act-{name}-{key}"))
+    except BaseException as exc:  # reported on the test's thread
+        errors.append(exc)
+    finally:
+        sys.setprofile(None)
+        profiler.paused.set()  # done: nothing to wait for
+
+
+def _wait_until_done_or_waiting(thread: threading.Thread, progress: _Paused, limit: int) -> None:
+    """Return once ``thread`` ended or waits for another caller (see ``_interleave``)."""
+    native_id = getattr(thread, "native_id", None)
+    still, last = 0, -1
+    quiet_since = time.monotonic()
+    while not progress.paused.wait(0.001):
+        if progress.steps > limit:
+            return  # polling for a lock the stopped caller holds
+        state = _thread_state(native_id)
+        if progress.steps != last:
+            still, last, quiet_since = 0, progress.steps, time.monotonic()
+            continue
+        if state is None:  # no /proc: half a second without a step
+            if time.monotonic() - quiet_since > 0.5:
+                return
+        elif state not in ("R",):
+            still += 1
+            if still >= 3:  # asleep in the kernel three looks in a row, no step between
+                return
+        else:
+            still = 0
 
 
 class IdempotencyStoreContract:
@@ -351,6 +438,72 @@ class IdempotencyStoreContract:
             assert losers <= set(owners), f"key {key}: losers were shown {losers}, the owner is {owners[0]}"
             holder = stores[0].get(CHAT, key)
             assert holder is not None and holder.action_id == owners[0]
+
+    def _interleave(self, first: IdempotencyStore, second: IdempotencyStore) -> None:
+        """One caller stopped after each step of its reserve in turn while a second reserves the same
+        key: exactly one owns it. A check-then-insert is caught at the step between the two, every
+        run, however busy the machine: the order is forced, not hoped for.
+
+        While the first caller is stopped, the second either finishes (the store let it in) or
+        waits for the first (a lock, a transaction): then the first is let go and both finish. The
+        second waits when its thread sleeps in the kernel with no step taken (the thread's state in
+        /proc; where there is none, no step for half a second), or when it has taken ten times the
+        steps a reserve takes alone (a store that polls for a lock)."""
+        alone = _Paused(first)
+        sys.setprofile(alone)
+        try:
+            assert first.reserve(make_record(unique("alone"), "act-alone")) is None
+        finally:
+            sys.setprofile(None)
+        stop_at = 1
+        while True:
+            key = unique("interleaved")
+            pause = _Paused(first, stop_at)
+            progress = _Paused(second)
+            answers: dict[str, Optional[IdempotencyRecord]] = {}
+            errors: list[BaseException] = []
+            a = threading.Thread(target=_reserve_as, args=("first", first, pause, key, answers, errors), daemon=True)
+            a.start()
+            assert pause.paused.wait(START_TIMEOUT), "the first reserve() neither paused nor finished"
+            if not a.is_alive() or "first" in answers or errors:  # it finished before this step: every step was tried
+                a.join(START_TIMEOUT)
+                assert not errors, errors
+                self._one_owner(first, key, answers)
+                break
+            b = threading.Thread(target=_reserve_as, args=("second", second, progress, key, answers, errors),
+                                 daemon=True)
+            b.start()
+            _wait_until_done_or_waiting(b, progress, limit=10 * alone.steps + 100)
+            pause.release.set()
+            a.join(START_TIMEOUT)
+            b.join(START_TIMEOUT)
+            assert not a.is_alive() and not b.is_alive(), "a reserve() never returned"
+            assert not errors, errors
+            self._one_owner(first, key, answers, stopped_after=stop_at)
+            stop_at += 1
+
+    @staticmethod
+    def _one_owner(store: IdempotencyStore, key: str, answers: Mapping[str, Optional[IdempotencyRecord]],
+                   stopped_after: Optional[int] = None) -> None:
+        where = "" if stopped_after is None else \
+            f" (the first caller stopped after step {stopped_after} of its reserve)"
+        owners = [name for name, held in answers.items() if held is None]
+        assert len(owners) == 1, f"key {key}: {len(owners)} callers were told they own it{where}: {owners}"
+        owner = f"act-{owners[0]}-{key}"
+        shown = {held.action_id for held in answers.values() if held is not None}
+        assert shown <= {owner}, f"key {key}: the loser was shown {shown}, the owner is {owner}{where}"
+        holder = store.get(CHAT, key)
+        assert holder is not None and holder.action_id == owner, f"key {key}: stored {holder!r}, owner {owner}{where}"
+
+    def test_reserve_is_atomic_when_callers_interleave(self, store: IdempotencyStore) -> None:
+        self._interleave(store, store)
+
+    def test_reserve_is_atomic_when_store_objects_interleave(self, store: IdempotencyStore) -> None:
+        other = self._spec(store)()
+        try:
+            self._interleave(store, other)
+        finally:
+            other.close()
 
     def test_reserve_is_atomic_across_threads(self, store: IdempotencyStore) -> None:
         self._race([store] * self.race_threads, [unique("race") for _ in range(self.race_keys)])

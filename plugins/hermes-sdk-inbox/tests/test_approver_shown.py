@@ -4,7 +4,6 @@ run's wait() bounded while the inbox waits for the person. Against the emulator 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +30,8 @@ def test_a_run_command_is_shown_whole_and_visible_and_wait_keeps_its_bound(
                           plugins=[provider])
     try:
         run = client.run(f"TOOL:terminal:{COMMAND}", idempotency_key="shown-1")
-        began = time.monotonic()
         first = run.wait(timeout=3)  # item 6: the inbox waits for a person; the caller does not
-        assert time.monotonic() - began < 20 and not first.done
+        assert not first.done  # had it waited for the person, Hermes' 60 s timeout would have ended the run
         [entry] = provider.inbox.entries(kind="run")
         assert entry["run"]["command"] == SHOWN and entry["input_snapshot"]["command"] == SHOWN
 

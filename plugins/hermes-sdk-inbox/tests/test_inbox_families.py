@@ -6,8 +6,6 @@ same call with the same key then proceeds, or is denied with the operator's reas
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hermes_sdk_inbox import InboxProvider
 
@@ -61,11 +59,10 @@ def test_a_job_mutation_waits_for_the_inbox_then_proceeds_or_is_denied(hermes_em
     with pytest.raises(ApprovalRequiredError) as info:
         client.jobs.delete(job.id, idempotency_key="job-delete-1", reason="retired")
     entry = inbox.get(info.value.details["inbox_entry_id"])
-    t0 = time.perf_counter()
     inbox.decide(entry["id"], decision="approved", approver="carol", reason="retired per OPS-2",
                  input_hash=entry["input_hash"])
     deleted = client.jobs.delete(job.id, idempotency_key="job-delete-1", reason="retired")
-    assert time.perf_counter() - t0 < 2 and deleted.id == job.id and hermes_emulator.job(job.id) is None
+    assert deleted.id == job.id and hermes_emulator.job(job.id) is None
     assert inbox.get(entry["id"])["used"]["action_id"] and inbox.get(entry["id"])["open_key"] is None
     client.close()
 

@@ -123,7 +123,6 @@ def test_under_load_every_operator_approval_reaches_its_run_exactly_once(tmp_pat
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    began = time.monotonic()
     operators = [threading.Thread(target=_operator, args=(inbox, f"op{i}", stop, decided)) for i in range(OPERATORS)]
     callers = [threading.Thread(target=caller, args=(n,)) for n in range(RUNS)]
     try:
@@ -137,7 +136,6 @@ def test_under_load_every_operator_approval_reaches_its_run_exactly_once(tmp_pat
             thread.join(5)
         client.close()
         emu.stop()
-    took = time.monotonic() - began
     assert len(results) == RUNS, f"{RUNS - len(results)} runs never ended; {errors[:2]}"
     posts: dict[str, int] = {}
     for seen in emu.requests_seen:
@@ -150,4 +148,3 @@ def test_under_load_every_operator_approval_reaches_its_run_exactly_once(tmp_pat
         assert result.ok and f"/scratch/r{n}/keep.txt" not in emu.files, (n, result.status)
     assert len(decided) == RUNS  # one decision per run, each delivered once
     assert not errors, errors[:3]  # a short wait never raises a delivery's error
-    assert took < 40, took
