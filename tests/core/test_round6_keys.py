@@ -8,6 +8,7 @@ plugin stores through the store interface when installed), the chat stream, runs
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -77,6 +78,11 @@ def test_a_concurrency_cap_refusal_gives_the_key_back(hermes_emulator_factory: A
     with keyed(emu, store) as client:
         slow = client.chat_stream(prompt="SLOW:1 hold")
         next(iter(slow))  # admitted: it holds the only slot
+        counted = threading.Event()  # its model call can start after its first chunk (a loaded machine)
+        for _ in range(1000):
+            if emu.executions >= 1 or counted.wait(0.01):
+                break
+        assert emu.executions == 1
         with pytest.raises(RateLimitedError) as refused:
             client.chat(prompt="capped", idempotency_key="k-cap-6")
         assert refused.value.details["before_agent_work"] is True
