@@ -121,6 +121,10 @@ def moved_module(name: str) -> Optional[ModuleType]:
     return importlib.import_module(f"hermes_sdk.{name}")
 
 
+#: Where implementation lives (the kernel, the families, the application layer: the client, the CLI).
+_PRIVATE = ("hermes_sdk._core", "hermes_sdk._families", "hermes_sdk._app")
+
+
 def rehome(namespace: dict[str, object], names: Iterable[str], module: str) -> None:
     """Give exported classes and functions the public module as ``__module__`` (as httpx and openai do).
 
@@ -132,7 +136,7 @@ def rehome(namespace: dict[str, object], names: Iterable[str], module: str) -> N
         obj = namespace.get(name)
         if not isinstance(obj, type) and not callable(obj):
             continue
-        if not getattr(obj, "__module__", "").startswith(("hermes_sdk._core", "hermes_sdk._families")):
+        if not getattr(obj, "__module__", "").startswith(_PRIVATE):
             continue
         if isinstance(obj, type):
             try:

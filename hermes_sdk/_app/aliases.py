@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Callable, Optional, TypeVar, cast
 
-from .._core.families import PluginExecutor, legacy_resources
+from .._core.families import family_executor, legacy_resources
 from ._compat import deprecated
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class DeprecatedAliases:
                 raise AttributeError(f"'HermesClient' object has no attribute {name!r}")
             extra = self.__dict__.setdefault("_extra", {})
             if name not in extra:
-                extra[name] = factory(PluginExecutor(self._executor))  # not the executor: see Registry.builtin
+                extra[name] = factory(family_executor(self._executor))  # not the executor: nothing leads to the key
             return extra[name]
 
     @_moved("runs.get")

@@ -95,8 +95,8 @@ class CompositeContext:
         self.approval_provider: Optional["ApprovalProvider"] = runtime.approval_provider
         #: The client's idempotency store, where a composite operation keeps its own durable state.
         self.store: IdempotencyStore = runtime.store
-        # A plugin's composite gets ``calls`` (request() and state() only): nothing here leads to the key.
-        self._executor: "FamilyExecutor" = calls if calls is not None else executor
+        # Its calls go through a FamilyExecutor (built-in and plugin families alike): nothing here leads to the key.
+        self._executor: "FamilyExecutor" = calls if calls is not None else executor.given_to()
 
     @property
     def records(self) -> RecordsView:

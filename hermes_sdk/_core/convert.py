@@ -67,6 +67,12 @@ def _cattrs() -> "cattrs.Converter":
     return _converter
 
 
+def structure(data: object, cls: type[T]) -> T:
+    """``data`` read into the attrs class ``cls`` by the SDK's cattrs converter (built on first use:
+    a process that only chats never imports cattrs)."""
+    return _cattrs().structure(data, cls)
+
+
 def object_copy(value: object) -> dict[str, object]:
     """A JSON object's shallow copy, as cattrs' mapping hook makes for ``dict[str, Any]`` (without
     structuring each key and value again: JSON objects have string keys, and the values are Any)."""

@@ -25,7 +25,7 @@ from .call import Call
 from .capabilities import capability_id, parse_capability_id
 from .deadline import Timeout, as_timeout, effective
 from .endpoints import Endpoint, ExecutionContext, deadline_epoch, normalize_endpoint_id, seconds_value
-from .families import FamilyExecutor, PluginExecutor
+from .families import FamilyExecutor, family_executor
 from .models import ActionResult, StreamResult
 from .operations import OperationSpec
 from .operations.common import split_key
@@ -68,11 +68,15 @@ class Executor:
         """This client's state of the family declared with ``Family(state=kind)``."""
         return self.runtime.registry.state(kind)
 
-    def given_to(self, family: str) -> FamilyExecutor:
-        """What the family ``family``'s resource (or composite) is given: this executor for a built-in
-        family, a :class:`PluginExecutor` (request() and state() only) for a plugin's, from which nothing
-        leads to the endpoints and their keys."""
-        return self if self.runtime.registry.builtin(family) else PluginExecutor(self)
+    def given_to(self, family: str = "") -> FamilyExecutor:
+        """What the family ``family``'s resource (or composite) is given, built-in or plugin family alike:
+        a :class:`FamilyExecutor`, from which nothing leads to the endpoints and their keys."""
+        return family_executor(self)
+
+    def composite(self, endpoint: Optional[str], input: Mapping[str, object], options: CallOptions,
+                  calls: FamilyExecutor) -> CompositeContext:
+        """The context a composite operation is given, its calls through ``calls``."""
+        return CompositeContext(self, endpoint, input, options, calls)
 
     def _request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions) -> T:
         call = self.build(spec, self.endpoint(options.endpoint), data, options)
@@ -193,15 +197,18 @@ class Executor:
 
     def approval_request(self, operation_or_capability: str, input: Mapping[str, object], *,
                          reason: Optional[str] = None, action_id: Optional[str] = None,
-                         endpoint: Optional[str] = None) -> ApprovalRequest:
-        """The ApprovalRequest an approval-gated call with this input would ask for."""
+                         endpoint: Optional[str] = None, context: Optional[ExecutionContext] = None,
+                         identifiers: Optional[Mapping[str, str]] = None) -> ApprovalRequest:
+        """The ApprovalRequest an approval-gated call with this input would ask for (``context``: the
+        principal and tenant it names, the client's by default; ``identifiers``: shown besides the ids)."""
         if operation_or_capability in self.runtime.registry.operations:
             cap = capability_id(self.endpoint(endpoint).id, operation_or_capability)
         else:
             cap = operation_or_capability
             parse_capability_id(cap, self.runtime.registry.operations)
-        return request_for(cap, dict(input), reason, action_id or new_action_id(), self.context,
-                           self.runtime.redactor)
+        return request_for(cap, dict(input), reason, action_id or new_action_id(),
+                           context if context is not None else self.context, self.runtime.redactor,
+                           identifiers=identifiers)
 
 
 _DEADLINE = ("deadline", "the call's deadline=", "pass a later deadline=")

@@ -20,7 +20,6 @@ from typing import (
     KeysView,
     Mapping,
     Optional,
-    Protocol,
     TypeVar,
     Union,
     cast,
@@ -28,13 +27,18 @@ from typing import (
 
 import attrs
 
-from ..errors import PluginError
+from ..errors import HermesError, PluginError
 from . import family_loading
 from ._deprecation import deprecated
-from .capabilities import Contract
+from ._detach import detach
+from .admission import CompositeContext
+from .approval import ApprovalProvider, ApprovalRequest
+from .capabilities import Contract, capability_id
+from .endpoints import ExecutionContext
 from .operations.spec import OperationSpec, check_spec
 from .options import CallOptions
-from .redaction import register_route
+from .redaction import CommandView, register_route
+from .server_features import ServerFeatures
 
 if TYPE_CHECKING:
     from .executor import Executor
@@ -47,46 +51,105 @@ T = TypeVar("T")
 R_co = TypeVar("R_co", covariant=True)
 
 
-class FamilyExecutor(Protocol):
-    """What a family's resource is given: one typed call per operation, through every stage."""
-
-    def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = ...) -> T:
-        """Run one call of ``spec``: validation, policy, idempotency, approval, the HTTP exchange."""
-        ...
-
-    def state(self, kind: Callable[[], S]) -> S:
-        """This client's state of the family declared with ``Family(state=kind)`` (built once per client)."""
-        ...
-
-
-#: The executors behind the facades, by a number only the facade holds: what a plugin's resource is
+#: The executors behind the facades, by a number only the facade holds: what a family's resource is
 #: given has no attribute, referent or closure that leads to the client's endpoints (its API key).
 _executors: dict[int, "Executor"] = {}
 _numbers = itertools.count(1)
 _DEFAULT_OPTIONS = CallOptions()
 
 
-class PluginExecutor:
-    """The :class:`FamilyExecutor` a plugin family's resource and composite context are given:
-    ``request()`` and ``state()`` of one client, and nothing else (no endpoint, credential or runtime)."""
+class FamilyExecutor:
+    """What a family's resource and composite context are given, built-in and plugin families alike:
+    typed calls through every stage, the family's per-client state, and the few client facts a family
+    needs (server features, the approval provider, the redactor's view of a text, a record to forget);
+    no endpoint, credential or runtime is reachable from it."""
 
     __slots__ = ("_number", "__weakref__")
+    _number: int  # the key of its executor in _executors (set by family_executor)
 
-    def __init__(self, executor: "Executor") -> None:
-        number = self._number = next(_numbers)
-        _executors[number] = executor
-        weakref.finalize(self, _executors.pop, number, None)  # the executor is let go with the facade
+    def __init__(self) -> None:
+        raise TypeError("a client gives each family its FamilyExecutor (client.resource(...)); none is built by hand")
 
     def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = _DEFAULT_OPTIONS) -> T:
-        """Run one call of ``spec`` through every stage (see :class:`FamilyExecutor`)."""
-        return _executors[self._number].request(spec, data, options)
+        """Run one call of ``spec``: validation, policy, idempotency, approval, the HTTP exchange.
+
+        A failure leaves from this frame, which holds no Call (see :mod:`hermes_sdk._core._detach`)."""
+        try:  # Executor.request's own body, so a resource's call costs no frame more than it did
+            return _executors[self._number]._request(spec, data, options)
+        except HermesError as exc:
+            raise detach(exc)  # noqa: B904 (the same error again: its own cause stays)
 
     def state(self, kind: Callable[[], S]) -> S:
-        """This client's state of the family declared with ``Family(state=kind)``."""
+        """This client's state of the family declared with ``Family(state=kind)`` (built once per client)."""
         return _executors[self._number].state(kind)
+
+    @property
+    def context(self) -> Optional[ExecutionContext]:
+        """The client's default :class:`~hermes_sdk.ExecutionContext` (a call's own wins)."""
+        return _executors[self._number].context
+
+    @property
+    def closed(self) -> bool:
+        """Whether the client was closed (its connection pool is): a family tries nothing again."""
+        return _executors[self._number].runtime.transport.closed
+
+    @property
+    def approval_provider(self) -> Optional[ApprovalProvider]:
+        """The client's approval provider (None when it has none)."""
+        return _executors[self._number].runtime.approval_provider
+
+    @property
+    def allow_permanent_approvals(self) -> bool:
+        """Whether the client lets an approval be answered ``always``."""
+        return _executors[self._number].runtime.allow_permanent_approvals
+
+    def capability_id(self, operation: str, endpoint: Optional[str] = None) -> str:
+        """The capability id of ``operation`` at ``endpoint`` (the only, else the default, one when None)."""
+        return capability_id(_executors[self._number].endpoint(endpoint).id, operation)
+
+    def server_features(self, endpoint: Optional[str] = None) -> ServerFeatures:
+        """What the endpoint's server supports (``/v1/capabilities``, asked once per client and endpoint)."""
+        executor = _executors[self._number]
+        return executor.runtime.server_features.get(executor, endpoint)
+
+    def forget(self, operation: str, key: str, endpoint: Optional[str] = None) -> None:
+        """Drop the client's durable record of ``operation`` under ``key`` (a start the server itself
+        dedupes is sent again with the same key)."""
+        executor = _executors[self._number]
+        executor.runtime.store.forget(capability_id(executor.endpoint(endpoint).id, operation), key)
+
+    def redact(self, text: str, field: Optional[str] = None) -> str:
+        """``text`` as the client's redaction policy shows it (secrets and, by policy, more hidden)."""
+        return _executors[self._number].runtime.redactor.text(text, field)
+
+    def command_view(self, command: str) -> CommandView:
+        """A command as an approver sees it: every byte but secrets' values, and whether it is shown whole."""
+        return _executors[self._number].runtime.redactor.command_view(command)
+
+    def approval_request(self, operation: str, input: Mapping[str, object], reason: Optional[str], *,
+                         endpoint: Optional[str] = None, context: Optional[ExecutionContext] = None,
+                         identifiers: Optional[Mapping[str, str]] = None) -> ApprovalRequest:
+        """The :class:`~hermes_sdk.ApprovalRequest` the approval stage builds for ``input`` (bound by its
+        hash, the approver's view of it, the TTL); ``context`` defaults to the client's."""
+        return _executors[self._number].approval_request(operation, input, reason=reason, endpoint=endpoint,
+                                                         context=context, identifiers=identifiers)
+
+    def composite(self, endpoint: Optional[str], input: Mapping[str, object],
+                  options: CallOptions) -> CompositeContext:
+        """The :class:`CompositeContext` ``invoke()`` gives a composite operation, over these calls."""
+        return _executors[self._number].composite(endpoint, input, options, self)
 
     def __repr__(self) -> str:
         return "<FamilyExecutor>"
+
+
+def family_executor(executor: "Executor") -> FamilyExecutor:
+    """The :class:`FamilyExecutor` over ``executor``: it holds a number, the executor is in ``_executors``."""
+    facade = object.__new__(FamilyExecutor)
+    number = facade._number = next(_numbers)
+    _executors[number] = executor
+    weakref.finalize(facade, _executors.pop, number, None)  # the executor is let go with the facade
+    return facade
 
 
 @attrs.frozen
@@ -101,7 +164,7 @@ class Family(Generic[R_co]):
 
     name: str
     specs: tuple[OperationSpec[object], ...]
-    #: Takes a :class:`FamilyExecutor` (a plugin's family is given a :class:`PluginExecutor`).
+    #: Takes a :class:`FamilyExecutor` (built-in and plugin families are given the same kind).
     resource: Optional[Callable[[Any], R_co]] = None
     #: ``"module:function"`` adding this family's ``hermes-sdk`` subcommands: ``function(subparsers,
     #: connection_parent, json_parent)``. Named, not imported, so the library never loads the CLI.
@@ -274,7 +337,7 @@ class Registry:
         return self._family_of_operation[operation]
 
     def builtin(self, name: str) -> bool:
-        """Whether the family ``name`` is one of the SDK's own (its resource may hold the internal executor)."""
+        """Whether the family ``name`` is one of the SDK's own (its routes are scrubbed in every client)."""
         return name in self._builtin
 
     @property

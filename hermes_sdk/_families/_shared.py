@@ -11,12 +11,19 @@ from typing import Any, Callable, Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS, DEFAULT_MODEL, MAX_MAX_EVENTS, MAX_SAFE_INTEGER
-from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
-from hermes_sdk._core.family_loading import import_module as import_module  # family modules, under one lock
-from hermes_sdk._core.operations.common import (
+from hermes_sdk.errors import InvalidInputError
+from hermes_sdk.plugin import (
+    CALL_KEYWORDS,
+    CONFIDENTIAL,
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MODEL,
+    MAX_MAX_EVENTS,
+    MAX_SAFE_INTEGER,
+    MODEL_SIDE_EFFECTS,
+    Contract,
     check_message,
     check_numbers,
+    close_match,
     control_headers,
     encode_body,
     is_number,
@@ -24,12 +31,11 @@ from hermes_sdk._core.operations.common import (
     require_input,
     visible_text,
 )
-from hermes_sdk._core.operations.keywords import CALL_KEYWORDS, close_match
-from hermes_sdk.errors import InvalidInputError
-from hermes_sdk.plugin import Contract
+from hermes_sdk.plugin import import_family_module as import_module  # family modules, under one lock
 
-#: Control fields every tool-like operation accepts besides its own (the key, the AIP envelope).
-CONTROL_FIELDS = ("idempotency_key", "_aip")
+#: Control fields every tool-like operation accepts besides its own: the AIP envelope (the idempotency
+#: key is taken off every input before a builder sees it: split_key).
+CONTROL_FIELDS = ("_aip",)
 
 _READ = ("read", "external_network")
 _WRITE = ("read", "write", "external_network")

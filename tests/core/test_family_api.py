@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Iterator, Mapping
 
 import attrs
 import pytest
 
-from hermes_sdk import HermesClient, InvalidInputError
+from hermes_sdk import HermesClient, InvalidInputError, RunNotFoundError
 from hermes_sdk.plugin import (
     ActionResult,
     AdmitContext,
@@ -29,6 +30,8 @@ from hermes_sdk.plugin import (
     RequestParts,
     hookimpl,
 )
+from hermes_sdk.testing import HermesEmulator
+from hermes_sdk.types import RunStatus
 
 
 @attrs.define
@@ -164,3 +167,47 @@ def test_a_composite_operation_gets_a_context_not_the_executor(server: tuple) ->
         assert seen[0][1]["Idempotency-Key"] == "k-2" and "Idempotency-Key" not in seen[1][1]
         public = {name for name in dir(CompositeContext) if not name.startswith("_")}
         assert not {"executor", "runtime", "endpoint", "api_key"} & public
+
+
+def test_a_third_party_run_stop_written_on_public_imports_behaves_as_the_builtin(
+        hermes_emulator: HermesEmulator) -> None:
+    """Issue 40: ``run_stop`` re-implemented in ``toy_run_stop.py`` (public imports only: the layout
+    walk below proves it) sends the built-in's request, reads the same RunStatus, marks the run stopped
+    in its own state first, and refuses and fails as the built-in does."""
+    import toy_run_stop
+    from test_architecture import imports, modules
+
+    known = modules()
+    path = Path(toy_run_stop.__file__)
+    found = imports("toy_run_stop", path, {**known, "toy_run_stop": path}, type_checking=True)
+    assert found <= {"hermes_sdk.errors", "hermes_sdk.plugin", "hermes_sdk.types"}, found
+
+    release = threading.Event()  # the model answers when released: the runs are running while stopped
+    hermes_emulator.script(lambda info: "done" if release.wait(60) else "timed out")
+    with hermes_emulator.client(load_entrypoints=False, plugins=[toy_run_stop.ToyRunsPlugin()]) as client:
+        toy = client.resource(toy_run_stop.ToyRuns)
+        outcomes: list[tuple[object, ...]] = []
+        for stop, stopped in ((client.runs.stop, client.runs.stopped), (toy.stop, toy.stopped)):
+            run = client.runs.start("sleep 30", idempotency_key=f"k-{len(outcomes)}")
+            before = len(hermes_emulator.requests_seen)
+            status = stop(run.id)
+            (sent,) = [r for r in hermes_emulator.requests_seen[before:] if r.path.endswith("/stop")]
+            outcomes.append((type(status), status.run_id == run.id, status.status, sent.method,
+                             sent.path.replace(run.id, "<id>"), sent.body, stopped(run.id)))
+        release.set()
+        assert outcomes[0] == outcomes[1] == (RunStatus, True, outcomes[0][2], "POST", "/v1/runs/<id>/stop", None,
+                                              True), outcomes
+        for bad in ({"run_id": ""}, {"run_id": "a/b"}, {"run_id": "r", "x": 1}):
+            errors = []
+            for operation in ("run_stop", "toy_run_stop"):
+                result = client.invoke(f"cap:hermes_agent:default:{operation}", bad)
+                assert result.error is not None
+                errors.append((type(result.error), result.error.details.get("field"), result.error.message))
+            assert errors[0] == errors[1], errors
+        missing = []
+        for stop in (client.runs.stop, toy.stop):
+            with pytest.raises(RunNotFoundError) as caught:
+                stop("run_nonexistent")
+            missing.append((caught.value.http_status, caught.value.code, caught.value.message))
+        assert missing[0] == missing[1], missing
+        assert toy.steers() == client.server_features().run_steer

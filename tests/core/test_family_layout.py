@@ -28,188 +28,14 @@ from hermes_sdk.errors import PluginError
 from hermes_sdk.testing import HermesEmulator
 
 FAMILIES = "hermes_sdk._families"
-#: What a family module may import besides its own package.
-PUBLIC_FAMILY_API = {"hermes_sdk.plugin", "hermes_sdk.errors", "hermes_sdk.hookspecs", f"{FAMILIES}._shared"}
+#: What a family module may import besides its own package (and the family it uses, FAMILY_USES).
+PUBLIC_FAMILY_API = {"hermes_sdk.plugin", "hermes_sdk.errors", "hermes_sdk.hookspecs", "hermes_sdk.types",
+                     f"{FAMILIES}._shared"}
 
-#: Family module -> the private kernel modules it still imports, and why (not yet in ``hermes_sdk.plugin``).
-FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {
-    f"{FAMILIES}.discovery.types": {
-        "hermes_sdk._core.convert": "shape/one/many/as_dict/NO_CONTEXT: the cattrs decoders every built-in result "
-                                    "uses; not a public decoding API yet",
-    },
-    f"{FAMILIES}._shared": {
-        "hermes_sdk._core.operations.common": "require_input, encode_body, control_headers, max_events_value, "
-                                              "check_message, check_numbers, is_number, visible_text: the JSON-tree "
-                                              "input rule, the one body encoder (413 refused locally) and the "
-                                              "message and header rules of every builder, the kernel's runs "
-                                              "builders included; families reach them through _shared",
-        "hermes_sdk._core._constants": "DEFAULT_MODEL, DEFAULT_MAX_EVENTS, MAX_SAFE_INTEGER: one number for every "
-                                       "family (the runs builders use them too)",
-        "hermes_sdk._core.capabilities": "CONFIDENTIAL, MODEL_SIDE_EFFECTS: the contract values of every "
-                                         "model-calling operation (runs and session chat too)",
-        "hermes_sdk._core.operations.keywords": "CALL_KEYWORDS, close_match: the unknown-keyword hint, which the "
-                                                "CLI's close-match shares",
-        "hermes_sdk._core.family_loading": "import_module: a family module imported on first use goes under the "
-                                           "process-wide family import lock (issue 38 item 5)",
-    },
-    f"{FAMILIES}.sessions.types": {
-        "hermes_sdk._core.convert": "one/read/shape/json_object/NO_CONTEXT: the cattrs decoders every built-in "
-                                    "result uses; not a public decoding API yet",
-        "hermes_sdk._core.events": "TOOL_EVENT_CLASSES: the session stream's tool events are the run events' "
-                                   "classes (one set of tool events, shared with the runs family)",
-        "hermes_sdk._core.lenient": "opt_str/opt_object: the one lenient reader of server fields",
-    },
-    f"{FAMILIES}.sessions.operations": {
-        "hermes_sdk._core._constants": "DEFAULT_MAX_EVENTS: the bound of every event stream, one number for all",
-        "hermes_sdk._core.aggregate": "Aggregate: what a stream accumulator reads (the public Accumulator's input)",
-        "hermes_sdk._core.capabilities": "CONFIDENTIAL, MODEL_SIDE_EFFECTS: the contract values the model-calling "
-                                         "operations of every family publish",
-        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
-        "hermes_sdk._core.operations.common": "control_headers, max_events_value, visible_text: input rules shared "
-                                              "with the kernel's chat and runs builders",
-    },
-    f"{FAMILIES}.sessions.resource": {
-        "hermes_sdk._core._constants": "DEFAULT_MAX_EVENTS: the default max_events= of chat_stream",
-        "hermes_sdk._core._sentinels": "REQUIRED, UNCHANGED: the keyword defaults help() shows as <required> and "
-                                       "<unchanged>",
-        "hermes_sdk._core.approval": "ApprovalDecision: the type of the approval= keyword (public at the top, not "
-                                     "in hermes_sdk.plugin)",
-        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
-        "hermes_sdk._core.executor": "Executor: messages() reads the client's server-feature cache "
-                                     "(executor.runtime.server_features, fork_redirect); no public way to read "
-                                     "server facts from a family yet",
-    },
-    f"{FAMILIES}.jobs.types": {
-        "hermes_sdk._core.convert": "shape/one/many: the cattrs decoders every built-in result uses; not a public "
-                                    "decoding API yet",
-    },
-    f"{FAMILIES}.jobs.resource": {
-        "hermes_sdk._core._sentinels": "REQUIRED, UNCHANGED: the keyword defaults help() shows as <required> and "
-                                       "<unchanged>",
-        "hermes_sdk._core.approval": "ApprovalDecision: the type of the approval= keyword (public at the top, not "
-                                     "in hermes_sdk.plugin)",
-        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
-    },
-    f"{FAMILIES}.chat.operations": {
-        "hermes_sdk._core.aggregate": "Aggregate: what a stream accumulator reads (the public Accumulator's input)",
-        "hermes_sdk._core.events": "tool_event, typed_stream_event: a chat stream's tool progress and typed "
-                                   "events are the run events' classes (one set of tool events)",
-        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
-    },
-    f"{FAMILIES}.responses.operations": {
-        "hermes_sdk._core.aggregate": "Aggregate: what a stream accumulator reads (the public Accumulator's input)",
-        "hermes_sdk._core.events": "tool_event, typed_stream_event: a Responses stream's function calls and typed "
-                                   "events are the run events' classes (one set of tool events)",
-        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
-    },
-    f"{FAMILIES}.chat.resource": {
-        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
-    },
-    f"{FAMILIES}.responses.resource": {
-        "hermes_sdk._core._sentinels": "REQUIRED: the keyword default help() shows as <required>",
-        "hermes_sdk._core.approval": "ApprovalDecision: the type of the approval= keyword (public at the top, not "
-                                     "in hermes_sdk.plugin)",
-        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords",
-    },
-    f"{FAMILIES}.chat.types": {
-        "hermes_sdk._core.convert": "converter/json_object/NO_CONTEXT: the cattrs converter every built-in result "
-                                    "is read with; not a public decoding API yet",
-    },
-    f"{FAMILIES}.responses.types": {
-        "hermes_sdk._core.convert": "converter/json_object/NO_CONTEXT: the cattrs converter every built-in result "
-                                    "is read with; not a public decoding API yet",
-    },
-    f"{FAMILIES}.discovery.resource": {
-        "hermes_sdk._core.deadline": "TimeoutLike: the type of every built-in method's timeout= keyword",
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the types of the deadline= and context= keywords "
-                                      "(ExecutionContext is public at the top, not in hermes_sdk.plugin)",
-    },
-    f"{FAMILIES}.runs.events": {
-        "hermes_sdk._core.events": "RunEvent, MessageDelta, ApprovalRequested, EventFields: the stream events chat "
-                                   "and Responses streams yield too (typed_stream_event); they leave the kernel for "
-                                   "_shared once chat and responses are families",
-        "hermes_sdk._core.lenient": "opt_str/opt_int/...: the one lenient reader of server fields",
-    },
-    f"{FAMILIES}.runs.types": {
-        "hermes_sdk._core.convert": "shape/one/read/json_object/NO_CONTEXT: the cattrs decoders every built-in result "
-                                    "uses; not a public decoding API yet",
-        "hermes_sdk._core.lenient": "opt_str: the one lenient reader of server fields",
-    },
-    f"{FAMILIES}.runs.operations": {
-        "hermes_sdk._core.capabilities": "CONFIDENTIAL, MODEL_SIDE_EFFECTS: the contract values the model-calling "
-                                         "operations of every family publish",
-        "hermes_sdk._core.models": "StreamEvent: the raw SSE event a stream accumulator is given",
-        "hermes_sdk._core.operations.common": "check_message, control_headers, session_value, visible_text: input "
-                                              "rules shared with the kernel's chat builders",
-    },
-    f"{FAMILIES}.runs.resource": {
-        "hermes_sdk._core._sentinels": "REQUIRED: the keyword default help() shows as <required>",
-        "hermes_sdk._core.approval": "ApprovalRequest: what approval_request() returns (public at the top, not in "
-                                     "hermes_sdk.plugin)",
-        "hermes_sdk._core.capabilities": "capability_id: the record a server-replayed start forgets is named by it",
-        "hermes_sdk._core.deadline": "Timeout, TimeoutLike: the events subscription's read timeout, the timeout= type",
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext, deadline_epoch: the deadline= and context= "
-                                      "keywords",
-        "hermes_sdk._core.executor": "Executor, new_action_id: start() forgets a record and reads the server-feature "
-                                     "cache, approval_request() the redactor and endpoint; no public way yet",
-        "hermes_sdk._core.stages.approval": "request_for: the one builder of an ApprovalRequest (bound by its input "
-                                            "hash), shared with the approval stage",
-    },
-    f"{FAMILIES}.runs.run": {
-        "hermes_sdk._core.approval": "ApprovalRequest, check: a decision's binding, TTL and evidence check before its "
-                                     "choice is sent (the approval stage's own check)",
-        "hermes_sdk._core.endpoints": "ExecutionContext, seconds_value: the context= type and the timeout rule",
-        "hermes_sdk._core.models": "StreamEvent: the raw SSE events the reader thread hands on",
-        "hermes_sdk._core.recorders": "buffering_recorder, replaying_recorder, refusal, raised_by_test_double: a "
-                                      "run that would wait for a person under a recorder that buffers (vcrpy) is "
-                                      "refused fast, and so on its replay; the kernel's transport asks the same "
-                                      "module whether an exception is a test double's",
-        "hermes_sdk._core.stages.approval": "as_decision: the one reading of an approval decision's JSON shape",
-    },
-    f"{FAMILIES}.runs.run_answers": {
-        "hermes_sdk._core.approval": "ApprovalRequest: what the provider is asked",
-        "hermes_sdk._core.models": "StreamEvent: what the local queue holds",
-        "hermes_sdk._core.stages.approval": "ask_provider: asks a provider with its failure typed, as the approval "
-                                            "stage does",
-    },
-    f"{FAMILIES}.runs.state": {
-        "hermes_sdk._core._fork": "register: the stopped-runs lock is renewed in a forked child (every lock of the "
-                                  "SDK is)",
-    },
-    f"{FAMILIES}.runs.stream_approvals": {
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext, deadline_epoch: the chat stream's bounds",
-        "hermes_sdk._core.models": "StreamEvent: the chat stream's events it is shown",
-        "hermes_sdk._core.stages.approval": "ask_provider: asks a provider with its failure typed",
-    },
-    f"{FAMILIES}.operator.operations": {
-        "hermes_sdk._core.capabilities": "CONFIDENTIAL, MODEL_SIDE_EFFECTS: the contract values the model-calling "
-                                         "operations of every family publish",
-    },
-    f"{FAMILIES}.operator.methods": {
-        "hermes_sdk._core._sentinels": "REQUIRED: the keyword default help() shows as <required>",
-        "hermes_sdk._core.approval": "ApprovalDecision: the approval= type",
-        "hermes_sdk._core.deadline": "TimeoutLike: the timeout= keyword",
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext: the deadline= and context= keywords",
-        "hermes_sdk._core.executor": "Executor: the client's executor the mixin hands to the family's operate()",
-    },
-    f"{FAMILIES}.operator.resource": {
-        "hermes_sdk._core._constants": "DELETE_KEY_TTL_SECONDS: how long the operator's state record is kept",
-        "hermes_sdk._core._sentinels": "REQUIRED: the keyword default help() shows as <required>",
-        "hermes_sdk._core.approval": "ApprovalDecision, ApprovalRequest, ask: the approval= type and the gate that "
-                                     "tags and asks the run's provider",
-        "hermes_sdk._core.capabilities": "capability_id: a start record is found by the operator's capability id",
-        "hermes_sdk._core.convert": "recorded_result: a start's durable record read back as an ActionResult",
-        "hermes_sdk._core.deadline": "TimeoutLike, as_timeout: the timeout= keyword and the action's bound",
-        "hermes_sdk._core.endpoints": "Deadline, ExecutionContext, deadline_epoch: the deadline= and context= "
-                                      "keywords",
-        "hermes_sdk._core.executor": "Executor, new_action_id: operate() builds the CompositeContext invoke() "
-                                     "builds, over the client's executor",
-    },
-}
+#: Family module -> the private kernel modules it may import, and why. Empty since issue 40: a family
+#: imports only the public family API (built-in families as a third party writes one); kept, and held
+#: empty, so a new private import fails here with its name, not silently.
+FAMILY_IMPORTS_OF_CORE: dict[str, dict[str, str]] = {}
 
 #: Families that may import another family's package (besides the public API, _shared and their own).
 FAMILY_USES = {f"{FAMILIES}.operator": {f"{FAMILIES}.runs": "the operator is a governed run: it starts, follows and "
@@ -265,6 +91,17 @@ def test_a_family_imports_only_the_public_family_api_and_its_own_package() -> No
         stale += [f"{name} no longer imports {t}: remove it from the list" for t in allowed if t not in found]
     assert not unexpected, "\n".join(unexpected)
     assert not stale, "\n".join(stale)
+
+
+def test_no_family_module_imports_the_kernel_privately() -> None:
+    """Issue 40: the allowlist is empty, and a walk of every family module (module level, inside
+    functions, under TYPE_CHECKING, by name) finds no ``hermes_sdk._core`` or ``hermes_sdk._app`` import."""
+    assert FAMILY_IMPORTS_OF_CORE == {}
+    known = modules()
+    found = [f"{name} imports {target}" for name in sorted(m for m in known if m.startswith(FAMILIES + "."))
+             for target in sorted(_all_imports(name, known[name], known))
+             if target.startswith(("hermes_sdk._core", APP)) or target == "hermes_sdk"]
+    assert not found, "\n".join(found)
 
 
 def test_the_kernel_imports_no_family_and_nothing_of_the_application_layer() -> None:

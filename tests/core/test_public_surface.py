@@ -18,7 +18,7 @@ import hermes_sdk.types
 from hermes_sdk._app import _compat
 
 #: Where implementation lives; no exported name may say so in its __module__.
-PRIVATE = ("hermes_sdk._core", "hermes_sdk._families")
+PRIVATE = ("hermes_sdk._core", "hermes_sdk._families", "hermes_sdk._app")
 
 ROOT = Path(hermes_sdk.__file__).resolve().parent
 #: What a user or a plugin imports by name; everything else is private (_core, or a leading underscore).

@@ -406,6 +406,28 @@ def test_a_plugin_familys_resource_and_composite_context_lead_nowhere_near_the_k
         assert reaches(ctx.resource(namespace["Holder"]), key) == []
 
 
+def test_the_builtin_families_resources_and_composite_context_lead_nowhere_near_the_key(
+        hermes_emulator: HermesEmulator) -> None:
+    """Issue 40: built-in families are given the FamilyExecutor a plugin's is (they took the kernel's
+    executor, one attribute from the endpoints, before)."""
+    from hermes_sdk.plugin import CallOptions
+    from hermes_sdk.types import Chat, Jobs, Responses, Runs, Sessions
+
+    with hermes_emulator.client(load_entrypoints=False) as client:
+        key = hermes_emulator.api_key
+        assert reaches(client, key)
+        for resource in (Chat, Responses, Runs, Sessions, Jobs):
+            built = client.resource(resource)
+            assert reaches(built, key) == [], resource.__name__
+            assert repr(built._executor) == "<FamilyExecutor>", resource.__name__
+        assert reaches(client.runs.operator_gated(), key) == []
+        assert client.runs.approval_request("run_x", "ls", reason="list").capability_id.endswith(":run_approval")
+        operator = client._executor.given_to("operator")  # what client.operate() hands the operator family
+        ctx = operator.composite(None, {}, CallOptions())
+        assert reaches(operator, key) == [] and reaches(ctx, key) == []
+        assert reaches(ctx.resource(Runs), key) == []
+
+
 # --------------------------------------------------------------------------- item 9: routes per client
 
 WIDGETS = '''

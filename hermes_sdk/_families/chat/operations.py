@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from hermes_sdk._core.aggregate import Aggregate
-from hermes_sdk._core.models import StreamEvent
 from hermes_sdk._families._shared import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_MODEL,
@@ -23,6 +21,7 @@ from hermes_sdk._families._shared import (
 from hermes_sdk.errors import STREAM_FAILED, HermesError, StreamError
 from hermes_sdk.plugin import (
     Accumulator,
+    Aggregate,
     Anything,
     Field,
     Header,
@@ -37,14 +36,16 @@ from hermes_sdk.plugin import (
     OperationSpec,
     RequestParts,
     Rule,
+    StreamEvent,
     Text,
 )
 from hermes_sdk.plugin import invalid_input as bad
 
 from .types import ChatCompletion, ChatStream, chat_completion
 
-# Control fields travel as headers or steer the SDK; they never reach the provider JSON body.
-CONTROL_FIELDS = ("session_id", "session_key", "idempotency_key", "max_events", "_aip", "stream")
+# Control fields travel as headers or steer the SDK; they never reach the provider JSON body (the
+# idempotency key is taken off every input before a builder sees it: split_key).
+CONTROL_FIELDS = ("session_id", "session_key", "max_events", "_aip", "stream")
 HISTORY_ROLES = ("user", "assistant")
 
 
@@ -151,7 +152,7 @@ class ChatAccumulator(Accumulator):
 
     def __init__(self) -> None:
         # The typed events load with a process's first stream, not with its first chat.
-        from hermes_sdk._core.events import tool_event, typed_stream_event
+        from hermes_sdk.plugin import tool_event, typed_stream_event
 
         self.error: object = None
         self.hermes: object = None

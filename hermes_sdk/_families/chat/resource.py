@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from hermes_sdk._core.deadline import TimeoutLike
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext
 from hermes_sdk._families._shared import DEFAULT_MAX_EVENTS, DEFAULT_MODEL
-from hermes_sdk.plugin import CallOptions, FamilyExecutor
+from hermes_sdk.plugin import CallOptions, Deadline, ExecutionContext, FamilyExecutor, TimeoutLike
 
 from .operations import CHAT, CHAT_STREAM, chat_input
 from .types import ChatCompletion, ChatStream

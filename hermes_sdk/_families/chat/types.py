@@ -6,9 +6,8 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core.convert import NO_CONTEXT, json_object, object_copy
 from hermes_sdk.errors import InvalidResponseError
-from hermes_sdk.plugin import DecodeContext, HermesStream
+from hermes_sdk.plugin import NO_CONTEXT, DecodeContext, HermesStream, json_object, object_copy
 
 
 @attrs.frozen

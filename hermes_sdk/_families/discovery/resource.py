@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Mapping, Optional, Protocol, TypeVar
 
-from hermes_sdk._core.deadline import TimeoutLike
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext
-from hermes_sdk._families._shared import import_module
-from hermes_sdk.plugin import CallOptions, FamilyExecutor
+from hermes_sdk.plugin import CallOptions, Deadline, ExecutionContext, OperationSpec, TimeoutLike
+from hermes_sdk.plugin import import_family_module as import_module
 
 if TYPE_CHECKING:
     from .types import Health, ModelInfo, ServerCapabilities, Skill, Toolset
+
+
+T = TypeVar("T")
+
+
+class _Requests(Protocol):
+    def request(self, spec: OperationSpec[T], data: Mapping[str, object], options: CallOptions = ...) -> T: ...
 
 
 def _operations() -> None:
@@ -20,9 +25,9 @@ def _operations() -> None:
 class DiscoveryMethods:
     """Mixed into :class:`~hermes_sdk.HermesClient`: read-only, retried, no idempotency key."""
 
-    if TYPE_CHECKING:  # read-only: the client's own executor (an Executor) satisfies it
+    if TYPE_CHECKING:  # read-only: the client's own executor satisfies it (these methods are the client's)
         @property
-        def _executor(self) -> FamilyExecutor: ...
+        def _executor(self) -> _Requests: ...
 
     def health(self, *, endpoint: Optional[str] = None, action_id: Optional[str] = None,
                context: Optional[ExecutionContext] = None, deadline: Deadline = None,

@@ -7,9 +7,8 @@ from typing import Any, Optional
 
 import attrs
 
-from hermes_sdk._core.convert import NO_CONTEXT, as_dict, many, one, shape
 from hermes_sdk.errors import InvalidResponseError
-from hermes_sdk.plugin import DecodeContext
+from hermes_sdk.plugin import NO_CONTEXT, DecodeContext, as_dict, many, one, shape
 
 
 @shape("a health object")

@@ -7,11 +7,17 @@ from typing import Optional, TypeVar
 
 import attrs
 
-from hermes_sdk._core._sentinels import REQUIRED, UNCHANGED
-from hermes_sdk._core.approval import ApprovalDecision
-from hermes_sdk._core.deadline import TimeoutLike
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext
-from hermes_sdk.plugin import CallOptions, FamilyExecutor, OperationSpec
+from hermes_sdk.plugin import (
+    REQUIRED,
+    UNCHANGED,
+    ApprovalDecision,
+    CallOptions,
+    Deadline,
+    ExecutionContext,
+    FamilyExecutor,
+    OperationSpec,
+    TimeoutLike,
+)
 
 from .operations import (
     JOB_CREATE,

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import attrs
 
-from hermes_sdk._core.convert import many, one, shape
+from hermes_sdk.plugin import many, one, shape
 
 
 @shape("a job object", required=("id",), malformed="the job object has no id")

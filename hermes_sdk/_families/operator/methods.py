@@ -3,25 +3,32 @@ drives) is imported by the first call, not when the client is built."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional, Protocol
 
-from hermes_sdk._core._sentinels import REQUIRED
-from hermes_sdk._core.approval import ApprovalDecision
-from hermes_sdk._core.deadline import TimeoutLike
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext
-from hermes_sdk._families._shared import import_module
-from hermes_sdk.plugin import ApprovalProvider
+from hermes_sdk.plugin import (
+    REQUIRED,
+    ApprovalDecision,
+    ApprovalProvider,
+    Deadline,
+    ExecutionContext,
+    FamilyExecutor,
+    TimeoutLike,
+)
+from hermes_sdk.plugin import import_family_module as import_module
 
 from .types import OperatorResult  # light; typing.get_type_hints(operate) resolves (the docs read them)
 
-if TYPE_CHECKING:
-    from hermes_sdk._core.executor import Executor
+
+class _GivesFamilyExecutors(Protocol):
+    def given_to(self, family: str) -> FamilyExecutor: ...
 
 
 class OperatorMethods:
     """Mixed into :class:`~hermes_sdk.HermesClient`: ``client.operate``."""
 
-    _executor: Executor
+    if TYPE_CHECKING:  # the client's executor: it gives the operator family its FamilyExecutor
+        @property
+        def _executor(self) -> _GivesFamilyExecutors: ...
 
     def operate(self, objective: Optional[str] = None, *, resume: Optional[str] = None, choice: Optional[str] = None,
                 context: object = None, constraints: Optional[Mapping[str, object]] = None,
@@ -56,7 +63,7 @@ class OperatorMethods:
         import_module("hermes_sdk._families.operator.resource")  # under the family import lock (it imports runs)
         from .resource import operate
 
-        return operate(self._executor, objective, resume=resume, choice=choice, context=context,
+        return operate(self._executor.given_to("operator"), objective, resume=resume, choice=choice, context=context,
                        constraints=constraints, candidate_capabilities=candidate_capabilities,
                        resolve_all=resolve_all, idempotency_key=idempotency_key, approval=approval, reason=reason,
                        approval_provider=approval_provider, endpoint=endpoint, action_id=action_id,

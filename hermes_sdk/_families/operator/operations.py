@@ -14,11 +14,12 @@ from typing import Mapping
 
 import attrs
 
-from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
 from hermes_sdk._families.runs.operations import APPROVAL_CHOICES, refine_run_error, refine_start_error
 from hermes_sdk._families.runs.types import ApprovalAnswer, RunStarted, approval_answer, run_started
 from hermes_sdk.errors import InvalidInputError
 from hermes_sdk.plugin import (
+    CONFIDENTIAL,
+    MODEL_SIDE_EFFECTS,
     ActionResult,
     AdmitContext,
     Anything,

@@ -16,14 +16,6 @@ from typing import Optional, cast
 
 import attrs
 
-from hermes_sdk._core import convert
-from hermes_sdk._core._constants import DELETE_KEY_TTL_SECONDS
-from hermes_sdk._core._sentinels import REQUIRED
-from hermes_sdk._core.approval import ApprovalDecision, ApprovalRequest, ask
-from hermes_sdk._core.capabilities import capability_id
-from hermes_sdk._core.deadline import TimeoutLike, as_timeout
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext, deadline_epoch
-from hermes_sdk._core.executor import Executor, new_action_id
 from hermes_sdk._families.runs import Run, Runs
 from hermes_sdk._families.runs.events import ApprovalRequested
 from hermes_sdk._families.runs.state import OPERATOR_STATE_NAMESPACE, mark_operator_run, scope_digest
@@ -43,14 +35,28 @@ from hermes_sdk.errors import (
 )
 from hermes_sdk.plugin import (
     COMPLETED,
+    DELETE_KEY_TTL_SECONDS,
+    REQUIRED,
     ActionResult,
+    ApprovalDecision,
     ApprovalProvider,
+    ApprovalRequest,
     CallOptions,
     CompositeContext,
+    Deadline,
+    ExecutionContext,
     Family,
+    FamilyExecutor,
     IdempotencyRecord,
     ProviderAnswer,
+    TimeoutLike,
+    as_timeout,
+    capability_id,
+    deadline_epoch,
+    new_action_id,
+    recorded_result,
 )
+from hermes_sdk.plugin import ask_approval as ask
 
 from .operations import OPERATOR, OPERATOR_RESUME, OPERATOR_START
 from .types import OperatorResult
@@ -207,7 +213,7 @@ class Operator:
             return OperatorResult("outcome_unknown", action_id, replayed=True, error=OutcomeUnknownError(
                 "the operator start has no recorded outcome; it is never sent again",
                 details={"original_action_id": action_id, "state": record.state}))
-        result = convert.recorded_result(record.result)
+        result = recorded_result(record.result)
         output = result.output if isinstance(result.output, Mapping) else {}
         if result.status != "completed" or not isinstance(output.get("run_id"), str):
             uncertain = result.error is not None and result.error.uncertain_outcome
@@ -334,7 +340,7 @@ def invoke_operator(ctx: CompositeContext) -> ActionResult:
                         recorded_at=time.time())
 
 
-def operate(ex: Executor, objective: Optional[str] = None, *, resume: Optional[str] = None,
+def operate(ex: FamilyExecutor, objective: Optional[str] = None, *, resume: Optional[str] = None,
             choice: Optional[str] = None, context: object = None, constraints: Optional[Mapping[str, object]] = None,
             candidate_capabilities: Optional[list[str]] = None, resolve_all: bool = False,
             idempotency_key: str = REQUIRED, approval: Optional[ApprovalDecision] = None,
@@ -351,7 +357,7 @@ def operate(ex: Executor, objective: Optional[str] = None, *, resume: Optional[s
     key = None if idempotency_key is REQUIRED else idempotency_key
     options = CallOptions(endpoint=endpoint, idempotency_key=key, action_id=action_id,
                           context=execution_context, deadline=deadline, approval=approval, reason=reason)
-    operator = Operator(CompositeContext(ex, endpoint, {}, options))
+    operator = Operator(ex.composite(endpoint, {}, options))
     if resume is not None:
         if objective is not None or constraints is not None or context is not None:
             raise InvalidInputError("a resume takes only resume=, choice= and resolve_all=",
@@ -367,7 +373,7 @@ def operate(ex: Executor, objective: Optional[str] = None, *, resume: Optional[s
                                 details={"field": "choice"})
     data = _input(objective, context, constraints, candidate_capabilities)
     OPERATOR.check_input(data)
-    provider = approval_provider if approval_provider is not None else ex.runtime.approval_provider
+    provider = approval_provider if approval_provider is not None else ex.approval_provider
     return operator.start(data, options, provider, until)
 
 

@@ -7,9 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Optional
 
-from hermes_sdk._core.aggregate import Aggregate
-from hermes_sdk._core.events import tool_event, typed_stream_event
-from hermes_sdk._core.models import StreamEvent
 from hermes_sdk._families._shared import (
     CONFIDENTIAL,
     DEFAULT_MAX_EVENTS,
@@ -27,6 +24,7 @@ from hermes_sdk._families._shared import (
 from hermes_sdk.errors import InvalidInputError
 from hermes_sdk.plugin import (
     Accumulator,
+    Aggregate,
     Bool,
     Contract,
     Field,
@@ -42,14 +40,17 @@ from hermes_sdk.plugin import (
     PathId,
     RequestParts,
     Rule,
+    StreamEvent,
     Text,
     path_id,
+    tool_event,
+    typed_stream_event,
 )
 from hermes_sdk.plugin import invalid_input as bad
 
 from .types import DeletionReceipt, Response, ResponseStream, deletion_receipt, response
 
-CONTROL_FIELDS = ("session_key", "idempotency_key", "max_events", "_aip")
+CONTROL_FIELDS = ("session_key", "max_events", "_aip")  # the key is taken off before (split_key)
 
 
 def _provider_body(data: Mapping[str, object]) -> dict[str, object]:
@@ -65,7 +66,7 @@ def _only_control_beside_body(data: Mapping[str, object]) -> None:
         extra = sorted(k for k in data if k != "body" and k not in CONTROL_FIELDS)
         if extra:
             raise bad(extra[0], f"'{extra[0]}' belongs inside 'body'; beside it only "
-                                f"{', '.join(CONTROL_FIELDS[:3])} are accepted", fields=extra)
+                                "session_key, idempotency_key, max_events are accepted", fields=extra)
 
 
 def _last_input_is_users(body: Mapping[str, object]) -> None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from hermes_sdk._core._sentinels import REQUIRED
-from hermes_sdk._core.approval import ApprovalDecision
-from hermes_sdk._core.deadline import TimeoutLike
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext
 from hermes_sdk._families._shared import DEFAULT_MAX_EVENTS
-from hermes_sdk.plugin import CallOptions, FamilyExecutor
+from hermes_sdk.plugin import (
+    REQUIRED,
+    ApprovalDecision,
+    CallOptions,
+    Deadline,
+    ExecutionContext,
+    FamilyExecutor,
+    TimeoutLike,
+)
 
 from .operations import RESPONSE_DELETE, RESPONSE_GET, RESPONSES, RESPONSES_STREAM, responses_input, stored_input
 from .types import DeletionReceipt, Response, ResponseStream

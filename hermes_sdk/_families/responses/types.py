@@ -8,9 +8,8 @@ from typing import Any, Mapping, Optional
 import attrs
 import cattrs
 
-from hermes_sdk._core.convert import NO_CONTEXT, converter, json_object
 from hermes_sdk.errors import InvalidResponseError
-from hermes_sdk.plugin import DecodeContext, HermesStream
+from hermes_sdk.plugin import NO_CONTEXT, DecodeContext, HermesStream, json_object, structure
 
 
 @attrs.frozen
@@ -107,7 +106,7 @@ def response(data: object, ctx: DecodeContext = NO_CONTEXT) -> Response:
     if not isinstance(obj.get("id"), str) or not isinstance(obj.get("output", []), list):
         raise InvalidResponseError("malformed response object: no 'id' or 'output'")
     try:
-        return converter.structure(
+        return structure(
             {
                 "id": obj.get("id", ""), "status": obj.get("status"), "model": obj.get("model"),
                 "created_at": obj.get("created_at"), "output": obj.get("output") or [],

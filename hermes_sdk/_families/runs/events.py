@@ -12,15 +12,20 @@ from typing import ClassVar, Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core.events import (
+from hermes_sdk.plugin import (
     ApprovalRequested,
     EventFields,
     MessageDelta,
     RunEvent,
     approval_requested,
     event_fields,
+    opt_bool,
+    opt_float,
+    opt_int,
+    opt_object,
+    opt_str,
 )
-from hermes_sdk._core.lenient import opt_bool, opt_float, opt_int, opt_object, opt_str, text
+from hermes_sdk.plugin import opt_text as text
 
 
 @attrs.frozen(kw_only=True)

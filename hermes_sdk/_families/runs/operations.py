@@ -11,9 +11,6 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.operations.common import control_headers, visible_text
 from hermes_sdk.errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
@@ -28,6 +25,8 @@ from hermes_sdk.errors import (
     SteerNotAcceptedError,
 )
 from hermes_sdk.plugin import (
+    CONFIDENTIAL,
+    MODEL_SIDE_EFFECTS,
     Accumulator,
     AdmitContext,
     Aggregate,
@@ -43,9 +42,12 @@ from hermes_sdk.plugin import (
     PathId,
     RequestParts,
     Rule,
+    StreamEvent,
     Text,
+    control_headers,
     invalid_input,
     path_id,
+    visible_text,
 )
 
 from .._shared import encode_body

@@ -8,15 +8,21 @@ from typing import Optional, Union
 
 import attrs
 
-from hermes_sdk._core._sentinels import REQUIRED
-from hermes_sdk._core.approval import ApprovalRequest
-from hermes_sdk._core.capabilities import capability_id
-from hermes_sdk._core.deadline import Timeout, TimeoutLike
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext, deadline_epoch
-from hermes_sdk._core.executor import Executor, new_action_id
-from hermes_sdk._core.stages.approval import request_for
 from hermes_sdk.errors import HermesError, OutcomeUnknownError
-from hermes_sdk.plugin import ApprovalProvider, CallOptions, OperationSpec, visible
+from hermes_sdk.plugin import (
+    REQUIRED,
+    ApprovalProvider,
+    ApprovalRequest,
+    CallOptions,
+    CallTimeout,
+    Deadline,
+    ExecutionContext,
+    FamilyExecutor,
+    OperationSpec,
+    TimeoutLike,
+    deadline_epoch,
+    visible,
+)
 
 from .operations import (
     RUN_APPROVAL,
@@ -43,7 +49,7 @@ class Runs:
 
     _approval_spec: OperationSpec[ApprovalAnswer] = RUN_APPROVAL
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: FamilyExecutor) -> None:
         self._executor = executor
         self._state = executor.state(RunsState)
 
@@ -57,12 +63,12 @@ class Runs:
     @property
     def allow_permanent_approvals(self) -> bool:
         """Whether the run approval choice ``always`` may be sent."""
-        return self._executor.runtime.allow_permanent_approvals
+        return self._executor.allow_permanent_approvals
 
     @property
     def approval_provider(self) -> Optional[ApprovalProvider]:
         """The client's approval provider (what a run's or a chat stream's requests go to by default)."""
-        return self._executor.runtime.approval_provider
+        return self._executor.approval_provider
 
     def start(self, input: RunInput = REQUIRED, *, idempotency_key: str = REQUIRED,
               instructions: Optional[str] = None, session_id: Optional[str] = None, session_key: Optional[str] = None,
@@ -111,10 +117,9 @@ class Runs:
             if key is None or not self._server_replays(exc, endpoint):
                 raise
             # The server keeps the key: resend it, and the server answers with the run it started.
-            self._executor.runtime.store.forget(capability_id(self._executor.endpoint(endpoint).id,
-                                                              RUN_START.name), key)
+            self._executor.forget(RUN_START.name, key, endpoint)
             started = self._executor.request(RUN_START, data, options)
-        provider = approval_provider if approval_provider is not None else self._executor.runtime.approval_provider
+        provider = approval_provider if approval_provider is not None else self._executor.approval_provider
         limit = deadline_epoch(deadline)
         ctx = context if context is not None else self._executor.context
         if limit is None and ctx is not None:
@@ -132,7 +137,7 @@ class Runs:
         if exc.details.get("started") is False or exc.details.get("before_agent_work") is True:
             return False  # refused before any work: nothing to ask the server for, the key is free
         try:
-            return self._executor.runtime.server_features.get(self._executor, endpoint).runs_idempotency
+            return self._executor.server_features(endpoint).runs_idempotency
         except HermesError:
             return False
 
@@ -228,22 +233,20 @@ class Runs:
         and answered ``deny`` whatever the approver says (nobody saw what would run).
         """
         ex = self._executor
-        cap = capability_id(ex.endpoint(endpoint).id, RUN_APPROVAL.name)
-        redactor = ex.runtime.redactor
         extra = {name: visible(value) for name, value in (("pattern_key", pattern_key), ("session_id", session_id))
                  if value}
         shown_reason = visible(reason) if reason else "the agent asked to run a command"
-        request = request_for(cap, {"run_id": run_id, "command": command}, shown_reason, new_action_id(),
-                              context if context is not None else ex.context, redactor, identifiers=extra or None)
+        request = ex.approval_request(RUN_APPROVAL.name, {"run_id": run_id, "command": command}, shown_reason,
+                                      endpoint=endpoint, context=context, identifiers=extra or None)
         unknown = command_unknown(command)
         not_shown: Optional[str]
         if unknown is not None:  # shown as sent (JSON), never as an empty command shown whole
-            text = redactor.command_view(json.dumps(command, ensure_ascii=False, sort_keys=True, default=repr)).text
+            text = ex.command_view(json.dumps(command, ensure_ascii=False, sort_keys=True, default=repr)).text
             fully_shown, not_shown = False, unknown
         else:
-            text, fully_shown, not_shown = redactor.command_view(str(command))
+            text, fully_shown, not_shown = ex.command_view(str(command))
         return attrs.evolve(request, input_snapshot={**request.input_snapshot, "command": visible(text)},
-                            objective=visible(redactor.text(objective, "objective")) if objective else None,
+                            objective=visible(ex.redact(objective, "objective")) if objective else None,
                             fully_shown=fully_shown, not_shown=not_shown)
 
     def mark_stopped(self, run_id: str) -> None:
@@ -256,7 +259,7 @@ class Runs:
 
     def client_closed(self) -> bool:
         """Whether this client was closed (its pool is): an approval answer is not tried again."""
-        return self._executor.runtime.transport.closed
+        return self._executor.closed
 
     def stopped(self, run_id: str) -> bool:
         """Whether this client asked to stop the run (no approval is sent to it from then on)."""
@@ -275,4 +278,4 @@ class Runs:
             data["last_event_id"] = last_event_id  # 0.21+: resume after this event
         return self._executor.request(RUN_EVENTS, data, CallOptions(
             endpoint=endpoint, context=context, deadline=deadline, keep_events=False,
-            timeout=Timeout(read=RUN_EVENTS_READ_TIMEOUT)))
+            timeout=CallTimeout(read=RUN_EVENTS_READ_TIMEOUT)))

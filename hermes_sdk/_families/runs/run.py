@@ -27,17 +27,6 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import attrs
 
-from hermes_sdk._core.approval import ApprovalRequest, check
-from hermes_sdk._core.endpoints import ExecutionContext, seconds_value
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.recorders import (
-    RECORDER_POLL,
-    buffering_recorder,
-    raised_by_test_double,
-    refusal,
-    replaying_recorder,
-)
-from hermes_sdk._core.stages.approval import as_decision
 from hermes_sdk.errors import (
     STREAM_INCOMPLETE,
     ApprovalDeniedError,
@@ -52,7 +41,20 @@ from hermes_sdk.errors import (
     StreamError,
     TransportError,
 )
-from hermes_sdk.plugin import ApprovalProvider
+from hermes_sdk.plugin import (
+    RECORDER_POLL,
+    ApprovalProvider,
+    ApprovalRequest,
+    ExecutionContext,
+    StreamEvent,
+    as_decision,
+    buffering_recorder,
+    raised_by_test_double,
+    replaying_recorder,
+    seconds_value,
+)
+from hermes_sdk.plugin import check_decision as check
+from hermes_sdk.plugin import recorder_refusal as refusal
 
 from .event_order import EventOrder, Unplaceable
 from .events import (
@@ -65,7 +67,7 @@ from .events import (
     ToolCompleted,
     parse_run_event,
 )
-from .run_answers import SENT, Asking, Received, Sender
+from .run_answers import SENT, Asking, RunQueue, Sender
 from .types import TERMINAL_STATUSES, ApprovalAnswer, RunResult, RunStarted, RunStatus, SteerAnswer
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ POLL_MAX_INTERVAL = 2.0
 class _Pending:
     """One approval request seen and not answered yet; ``choice``: the provider's answer, not yet sent
     (``SENT`` once it may have left); ``mark``: how many events saying Hermes moved on had arrived
-    when it did, or were accounted for since (see :class:`~.run_answers.Received`)."""
+    when it did, or were accounted for since (see :class:`~.run_answers.RunQueue`)."""
 
     event: ApprovalRequested
     asking: Optional[Asking] = None
@@ -132,7 +134,7 @@ class Run:
         self._context = context
         self._objective = objective  # shown to the approval provider (through the redactor)
         self._session_id = session_id or started.run_id  # Hermes' default session is the run id
-        self._queue = Received(started.run_id)
+        self._queue = RunQueue(started.run_id)
         self._until = deadline  # the bound of the wait()/events() in progress
         self._stream: Optional[RunEventStream] = None
         self._subscribed = False

@@ -26,9 +26,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable, Optional, Union
 
-from hermes_sdk._core.approval import ApprovalRequest
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.stages.approval import ask_provider
 from hermes_sdk.errors import (
     ApprovalNotActiveError,
     ApprovalNotPendingError,
@@ -36,7 +33,8 @@ from hermes_sdk.errors import (
     RunNotFoundError,
     StaleApprovalError,
 )
-from hermes_sdk.plugin import ApprovalProvider
+from hermes_sdk.plugin import ApprovalProvider, ApprovalRequest, StreamEvent
+from hermes_sdk.plugin import ask_approval_provider as ask_provider
 
 if TYPE_CHECKING:
     from .run import Run, _Pending
@@ -59,7 +57,7 @@ CLOSE_CHECK = 0.1  # while pausing, how often a closed client is noticed (a clos
 SENT = "sent"  # a _Pending's choice once its answer may have left
 
 
-class Received(queue.Queue[Item]):
+class RunQueue(queue.Queue[Item]):
     """A run's local queue that also counts, as the reader puts them, the events that say Hermes
     moved on (``MOVED_ON``, or an event about another run), and remembers the count at each event.
 
@@ -272,4 +270,4 @@ class Sender:
         return still
 
 
-__all__ = ["Asking", "Item", "MOVED_ON", "Received", "SENT", "Sender"]
+__all__ = ["Asking", "Item", "MOVED_ON", "RunQueue", "SENT", "Sender"]

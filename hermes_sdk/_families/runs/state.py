@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from hermes_sdk._core import _fork
 from hermes_sdk.errors import PluginError
-from hermes_sdk.plugin import IdempotencyRecord, IdempotencyStore, RecordsView
+from hermes_sdk.plugin import IdempotencyRecord, IdempotencyStore, RecordsView, renew_after_fork
 
 if TYPE_CHECKING:
     from .run import Run
@@ -40,7 +39,7 @@ class StoppedRuns:
         self.max_age = max_age
         self._stopped: "OrderedDict[str, float]" = OrderedDict()
         self._lock = threading.Lock()
-        _fork.register(self)
+        renew_after_fork(self)
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()  # another thread may have held it at the fork

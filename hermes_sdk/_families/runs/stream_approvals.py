@@ -13,11 +13,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Optional, TypeVar
 
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext, deadline_epoch
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.stages.approval import ask_provider
 from hermes_sdk.errors import ApprovalNotActiveError, ApprovalNotPendingError, HermesError, OperatorRunError
-from hermes_sdk.plugin import ApprovalProvider, HermesStream
+from hermes_sdk.plugin import ApprovalProvider, Deadline, ExecutionContext, HermesStream, StreamEvent, deadline_epoch
+from hermes_sdk.plugin import ask_approval_provider as ask_provider
 
 from .events import ApprovalRequested, parse_run_event
 from .run import choice_for, event_command

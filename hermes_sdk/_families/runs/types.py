@@ -8,10 +8,8 @@ from typing import Any, Optional
 
 import attrs
 
-from hermes_sdk._core.convert import NO_CONTEXT, DecodeContext, json_object, one, read, shape
-from hermes_sdk._core.lenient import opt_str
 from hermes_sdk.errors import InvalidResponseError
-from hermes_sdk.plugin import HermesStream
+from hermes_sdk.plugin import NO_CONTEXT, DecodeContext, HermesStream, json_object, one, opt_str, read, shape
 
 from .events import MessageDelta, RunEvent, ToolCompleted, ToolStarted
 

@@ -16,15 +16,15 @@ from typing import Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS, MAX_MAX_EVENTS
-from hermes_sdk._core.aggregate import Aggregate
-from hermes_sdk._core.capabilities import CONFIDENTIAL, MODEL_SIDE_EFFECTS
-from hermes_sdk._core.models import StreamEvent
-from hermes_sdk._core.operations.common import control_headers, max_events_value, visible_text
 from hermes_sdk._families._shared import contract, encode_body
 from hermes_sdk.errors import STREAM_FAILED, STREAM_INCOMPLETE, HermesError, StreamError
 from hermes_sdk.plugin import (
+    CONFIDENTIAL,
+    DEFAULT_MAX_EVENTS,
+    MAX_MAX_EVENTS,
+    MODEL_SIDE_EFFECTS,
     Accumulator,
+    Aggregate,
     AllOf,
     Bool,
     Field,
@@ -38,8 +38,12 @@ from hermes_sdk.plugin import (
     PathId,
     RequestParts,
     Rule,
+    StreamEvent,
     Text,
+    control_headers,
+    max_events_value,
     path_id,
+    visible_text,
 )
 from hermes_sdk.plugin import invalid_input as bad
 

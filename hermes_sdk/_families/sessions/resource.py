@@ -7,14 +7,18 @@ from typing import Optional, Union
 
 import attrs
 
-from hermes_sdk._core._constants import DEFAULT_MAX_EVENTS
-from hermes_sdk._core._sentinels import REQUIRED, UNCHANGED
-from hermes_sdk._core.approval import ApprovalDecision
-from hermes_sdk._core.deadline import TimeoutLike
-from hermes_sdk._core.endpoints import Deadline, ExecutionContext
-from hermes_sdk._core.executor import Executor
 from hermes_sdk.errors import HermesError, InvalidInputError, InvalidResponseError
-from hermes_sdk.plugin import CallOptions
+from hermes_sdk.plugin import (
+    DEFAULT_MAX_EVENTS,
+    REQUIRED,
+    UNCHANGED,
+    ApprovalDecision,
+    CallOptions,
+    Deadline,
+    ExecutionContext,
+    FamilyExecutor,
+    TimeoutLike,
+)
 
 from .operations import (
     MAX_LIST_LIMIT,
@@ -48,7 +52,7 @@ class Sessions:
     replay return the first outcome: Hermes ignores ``Idempotency-Key`` on these routes).
     """
 
-    def __init__(self, executor: Executor) -> None:  # the kernel's: _fork_redirect reads its feature cache
+    def __init__(self, executor: FamilyExecutor) -> None:
         self._executor = executor
 
     def _options(self, endpoint: Optional[str], key: Optional[str], action_id: Optional[str],
@@ -209,7 +213,7 @@ class Sessions:
         """Whether the server answers a forked parent with its newest fork (by its version, read
         once per client); None when the server does not say."""
         try:
-            return self._executor.runtime.server_features.get(self._executor, endpoint).fork_redirect
+            return self._executor.server_features(endpoint).fork_redirect
         except HermesError:
             return None
 

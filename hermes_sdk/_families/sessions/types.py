@@ -18,11 +18,19 @@ from typing import Any, ClassVar, Iterator, Mapping, Optional
 
 import attrs
 
-from hermes_sdk._core.convert import NO_CONTEXT, json_object, one, read, shape
-from hermes_sdk._core.events import TOOL_EVENT_CLASSES
-from hermes_sdk._core.lenient import opt_object, opt_str
 from hermes_sdk.errors import AgentIncompleteError, InvalidResponseError
-from hermes_sdk.plugin import DecodeContext, HermesStream
+from hermes_sdk.plugin import (
+    NO_CONTEXT,
+    TOOL_EVENT_CLASSES,
+    DecodeContext,
+    HermesStream,
+    json_object,
+    one,
+    opt_object,
+    opt_str,
+    read,
+    shape,
+)
 
 # ------------------------------------------------------------------ results
 
