@@ -58,11 +58,11 @@ def test_a_chat_reply_is_parsed_once_and_never_into_the_sdks_own_types(facade: A
 def test_a_responses_reply_is_parsed_once_and_not_structured_by_cattrs(facade: Any, emu: Any) -> None:
     facade.responses.create(model="hermes-agent", input="warm up")
     parses, patch = _reply_parses(b'"output"')
-    with patch, mock.patch.object(responses_types, "converter", mock.Mock(wraps=responses_types.converter)) as conv:
+    with patch, mock.patch.object(responses_types, "structure", mock.Mock(wraps=responses_types.structure)) as conv:
         response = facade.responses.create(model="hermes-agent", input="hello")
     assert response.output_text == "ECHO: hello"
     assert len(parses) == 1
-    assert conv.structure.call_count == 0
+    assert conv.call_count == 0  # the family's cattrs structuring (hermes_sdk.plugin.structure) never ran
 
 
 def test_a_keyed_replay_returns_the_recorded_json_to_openai(facade: Any, emu: Any) -> None:
