@@ -181,9 +181,9 @@ def _text(node: dict[str, Any]) -> st.SearchStrategy[str]:
     top = min(high, low + 24)
     pattern = node.get("pattern")
     if pattern:  # anchored: the whole value (ECMA's $ allows no trailing newline); else a value holding it
-        # the whole latin-1 range: hypothesis refuses an alphabet missing any character a charset of the
+        # the whole BMP: hypothesis (6.141) refuses an alphabet missing any character a charset of the
         # pattern names, even a negated one's ([^\x00-\x1f] names \x00-\x1f); the pattern does the narrowing
-        base = st.from_regex(pattern, alphabet=st.characters(min_codepoint=0, max_codepoint=0xFF),
+        base = st.from_regex(pattern, alphabet=st.characters(max_codepoint=0xFFFF, codec="utf-8"),
                              fullmatch=pattern.startswith("^"))
     else:
         base = st.text(_ALPHABET, min_size=low, max_size=top)
