@@ -113,8 +113,17 @@ def _type_checking_names() -> None:
     for module, name in (("hermes_sdk._core.executor", "Executor"), ("hermes_sdk._core.operations.spec",
                          "OperationSpec"), ("hermes_sdk._core.options", "CallOptions"),
                          ("hermes_sdk._core.approval", "ApprovalProvider"),
-                         ("hermes_sdk._core.endpoints", "ExecutionContext")):
+                         ("hermes_sdk._core.endpoints", "ExecutionContext"),
+                         ("hermes_sdk._core.families", "FamilyExecutor")):
         vars(admission).setdefault(name, getattr(importlib.import_module(module), name))
+    # A schema kind names the Input it holds before Input is defined; attrs' generated __init__ reads its
+    # annotations in a namespace of its own: resolved here, once, in the schema module's.
+    import attrs
+
+    schema = importlib.import_module("hermes_sdk._core.schema")
+    for value in list(vars(schema).values()):
+        if isinstance(value, type) and attrs.has(value) and value.__module__ == schema.__name__:
+            attrs.resolve_types(value)
 
 
 _type_checking_names()
