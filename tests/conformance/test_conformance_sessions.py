@@ -611,7 +611,7 @@ def test_a_client_that_goes_away_does_not_stop_the_turn(wire: Wire) -> None:
     assert resp.status_code == 200
     next(resp.iter_content(64))
     resp.close()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # a guard against a hang, not a bound
     rows: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         rows = wire.messages(new)["data"]
