@@ -124,6 +124,11 @@ def _type_checking_names() -> None:
     for value in list(vars(schema).values()):
         if isinstance(value, type) and attrs.has(value) and value.__module__ == schema.__name__:
             attrs.resolve_types(value)
+            init_globals = getattr(value.__init__, "__globals__", None)
+            if isinstance(init_globals, dict):  # where sphinx-autodoc-typehints evaluates them
+                for name in ("Input", "Field", "Rule", "Optional", "Any"):
+                    if hasattr(schema, name):
+                        init_globals.setdefault(name, getattr(schema, name))
 
 
 _type_checking_names()

@@ -156,6 +156,7 @@ class RedisStore:
     def close(self) -> None:
         if self._owns:
             self.redis.close()
+            self.redis.connection_pool.disconnect()  # redis-py 4.x's close() leaves the pool's sockets open
 
 
 def store_from_url(url: str) -> Optional[RedisStore]:

@@ -91,4 +91,5 @@ def test_a_redis_store_the_caller_passed_in_stays_open(hermes_emulator: HermesEm
     opened = connections_to(port_of(redis_url)) - before
     assert opened  # the caller's client, still the caller's
     mine.close()
+    mine.connection_pool.disconnect()  # the caller's own cleanup (redis-py 4.x's close() keeps the pool)
     assert not opened & connections_to(port_of(redis_url))
