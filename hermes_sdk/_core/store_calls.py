@@ -166,12 +166,22 @@ WORKERS = Workers()
 
 class Abandoned:
     """Action ids whose reservation was given up before anything was sent but may still land in
-    the store: a later call of this process that finds one pending knows it never ran."""
+    the store: a later call of this process that finds one pending knows it never ran.
+
+    Two threads may act on one such record: the worker that gives it back when it lands, and a
+    retry that takes the key over. Each first *claims* the id; only the claimant forgets the
+    record, and a thread that lost the claim waits until the claimant is done before it reads
+    the key again (its read may predate the claimant's forget)."""
 
     LIMIT = 4096
 
     def __init__(self) -> None:
+        self._after_fork()
+        _fork.register(self)
+
+    def _after_fork(self) -> None:
         self._ids: dict[str, None] = {}
+        self._settling: dict[str, threading.Event] = {}  # claimed, its claimant not done yet
         self._lock = threading.Lock()
 
     def add(self, action_id: str) -> None:
@@ -180,9 +190,27 @@ class Abandoned:
             while len(self._ids) > self.LIMIT:
                 del self._ids[next(iter(self._ids))]
 
-    def discard(self, action_id: str) -> None:
+    def claim(self, action_id: str) -> Optional[threading.Event]:
+        """Take ``action_id`` (None when it is not, or no longer, abandoned); the claimant calls
+        :meth:`release` with the event it got when it is done with the record."""
         with self._lock:
-            self._ids.pop(action_id, None)
+            if self._ids.pop(action_id, "absent") == "absent":
+                return None
+            done = self._settling[action_id] = threading.Event()
+            return done
+
+    def release(self, action_id: str, done: threading.Event) -> None:
+        with self._lock:
+            if self._settling.get(action_id) is done:
+                del self._settling[action_id]
+        done.set()
+
+    def wait_settled(self, action_id: str, timeout: Optional[float]) -> None:
+        """Wait (at most ``timeout`` seconds) until a claimant of ``action_id`` is done with it."""
+        with self._lock:
+            done = self._settling.get(action_id)
+        if done is not None:
+            done.wait(timeout)
 
     def __contains__(self, action_id: object) -> bool:
         return action_id in self._ids

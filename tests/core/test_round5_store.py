@@ -168,6 +168,77 @@ def test_retry_takes_over_a_late_reservation_this_process_gave_up(emu: HermesEmu
         assert record.state == "completed" and record.action_id != abandoned
 
 
+class StaleReadStore(MemoryStore):
+    """A third-party store that orders one race: the first reservation lands after its call gave it
+    up; the retry's own reserve reads that pending record, then answers only after the give-back
+    has claimed it (``forgetting``) or forgotten it (``given_back``)."""
+
+    honours_deadline = False
+
+    def __init__(self, hold_forget: bool = False) -> None:
+        super().__init__()
+        self.calls = 0
+        self.count = threading.Lock()
+        self.first = threading.Event()  # the abandoned reservation waits here past its deadline
+        self.landed = threading.Event()
+        self.read_by_retry = threading.Event()
+        self.forgetting = threading.Event()
+        self.forget_gate = threading.Event()
+        self.given_back = threading.Event()
+        if not hold_forget:
+            self.forget_gate.set()
+
+    def reserve(self, record: IdempotencyRecord) -> Optional[IdempotencyRecord]:
+        with self.count:
+            self.calls += 1
+            n = self.calls
+        if n == 1:
+            self.first.wait(60)
+            out = super().reserve(record)
+            self.landed.set()
+            self.read_by_retry.wait(60)  # the give-back starts only once the retry has read
+            return out
+        if n == 2:
+            self.first.set()
+            assert self.landed.wait(60)
+            out = super().reserve(record)  # the abandoned record, pending
+            self.read_by_retry.set()
+            # Answer once the give-back is on it: a read from before its forget.
+            assert (self.given_back if self.forget_gate.is_set() else self.forgetting).wait(60)
+            return out
+        return super().reserve(record)
+
+    def forget(self, capability_id: str, key: str) -> None:
+        self.forgetting.set()
+        self.forget_gate.wait(60)
+        super().forget(capability_id, key)
+        self.given_back.set()
+
+
+@pytest.mark.parametrize("hold_forget", [False, True], ids=["forgotten", "forgetting"])
+def test_a_retry_that_read_the_abandoned_record_before_its_give_back_runs_once(emu: HermesEmulator,
+                                                                            hold_forget: bool) -> None:
+    """The retry read the abandoned reservation, then the worker gave it back (or is giving it
+    back): the retry is not refused on that stale read, it reads again and runs once."""
+    store = StaleReadStore(hold_forget)
+    with keyed_client(emu, store) as client:
+        err, took = timed_chat(client, "stale-1")
+        assert_unsent_deadline(err, took, emu)
+        if hold_forget:  # the give-back holds its claim in forget() until the retry waits for it
+            retry = threading.get_ident()
+            opener = threading.Thread(target=lambda: (wait_for(lambda: _running(retry, "wait_settled")),
+                                                      store.forget_gate.set()))
+            opener.start()
+        reply = client.chat(prompt="hello", idempotency_key="stale-1", timeout=30)
+        assert reply.text and len(agent_requests(emu)) == 1
+        assert store.given_back.is_set() and store.calls == 3  # read again after the give-back
+        if hold_forget:
+            opener.join()
+        assert isinstance(err, DeadlineExceededError) and err.capability_id
+        record = store._records[(err.capability_id, "stale-1")]
+        assert record.state == "completed" and record.action_id != err.action_id
+
+
 def test_a_complete_that_sleeps_returns_the_result_in_time_and_leaves_the_key_pending(emu: HermesEmulator) -> None:
     store = GatedStore("complete")
     with keyed_client(emu, store) as client:

@@ -102,12 +102,21 @@ def begin(call: Call) -> Optional[ActionResult]:
                                input_hash=input_hash(call.capability_id, call.input), state="pending",
                                created_at=now, expires_at=expires_at)
     existing = _reserve(call, rt.store, record)
-    if existing is not None and existing.state == PENDING and existing.action_id in ABANDONED:
-        # An earlier call of this process gave this reservation up before sending anything: it
-        # never ran, so the key is taken over rather than refused.
+    if existing is not None and existing.state == PENDING:
         held = existing
-        _guarded(call, "reserve", lambda: rt.store.forget(held.capability_id, held.key))
-        ABANDONED.discard(held.action_id)
+        claimed = ABANDONED.claim(held.action_id)
+        if claimed is not None:
+            # An earlier call of this process gave this reservation up before sending anything: it
+            # never ran, so the key is taken over rather than refused.
+            try:
+                _guarded(call, "reserve", lambda: rt.store.forget(held.capability_id, held.key))
+            finally:
+                ABANDONED.release(held.action_id, claimed)
+        else:
+            # Refused only on a fresh read: the worker giving an abandoned reservation back may
+            # have forgotten it since the read above (then the key is free), or be doing so now.
+            ABANDONED.wait_settled(held.action_id, None if call.ends_at is None
+                                   else max(0.0, call.ends_at - time.time()))
         existing = _reserve(call, rt.store, record)
     if existing is None:
         call.record_key = call.key
@@ -130,11 +139,15 @@ def _give_back(store: IdempotencyStore, record: IdempotencyRecord) -> Late:
     def late(value: object, error: Optional[BaseException]) -> None:
         if error is not None:
             return  # unknown whether it landed: the action id stays known as abandoned
-        if value is None:  # it landed: ours, and nothing was sent under it
-            held = store.get(record.capability_id, record.key)
+        held = store.get(record.capability_id, record.key) if value is None else None
+        claimed = ABANDONED.claim(record.action_id)
+        if claimed is None:
+            return  # a retry of this process took the key over first: the record is its own now
+        try:
             if held is not None and held.action_id == record.action_id and held.state == PENDING:
-                store.forget(record.capability_id, record.key)
-        ABANDONED.discard(record.action_id)
+                store.forget(record.capability_id, record.key)  # it landed: ours, nothing sent under it
+        finally:
+            ABANDONED.release(record.action_id, claimed)
     return late
 
 
