@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 import pytest
 from core_support import RawRequest, RawServer, approve_all, chunk, json_response, raw_client, sse_head, wait_for
 
-from hermes_sdk import ApprovalRequest, CallTimeout, HermesClient, InvalidInputError
+from hermes_sdk import ApprovalRequest, CallTimeout, HermesClient, InvalidInputError, hookimpl
 from hermes_sdk._core.idempotency import SQLiteStore
 from hermes_sdk.errors import DeadlineExceededError, InvalidResponseError
 from hermes_sdk.testing import HermesEmulator
@@ -261,6 +261,73 @@ def test_an_answer_hermes_would_apply_to_the_next_command_is_not_sent(hermes_emu
     assert sent == ["deny"], sent  # the late "once" for /scratch/a never went out
     assert emu.files["/scratch/b/keep.txt"] == "b"  # ... so /scratch/b was not approved by it
     assert emu.files["/scratch/a/keep.txt"] == "a"  # and /scratch/a was blocked by Hermes' timeout
+
+
+class HoldReader:
+    """A plugin observing run events on the events reader's thread: it holds that thread at the
+    first event after the first ``approval.request`` (the request's timeout), so this client has not
+    read that Hermes moved on when the provider's late answer is decided."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    @hookimpl
+    def hermes_stream_event(self, call: Any, event: dict[str, object]) -> None:
+        data = event.get("data")
+        name = data.get("event") if isinstance(data, dict) else None
+        if name == "approval.request":
+            self.asked = True
+        elif self.asked and not self.holding.is_set():
+            self.holding.set()
+            assert self.release.wait(60)  # a safety limit: released once the answer was decided
+
+
+@pytest.mark.parametrize("version", ["0.19.0", "0.20.1"])
+def test_a_late_answer_is_checked_against_the_server_not_the_events_read(hermes_emulator_factory: Any,
+                                                                         version: str) -> None:
+    # As above, but this client's events reader is held before it reads that the first request
+    # timed out: by the events it has read, /scratch/a is still pending when the provider answers.
+    # The run object says otherwise (Hermes waits for a request made after /scratch/a's), and the
+    # answer Hermes would apply to /scratch/b is not sent.
+    emu: HermesEmulator = hermes_emulator_factory(toolsets=TOOLSETS, approval_timeout=2.0, server_version=version)
+    emu.files["/scratch/a/keep.txt"] = "a"
+    emu.files["/scratch/b/keep.txt"] = "b"
+    hold = HoldReader()
+    asked: list[str] = []
+    decided = threading.Event()
+
+    def provider(request: ApprovalRequest) -> Any:
+        command = request.input_snapshot["command"]
+        asked.append(command)
+        if command == "rm -rf /scratch/a":
+            assert hold.holding.wait(30)
+            assert wait_for(lambda: any(p.get("command") == "rm -rf /scratch/b" for rid in emu.run_ids()
+                                        for p in emu.pending_approvals(rid)), 30)
+            decided.set()
+            return approve_all(request)
+        return request.deny(approver="test", reason="not b")
+
+    def releaser() -> None:
+        # The answer's thread ends once it sent the answer or settled that it must not.
+        assert decided.wait(60)
+        wait_for(lambda: not any(t.name == "hermes-sdk-approval" and t.is_alive() for t in threading.enumerate()))
+        hold.release.set()
+
+    opener = threading.Thread(target=releaser)
+    opener.start()
+    try:
+        with emu.client(load_entrypoints=False, approval_provider=provider, plugins=[hold]) as client:
+            result = client.run("TOOL:terminal:rm -rf /scratch/a||TOOL:terminal:rm -rf /scratch/b",
+                                idempotency_key="k-held").wait(timeout=30)
+    finally:
+        hold.release.set()
+        opener.join()
+    sent = [json.loads(r.raw_body)["choice"] for r in emu.requests_seen if r.path.endswith("/approval")]
+    assert result.ok and asked == ["rm -rf /scratch/a", "rm -rf /scratch/b"]
+    assert sent == ["deny"], sent
+    assert emu.files["/scratch/b/keep.txt"] == "b" and emu.files["/scratch/a/keep.txt"] == "a"
 
 
 # --------------------------------------------------------------------------- no answer about another run is believed

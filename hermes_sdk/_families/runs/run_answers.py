@@ -37,6 +37,7 @@ from hermes_sdk.plugin import ApprovalProvider, ApprovalRequest, StreamEvent
 from hermes_sdk.plugin import ask_approval_provider as ask_provider
 
 if TYPE_CHECKING:
+    from .events import ApprovalRequested
     from .run import Run, _Pending
     from .types import RunStatus
 
@@ -143,6 +144,30 @@ def pause(closing: threading.Event, seconds: float, closed: Callable[[], bool]) 
     return False
 
 
+#: How long after an ``approval.request`` event's ``timestamp`` the run object's ``updated_at`` may
+#: be and still be that request's own update (Hermes stamps the event, then the status, on one
+#: thread, microseconds apart; the next request comes after this one is resolved: an answer or its
+#: ``approvals.timeout``, whole seconds).
+SAME_REQUEST_SECONDS = 0.5
+
+
+def waits_for(status: "RunStatus", event: "ApprovalRequested") -> bool:
+    """Whether the run object ``status`` (``waiting_for_approval``) still waits for ``event``'s
+    request, read off the server itself rather than off the events this client has read so far
+    (a busy client may not have read yet that the request timed out and the next was asked).
+
+    0.21+ names the pending request in the status. Before, nothing changes a waiting run's
+    ``updated_at`` but a resolution or a new request: the status is this request's own when its
+    ``updated_at`` is the event's ``timestamp`` or just after. Unknown (no times) counts as yes:
+    the answer's older checks (the events read, Hermes' own request id) still apply."""
+    pending = status.approval.get("request_id") if status.approval else None
+    if pending and event.request_id:
+        return bool(pending == event.request_id)
+    if status.updated_at is None or event.timestamp is None:
+        return True
+    return event.timestamp <= status.updated_at <= event.timestamp + SAME_REQUEST_SECONDS
+
+
 class Sender:
     """Sends one pending request's answer for ``run`` (on the asking thread), as the module says."""
 
@@ -219,6 +244,9 @@ class Sender:
             return False
         if baseline.status != "waiting_for_approval":  # resolved meanwhile: sent now, it would land on another
             log.info("hermes_sdk: a run's approval was no longer pending at Hermes (%s); not sent", baseline.status)
+            return True
+        if not waits_for(baseline, event):  # Hermes waits for a later request: this one was resolved
+            log.info("hermes_sdk: a run's approval was resolved at Hermes and another asked; not sent")
             return True
         try:
             answer = run._runs.approve(run.id, self.choice, request_id=event.request_id, endpoint=run._endpoint,
