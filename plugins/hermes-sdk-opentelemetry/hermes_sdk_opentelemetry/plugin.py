@@ -134,7 +134,11 @@ class OpenTelemetryPlugin:
         self._capture_content = sc.flag(sc.ENV_CAPTURE_CONTENT) if capture_content is None else capture_content
         self._record_ids = sc.flag(sc.ENV_RECORD_IDS) if record_identifiers is None else record_identifiers
         self._tracer: Optional[Any] = None
-        self._active = False  # once true, stays true: see _tracing
+        # A provider given here or named by environment (read once, as the other variables): traced
+        # from the first call. Otherwise from the first call after the API was imported: see _tracing.
+        self._wanted = (tracer_provider is not None or meter_provider is not None
+                        or any(os.environ.get(name) for name in _PROVIDER_ENV))
+        self._active = False  # once true, stays true
         self._instruments: Optional[tuple[Any, Any, Any]] = None
         self._lock = threading.Lock()
         # Open calls by invocation. Weak: what keeps a call alive is the wrapper's frame, then the
@@ -147,14 +151,14 @@ class OpenTelemetryPlugin:
     # inspects every attribute when registering, so no properties)
 
     def _tracing(self) -> bool:
-        """Whether a span or metric could be recorded: a provider given to this plugin, the API imported
-        by the application (or its instrumentation), so a global provider may be set, or a provider
-        named by environment. Until then the wrappers only pass the call on and OpenTelemetry is not
-        imported; checked per call, so a provider set later is used from the next call on."""
+        """Whether a span or metric could be recorded: a provider given to this plugin or named by
+        environment, or the API imported by the application (or its instrumentation), so a global
+        provider may be set. Until then the wrappers only pass the call on and OpenTelemetry is not
+        imported; checked per call (two dict lookups), so a provider set later is used from the next
+        call on."""
         if not self._active:
-            if (self._tracer_provider is None and self._meter_provider is None
-                    and not any(name in sys.modules for name in _GLOBAL_MODULES)
-                    and not any(os.environ.get(name) for name in _PROVIDER_ENV)):
+            modules = sys.modules
+            if not (self._wanted or _GLOBAL_MODULES[0] in modules or _GLOBAL_MODULES[1] in modules):
                 return False
             _import_api()
             self._active = True
