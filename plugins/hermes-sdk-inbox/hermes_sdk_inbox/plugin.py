@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from hermes_sdk import InvalidInputError, hookimpl
 
-from .provider import HERMES_APPROVAL_TIMEOUT, InboxProvider
+if TYPE_CHECKING:  # imported when configured: an installed inbox nobody configures costs this module only
+    from .provider import InboxProvider
 
 #: Hermes' ``approvals.timeout`` (seconds) where the server is set to another than its default 60.
 APPROVAL_TIMEOUT_ENV = "HERMES_SDK_INBOX_APPROVAL_TIMEOUT"
@@ -28,6 +29,8 @@ _lock = threading.Lock()
 def _approval_timeout() -> float:
     raw = (os.environ.get(APPROVAL_TIMEOUT_ENV) or "").strip()
     if not raw:
+        from .provider import HERMES_APPROVAL_TIMEOUT
+
         return HERMES_APPROVAL_TIMEOUT
     try:
         seconds = float(raw)
@@ -46,6 +49,8 @@ def _configured() -> Optional[InboxProvider]:
     wait = float(os.environ.get("HERMES_SDK_INBOX_WAIT") or 0)
     where = os.environ.get("HERMES_SDK_INBOX_URL") or None
     timeout = _approval_timeout()
+    from .provider import InboxProvider
+
     with _lock:
         provider = _providers.get((url, wait, where, timeout))
         if provider is None:

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 import threading
 import time
 import weakref
-from typing import Any, Callable, Generator, Mapping, Optional
-
-from opentelemetry import context as otel_context
-from opentelemetry import metrics, trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Optional
 
 from hermes_sdk import hookimpl
 from hermes_sdk.plugin import REDACTED
@@ -38,6 +36,24 @@ SCOPE = "hermes_sdk_opentelemetry"
 
 INFERENCE_OPERATIONS = frozenset({"chat", "chat_stream", "responses", "responses_stream"})
 AGENT_OPERATIONS = frozenset({"run_events"})
+
+if TYPE_CHECKING:
+    from opentelemetry import context as otel_context
+    from opentelemetry import metrics, trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+#: Where OpenTelemetry keeps its global providers: until one of these is imported, or a provider is
+#: named by its environment variable, no provider can be set and a span would record nothing.
+_GLOBAL_MODULES = ("opentelemetry.trace", "opentelemetry.metrics")
+_PROVIDER_ENV = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
+
+
+def _import_api() -> None:
+    """Bind the OpenTelemetry API here on first need, so a process that never sets a provider never imports it."""
+    global otel_context, metrics, trace, SpanKind, Status, StatusCode
+    from opentelemetry import context as otel_context
+    from opentelemetry import metrics, trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
 
 
 def _guard(what: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -118,6 +134,11 @@ class OpenTelemetryPlugin:
         self._capture_content = sc.flag(sc.ENV_CAPTURE_CONTENT) if capture_content is None else capture_content
         self._record_ids = sc.flag(sc.ENV_RECORD_IDS) if record_identifiers is None else record_identifiers
         self._tracer: Optional[Any] = None
+        # A provider given here or named by environment (read once, as the other variables): traced
+        # from the first call. Otherwise from the first call after the API was imported: see _tracing.
+        self._wanted = (tracer_provider is not None or meter_provider is not None
+                        or any(os.environ.get(name) for name in _PROVIDER_ENV))
+        self._active = False  # once true, stays true
         self._instruments: Optional[tuple[Any, Any, Any]] = None
         self._lock = threading.Lock()
         # Open calls by invocation. Weak: what keeps a call alive is the wrapper's frame, then the
@@ -128,6 +149,20 @@ class OpenTelemetryPlugin:
 
     # ------------------------------------------------------------------ providers (methods: pluggy
     # inspects every attribute when registering, so no properties)
+
+    def _tracing(self) -> bool:
+        """Whether a span or metric could be recorded: a provider given to this plugin or named by
+        environment, or the API imported by the application (or its instrumentation), so a global
+        provider may be set. Until then the wrappers only pass the call on and OpenTelemetry is not
+        imported; checked per call (two dict lookups), so a provider set later is used from the next
+        call on."""
+        if not self._active:
+            modules = sys.modules
+            if not (self._wanted or _GLOBAL_MODULES[0] in modules or _GLOBAL_MODULES[1] in modules):
+                return False
+            _import_api()
+            self._active = True
+        return True
 
     def _get_tracer(self) -> Any:
         if self._tracer is None:
@@ -153,6 +188,8 @@ class OpenTelemetryPlugin:
 
     @hookimpl(wrapper=True)
     def hermes_call(self, call: Any) -> Generator[None, Any, Any]:
+        if not self._tracing():
+            return (yield)
         view = call
         call = _guard("start invocation span", lambda: self._start(view))
         try:
@@ -452,6 +489,8 @@ class OpenTelemetryPlugin:
 
     @hookimpl(wrapper=True)
     def hermes_http_attempt(self, attempt: Any) -> Generator[None, Any, Any]:
+        if not self._tracing():
+            return (yield)
         span = _guard("start attempt span", lambda: self._start_attempt(attempt))
         try:
             reply = yield

@@ -1,12 +1,20 @@
-"""The pluggy plugin: claims ``redis://`` and ``rediss://`` idempotency store URLs."""
+"""The pluggy plugin: claims ``redis://`` and ``rediss://`` idempotency store URLs.
+
+Only a URL it claims imports the store (and redis-py): an installed plugin costs a client that
+uses another store nothing but this module.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+from urllib.parse import urlsplit
 
 from hermes_sdk import hookimpl
 
-from .store import RedisStore, store_from_url
+if TYPE_CHECKING:
+    from .store import RedisStore
+
+SCHEMES = ("redis", "rediss")
 
 
 class RedisStorePlugin:
@@ -14,4 +22,8 @@ class RedisStorePlugin:
 
     @hookimpl
     def hermes_idempotency_store(self, url: str, client: Any) -> Optional[RedisStore]:
+        if urlsplit(url).scheme.lower() not in SCHEMES:
+            return None
+        from .store import store_from_url
+
         return store_from_url(url)

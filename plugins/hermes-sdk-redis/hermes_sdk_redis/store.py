@@ -25,7 +25,8 @@ import redis
 
 from hermes_sdk.plugin import COMPLETED, CorruptRecordError, IdempotencyRecord, load_record
 
-SCHEMES = ("redis", "rediss")
+from .plugin import SCHEMES as SCHEMES
+
 DEFAULT_PREFIX = "hermes_sdk:idem:"
 #: Socket timeouts of a client made from a URL that names none: a call the SDK abandoned at its
 #: deadline ends within this long, rather than when a frozen server wakes up.

@@ -1,12 +1,26 @@
-"""The pluggy plugin: claims ``postgresql://``, ``mysql://`` and ``sql+<SQLAlchemy URL>`` store URLs."""
+"""The pluggy plugin: claims ``postgresql://``, ``mysql://`` and ``sql+<SQLAlchemy URL>`` store URLs.
+
+Only a URL that may be one of those imports the store (and SQLAlchemy): an installed plugin costs a
+client that uses another store nothing but this module.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from hermes_sdk import hookimpl
 
-from .store import SQLStore, store_from_url
+if TYPE_CHECKING:
+    from .store import SQLStore
+
+#: The schemes claimed without the ``sql+`` prefix (``+<driver>`` allowed), read by ``schema.sqlalchemy_url`` too.
+SCHEMES = ("postgresql", "postgres", "mysql")
+
+
+def may_claim(url: str) -> bool:
+    """Whether ``url`` names a scheme this package claims: ``schema.sqlalchemy_url`` decides the rest."""
+    text = url.strip().lower()
+    return text.startswith("sql+") or text.split(":", 1)[0].split("+", 1)[0] in SCHEMES
 
 
 class SQLStorePlugin:
@@ -14,4 +28,8 @@ class SQLStorePlugin:
 
     @hookimpl
     def hermes_idempotency_store(self, url: str, client: Any) -> Optional[SQLStore]:
+        if not may_claim(url):
+            return None
+        from .store import store_from_url
+
         return store_from_url(url)

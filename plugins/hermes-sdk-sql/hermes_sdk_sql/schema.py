@@ -21,6 +21,8 @@ from hermes_sdk.errors import PluginError
 from hermes_sdk.plugin import CorruptRecordError as CoreCorruptRecordError
 from hermes_sdk.plugin import private_sqlite_files
 
+from .plugin import SCHEMES
+
 try:
     from hermes_sdk.plugin import store_deadline as store_deadline
 except ImportError:  # an SDK before 0.3: no call bound reaches the store
@@ -68,7 +70,7 @@ def sqlalchemy_url(url: str) -> Optional[URL]:
     if explicit:
         text = text[4:]
     scheme = text.split(":", 1)[0].lower()
-    if not explicit and scheme.split("+", 1)[0] not in ("postgresql", "postgres", "mysql"):
+    if not explicit and scheme.split("+", 1)[0] not in SCHEMES:
         return None
     if scheme in ("postgresql", "postgres"):
         text = "postgresql+" + postgresql_driver() + text[len(scheme):]
