@@ -375,8 +375,10 @@ class SecondRequestUnseen:
                                                         "choice": body["choice"], "resolved": 1}).encode()))
         else:
             answered = len(self.answers)
+            # Hermes stamps the status just after the request's event; the second request later.
+            updated = float(REQUEST["timestamp"]) + (0.001 if answered == 0 else 10.0 * answered)
             status: dict[str, Any] = {"object": "hermes.run", "run_id": RUN_ID, "status": "waiting_for_approval",
-                                      "updated_at": 1796133600.0 + answered}
+                                      "updated_at": updated}
             if answered >= 2:
                 status = {"object": "hermes.run", "run_id": RUN_ID, "status": "completed", "output": "done"}
             conn.sendall(json_response(200, json.dumps(status).encode()))
