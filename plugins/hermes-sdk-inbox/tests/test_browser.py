@@ -111,20 +111,23 @@ def inbox_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 def _wait(predicate: Any, timeout: float = 20.0) -> Any:
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.common.exceptions import WebDriverException
 
     deadline = time.monotonic() + timeout
+    last: Optional[BaseException] = None
     while True:
         try:
             value = predicate()
         # The page navigated between the find and the read, or the next page (a form's answer, a
         # reload) is not there yet: on a busy machine that takes a while, and it is no failure.
-        except (StaleElementReferenceException, NoSuchElementException, IndexError):
-            value = None
+        # Besides stale and missing elements, ChromeDriver reports an element read mid-navigation
+        # as an "unhandled inspector error" ("Node with given id does not belong to the document").
+        except (WebDriverException, IndexError) as exc:
+            value, last = None, exc
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
+            raise AssertionError("timed out waiting") from last
         time.sleep(0.05)
 
 
