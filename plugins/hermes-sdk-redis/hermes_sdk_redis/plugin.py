@@ -17,12 +17,17 @@ if TYPE_CHECKING:
 SCHEMES = ("redis", "rediss")
 
 
+def claims(url: str) -> bool:
+    """Whether ``url`` is one this package's store takes (the one check: ``store_from_url`` makes it too)."""
+    return urlsplit(url).scheme.lower() in SCHEMES
+
+
 class RedisStorePlugin:
     """Registered under the ``hermes_sdk`` entry-point group as ``hermes-sdk-redis``."""
 
     @hookimpl
     def hermes_idempotency_store(self, url: str, client: Any) -> Optional[RedisStore]:
-        if urlsplit(url).scheme.lower() not in SCHEMES:
+        if not claims(url):
             return None
         from .store import store_from_url
 

@@ -26,6 +26,7 @@ import redis
 from hermes_sdk.plugin import COMPLETED, CorruptRecordError, IdempotencyRecord, load_record
 
 from .plugin import SCHEMES as SCHEMES
+from .plugin import claims
 
 DEFAULT_PREFIX = "hermes_sdk:idem:"
 #: Socket timeouts of a client made from a URL that names none: a call the SDK abandoned at its
@@ -162,9 +163,9 @@ class RedisStore:
 
 def store_from_url(url: str) -> Optional[RedisStore]:
     """A store for ``redis://`` / ``rediss://`` URLs (``?prefix=`` namespaces the keys), else None."""
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in SCHEMES:
+    if not claims(url):
         return None
+    parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     prefix = next((v for k, v in query if k == "prefix"), DEFAULT_PREFIX)
     rest = urlencode([(k, v) for k, v in query if k != "prefix"])

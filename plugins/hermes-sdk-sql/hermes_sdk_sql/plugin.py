@@ -13,12 +13,13 @@ from hermes_sdk import hookimpl
 if TYPE_CHECKING:
     from .store import SQLStore
 
-#: The schemes claimed without the ``sql+`` prefix (``+<driver>`` allowed), read by ``schema.sqlalchemy_url`` too.
+#: The schemes claimed without the ``sql+`` prefix (``+<driver>`` allowed).
 SCHEMES = ("postgresql", "postgres", "mysql")
 
 
 def may_claim(url: str) -> bool:
-    """Whether ``url`` names a scheme this package claims: ``schema.sqlalchemy_url`` decides the rest."""
+    """Whether ``url`` names a scheme this package claims (the one check: ``schema.sqlalchemy_url``
+    starts with it, then decides whether SQLAlchemy can read the rest)."""
     text = url.strip().lower()
     return text.startswith("sql+") or text.split(":", 1)[0].split("+", 1)[0] in SCHEMES
 

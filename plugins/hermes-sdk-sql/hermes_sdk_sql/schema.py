@@ -21,7 +21,7 @@ from hermes_sdk.errors import PluginError
 from hermes_sdk.plugin import CorruptRecordError as CoreCorruptRecordError
 from hermes_sdk.plugin import private_sqlite_files
 
-from .plugin import SCHEMES
+from .plugin import may_claim
 
 try:
     from hermes_sdk.plugin import store_deadline as store_deadline
@@ -65,13 +65,12 @@ def sqlalchemy_url(url: str) -> Optional[URL]:
     when mysqlclient is not installed; ``sql+<any SQLAlchemy URL>`` (``sql+sqlite:///app.db``) is
     taken as given.
     """
+    if not may_claim(url):
+        return None
     text = url.strip()
-    explicit = text.lower().startswith("sql+")
-    if explicit:
+    if text.lower().startswith("sql+"):
         text = text[4:]
     scheme = text.split(":", 1)[0].lower()
-    if not explicit and scheme.split("+", 1)[0] not in SCHEMES:
-        return None
     if scheme in ("postgresql", "postgres"):
         text = "postgresql+" + postgresql_driver() + text[len(scheme):]
     elif scheme == "mysql":
