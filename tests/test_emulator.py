@@ -794,6 +794,32 @@ def test_concurrency_429(make: Any) -> None:
     assert emu.executions == 2
 
 
+def test_a_run_from_before_a_reset_does_not_take_a_slot_after_it(make: Any) -> None:
+    # CI under load: a turn's reply was out, its slot not yet given back, and the next test's
+    # first request on the "fresh" emulator was answered 429.
+    emu = make(max_concurrent_runs=1)
+    entered, leave = threading.Event(), threading.Event()
+
+    def held(info: RequestInfo) -> str:
+        entered.set()
+        leave.wait(30)
+        return "held"
+
+    emu.script(responder=held)
+    holder = threading.Thread(target=chat, args=(emu, "hold the slot"))
+    holder.start()
+    try:
+        assert entered.wait(30)
+        emu.reset()
+        assert emu.active_runs == 0
+        assert chat(emu, "after the reset").status_code == 200
+    finally:
+        leave.set()
+        holder.join()
+    assert emu.active_runs == 0  # the old slot's release did not count against the new runs
+    assert chat(emu, "again").status_code == 200
+
+
 def test_concurrency_cap_zero_disables(make: Any) -> None:
     emu = make(max_concurrent_runs=0)
     results: list[int] = []

@@ -14,7 +14,7 @@ from .wire import JSON_CONTENT_TYPE, Headers, dumps, openai_error
 
 if TYPE_CHECKING:
     from .sse import SSEWriter
-    from .state import EmulatorState, Fault
+    from .state import EmulatorState, Fault, RunSlot
 
 
 class DropConnection(Exception):
@@ -118,15 +118,17 @@ def rate_limited(ex: Exchange) -> None:
     )
 
 
-def refused_before_work(ex: Exchange) -> bool:
-    """Answer Hermes' gates after auth, before the body is parsed (draining 503, then the cap 429); True if refused."""
+def admitted(ex: Exchange) -> RunSlot | None:
+    """Hermes' gates after auth, before the body is parsed (draining 503, then the cap 429).
+
+    The run slot to release when the turn ends, or None when the request was refused (and answered)."""
     if ex.state.settings.draining:
         draining(ex)
-        return True
-    if not ex.state.try_acquire_run():
+        return None
+    slot = ex.state.try_acquire_run()
+    if slot is None:
         rate_limited(ex)
-        return True
-    return False
+    return slot
 
 
-__all__ = ["DropConnection", "Exchange", "Wire", "draining", "rate_limited", "refused_before_work"]
+__all__ = ["DropConnection", "Exchange", "Wire", "admitted", "draining", "rate_limited"]

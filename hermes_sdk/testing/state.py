@@ -96,6 +96,23 @@ class Settings:
     server_version: str = "0.19.0"  # the Hermes release played (versions.SERVER_VERSIONS)
 
 
+class RunSlot:
+    """One agent run's place under ``max_concurrent_runs``; ``release()`` gives it back once.
+
+    A slot taken before the last ``reset()`` no longer counts, and giving it back changes nothing."""
+
+    __slots__ = ("generation", "_released", "_state")
+
+    def __init__(self, state: EmulatorState, generation: int) -> None:
+        self._state = state
+        self.generation = generation
+        self._released = False
+
+    def release(self) -> None:
+        """Give the slot back (a second call does nothing)."""
+        self._state._release(self)
+
+
 class EmulatorState:
     """Everything one emulator's connection threads share: settings, model, stores, counters and faults."""
 
@@ -118,6 +135,7 @@ class EmulatorState:
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._active_runs = 0
+        self._generation = 0  # reset() starts a new one: older slots no longer count
         self._connections = 0
         self._requests: list[SeenRequest] = []
         self._faults: list[Fault] = []
@@ -138,19 +156,21 @@ class EmulatorState:
         return self._behaviour
 
     # -- concurrency cap ------------------------------------------------------
-    def try_acquire_run(self) -> bool:
-        """Take a run slot; False when the run cap is reached (the request is then answered 429)."""
+    def try_acquire_run(self) -> RunSlot | None:
+        """Take a run slot; None when the run cap is reached (the request is then answered 429)."""
         with self._lock:
             cap = self.settings.max_concurrent_runs
             if cap > 0 and self._active_runs >= cap:
-                return False
+                return None
             self._active_runs += 1
-            return True
+            return RunSlot(self, self._generation)
 
-    def release_run(self) -> None:
-        """Give a run slot back."""
+    def _release(self, slot: RunSlot) -> None:
         with self._lock:
-            self._active_runs -= 1
+            if not slot._released:
+                slot._released = True
+                if slot.generation == self._generation:
+                    self._active_runs -= 1
 
     @property
     def active_runs(self) -> int:
@@ -219,6 +239,10 @@ class EmulatorState:
         toolbox.approval_mode = self.default_approval_mode
         self.idempotency.clear()
         with self._lock:
+            # A turn of the last test may still be between its reply and its release: it must not
+            # take the next test's only slot (a 429 to a fresh emulator, seen under load in CI).
+            self._generation += 1
+            self._active_runs = 0
             self._connections = 0
             self._requests.clear()
             self._faults.clear()
@@ -230,6 +254,7 @@ __all__ = [
     "CachedChat",
     "EmulatorState",
     "Fault",
+    "RunSlot",
     "SeenRequest",
     "Settings",
 ]

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..exchange import DropConnection, refused_before_work
+from ..exchange import DropConnection, admitted
 from ..model import AgentHooks, AgentResult, RequestInfo
 from ..routes import Route
 from ..runmachine import Emitter, Run, await_approval
@@ -42,12 +42,13 @@ FINGERPRINT_KEYS = ("model", "messages", "tools", "tool_choice", "stream")
 def handle(ex: Exchange) -> None:
     # The cap is checked before the body is even parsed (Hermes L2654).
     """Serve ``POST /v1/chat/completions`` (JSON or SSE), holding one run slot for its duration."""
-    if refused_before_work(ex):
+    slot = admitted(ex)
+    if slot is None:
         return
     try:
         _handle(ex)
     finally:
-        ex.state.release_run()
+        slot.release()
 
 
 def _handle(ex: Exchange) -> None:

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..exchange import DropConnection, refused_before_work
+from ..exchange import DropConnection, admitted
 from ..model import AgentHooks, AgentResult, RequestInfo
 from ..model import io_usage as _usage
 from ..routes import Route
@@ -65,7 +65,8 @@ class _Turn:
 
 def handle_create(ex: Exchange) -> None:
     """Serve ``POST /v1/responses`` (JSON or SSE), holding one run slot for its duration."""
-    if refused_before_work(ex):
+    slot = admitted(ex)
+    if slot is None:
         return
     try:
         try:
@@ -92,7 +93,7 @@ def handle_create(ex: Exchange) -> None:
         _save(ex, turn, envelope, result)
         ex.send_json(200, envelope, [("X-Hermes-Session-Id", turn.info.session_id)] + key_echo)
     finally:
-        ex.state.release_run()
+        slot.release()
 
 
 def handle_get(ex: Exchange, rid: str) -> None:

@@ -35,7 +35,7 @@ from ..wire import DEFAULT_MODEL, JSONDict, bare_error, openai_error, parse_bool
 
 if TYPE_CHECKING:
     from ..exchange import Exchange
-    from ..state import EmulatorState
+    from ..state import EmulatorState, RunSlot
 
 REQUEST_ID_MAX = 256
 RUN_KEY_MAX = 255
@@ -97,7 +97,8 @@ def handle_create(ex: Exchange) -> None:
             run = state.runs.get(known[1])
             status = run.state if run is not None else "started"
             return ex.send_json(202, {"run_id": known[1], "status": status, "replayed": True})
-    if not state.try_acquire_run():  # before the body is parsed (hermes-wire/37)
+    slot = state.try_acquire_run()  # before the body is parsed (hermes-wire/37)
+    if slot is None:
         return rate_limited(ex)
     started = False
     try:
@@ -135,7 +136,7 @@ def handle_create(ex: Exchange) -> None:
             state.runs.streams[run_id] = queue
             state.runs.streams_created[run_id] = created
         thread = threading.Thread(
-            target=_execute, args=(state, run, queue, info), daemon=True, name=f"hermes-emulator-{run_id}"
+            target=_execute, args=(state, run, queue, info, slot), daemon=True, name=f"hermes-emulator-{run_id}"
         )
         if run_key is not None:
             state.run_keys[run_key] = (fingerprint, run_id)
@@ -148,7 +149,7 @@ def handle_create(ex: Exchange) -> None:
         ex.send_json(202, reply, headers)
     finally:
         if not started:
-            state.release_run()
+            slot.release()
 
 
 def _prepare(ex: Exchange, body: object) -> tuple[RequestInfo, object]:
@@ -416,7 +417,7 @@ def _queue_of(state: EmulatorState, run_id: str) -> RunQueue | None:
 # --------------------------------------------------------------------------- the agent task
 
 
-def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo) -> None:
+def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo, slot: RunSlot) -> None:
     emit = Emitter(state, run, queue)
     try:
         hooks = AgentHooks(
@@ -462,7 +463,7 @@ def _execute(state: EmulatorState, run: Run, queue: RunQueue, info: RequestInfo)
         for pending in leftovers:
             pending.choice = "deny"
             pending.answered.set()
-        state.release_run()
+        slot.release()
         emit.put(None)  # the close sentinel: the subscriber writes ": stream closed"
 
 

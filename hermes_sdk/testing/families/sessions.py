@@ -464,7 +464,8 @@ def _begin(ex: Exchange, turn: _Turn) -> tuple[RequestInfo, SessionDB]:
 def handle_chat(ex: Exchange, session_id: str) -> None:
     turn = _prepare_turn(ex, session_id)
     state = ex.state
-    if not state.try_acquire_run():
+    slot = state.try_acquire_run()
+    if slot is None:
         return rate_limited(ex)
     try:
         info, db = _begin(ex, turn)
@@ -475,7 +476,7 @@ def handle_chat(ex: Exchange, session_id: str) -> None:
             result = None
         _persist(db, turn, result)
     finally:
-        state.release_run()
+        slot.release()
     content = result.final_response if result is not None else None
     payload = {
         "object": "hermes.session.chat.completion",
@@ -490,7 +491,8 @@ def handle_chat(ex: Exchange, session_id: str) -> None:
 def handle_chat_stream(ex: Exchange, session_id: str) -> None:
     turn = _prepare_turn(ex, session_id)
     state = ex.state
-    if not state.try_acquire_run():
+    slot = state.try_acquire_run()
+    if slot is None:
         return rate_limited(ex)
     run_id = "run_" + uuid.uuid4().hex
     message_id = "msg_" + uuid.uuid4().hex
@@ -520,7 +522,7 @@ def handle_chat_stream(ex: Exchange, session_id: str) -> None:
                 return result
             finally:
                 _persist(db, turn, result)
-                state.release_run()
+                slot.release()
 
         pump = AgentPump(work, threading.Event(), start=False)
         hooks.tool_started = lambda call: pump.post("tool.started", call)
@@ -580,7 +582,7 @@ def handle_chat_stream(ex: Exchange, session_id: str) -> None:
         raise DropConnection() from None  # the agent thread keeps going and persists
     finally:
         if not started:
-            state.release_run()
+            slot.release()
 
 
 class SessionsControl:
