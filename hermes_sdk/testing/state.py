@@ -101,12 +101,10 @@ class RunSlot:
 
     A slot taken before the last ``reset()`` no longer counts, and giving it back changes nothing."""
 
-    __slots__ = ("generation", "_released", "_state")
+    __slots__ = ("_state",)
 
-    def __init__(self, state: EmulatorState, generation: int) -> None:
+    def __init__(self, state: EmulatorState) -> None:
         self._state = state
-        self.generation = generation
-        self._released = False
 
     def release(self) -> None:
         """Give the slot back (a second call does nothing)."""
@@ -134,8 +132,7 @@ class EmulatorState:
         self.skills: list[dict[str, object]] = []  # /v1/skills entries: name, description, category
         self.stopping = threading.Event()
         self._lock = threading.Lock()
-        self._active_runs = 0
-        self._generation = 0  # reset() starts a new one: older slots no longer count
+        self._runs_in_flight: set[RunSlot] = set()  # reset() empties it: older slots no longer count
         self._connections = 0
         self._requests: list[SeenRequest] = []
         self._faults: list[Fault] = []
@@ -160,23 +157,21 @@ class EmulatorState:
         """Take a run slot; None when the run cap is reached (the request is then answered 429)."""
         with self._lock:
             cap = self.settings.max_concurrent_runs
-            if cap > 0 and self._active_runs >= cap:
+            if cap > 0 and len(self._runs_in_flight) >= cap:
                 return None
-            self._active_runs += 1
-            return RunSlot(self, self._generation)
+            slot = RunSlot(self)
+            self._runs_in_flight.add(slot)
+            return slot
 
     def _release(self, slot: RunSlot) -> None:
         with self._lock:
-            if not slot._released:
-                slot._released = True
-                if slot.generation == self._generation:
-                    self._active_runs -= 1
+            self._runs_in_flight.discard(slot)
 
     @property
     def active_runs(self) -> int:
         """Agent runs in flight now."""
         with self._lock:
-            return self._active_runs
+            return len(self._runs_in_flight)
 
     @property
     def active_api_runs(self) -> int:
@@ -241,8 +236,7 @@ class EmulatorState:
         with self._lock:
             # A turn of the last test may still be between its reply and its release: it must not
             # take the next test's only slot (a 429 to a fresh emulator, seen under load in CI).
-            self._generation += 1
-            self._active_runs = 0
+            self._runs_in_flight.clear()
             self._connections = 0
             self._requests.clear()
             self._faults.clear()
